@@ -1,0 +1,58 @@
+# milkit: `make demo` and `make test` set up a fresh machine, build, and run.
+PYTHON ?= python3
+BUILD ?= build
+JOBS ?= 2
+APT_PACKAGES = libprotobuf-dev protobuf-compiler nlohmann-json3-dev catch2 ccache cmake ninja-build g++ valgrind
+STAMP = $(BUILD)/.deps-stamp
+
+.PHONY: deps build demo test test-cpp test-python test-notebooks test-install lint bench sanitize clean
+
+deps: $(STAMP)
+
+$(STAMP): requirements-dev.txt
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	$(PYTHON) -m pip install -q -r requirements-dev.txt
+	@mkdir -p $(BUILD) && touch $(STAMP)
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$$(command -v $(PYTHON))
+	cmake --build $(BUILD) -j$(JOBS)
+
+demo: build
+	PYTHONPATH=python $(PYTHON) examples/demo.py
+
+test: build test-cpp test-python test-notebooks
+
+test-cpp:
+	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
+
+test-python:
+	PYTHONPATH=python $(PYTHON) -m pytest tests/python -q
+
+test-notebooks:
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest --nbmake notebooks -q
+
+# pip install . into a throwaway venv, then import and build a program
+test-install: deps
+	rm -rf $(BUILD)/venv && $(PYTHON) -m venv --system-site-packages $(BUILD)/venv
+	$(BUILD)/venv/bin/pip install -q --no-build-isolation .
+	cd /tmp && $(CURDIR)/$(BUILD)/venv/bin/python -c "import milkit, sys; assert 'site-packages' in milkit.__file__, milkit.__file__; print('installed', milkit.__file__)"
+
+lint:
+	$(PYTHON) -m ruff check python tests benchmarks examples
+
+bench: build
+	PYTHONPATH=python $(PYTHON) benchmarks/run.py
+
+sanitize: deps
+	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMILKIT_SANITIZE=ON -DMILKIT_BUILD_PYTHON=OFF
+	cmake --build $(BUILD)-asan -j$(JOBS)
+	ctest --test-dir $(BUILD)-asan --output-on-failure
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan python/milkit/_core*.so

@@ -1,0 +1,236 @@
+// The builder from Python: scopes (current function / insertion point) and op callers.
+#include "common.h"
+
+#include <frameobject.h>
+
+#include <unordered_map>
+#include "milkit/types/error.h"
+
+namespace milkit::py_bind {
+
+namespace {
+
+struct Scope {
+  std::shared_ptr<Function> fn;
+  Builder builder;
+};
+
+std::vector<Scope>& scopes() {
+  static thread_local std::vector<Scope> s;
+  return s;
+}
+
+std::string& package_dir() {
+  static std::string d;
+  return d;
+}
+
+// Location of the innermost frame outside the milkit package.
+Location caller_location() {
+  static std::unordered_map<PyObject*, std::shared_ptr<const std::string>> files;
+  PyFrameObject* f = PyEval_GetFrame();
+  if (!f) return {};
+  Py_INCREF(f);
+  Location loc;
+  for (int depth = 0; f && depth < 16; ++depth) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    auto it = files.find(reinterpret_cast<PyObject*>(code));
+    std::shared_ptr<const std::string> file;
+    if (it == files.end()) {
+      PyObject* fn = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
+      file = std::make_shared<const std::string>(fn && PyUnicode_Check(fn) ? PyUnicode_AsUTF8(fn) : "?");
+      Py_XDECREF(fn);
+      Py_INCREF(code);  // keep the key alive
+      files.emplace(reinterpret_cast<PyObject*>(code), file);
+    } else {
+      file = it->second;
+    }
+    Py_DECREF(code);
+    const std::string& pd = package_dir();
+    if (pd.empty() || file->compare(0, pd.size(), pd) != 0) {
+      loc.file = file;
+      loc.line = PyFrame_GetLineNumber(f);
+      Py_DECREF(f);
+      return loc;
+    }
+    PyFrameObject* back = PyFrame_GetBack(f);
+    Py_DECREF(f);
+    f = back;
+  }
+  Py_XDECREF(f);
+  return loc;
+}
+
+Scope& current(const std::string& op_type) {
+  auto& s = scopes();
+  if (s.empty())
+    throw ValueError("mb." + op_type +
+                     ": no function is being built; call ops inside @mb.program, @mb.function or "
+                     "`with mb.set_before_op(op):`");
+  return s.back();
+}
+
+ArgItem item_from_py(py::handle o, const std::string& what) {
+  if (py::isinstance<Var>(o)) return ArgItem{o.cast<Var*>(), nullptr};
+  return ArgItem{nullptr, std::make_shared<const Value>(value_from_py(o, what))};
+}
+
+class OpCaller {
+ public:
+  explicit OpCaller(std::string op_type) : op_type_(std::move(op_type)) {}
+  const std::string& op_type() const { return op_type_; }
+
+  py::object call(py::args args, py::kwargs kwargs) const {
+    Scope& sc = current(op_type_);
+    const OpSchema& s = sc.fn->opset_auto()
+                            ? *OpRegistry::instance().versions(op_type_).front()
+                            : schema_for(op_type_, sc.fn->opset(), "");
+    std::vector<Arg> out;
+    out.reserve(args.size() + kwargs.size());
+    std::string name;
+    Operation* before_override = nullptr;
+    bool has_before = false;
+    if (args.size() > s.inputs.size())
+      throw TypeError("mb." + op_type_ + " takes at most " + std::to_string(s.inputs.size()) +
+                      " positional arguments (" + s.input_names() + "), got " +
+                      std::to_string(args.size()));
+    auto add = [&](const std::string& key, py::handle v) {
+      int idx = s.input_index(key);
+      if (idx < 0)
+        throw TypeError("mb." + op_type_ + ": unknown argument '" + key + "'; its inputs are: " +
+                        s.input_names());
+      for (auto& a : out)
+        if (a.name == key)
+          throw TypeError("mb." + op_type_ + ": argument '" + key + "' given twice");
+      Arg a;
+      a.name = key;
+      std::string what = "mb." + op_type_ + " input '" + key + "'";
+      const InputDef& d = s.inputs[idx];
+      if (d.kind == InputKind::Tuple && (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()))) {
+        a.is_sequence = true;
+        for (auto e : py::reinterpret_borrow<py::sequence>(v)) a.items.push_back(item_from_py(e, what));
+      } else {
+        a.items.push_back(item_from_py(v, what));
+      }
+      out.push_back(std::move(a));
+    };
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].is_none()) continue;
+      add(s.inputs[i].name, args[i]);
+    }
+    for (auto kv : kwargs) {
+      std::string key = py::reinterpret_borrow<py::str>(kv.first);
+      if (key == "name") {
+        if (!kv.second.is_none()) name = py::str(kv.second);
+        continue;
+      }
+      if (key == "before_op") {
+        if (!kv.second.is_none()) {
+          before_override = kv.second.cast<Operation*>();
+          has_before = true;
+        }
+        continue;
+      }
+      if (kv.second.is_none()) continue;
+      add(key, kv.second);
+    }
+    Builder& b = sc.builder;
+    b.set_location(caller_location());
+    std::vector<Var*> outs;
+    if (has_before) {
+      Block* saved_block = b.block();
+      Operation* saved_before = b.before();
+      b.set_insertion_point(before_override->parent(), before_override);
+      try {
+        outs = b.create(op_type_, out, name);
+      } catch (...) {
+        b.set_insertion_point(saved_block, saved_before);
+        throw;
+      }
+      b.set_insertion_point(saved_block, saved_before);
+    } else {
+      outs = b.create(op_type_, out, name);
+    }
+    if (outs.size() == 1) return py::cast(handle(outs[0]));
+    py::list l;
+    for (Var* v : outs) l.append(handle(v));
+    return l;
+  }
+
+ private:
+  std::string op_type_;
+};
+
+py::list schema_info(const OpSchema& s) {
+  py::list inputs;
+  for (auto& d : s.inputs) {
+    const char* kind = "tensor";
+    switch (d.kind) {
+      case InputKind::Tuple: kind = "tuple"; break;
+      case InputKind::List: kind = "list"; break;
+      case InputKind::ListOrTensor: kind = "list_or_tensor"; break;
+      case InputKind::State: kind = "state"; break;
+      case InputKind::Any: kind = "any"; break;
+      default: break;
+    }
+    py::dict e;
+    e["name"] = d.name;
+    e["kind"] = kind;
+    e["dtypes"] = d.dtypes.str();
+    e["domain"] = d.domain;
+    e["const"] = d.is_const;
+    e["optional"] = d.optional;
+    inputs.append(e);
+  }
+  return inputs;
+}
+
+}  // namespace
+
+void init_builder(py::module_& m) {
+  py::class_<OpCaller>(m, "OpCaller", "Calls an op of the registry on the current function.")
+      .def("__call__", &OpCaller::call)
+      .def_property_readonly("op_type", &OpCaller::op_type)
+      .def("__repr__", [](const OpCaller& c) { return "<milkit op '" + c.op_type() + "'>"; });
+
+  m.def("op_caller", [](const std::string& name) {
+    if (!OpRegistry::instance().exists(name)) throw TypeError("unknown op type '" + name + "'");
+    return OpCaller(name);
+  });
+  m.def("op_names", [](int opset) { return OpRegistry::instance().names(static_cast<Target>(opset)); },
+        py::arg("opset") = static_cast<int>(Target::iOS26));
+  m.def("op_inputs", [](const std::string& name, int opset) {
+    return schema_info(schema_for(name, static_cast<Target>(opset), ""));
+  });
+  m.def("op_versions", [](const std::string& name) {
+    py::list l;
+    for (auto* s : OpRegistry::instance().versions(name)) l.append(static_cast<int>(s->since));
+    return l;
+  });
+  m.def("_set_package_dir", [](const std::string& d) { package_dir() = d; });
+  m.def("_push_scope", [](std::shared_ptr<Function> fn, std::shared_ptr<Block> block,
+                          std::shared_ptr<Operation> before) {
+    Scope s{fn, Builder(*fn)};
+    if (block) s.builder.set_insertion_point(block.get(), before ? before.get() : nullptr);
+    else if (before) s.builder.set_insertion_point(before->parent(), before.get());
+    scopes().push_back(std::move(s));
+  }, py::arg("fn"), py::arg("block") = nullptr, py::arg("before") = nullptr);
+  m.def("_pop_scope", [] {
+    if (scopes().empty()) throw ValueError("builder scope stack is empty");
+    scopes().pop_back();
+  });
+  m.def("_scope_depth", [] { return scopes().size(); });
+  m.def("_current_function", []() -> std::shared_ptr<Function> {
+    return scopes().empty() ? nullptr : scopes().back().fn;
+  });
+  m.def("_add_const", [](py::object value, const std::string& name) {
+    Scope& sc = current("const");
+    sc.builder.set_location(caller_location());
+    auto v = std::make_shared<const Value>(value_from_py(value, "mb.const val"));
+    Context& ctx = sc.fn->ctx();
+    std::string n = name.empty() ? ctx.free_name("const") : name;
+    return handle(sc.builder.add_const(v, n));
+  }, py::arg("val"), py::arg("name") = "");
+}
+
+}  // namespace milkit::py_bind

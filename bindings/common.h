@@ -1,0 +1,55 @@
+// Shared declarations of the pybind11 translation units of milkit._core.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+
+#include "milkit/builder/builder.h"
+#include "milkit/ir/ir.h"
+
+namespace py = pybind11;
+
+namespace milkit::py_bind {
+
+/// A dim as seen from Python: the node plus the context that owns it.
+struct PyDim {
+  std::shared_ptr<SymbolContext> ctx;  ///< Owner of the node.
+  Dim d;                               ///< The node.
+};
+
+/// The shared owner of IR objects: every handle keeps its Function alive.
+std::shared_ptr<Function> owner_of(const Function* f);
+
+/// Handles for IR objects (aliasing the owning Function).
+std::shared_ptr<Var> handle(Var* v);
+/// Op handle.
+std::shared_ptr<Operation> handle(Operation* op);
+/// Block handle.
+std::shared_ptr<Block> handle(Block* b);
+
+/// Converts a Python value to a const Value with coremltools' typing rules.
+Value value_from_py(py::handle o, const std::string& what);
+/// Converts a Value to numpy (or a Python scalar for strings).
+py::object value_to_py(const std::shared_ptr<const Value>& v, const std::shared_ptr<SymbolContext>& ctx);
+/// A shape as a Python tuple of ints and Dims.
+py::tuple shape_to_py(const Type* t, const std::shared_ptr<SymbolContext>& ctx);
+/// A Python dim-like (int, Dim, -1/None for a fresh symbol) to a Dim of `ctx`.
+Dim dim_from_py(py::handle o, SymbolContext& ctx);
+/// Wraps a Dim for Python: int for constants, else a Dim object.
+py::object dim_to_py(Dim d, const std::shared_ptr<SymbolContext>& ctx);
+
+/// Registration of each area.
+void init_symbolic(py::module_& m);
+/// Types, values.
+void init_types(py::module_& m);
+/// IR classes.
+void init_ir(py::module_& m);
+/// Builder, op callers, scopes.
+void init_builder(py::module_& m);
+/// Errors.
+void init_errors(py::module_& m);
+
+}  // namespace milkit::py_bind

@@ -1,0 +1,239 @@
+// Python view of the IR: Program, Function, Block, Operation, Var.
+#include "common.h"
+
+#include "milkit/ir/verify.h"
+#include "milkit/serde/text.h"
+#include "milkit/types/error.h"
+
+namespace milkit::py_bind {
+
+std::shared_ptr<Function> owner_of(const Function* f) {
+  return const_cast<Function*>(f)->shared_from_this();
+}
+std::shared_ptr<Var> handle(Var* v) {
+  if (!v) return nullptr;
+  Function* f = v->op() ? v->op()->function() : v->input_of()->function();
+  return std::shared_ptr<Var>(owner_of(f), v);
+}
+std::shared_ptr<Operation> handle(Operation* op) {
+  if (!op) return nullptr;
+  return std::shared_ptr<Operation>(owner_of(op->function()), op);
+}
+std::shared_ptr<Block> handle(Block* b) {
+  if (!b) return nullptr;
+  return std::shared_ptr<Block>(owner_of(b->function()), b);
+}
+
+namespace {
+
+Function* fn_of(const Var& v) { return v.op() ? v.op()->function() : v.input_of()->function(); }
+
+py::list vars_list(const std::vector<Var*>& vs) {
+  py::list l;
+  for (Var* v : vs) l.append(handle(v));
+  return l;
+}
+
+py::list ops_of(const Block& b) {
+  py::list l;
+  for (Operation* op = b.front(); op; op = op->next()) l.append(handle(op));
+  return l;
+}
+
+void find_ops_rec(const Block& b, const std::string& prefix, const std::string& op_type, py::list& out) {
+  for (Operation* op = b.front(); op; op = op->next()) {
+    bool ok = (prefix.empty() || op->name().rfind(prefix, 0) == 0) && (op_type.empty() || op->op_type() == op_type);
+    if (ok) out.append(handle(op));
+    for (Block* nb : op->blocks()) find_ops_rec(*nb, prefix, op_type, out);
+  }
+}
+
+py::list find_ops(const Block& b, const std::string& prefix, const std::string& op_type, bool exactly_one) {
+  py::list out;
+  find_ops_rec(b, prefix, op_type, out);
+  if (exactly_one && out.size() != 1)
+    throw ValueError("find_ops(prefix='" + prefix + "', op_type='" + op_type + "') found " +
+                     std::to_string(out.size()) + " ops, expected exactly one");
+  return out;
+}
+
+}  // namespace
+
+void init_ir(py::module_& m) {
+  py::class_<Var, std::shared_ptr<Var>>(m, "Var", "An SSA value: op output or function input.")
+      .def_property("name", [](const Var& v) { return v.name(); },
+                    [](Var& v, const std::string& n) { v.set_name(n); })
+      .def("set_name", [](Var& v, const std::string& n) { v.set_name(n); })
+      .def_property_readonly("shape", [](const Var& v) { return shape_to_py(v.type(), fn_of(v)->ctx_ptr()); })
+      .def_property_readonly("rank", [](const Var& v) {
+        const Type* t = v.type()->kind() == TypeKind::State ? v.type()->elem() : v.type();
+        return t->is_tensor() ? t->rank() : 0;
+      })
+      .def_property_readonly("_dtype_code", [](const Var& v) {
+        const Type* t = v.type();
+        if (t->kind() == TypeKind::List) t = t->elem();
+        return static_cast<int>(t->dtype());
+      })
+      .def_property_readonly("_kind", [](const Var& v) {
+        switch (v.type()->kind()) {
+          case TypeKind::Tensor: return v.type()->is_scalar() ? "scalar" : "tensor";
+          case TypeKind::List: return "list";
+          case TypeKind::Tuple: return "tuple";
+          case TypeKind::Dict: return "dict";
+          case TypeKind::State: return "state";
+        }
+        return "?";
+      })
+      .def_property_readonly("_has_rank", [](const Var& v) { return v.type()->has_rank(); })
+      .def_property_readonly("_type_str", [](const Var& v) { return v.type()->str(); })
+      .def_property_readonly("val", [](const Var& v) -> py::object {
+        if (!v.has_value()) return py::none();
+        return value_to_py(v.value(), fn_of(v)->ctx_ptr());
+      })
+      .def_property_readonly("sym_val", [](const Var& v) -> py::object {
+        return value_to_py(v.value(), fn_of(v)->ctx_ptr());
+      })
+      .def_property_readonly("op", [](const Var& v) { return handle(v.op()); })
+      .def_property_readonly("op_output_idx", [](const Var& v) -> py::object {
+        if (!v.op()) return py::none();
+        return py::int_(v.index());
+      })
+      .def_property_readonly("child_ops", [](const Var& v) {
+        py::list l;
+        for (const Use& u : v.uses()) l.append(handle(u.op));
+        return l;
+      })
+      .def_property_readonly("consuming_blocks", [](const Var& v) {
+        py::list l;
+        for (Block* b : v.block_uses()) l.append(handle(b));
+        return l;
+      })
+      .def("replace_all_uses_with", [](Var& v, Var& other) { v.replace_all_uses_with(&other); })
+      .def("__str__", [](const Var& v) { return var_to_text(v); })
+      .def("__repr__", [](const Var& v) { return var_to_text(v); });
+
+  py::class_<Operation, std::shared_ptr<Operation>>(m, "Operation", "An op in a block.")
+      .def_property_readonly("op_type", [](const Operation& op) { return op.op_type(); })
+      .def_property("name", [](const Operation& op) { return op.name(); },
+                    [](Operation& op, const std::string& n) { op.set_name(n); })
+      .def_property_readonly("inputs", [](const Operation& op) {
+        py::dict d;
+        for (size_t i = 0; i < op.num_inputs(); ++i) {
+          VarSpan s = op.input(i);
+          if (s.empty()) continue;
+          const InputDef& def = op.schema().inputs[i];
+          if (def.kind == InputKind::Tuple) {
+            py::tuple t(s.size());
+            for (size_t k = 0; k < s.size(); ++k) t[k] = handle(s[k]);
+            d[py::str(def.name)] = t;
+          } else {
+            d[py::str(def.name)] = handle(s[0]);
+          }
+        }
+        return d;
+      })
+      .def_property_readonly("outputs", [](const Operation& op) { return vars_list(op.outputs()); })
+      .def_property_readonly("blocks", [](const Operation& op) {
+        py::list l;
+        for (Block* b : op.blocks()) l.append(handle(b));
+        return l;
+      })
+      .def_property_readonly("enclosing_block", [](const Operation& op) { return handle(op.parent()); })
+      .def_property_readonly("opset_version", [](const Operation& op) { return static_cast<int>(op.schema().since); })
+      .def_property_readonly("location", [](const Operation& op) -> py::object {
+        if (!op.location().file) return py::none();
+        return py::make_tuple(*op.location().file, op.location().line);
+      })
+      .def_property_readonly("erased", &Operation::erased)
+      .def_property_readonly("_function", [](const Operation& op) { return owner_of(op.function()); })
+      .def("__getattr__", [](const Operation& op, const std::string& name) -> py::object {
+        // coremltools exposes inputs as attributes: op.x, op.weight
+        int i = op.input_index(name);
+        if (i < 0) throw py::attribute_error("'" + op.op_type() + "' op has no attribute '" + name + "'");
+        VarSpan s = op.input(static_cast<size_t>(i));
+        if (s.empty()) return py::none();
+        if (op.schema().inputs[i].kind == InputKind::Tuple) {
+          py::tuple t(s.size());
+          for (size_t k = 0; k < s.size(); ++k) t[k] = handle(s[k]);
+          return t;
+        }
+        return py::cast(handle(s[0]));
+      })
+      .def("__str__", [](const Operation& op) { return op_to_text(op, "  "); })
+      .def("__repr__", [](const Operation& op) { return op_to_text(op, "  "); });
+
+  py::class_<Block, std::shared_ptr<Block>>(m, "Block", "A block of ops.")
+      .def_property_readonly("operations", [](const Block& b) { return ops_of(b); })
+      .def_property_readonly("outputs", [](const Block& b) { return vars_list(b.outputs()); })
+      .def_property_readonly("inputs", [](const Block& b) { return vars_list(b.inputs()); })
+      .def_property_readonly("outer_op", [](const Block& b) { return handle(b.parent_op()); })
+      .def("set_outputs", [](Block& b, std::vector<std::shared_ptr<Var>> outs) {
+        std::vector<Var*> v;
+        for (auto& o : outs) v.push_back(o.get());
+        b.set_outputs(v);
+      })
+      .def("find_ops", [](const Block& b, const std::string& prefix, const std::string& op_type, bool exactly_one) {
+        return find_ops(b, prefix, op_type, exactly_one);
+      }, py::arg("prefix") = "", py::arg("op_type") = "", py::arg("exactly_one") = false)
+      .def("remove_ops", [](Block& b, std::vector<std::shared_ptr<Operation>> ops) {
+        for (auto it = ops.rbegin(); it != ops.rend(); ++it) b.erase(it->get());
+      })
+      .def("__str__", [](const Block& b) {
+        int c = 0;
+        return block_to_text(b, "", c);
+      });
+
+  py::class_<Function, std::shared_ptr<Function>>(m, "Function", "A MIL function.")
+      .def(py::init([](int opset) { return std::make_shared<Function>(static_cast<Target>(opset)); }))
+      .def_property("opset", [](const Function& f) { return static_cast<int>(f.opset()); },
+                    [](Function& f, int o) { f.set_opset(static_cast<Target>(o)); })
+      .def_property("opset_auto", &Function::opset_auto, &Function::set_opset_auto)
+      .def("add_input", [](Function& f, const std::string& name, int dtype, py::object shape, bool state) {
+        Context& ctx = f.ctx();
+        std::vector<Dim> dims;
+        for (auto d : shape) dims.push_back(dim_from_py(d, ctx));
+        const Type* t = ctx.tensor(static_cast<DataType>(dtype), dims);
+        if (state) t = ctx.state(t);
+        ctx.reserve_name(name);
+        return handle(f.add_input(name, t));
+      }, py::arg("name"), py::arg("dtype"), py::arg("shape"), py::arg("state") = false)
+      .def_property_readonly("inputs", [](const Function& f) { return vars_list(f.inputs()); })
+      .def_property_readonly("outputs", [](const Function& f) { return vars_list(f.body().outputs()); })
+      .def_property_readonly("block", [](Function& f) { return handle(&f.body()); })
+      .def_property_readonly("operations", [](const Function& f) { return ops_of(f.body()); })
+      .def("set_outputs", [](Function& f, std::vector<std::shared_ptr<Var>> outs) {
+        std::vector<Var*> v;
+        for (auto& o : outs) {
+          if (fn_of(*o) != &f) throw ValueError("output '" + o->name() + "' belongs to another function");
+          v.push_back(o.get());
+        }
+        f.body().set_outputs(v);
+      })
+      .def("find_ops", [](const Function& f, const std::string& prefix, const std::string& op_type, bool exactly_one) {
+        return find_ops(f.body(), prefix, op_type, exactly_one);
+      }, py::arg("prefix") = "", py::arg("op_type") = "", py::arg("exactly_one") = false)
+      .def("num_ops", &Function::num_ops)
+      .def("to_str", [](const Function& f, const std::string& name) { return function_to_text(f, name); },
+           py::arg("func_name") = "function")
+      .def("__str__", [](const Function& f) { return function_to_text(f, "function"); });
+
+  m.def("verify_function", [](const Function& f, const std::string& name) { verify(f, name); });
+
+  py::class_<Program, std::shared_ptr<Program>>(m, "Program", "A MIL program: named functions.")
+      .def(py::init([]() { return std::make_shared<Program>(); }))
+      .def("add_function", [](Program& p, const std::string& name, std::shared_ptr<Function> f) {
+        p.add_function(name, std::move(f));
+      })
+      .def_property_readonly("functions", [](const Program& p) {
+        py::dict d;
+        for (auto& [n, f] : p.functions()) d[py::str(n)] = f;
+        return d;
+      })
+      .def_property("default_function_name", [](const Program& p) { return p.default_function_name(); },
+                    [](Program& p, const std::string& n) { p.set_default_function_name(n); })
+      .def("_attributes", [](const Program& p) { return p.attributes(); })
+      .def("_set_attribute", [](Program& p, const std::string& k, const std::string& v) { p.attributes()[k] = v; })
+      .def("__str__", [](const Program& p) { return program_to_text(p); });
+}
+
+}  // namespace milkit::py_bind

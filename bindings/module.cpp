@@ -1,0 +1,63 @@
+// milkit._core: the compiled core of milkit.
+#include "common.h"
+
+#include "milkit/types/error.h"
+
+namespace milkit::py_bind {
+
+void init_errors(py::module_& m) {
+  static py::exception<milkit::Error> base(m, "MilkitError", PyExc_Exception);
+  static py::object type_error =
+      py::module_::import("builtins").attr("type")("MilkitTypeError",
+                                                   py::make_tuple(base, py::handle(PyExc_TypeError)),
+                                                   py::dict());
+  static py::object value_error =
+      py::module_::import("builtins").attr("type")("MilkitValueError",
+                                                   py::make_tuple(base, py::handle(PyExc_ValueError)),
+                                                   py::dict());
+  static py::object format_error = py::module_::import("builtins").attr("type")(
+      "FormatError", py::make_tuple(value_error), py::dict());
+  static py::object verify_error = py::module_::import("builtins").attr("type")(
+      "VerifyError", py::make_tuple(value_error), py::dict());
+  static py::object io_error =
+      py::module_::import("builtins").attr("type")("MilkitIOError",
+                                                   py::make_tuple(base, py::handle(PyExc_OSError)),
+                                                   py::dict());
+  for (auto* o : {&type_error, &value_error, &format_error, &verify_error, &io_error})
+    o->attr("__module__") = "milkit";
+  base.attr("__module__") = "milkit";
+  m.attr("MilkitTypeError") = type_error;
+  m.attr("MilkitValueError") = value_error;
+  m.attr("FormatError") = format_error;
+  m.attr("VerifyError") = verify_error;
+  m.attr("MilkitIOError") = io_error;
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const milkit::FormatError& e) {
+      PyErr_SetString(format_error.ptr(), e.what());
+    } catch (const milkit::VerifyError& e) {
+      PyErr_SetString(verify_error.ptr(), e.what());
+    } catch (const milkit::TypeError& e) {
+      PyErr_SetString(type_error.ptr(), e.what());
+    } catch (const milkit::ValueError& e) {
+      PyErr_SetString(value_error.ptr(), e.what());
+    } catch (const milkit::IOError& e) {
+      PyErr_SetString(io_error.ptr(), e.what());
+    } catch (const milkit::Error& e) {
+      PyErr_SetString(base.ptr(), e.what());
+    }
+  });
+}
+
+}  // namespace milkit::py_bind
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "milkit core: typed MIL IR, symbolic dims, op registry, builder, serialization";
+  using namespace milkit::py_bind;
+  init_errors(m);
+  init_symbolic(m);
+  init_types(m);
+  init_ir(m);
+  init_builder(m);
+}

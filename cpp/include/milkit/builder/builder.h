@@ -1,0 +1,71 @@
+// milkit/builder/builder.h - creates typed ops: validation, implicit consts, defaults, inference.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "milkit/ir/ir.h"
+#include "milkit/ops/registry.h"
+
+namespace milkit {
+
+/// One element of an argument: an existing var, or a value to wrap in an implicit const.
+struct ArgItem {
+  Var* var = nullptr;                   ///< An existing var.
+  std::shared_ptr<const Value> value;   ///< Or a compile-time value.
+};
+
+/// A named argument of an op call. Tuple inputs take several items.
+struct Arg {
+  std::string name;            ///< Input name.
+  std::vector<ArgItem> items;  ///< One item, or several for a tuple input.
+  bool is_sequence = false;    ///< Given as a Python list/tuple of vars (tuple inputs).
+};
+
+/// Creates ops in a function at an insertion point, the way coremltools' Builder does:
+/// op names "<type>_<n>", implicit consts "<op>_<input>_<n>", defaults materialized as consts,
+/// validation against the schema, then type and value inference. Errors name the op type, the op
+/// name, the input and the location.
+class Builder {
+ public:
+  /// A builder appending to the body of `f`.
+  explicit Builder(Function& f);
+  /// The function being built.
+  Function& function() const { return *fn_; }
+  /// Sets where new ops go: before `before` in `b` (nullptr: the end of `b`).
+  void set_insertion_point(Block* b, Operation* before = nullptr);
+  /// The current block.
+  Block* block() const { return block_; }
+  /// The op new ops are inserted before (nullptr: the end).
+  Operation* before() const { return before_; }
+  /// Location stamped on the ops created next.
+  void set_location(Location loc) { loc_ = std::move(loc); }
+  /// Creates a const op named exactly `name` (a free name is made when empty).
+  Var* add_const(std::shared_ptr<const Value> v, const std::string& name = "");
+  /// Creates an op; returns its outputs. `name` empty: "<op_type>_<n>".
+  std::vector<Var*> create(std::string_view op_type, std::vector<Arg>& args,
+                           const std::string& name = "");
+  /// Convenience: single-output op from (input name, var) pairs.
+  Var* op(std::string_view op_type, std::vector<std::pair<std::string, Var*>> inputs,
+          const std::string& name = "");
+  /// Convenience: wraps values into args.
+  static Arg arg(std::string name, Var* v);
+  /// An argument holding a value (implicit const).
+  static Arg arg(std::string name, Value v);
+
+ private:
+  Function* fn_;
+  Block* block_;
+  Operation* before_ = nullptr;
+  Location loc_;
+};
+
+/// Re-runs type (and value) inference of an existing op, e.g. after a pass changed its inputs;
+/// returns the inferred output types without changing the op.
+std::vector<const Type*> infer_types(Operation* op);
+
+/// The schema of `op_type` at `opset`, or throws TypeError naming the op and opset.
+const OpSchema& schema_for(std::string_view op_type, Target opset, const std::string& op_name);
+
+}  // namespace milkit

@@ -1,0 +1,300 @@
+// milkit/ir/ir.h - Program, Function, Block, Operation, Var.
+//
+// Ownership: a Function owns everything in it (its Context, blocks, ops, vars). Ops in a block
+// form an intrusive doubly linked list; erasing an op unlinks it and drops its uses but keeps the
+// object alive until the Function dies, so handles held elsewhere (Python) never dangle.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "milkit/ir/value.h"
+#include "milkit/types/target.h"
+#include "milkit/types/type.h"
+
+namespace milkit {
+
+class Operation;
+class Block;
+class Function;
+struct OpSchema;
+
+/// Where an op was created: the user's source file and line.
+struct Location {
+  std::shared_ptr<const std::string> file;  ///< Shared file name (may be null).
+  int line = 0;                             ///< 1-based line, 0 when unknown.
+  /// "file.py:12" or "" when unknown.
+  std::string str() const;
+};
+
+/// One use of a var: op input `input`, element `elem` (for tuple inputs).
+struct Use {
+  Operation* op;  ///< The consuming op.
+  uint32_t slot;  ///< Index into the op's flat argument list.
+};
+
+/// An SSA value: an op output, a function input or a block input.
+class Var {
+ public:
+  /// The var's name (unique in its function).
+  const std::string& name() const { return name_; }
+  /// Renames the var.
+  void set_name(std::string n) { name_ = std::move(n); }
+  /// The var's type.
+  const Type* type() const { return type_; }
+  /// Changes the type (used by passes and re-inference).
+  void set_type(const Type* t) { type_ = t; }
+  /// The producing op, or nullptr for function and block inputs.
+  Operation* op() const { return op_; }
+  /// Output index in the producing op.
+  int index() const { return index_; }
+  /// The block whose input this is (for block / function inputs).
+  Block* input_of() const { return input_of_; }
+  /// Op inputs that read this var.
+  const std::vector<Use>& uses() const { return uses_; }
+  /// Blocks that return this var.
+  const std::vector<Block*>& block_uses() const { return block_uses_; }
+  /// Whether anything uses the var.
+  bool used() const { return !uses_.empty() || !block_uses_.empty(); }
+  /// The compile-time value (known or symbolic), or nullptr.
+  const std::shared_ptr<const Value>& value() const { return value_; }
+  /// Whether a fully known value is attached.
+  bool has_value() const { return value_ && !value_->is_symbolic(); }
+  /// Sets the compile-time value.
+  void set_value(std::shared_ptr<const Value> v) { value_ = std::move(v); }
+  /// Makes every use of this var (ops and block outputs) use `other` instead.
+  void replace_all_uses_with(Var* other);
+
+ private:
+  friend class Operation;
+  friend class Block;
+  friend class Function;
+  std::string name_;
+  const Type* type_ = nullptr;
+  Operation* op_ = nullptr;
+  int index_ = 0;
+  Block* input_of_ = nullptr;
+  std::vector<Use> uses_;
+  std::vector<Block*> block_uses_;
+  std::shared_ptr<const Value> value_;
+};
+
+/// A contiguous view of vars (one op input: one var, or several for a tuple input).
+struct VarSpan {
+  Var* const* ptr = nullptr;  ///< First element.
+  size_t n = 0;               ///< Element count.
+  /// Iteration.
+  Var* const* begin() const { return ptr; }
+  /// End of iteration.
+  Var* const* end() const { return ptr + n; }
+  /// Number of vars.
+  size_t size() const { return n; }
+  /// Whether absent.
+  bool empty() const { return n == 0; }
+  /// Element i.
+  Var* operator[](size_t i) const { return ptr[i]; }
+};
+
+/// An operation: an instance of a registered op schema.
+class Operation {
+ public:
+  /// The schema this op was built from.
+  const OpSchema& schema() const { return *schema_; }
+  /// The op type name ("add").
+  const std::string& op_type() const;
+  /// The op's name (unique in its function).
+  const std::string& name() const { return name_; }
+  /// Renames the op.
+  void set_name(std::string n) { name_ = std::move(n); }
+  /// Number of schema inputs (present or not).
+  size_t num_inputs() const { return starts_.empty() ? 0 : starts_.size() - 1; }
+  /// Vars bound to schema input i (empty when absent).
+  VarSpan input(size_t i) const { return {args_.data() + starts_[i], starts_[i + 1] - starts_[i]}; }
+  /// Vars bound to the named input (empty when absent or unknown).
+  VarSpan input(std::string_view name) const;
+  /// The first var of the named input, or nullptr.
+  Var* input1(std::string_view name) const;
+  /// Index of a schema input by name, -1 when unknown.
+  int input_index(std::string_view name) const;
+  /// The flat argument list.
+  const std::vector<Var*>& args() const { return args_; }
+  /// Offsets of each schema input in args() (size num_inputs() + 1).
+  const std::vector<uint32_t>& starts() const { return starts_; }
+  /// Replaces the var in flat argument slot `slot`, keeping use lists right.
+  void set_arg(size_t slot, Var* v);
+  /// Output vars.
+  const std::vector<Var*>& outputs() const { return outputs_; }
+  /// Output i.
+  Var* output(size_t i = 0) const { return outputs_.at(i); }
+  /// Nested blocks (control flow).
+  const std::vector<Block*>& blocks() const { return blocks_; }
+  /// The enclosing block.
+  Block* parent() const { return parent_; }
+  /// Next op in the block, or nullptr.
+  Operation* next() const { return next_; }
+  /// Previous op in the block, or nullptr.
+  Operation* prev() const { return prev_; }
+  /// Where the op was created.
+  const Location& location() const { return loc_; }
+  /// Sets the location.
+  void set_location(Location l) { loc_ = std::move(l); }
+  /// Extra attributes (constexpr parameters before iOS18, etc.), by name.
+  std::map<std::string, std::shared_ptr<const Value>>& attributes() { return attrs_; }
+  /// Extra attributes, read-only.
+  const std::map<std::string, std::shared_ptr<const Value>>& attributes() const { return attrs_; }
+  /// Whether the op was erased from its block.
+  bool erased() const { return erased_; }
+  /// The function that owns the op.
+  Function* function() const { return function_; }
+  /// "op_type 'name'" plus the location, for messages.
+  std::string describe() const;
+
+ private:
+  friend class Block;
+  friend class Function;
+  const OpSchema* schema_ = nullptr;
+  std::string name_;
+  std::vector<Var*> args_;
+  std::vector<uint32_t> starts_;
+  std::vector<Var*> outputs_;
+  std::vector<Block*> blocks_;
+  std::map<std::string, std::shared_ptr<const Value>> attrs_;
+  Block* parent_ = nullptr;
+  Operation* prev_ = nullptr;
+  Operation* next_ = nullptr;
+  Function* function_ = nullptr;
+  Location loc_;
+  bool erased_ = false;
+};
+
+/// A block: inputs, a list of ops, outputs.
+class Block {
+ public:
+  /// First op or nullptr.
+  Operation* front() const { return first_; }
+  /// Last op or nullptr.
+  Operation* back() const { return last_; }
+  /// Number of ops.
+  size_t size() const { return size_; }
+  /// Block inputs (function inputs for the body of a function).
+  const std::vector<Var*>& inputs() const { return inputs_; }
+  /// Block outputs.
+  const std::vector<Var*>& outputs() const { return outputs_; }
+  /// Sets the outputs, keeping use lists right.
+  void set_outputs(const std::vector<Var*>& outs);
+  /// Replaces output i.
+  void set_output(size_t i, Var* v);
+  /// The op owning this block (nullptr for a function body).
+  Operation* parent_op() const { return parent_op_; }
+  /// The owning function.
+  Function* function() const { return function_; }
+  /// Ops in order (a snapshot, safe to mutate the block while iterating it).
+  std::vector<Operation*> ops() const;
+  /// Unlinks `op`, drops its uses; its outputs must be unused. The object stays alive.
+  void erase(Operation* op);
+  /// Moves `op` to just before `before` (nullptr: the end).
+  void move_before(Operation* op, Operation* before);
+
+ private:
+  friend class Function;
+  friend class Operation;
+  void link_before(Operation* op, Operation* before);
+  void unlink(Operation* op);
+  Operation* first_ = nullptr;
+  Operation* last_ = nullptr;
+  size_t size_ = 0;
+  std::vector<Var*> inputs_;
+  std::vector<Var*> outputs_;
+  Operation* parent_op_ = nullptr;
+  Function* function_ = nullptr;
+};
+
+/// A function: typed inputs, an opset, a body block. Owns all its IR objects.
+class Function : public std::enable_shared_from_this<Function> {
+ public:
+  /// Creates an empty function with its own context (or a shared one).
+  explicit Function(Target opset, std::shared_ptr<Context> ctx = nullptr);
+  Function(const Function&) = delete;
+  Function& operator=(const Function&) = delete;
+  ~Function();
+
+  /// The context of types, dims and names.
+  Context& ctx() const { return *ctx_; }
+  /// The shared context.
+  const std::shared_ptr<Context>& ctx_ptr() const { return ctx_; }
+  /// The opset the function is written in.
+  Target opset() const { return opset_; }
+  /// Changes the opset.
+  void set_opset(Target t) { opset_ = t; }
+  /// Whether the opset follows the ops used (coremltools' behaviour when no opset is given):
+  /// each op takes its oldest version and the function's opset rises to the newest op's.
+  bool opset_auto() const { return opset_auto_; }
+  /// Sets opset_auto().
+  void set_opset_auto(bool a) { opset_auto_ = a; }
+  /// The function body.
+  Block& body() { return *body_; }
+  /// The function body, read-only.
+  const Block& body() const { return *body_; }
+  /// Inputs, in declaration order.
+  const std::vector<Var*>& inputs() const { return body_->inputs_; }
+  /// Adds a function input.
+  Var* add_input(const std::string& name, const Type* type);
+  /// Adds a block input to a nested block.
+  Var* add_block_input(Block* b, const std::string& name, const Type* type);
+  /// Creates a detached op (not yet in a block) with its flat args and output types.
+  Operation* new_op(const OpSchema& schema, std::string name, std::vector<Var*> args,
+                    std::vector<uint32_t> starts);
+  /// Adds an output var to an op under construction.
+  Var* add_output(Operation* op, std::string name, const Type* type);
+  /// Adds a nested block to an op.
+  Block* add_block(Operation* op);
+  /// Inserts a detached op before `before` (nullptr: end of block `b`).
+  void insert(Operation* op, Block* b, Operation* before);
+  /// Number of live ops over all blocks.
+  size_t num_ops() const;
+  /// Ops of every block, depth first.
+  std::vector<Operation*> all_ops() const;
+  /// Finds a var by name in the whole function (linear search).
+  Var* find_var(const std::string& name) const;
+
+ private:
+  std::shared_ptr<Context> ctx_;
+  Target opset_;
+  bool opset_auto_ = false;
+  Block* body_;
+  std::deque<std::unique_ptr<Operation>> ops_;
+  std::deque<std::unique_ptr<Var>> vars_;
+  std::deque<std::unique_ptr<Block>> blocks_;
+};
+
+/// A program: named functions (one is the default), and program attributes.
+class Program {
+ public:
+  /// Functions in insertion order.
+  const std::vector<std::pair<std::string, std::shared_ptr<Function>>>& functions() const {
+    return functions_;
+  }
+  /// Adds a function; throws ValueError if the name exists or opsets differ.
+  void add_function(const std::string& name, std::shared_ptr<Function> f);
+  /// The function with that name, or nullptr.
+  Function* function(const std::string& name) const;
+  /// The default function name ("main").
+  const std::string& default_function_name() const { return default_name_; }
+  /// Sets the default function name.
+  void set_default_function_name(std::string n) { default_name_ = std::move(n); }
+  /// String attributes (buildInfo and friends).
+  std::map<std::string, std::string>& attributes() { return attrs_; }
+  /// String attributes, read-only.
+  const std::map<std::string, std::string>& attributes() const { return attrs_; }
+
+ private:
+  std::vector<std::pair<std::string, std::shared_ptr<Function>>> functions_;
+  std::string default_name_ = "main";
+  std::map<std::string, std::string> attrs_;
+};
+
+}  // namespace milkit

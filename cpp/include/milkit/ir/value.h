@@ -1,0 +1,123 @@
+// milkit/ir/value.h - compile-time values (const tensors) over shared, immutable buffers.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "milkit/symbolic/expr.h"
+#include "milkit/types/datatype.h"
+
+namespace milkit {
+
+/// Immutable bytes shared by values: owned, or borrowed from a foreign owner (a numpy array, a
+/// memory-mapped file) that is kept alive as long as the buffer.
+class Buffer {
+ public:
+  /// Takes ownership of `bytes`.
+  static std::shared_ptr<const Buffer> take(std::vector<uint8_t>&& bytes);
+  /// Copies `size` bytes.
+  static std::shared_ptr<const Buffer> copy(const void* data, size_t size);
+  /// Wraps foreign memory without copying; `owner` keeps it alive.
+  static std::shared_ptr<const Buffer> borrow(const void* data, size_t size,
+                                              std::shared_ptr<const void> owner);
+  /// The bytes.
+  const uint8_t* data() const { return data_; }
+  /// Number of bytes.
+  size_t size() const { return size_; }
+  /// Whether the memory belongs to someone else (zero-copy).
+  bool borrowed() const { return owner_ != nullptr; }
+
+ private:
+  Buffer() = default;
+  std::vector<uint8_t> own_;
+  std::shared_ptr<const void> owner_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// A compile-time tensor value: dtype, concrete shape, and either raw elements in milkit's
+/// unpacked layout (little-endian, one byte per bool or sub-byte element, fp16/bf16 as raw
+/// uint16 bits), strings, or symbolic integer elements (Dims) for shape computations.
+class Value {
+ public:
+  Value() = default;
+  /// A value over `buffer` (which must hold numel * storage bytes).
+  Value(DataType dt, std::vector<int64_t> shape, std::shared_ptr<const Buffer> buffer);
+  /// A string tensor.
+  static Value strings(std::vector<int64_t> shape, std::vector<std::string> s);
+  /// A symbolic integer tensor; becomes a plain value when every dim is a constant.
+  static Value from_dims(DataType dt, std::vector<int64_t> shape, std::vector<Dim> dims);
+  /// An integer tensor of dtype `dt` (values are wrapped to the dtype).
+  static Value from_ints(DataType dt, std::vector<int64_t> shape, const std::vector<int64_t>& v);
+  /// A float / bool tensor of dtype `dt` from doubles (rounded to the dtype).
+  static Value from_doubles(DataType dt, std::vector<int64_t> shape, const std::vector<double>& v);
+  /// Scalar helpers.
+  static Value scalar_int(DataType dt, int64_t v) { return from_ints(dt, {}, {v}); }
+  /// A float scalar.
+  static Value scalar_float(DataType dt, double v) { return from_doubles(dt, {}, {v}); }
+  /// A bool scalar.
+  static Value scalar_bool(bool v) { return from_ints(DataType::Bool, {}, {v ? 1 : 0}); }
+  /// A string scalar.
+  static Value scalar_string(std::string s) { return strings({}, {std::move(s)}); }
+  /// A rank-1 int32 tensor.
+  static Value int_list(const std::vector<int64_t>& v, DataType dt = DataType::Int32) {
+    return from_ints(dt, {static_cast<int64_t>(v.size())}, v);
+  }
+
+  /// Element type.
+  DataType dtype() const { return dtype_; }
+  /// Shape (empty for a scalar).
+  const std::vector<int64_t>& shape() const { return shape_; }
+  /// Rank.
+  int rank() const { return static_cast<int>(shape_.size()); }
+  /// Number of elements.
+  int64_t numel() const { return numel_; }
+  /// Whether some elements are symbolic.
+  bool is_symbolic() const { return !dims_.empty(); }
+  /// The raw element storage (nullptr for strings and symbolic values).
+  const uint8_t* raw() const { return buffer_ ? buffer_->data() : nullptr; }
+  /// The shared buffer.
+  const std::shared_ptr<const Buffer>& buffer() const { return buffer_; }
+  /// Number of bytes of raw storage.
+  size_t nbytes() const { return buffer_ ? buffer_->size() : 0; }
+  /// String elements.
+  const std::vector<std::string>& string_values() const { return strings_; }
+  /// Symbolic elements (only when is_symbolic()).
+  const std::vector<Dim>& dims() const { return dims_; }
+  /// Element i as a double (floats, ints, bool).
+  double as_double(int64_t i) const;
+  /// Element i as an integer (ints, bool; floats are truncated).
+  int64_t as_int(int64_t i) const;
+  /// Element i as a Dim (symbolic or constant).
+  Dim as_dim(SymbolContext& ctx, int64_t i) const;
+  /// All elements as integers.
+  std::vector<int64_t> to_ints() const;
+  /// All elements as doubles.
+  std::vector<double> to_doubles() const;
+  /// All elements as dims.
+  std::vector<Dim> to_dims(SymbolContext& ctx) const;
+  /// Same dtype, shape and bits (or strings, or dims).
+  bool equals(const Value& o) const;
+  /// The value cast to another dtype, with numpy's conversion rules.
+  Value cast(DataType to) const;
+  /// The same elements with another shape (no copy).
+  Value reshaped(std::vector<int64_t> shape) const;
+  /// coremltools' short text: 1.5, [1, 2], "s", or a summary for big values.
+  std::string str(size_t max_elems = 10) const;
+
+ private:
+  DataType dtype_ = DataType::Unused;
+  std::vector<int64_t> shape_;
+  int64_t numel_ = 1;
+  std::shared_ptr<const Buffer> buffer_;
+  std::vector<std::string> strings_;
+  std::vector<Dim> dims_;
+};
+
+/// Product of a shape; throws ValueError on negative dims or overflow.
+int64_t shape_numel(const std::vector<int64_t>& shape);
+
+}  // namespace milkit

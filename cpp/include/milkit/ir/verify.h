@@ -1,0 +1,18 @@
+// milkit/ir/verify.h - structural and type checks of a function.
+#pragma once
+
+#include <string>
+
+#include "milkit/ir/ir.h"
+
+namespace milkit {
+
+/// Checks a function: SSA (every var defined once, before use, in scope), use lists, unique
+/// valid identifiers, block outputs defined, and each op's declared output types equal to what
+/// inference gives. Throws VerifyError naming the function, op and var.
+void verify(const Function& f, const std::string& name);
+
+/// Whether `s` is a MIL identifier: [A-Za-z_][A-Za-z0-9_@]*.
+bool is_valid_identifier(const std::string& s);
+
+}  // namespace milkit

@@ -1,0 +1,38 @@
+// milkit/ops/all_ops.h - registration entry points, one per op family file.
+#pragma once
+
+#include "milkit/ops/registry.h"
+
+namespace milkit {
+
+/// Registers every op family (called once by OpRegistry::instance()).
+void register_all_ops(OpRegistry& r);
+
+/// const.
+void register_const_ops(OpRegistry& r);
+/// add, sub, mul, ... (18 elementwise binary ops).
+void register_elementwise_binary_ops(OpRegistry& r);
+/// abs, exp, cast, clip, ... (27 elementwise unary ops).
+void register_elementwise_unary_ops(OpRegistry& r);
+/// relu, gelu, softmax, ... (17 activations).
+void register_activation_ops(OpRegistry& r);
+/// linear, matmul, einsum.
+void register_linear_ops(OpRegistry& r);
+/// conv, conv_transpose.
+void register_conv_ops(OpRegistry& r);
+/// avg_pool, max_pool, l2_pool.
+void register_pool_ops(OpRegistry& r);
+/// batch_norm, instance_norm, layer_norm, l2_norm, local_response_norm.
+void register_normalization_ops(OpRegistry& r);
+/// The 12 reductions.
+void register_reduction_ops(OpRegistry& r);
+/// concat, split, stack, tile, pad, fill, shape, range_1d, identity, ...
+void register_tensor_operation_ops(OpRegistry& r);
+/// reshape, transpose, squeeze, expand_dims, slice_by_index, slice_by_size, ...
+void register_tensor_transformation_ops(OpRegistry& r);
+/// gather, gather_along_axis, ...
+void register_scatter_gather_ops(OpRegistry& r);
+/// select and other control-flow-family ops.
+void register_control_flow_ops(OpRegistry& r);
+
+}  // namespace milkit

@@ -1,0 +1,281 @@
+#include "milkit/builder/builder.h"
+
+#include <algorithm>
+
+#include "milkit/types/error.h"
+
+namespace milkit {
+
+const OpSchema& schema_for(std::string_view op_type, Target opset, const std::string& op_name) {
+  const OpRegistry& reg = OpRegistry::instance();
+  if (const OpSchema* s = reg.find(op_type, opset)) return *s;
+  std::string who = std::string(op_type) + (op_name.empty() ? "" : " '" + op_name + "'");
+  if (auto since = reg.introduced(op_type))
+    throw TypeError(who + ": op '" + std::string(op_type) + "' needs opset " + target_name(*since) +
+                    " or later, the function's opset is " + target_name(opset));
+  throw TypeError("unknown op type '" + std::string(op_type) + "'");
+}
+
+Builder::Builder(Function& f) : fn_(&f), block_(&f.body()) {}
+
+void Builder::set_insertion_point(Block* b, Operation* before) {
+  block_ = b;
+  before_ = before;
+}
+
+Arg Builder::arg(std::string name, Var* v) {
+  Arg a;
+  a.name = std::move(name);
+  a.items.push_back(ArgItem{v, nullptr});
+  return a;
+}
+
+Arg Builder::arg(std::string name, Value v) {
+  Arg a;
+  a.name = std::move(name);
+  a.items.push_back(ArgItem{nullptr, std::make_shared<const Value>(std::move(v))});
+  return a;
+}
+
+Var* Builder::add_const(std::shared_ptr<const Value> v, const std::string& name) {
+  static const OpSchema* const_schema = OpRegistry::instance().find("const", Target::iOS13);
+  Context& ctx = fn_->ctx();
+  std::string n = name.empty() ? ctx.free_name("const") : name;
+  Operation* op = fn_->new_op(*const_schema, n, {}, {0});
+  std::vector<Dim> dims;
+  dims.reserve(v->shape().size());
+  for (int64_t d : v->shape()) dims.push_back(ctx.constant(d));
+  Var* out = fn_->add_output(op, n, ctx.tensor(v->dtype(), dims));
+  out->set_value(std::move(v));
+  op->set_location(loc_);
+  fn_->insert(op, block_, before_);
+  return out;
+}
+
+Var* Builder::op(std::string_view op_type, std::vector<std::pair<std::string, Var*>> inputs,
+                 const std::string& name) {
+  std::vector<Arg> args;
+  for (auto& [n, v] : inputs) args.push_back(arg(n, v));
+  auto outs = create(op_type, args, name);
+  return outs.at(0);
+}
+
+namespace {
+
+bool is_const_like(const Var* v) {
+  if (v->has_value()) return true;
+  const Operation* p = v->op();
+  return p && p->schema().is_constexpr;
+}
+
+std::string kind_name(InputKind k) {
+  switch (k) {
+    case InputKind::Tensor: return "a tensor";
+    case InputKind::Tuple: return "a list of tensors";
+    case InputKind::List: return "a list";
+    case InputKind::ListOrTensor: return "a list or tensor";
+    case InputKind::State: return "a state";
+    case InputKind::Any: return "any value";
+  }
+  return "?";
+}
+
+bool kind_ok(InputKind k, const Type* t) {
+  switch (k) {
+    case InputKind::Tensor:
+    case InputKind::Tuple: return t->is_tensor();
+    case InputKind::List: return t->kind() == TypeKind::List;
+    case InputKind::ListOrTensor:
+      return t->is_tensor() || t->kind() == TypeKind::List || t->kind() == TypeKind::Dict;
+    case InputKind::State: return t->kind() == TypeKind::State;
+    case InputKind::Any: return true;
+  }
+  return false;
+}
+
+// Validates inputs in coremltools' order: shared domains, const-ness, dtype domain.
+void validate(const InferCtx& ic, const OpSchema& s, const std::vector<Var*>& args,
+              const std::vector<uint32_t>& starts) {
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const InputDef& d = s.inputs[i];
+    for (uint32_t k = starts[i]; k < starts[i + 1]; ++k) {
+      if (!kind_ok(d.kind, args[k]->type()))
+        ic.type_error(d.name, "must be " + kind_name(d.kind) + ", got " + args[k]->type()->str() +
+                                  " ('" + args[k]->name() + "')");
+    }
+  }
+  // 1. inputs sharing a domain id share a dtype
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const InputDef& d = s.inputs[i];
+    if (d.domain.empty() || starts[i] == starts[i + 1]) continue;
+    DataType first = args[starts[i]]->type()->dtype();
+    for (uint32_t k = starts[i] + 1; k < starts[i + 1]; ++k)
+      if (args[k]->type()->dtype() != first)
+        ic.type_error(d.name, "elements must share one dtype, got " + std::string(dtype_name(first)) +
+                                  " and " + std::string(dtype_name(args[k]->type()->dtype())));
+    for (size_t j = 0; j < i; ++j) {
+      const InputDef& e = s.inputs[j];
+      if (e.domain != d.domain || starts[j] == starts[j + 1]) continue;
+      DataType other = args[starts[j]]->type()->dtype();
+      if (other != first)
+        ic.type_error(d.name, "has dtype " + std::string(dtype_name(first)) + " whereas '" + e.name +
+                                  "' has dtype " + std::string(dtype_name(other)) +
+                                  " (both must share type domain " + d.domain + ")");
+    }
+  }
+  // 2. const inputs
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const InputDef& d = s.inputs[i];
+    if (!d.is_const) continue;
+    for (uint32_t k = starts[i]; k < starts[i + 1]; ++k)
+      if (!is_const_like(args[k]))
+        ic.fail_input(d.name, "must be a compile-time constant, got non-const var '" +
+                                  args[k]->name() + "'");
+  }
+  // 3. dtype domains
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    const InputDef& d = s.inputs[i];
+    if (d.kind != InputKind::Tensor && d.kind != InputKind::Tuple) continue;
+    for (uint32_t k = starts[i]; k < starts[i + 1]; ++k) {
+      DataType t = args[k]->type()->dtype();
+      if (!d.dtypes.contains(t))
+        ic.type_error(d.name, "has dtype " + std::string(dtype_name(t)) + ", expected one of {" +
+                                  d.dtypes.str() + "}");
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& args,
+                                  const std::string& given_name) {
+  Context& ctx = fn_->ctx();
+  const OpSchema* sp = nullptr;
+  if (fn_->opset_auto()) {
+    auto versions = OpRegistry::instance().versions(op_type);
+    if (!versions.empty()) sp = versions.front();
+  }
+  const OpSchema& s = sp ? *sp : schema_for(op_type, fn_->opset(), given_name);
+  std::string name = given_name.empty() ? ctx.free_name(s.name) : given_name;
+  const size_t n_in = s.inputs.size();
+
+  // map args to slots
+  std::vector<int> slot_of(args.size());
+  std::vector<int> given(n_in, -1);
+  for (size_t a = 0; a < args.size(); ++a) {
+    int i = s.input_index(args[a].name);
+    if (i < 0)
+      throw TypeError(s.name + " '" + name + "': unknown argument '" + args[a].name +
+                      "'; its inputs are: " + s.input_names());
+    if (given[i] >= 0)
+      throw TypeError(s.name + " '" + name + "': argument '" + args[a].name + "' given twice");
+    const InputDef& d = s.inputs[i];
+    if (d.kind != InputKind::Tuple && args[a].items.size() != 1)
+      throw TypeError(s.name + " '" + name + "': input '" + d.name +
+                      "' takes a single value, got a sequence of vars");
+    slot_of[a] = i;
+    given[i] = static_cast<int>(a);
+  }
+
+  // implicit consts, in the order the arguments were given
+  std::vector<Operation*> created;
+  auto rollback = [&] {
+    for (auto it = created.rbegin(); it != created.rend(); ++it)
+      if (!(*it)->erased() && !(*it)->output(0)->used()) (*it)->parent()->erase(*it);
+  };
+  std::vector<std::vector<Var*>> slot_vars(n_in);
+  try {
+    for (size_t a = 0; a < args.size(); ++a) {
+      const InputDef& d = s.inputs[slot_of[a]];
+      auto& vars = slot_vars[slot_of[a]];
+      for (size_t k = 0; k < args[a].items.size(); ++k) {
+        ArgItem& it = args[a].items[k];
+        if (it.var) {
+          if (it.var->op() && it.var->op()->function() != fn_)
+            throw ValueError(s.name + " '" + name + "': input '" + d.name + "' var '" +
+                             it.var->name() + "' belongs to another function");
+          vars.push_back(it.var);
+          continue;
+        }
+        std::string base = name + "_" + d.name;
+        if (d.kind == InputKind::Tuple) base += std::to_string(k);
+        Var* c = add_const(it.value, ctx.free_name(base));
+        created.push_back(c->op());
+        vars.push_back(c);
+      }
+    }
+    for (size_t i = 0; i < n_in; ++i)
+      if (!s.inputs[i].optional && slot_vars[i].empty() && s.inputs[i].kind != InputKind::Tuple)
+        throw TypeError(s.name + " '" + name + "': missing required input '" + s.inputs[i].name +
+                        "'; its inputs are: " + s.input_names());
+
+    auto flatten = [&](std::vector<Var*>& flat, std::vector<uint32_t>& starts) {
+      flat.clear();
+      starts.assign(1, 0);
+      for (auto& v : slot_vars) {
+        flat.insert(flat.end(), v.begin(), v.end());
+        starts.push_back(static_cast<uint32_t>(flat.size()));
+      }
+    };
+    std::vector<Var*> flat;
+    std::vector<uint32_t> starts;
+    flatten(flat, starts);
+    {
+      InferCtx ic(ctx, s, name, fn_->opset(), flat, starts, &loc_);
+      validate(ic, s, flat, starts);
+      // defaults
+      std::vector<std::pair<std::string, Value>> dep;
+      if (s.defaults) dep = s.defaults(ic);
+      bool any_default = false;
+      for (size_t i = 0; i < n_in; ++i) {
+        if (!slot_vars[i].empty() || !s.inputs[i].optional) continue;
+        std::shared_ptr<const Value> v;
+        for (auto& [dn, dv] : dep)
+          if (dn == s.inputs[i].name) v = std::make_shared<const Value>(dv);
+        if (!v) v = s.inputs[i].default_value;
+        if (!v) continue;
+        Var* c = add_const(v, ctx.free_name(name + "_" + s.inputs[i].name));
+        created.push_back(c->op());
+        slot_vars[i].push_back(c);
+        any_default = true;
+      }
+      if (any_default) flatten(flat, starts);
+    }
+
+    InferCtx ic(ctx, s, name, fn_->opset(), flat, starts, &loc_);
+    std::vector<const Type*> out_types = s.infer(ic);
+    if (s.num_outputs >= 0 && static_cast<int>(out_types.size()) != s.num_outputs)
+      throw Error("internal: " + ic.where() + " inferred " + std::to_string(out_types.size()) +
+                  " outputs, expected " + std::to_string(s.num_outputs));
+    std::vector<std::shared_ptr<const Value>> out_vals;
+    if (s.value) {
+      if (!s.value(ic, out_vals)) out_vals.clear();
+    }
+
+    Operation* op = fn_->new_op(s, name, std::move(flat), std::move(starts));
+    op->set_location(loc_);
+    for (size_t k = 0; k < out_types.size(); ++k) {
+      std::string oname = name;
+      if (out_types.size() > 1)
+        oname += "_" + (k < s.output_names.size() ? s.output_names[k] : std::to_string(k));
+      Var* out = fn_->add_output(op, oname, out_types[k]);
+      if (k < out_vals.size()) out->set_value(std::move(out_vals[k]));
+    }
+    fn_->insert(op, block_, before_);
+    if (fn_->opset_auto() && static_cast<int>(s.since) > static_cast<int>(fn_->opset()))
+      fn_->set_opset(s.since);
+    return op->outputs();
+  } catch (...) {
+    rollback();
+    throw;
+  }
+}
+
+std::vector<const Type*> infer_types(Operation* op) {
+  Function* fn = op->function();
+  InferCtx ic(fn->ctx(), op->schema(), op->name(), fn->opset(), op->args(), op->starts(),
+              &op->location());
+  return op->schema().infer(ic);
+}
+
+}  // namespace milkit

@@ -1,0 +1,278 @@
+#include "milkit/ir/ir.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "milkit/ops/registry.h"
+#include "milkit/types/error.h"
+
+namespace milkit {
+
+std::string Location::str() const {
+  if (!file || line <= 0) return "";
+  return *file + ":" + std::to_string(line);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Var
+
+void Var::replace_all_uses_with(Var* other) {
+  if (other == this) return;
+  auto uses = uses_;  // set_arg edits uses_
+  for (const Use& u : uses) u.op->set_arg(u.slot, other);
+  auto blocks = block_uses_;
+  for (Block* b : blocks) {
+    std::vector<Var*> outs = b->outputs();
+    for (auto& o : outs)
+      if (o == this) o = other;
+    b->set_outputs(outs);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operation
+
+const std::string& Operation::op_type() const { return schema_->name; }
+
+int Operation::input_index(std::string_view name) const { return schema_->input_index(name); }
+
+VarSpan Operation::input(std::string_view name) const {
+  int i = input_index(name);
+  if (i < 0) return {};
+  return input(static_cast<size_t>(i));
+}
+
+Var* Operation::input1(std::string_view name) const {
+  VarSpan s = input(name);
+  return s.empty() ? nullptr : s[0];
+}
+
+namespace {
+void remove_use(Var* v, Operation* op, uint32_t slot) {
+  auto& u = v->uses();
+  auto& uses = const_cast<std::vector<Use>&>(u);
+  for (size_t i = 0; i < uses.size(); ++i)
+    if (uses[i].op == op && uses[i].slot == slot) {
+      uses[i] = uses.back();
+      uses.pop_back();
+      return;
+    }
+}
+}  // namespace
+
+void Operation::set_arg(size_t slot, Var* v) {
+  Var* old = args_.at(slot);
+  if (old == v) return;
+  if (!erased_) {
+    remove_use(old, this, static_cast<uint32_t>(slot));
+    v->uses_.push_back(Use{this, static_cast<uint32_t>(slot)});
+  }
+  args_[slot] = v;
+}
+
+std::string Operation::describe() const {
+  std::string s = op_type() + " '" + name_ + "'";
+  std::string l = loc_.str();
+  if (!l.empty()) s += " (at " + l + ")";
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Block
+
+std::vector<Operation*> Block::ops() const {
+  std::vector<Operation*> r;
+  r.reserve(size_);
+  for (Operation* op = first_; op; op = op->next_) r.push_back(op);
+  return r;
+}
+
+void Block::set_outputs(const std::vector<Var*>& outs) {
+  for (Var* v : outputs_) {
+    auto& bu = v->block_uses_;
+    auto it = std::find(bu.begin(), bu.end(), this);
+    if (it != bu.end()) bu.erase(it);
+  }
+  outputs_ = outs;
+  for (Var* v : outputs_) v->block_uses_.push_back(this);
+}
+
+void Block::set_output(size_t i, Var* v) {
+  std::vector<Var*> outs = outputs_;
+  outs.at(i) = v;
+  set_outputs(outs);
+}
+
+void Block::link_before(Operation* op, Operation* before) {
+  op->parent_ = this;
+  if (!before) {
+    op->prev_ = last_;
+    op->next_ = nullptr;
+    if (last_) last_->next_ = op;
+    else first_ = op;
+    last_ = op;
+  } else {
+    if (before->parent_ != this) throw ValueError("insertion point is not in this block");
+    op->next_ = before;
+    op->prev_ = before->prev_;
+    if (before->prev_) before->prev_->next_ = op;
+    else first_ = op;
+    before->prev_ = op;
+  }
+  ++size_;
+}
+
+void Block::unlink(Operation* op) {
+  if (op->prev_) op->prev_->next_ = op->next_;
+  else first_ = op->next_;
+  if (op->next_) op->next_->prev_ = op->prev_;
+  else last_ = op->prev_;
+  op->prev_ = op->next_ = nullptr;
+  --size_;
+}
+
+void Block::erase(Operation* op) {
+  if (op->parent_ != this || op->erased_) throw ValueError("erase: op is not in this block");
+  for (Var* out : op->outputs_)
+    if (out->used())
+      throw ValueError("cannot erase " + op->describe() + ": output '" + out->name() +
+                       "' is still used");
+  // erase nested blocks' ops, last first
+  for (Block* b : op->blocks_) {
+    b->set_outputs({});
+    for (Operation* o = b->last_; o;) {
+      Operation* p = o->prev_;
+      for (Var* out : o->outputs_) {
+        out->uses_.clear();
+        out->block_uses_.clear();
+      }
+      b->erase(o);
+      o = p;
+    }
+  }
+  for (size_t s = 0; s < op->args_.size(); ++s) remove_use(op->args_[s], op, static_cast<uint32_t>(s));
+  unlink(op);
+  op->erased_ = true;
+  op->parent_ = nullptr;
+  for (Var* out : op->outputs_) out->value_.reset();  // release weights held by dead consts
+}
+
+void Block::move_before(Operation* op, Operation* before) {
+  if (op == before) return;
+  unlink(op);
+  link_before(op, before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Function
+
+Function::Function(Target opset, std::shared_ptr<Context> ctx)
+    : ctx_(ctx ? std::move(ctx) : std::make_shared<Context>()), opset_(opset) {
+  blocks_.push_back(std::make_unique<Block>());
+  body_ = blocks_.back().get();
+  body_->function_ = this;
+}
+
+Function::~Function() = default;
+
+Var* Function::add_input(const std::string& name, const Type* type) {
+  return add_block_input(body_, name, type);
+}
+
+Var* Function::add_block_input(Block* b, const std::string& name, const Type* type) {
+  vars_.push_back(std::make_unique<Var>());
+  Var* v = vars_.back().get();
+  v->name_ = name;
+  v->type_ = type;
+  v->input_of_ = b;
+  b->inputs_.push_back(v);
+  return v;
+}
+
+Operation* Function::new_op(const OpSchema& schema, std::string name, std::vector<Var*> args,
+                            std::vector<uint32_t> starts) {
+  ops_.push_back(std::make_unique<Operation>());
+  Operation* op = ops_.back().get();
+  op->schema_ = &schema;
+  op->name_ = std::move(name);
+  op->args_ = std::move(args);
+  op->starts_ = std::move(starts);
+  op->function_ = this;
+  op->erased_ = true;  // detached until inserted
+  return op;
+}
+
+Var* Function::add_output(Operation* op, std::string name, const Type* type) {
+  vars_.push_back(std::make_unique<Var>());
+  Var* v = vars_.back().get();
+  v->name_ = std::move(name);
+  v->type_ = type;
+  v->op_ = op;
+  v->index_ = static_cast<int>(op->outputs_.size());
+  op->outputs_.push_back(v);
+  return v;
+}
+
+Block* Function::add_block(Operation* op) {
+  blocks_.push_back(std::make_unique<Block>());
+  Block* b = blocks_.back().get();
+  b->function_ = this;
+  b->parent_op_ = op;
+  op->blocks_.push_back(b);
+  return b;
+}
+
+void Function::insert(Operation* op, Block* b, Operation* before) {
+  if (!op->erased_) throw ValueError("insert: op is already in a block");
+  b->link_before(op, before);
+  op->erased_ = false;
+  for (size_t s = 0; s < op->args_.size(); ++s)
+    op->args_[s]->uses_.push_back(Use{op, static_cast<uint32_t>(s)});
+}
+
+size_t Function::num_ops() const {
+  size_t n = 0;
+  for (auto& op : ops_) n += !op->erased_;
+  return n;
+}
+
+std::vector<Operation*> Function::all_ops() const {
+  std::vector<Operation*> r;
+  std::function<void(const Block*)> walk = [&](const Block* b) {
+    for (Operation* op = b->front(); op; op = op->next()) {
+      r.push_back(op);
+      for (Block* nb : op->blocks()) walk(nb);
+    }
+  };
+  walk(body_);
+  return r;
+}
+
+Var* Function::find_var(const std::string& name) const {
+  for (Var* v : body_->inputs())
+    if (v->name() == name) return v;
+  for (Operation* op : all_ops())
+    for (Var* v : op->outputs())
+      if (v->name() == name) return v;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Program
+
+void Program::add_function(const std::string& name, std::shared_ptr<Function> f) {
+  if (function(name)) throw ValueError("program already has a function named '" + name + "'");
+  if (!functions_.empty() && functions_.front().second->opset() != f->opset())
+    throw ValueError("function '" + name + "' has opset " + target_name(f->opset()) +
+                     " but the program's functions use " +
+                     target_name(functions_.front().second->opset()));
+  functions_.emplace_back(name, std::move(f));
+}
+
+Function* Program::function(const std::string& name) const {
+  for (auto& [n, f] : functions_)
+    if (n == name) return f.get();
+  return nullptr;
+}
+
+}  // namespace milkit

@@ -1,0 +1,195 @@
+#include "milkit/types/type.h"
+
+#include "milkit/types/error.h"
+
+namespace milkit {
+
+namespace {
+size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+}  // namespace
+
+bool Type::is_static() const {
+  if (kind_ != TypeKind::Tensor || !has_rank_) return false;
+  for (Dim d : shape_)
+    if (!d->is_const()) return false;
+  return true;
+}
+
+std::string Type::str() const {
+  switch (kind_) {
+    case TypeKind::Tensor: {
+      if (!has_rank_) return "(*, " + std::string(dtype_name(dtype_)) + ")";
+      if (shape_.empty()) return std::string(dtype_name(dtype_));
+      std::string s = "(";
+      for (Dim d : shape_) s += d->str() + ", ";
+      return s + std::string(dtype_name(dtype_)) + ")";
+    }
+    case TypeKind::List: {
+      std::string s = "list[" + elem_->str() + ", ";
+      s += length_ ? length_->str() : std::string("?");
+      return s + "]";
+    }
+    case TypeKind::Tuple: {
+      std::string s = "tuple(";
+      for (size_t i = 0; i < elems_.size(); ++i) s += (i ? ", " : "") + elems_[i]->str();
+      return s + ")";
+    }
+    case TypeKind::Dict: return "dict[" + key_->str() + ", " + value_->str() + "]";
+    case TypeKind::State: return "state" + elem_->str();
+  }
+  return "?";
+}
+
+bool Context::TypeEq::operator()(const Type* a, const Type* b) const {
+  return a->kind_ == b->kind_ && a->dtype_ == b->dtype_ && a->has_rank_ == b->has_rank_ &&
+         a->dynamic_ == b->dynamic_ && a->shape_ == b->shape_ && a->elem_ == b->elem_ &&
+         a->length_ == b->length_ && a->elems_ == b->elems_ && a->key_ == b->key_ &&
+         a->value_ == b->value_;
+}
+
+const Type* Context::intern(Type&& t) {
+  size_t h = static_cast<size_t>(t.kind_) * 31 + static_cast<size_t>(t.dtype_);
+  h = mix(h, t.has_rank_ ? 1 : 2);
+  h = mix(h, t.dynamic_ ? 3 : 4);
+  for (Dim d : t.shape_) h = mix(h, std::hash<const void*>()(d));
+  h = mix(h, std::hash<const void*>()(t.elem_));
+  h = mix(h, std::hash<const void*>()(t.length_));
+  for (auto* e : t.elems_) h = mix(h, std::hash<const void*>()(e));
+  h = mix(h, std::hash<const void*>()(t.key_));
+  h = mix(h, std::hash<const void*>()(t.value_));
+  t.hash_ = h;
+  types_.push_back(std::move(t));
+  const Type* node = &types_.back();
+  auto [it, inserted] = table_.insert(node);
+  if (!inserted) {
+    types_.pop_back();
+    return *it;
+  }
+  return node;
+}
+
+const Type* Context::tensor(DataType dt, const std::vector<Dim>& shape) {
+  if (shape.empty()) return scalar(dt);
+  Type t;
+  t.kind_ = TypeKind::Tensor;
+  t.dtype_ = dt;
+  t.shape_ = shape;
+  return intern(std::move(t));
+}
+
+const Type* Context::tensor(DataType dt, const std::vector<int64_t>& shape) {
+  std::vector<Dim> dims;
+  dims.reserve(shape.size());
+  for (int64_t v : shape) dims.push_back(constant(v));
+  return tensor(dt, dims);
+}
+
+const Type* Context::scalar(DataType dt) {
+  size_t i = static_cast<size_t>(dt) % 64;
+  if (scalars_[i]) return scalars_[i];
+  Type t;
+  t.kind_ = TypeKind::Tensor;
+  t.dtype_ = dt;
+  return scalars_[i] = intern(std::move(t));
+}
+
+const Type* Context::tensor_unknown_rank(DataType dt) {
+  Type t;
+  t.kind_ = TypeKind::Tensor;
+  t.dtype_ = dt;
+  t.has_rank_ = false;
+  return intern(std::move(t));
+}
+
+const Type* Context::list(const Type* elem, Dim length, bool dynamic_length) {
+  Type t;
+  t.kind_ = TypeKind::List;
+  t.elem_ = elem;
+  t.length_ = length;
+  t.dynamic_ = dynamic_length;
+  return intern(std::move(t));
+}
+
+const Type* Context::tuple(const std::vector<const Type*>& elems) {
+  Type t;
+  t.kind_ = TypeKind::Tuple;
+  t.elems_ = elems;
+  return intern(std::move(t));
+}
+
+const Type* Context::dict(const Type* key, const Type* value) {
+  Type t;
+  t.kind_ = TypeKind::Dict;
+  t.key_ = key;
+  t.value_ = value;
+  return intern(std::move(t));
+}
+
+const Type* Context::state(const Type* wrapped) {
+  if (!wrapped->is_tensor()) throw TypeError("a state must wrap a tensor type, got " + wrapped->str());
+  Type t;
+  t.kind_ = TypeKind::State;
+  t.elem_ = wrapped;
+  t.dtype_ = wrapped->dtype();
+  return intern(std::move(t));
+}
+
+const Type* Context::import(const Type* t) {
+  switch (t->kind()) {
+    case TypeKind::Tensor: {
+      if (!t->has_rank()) return tensor_unknown_rank(t->dtype());
+      std::vector<Dim> dims;
+      for (Dim d : t->shape()) dims.push_back(import(d));
+      return tensor(t->dtype(), dims);
+    }
+    case TypeKind::List:
+      return list(import(t->elem()), t->length() ? import(t->length()) : nullptr,
+                  t->dynamic_length());
+    case TypeKind::Tuple: {
+      std::vector<const Type*> e;
+      for (auto* x : t->elems()) e.push_back(import(x));
+      return tuple(e);
+    }
+    case TypeKind::Dict: return dict(import(t->key()), import(t->value()));
+    case TypeKind::State: return state(import(t->elem()));
+  }
+  return t;
+}
+
+std::string Context::free_name(const std::string& base) {
+  int64_t& n = name_counts_[base];
+  for (;;) {
+    std::string name = base + "_" + std::to_string(n++);
+    if (used_names_.empty() || used_names_.find(name) == used_names_.end()) return name;
+  }
+}
+
+bool is_compatible_type(const Type* a, const Type* b) {
+  if (a == b) return true;
+  if (a->kind() != b->kind()) return false;
+  switch (a->kind()) {
+    case TypeKind::Tensor: {
+      if (a->dtype() != b->dtype()) return false;
+      if (!a->has_rank() || !b->has_rank()) return true;
+      if (a->rank() != b->rank()) return false;
+      for (int i = 0; i < a->rank(); ++i) {
+        Dim x = a->shape()[i], y = b->shape()[i];
+        if (x->is_const() && y->is_const() && x->value() != y->value()) return false;
+      }
+      return true;
+    }
+    case TypeKind::List: return is_compatible_type(a->elem(), b->elem());
+    case TypeKind::State: return is_compatible_type(a->elem(), b->elem());
+    case TypeKind::Tuple: {
+      if (a->elems().size() != b->elems().size()) return false;
+      for (size_t i = 0; i < a->elems().size(); ++i)
+        if (!is_compatible_type(a->elems()[i], b->elems()[i])) return false;
+      return true;
+    }
+    case TypeKind::Dict:
+      return is_compatible_type(a->key(), b->key()) && is_compatible_type(a->value(), b->value());
+  }
+  return false;
+}
+
+}  // namespace milkit

@@ -1,0 +1,49 @@
+"""milkit: build Core ML ML Programs (MIL) fast, with coremltools' Builder API.
+
+    import milkit as ct
+    from milkit import Builder as mb, types, get_new_symbol
+"""
+
+from __future__ import annotations
+
+import os as _os
+
+from . import _core
+from . import types
+from ._target import AvailableTarget, target
+from .builder import Builder, Placeholder, StateTensorSpec, TensorSpec
+from .program import Block, Function, Operation, Program, Var
+from .symbolic import SymExpr, get_new_symbol, get_new_variadic_symbol
+
+_core._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
+
+MilkitError = _core.MilkitError
+MilkitTypeError = _core.MilkitTypeError
+MilkitValueError = _core.MilkitValueError
+FormatError = _core.FormatError
+VerifyError = _core.VerifyError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AvailableTarget",
+    "Block",
+    "Builder",
+    "FormatError",
+    "Function",
+    "MilkitError",
+    "MilkitTypeError",
+    "MilkitValueError",
+    "Operation",
+    "Placeholder",
+    "Program",
+    "StateTensorSpec",
+    "SymExpr",
+    "TensorSpec",
+    "Var",
+    "VerifyError",
+    "get_new_symbol",
+    "get_new_variadic_symbol",
+    "target",
+    "types",
+]

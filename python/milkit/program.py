@@ -1,0 +1,151 @@
+"""Program, Function, Block, Operation and Var as users see them (coremltools' API names)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _core
+from . import types
+
+__all__ = ["Program", "Function", "Block", "Operation", "Var"]
+
+Program = _core.Program
+Function = _core.Function
+Block = _core.Block
+Operation = _core.Operation
+Var = _core.Var
+
+
+# ---- Program -----------------------------------------------------------------------------------
+def _prog_find_ops(self: Any, prefix: str | None = None, op_type: str | None = None, exactly_one: bool = False) -> list:
+    found = []
+    for f in self.functions.values():
+        found.extend(f.find_ops(prefix or "", op_type or ""))
+    if exactly_one and len(found) != 1:
+        raise ValueError(f"Found {len(found)} ops matching prefix={prefix!r}, op_type={op_type!r}; expected one")
+    return found
+
+
+def _prog_validate(self: Any, check_essential_scope: bool = False) -> None:
+    for name, f in self.functions.items():
+        _core.verify_function(f, name)
+
+
+def _prog_str(self: Any) -> str:
+    return _core.Program.__str__(self)
+
+
+Program.find_ops = _prog_find_ops
+Program.validate = _prog_validate
+Program.__repr__ = _prog_str
+
+
+def _prog_add_function(self: Any, name: str, f: Any) -> None:
+    _core.Program.add_function(self, name, f)
+
+
+# ---- Function ----------------------------------------------------------------------------------
+def _fn_inputs(self: Any) -> dict:
+    return {v.name: v for v in self._inputs_list}
+
+
+Function._inputs_list = Function.inputs
+Function.inputs = property(_fn_inputs)
+Function.opset_version = property(lambda self: _target_of(self.opset))
+Function.__repr__ = lambda self: self.to_str("function")
+
+
+def _target_of(v: int) -> Any:
+    from ._target import AvailableTarget
+
+    return AvailableTarget(v)
+
+
+# ---- Var ---------------------------------------------------------------------------------------
+def _var_dtype(self: Any) -> Any:
+    return types.dtype_from_code(self._dtype_code)
+
+
+Var.dtype = property(_var_dtype)
+Var.sym_type = property(types.type_of)
+Var.is_descendant_of_const = property(lambda self: self.val is not None)
+
+
+def _is_tensor_or_scalar_of(self: Any, dtype: Any) -> bool:
+    if isinstance(dtype, str):
+        dtype = types.string_to_builtin(dtype)
+    return self._kind in ("tensor", "scalar") and self.dtype is dtype
+
+
+Var.is_tensor_or_scalar_of = _is_tensor_or_scalar_of
+
+
+def _binop(op: str, swap: bool = False) -> Any:
+    def f(self: Any, other: Any) -> Any:
+        from .builder import Builder
+
+        caller = getattr(Builder, op)
+        other = _match_dtype(self, other)
+        return caller(x=other, y=self) if swap else caller(x=self, y=other)
+
+    return f
+
+
+def _match_dtype(var: Any, other: Any) -> Any:
+    # Python scalars take the var's dtype, so `x * 2.0` works on fp16 and int32 vars alike.
+    import numpy as np
+
+    if isinstance(other, (bool, int, float)) and not isinstance(other, np.generic):
+        np_t = types.nptype_from_builtin(var.dtype)
+        return np_t(other)
+    return other
+
+
+for _name, _op in [
+    ("__add__", "add"),
+    ("__sub__", "sub"),
+    ("__mul__", "mul"),
+    ("__truediv__", "real_div"),
+    ("__floordiv__", "floor_div"),
+    ("__mod__", "mod"),
+    ("__pow__", "pow"),
+    ("__lt__", "less"),
+    ("__le__", "less_equal"),
+    ("__gt__", "greater"),
+    ("__ge__", "greater_equal"),
+]:
+    setattr(Var, _name, _binop(_op))
+for _name, _op in [
+    ("__radd__", "add"),
+    ("__rsub__", "sub"),
+    ("__rmul__", "mul"),
+    ("__rtruediv__", "real_div"),
+    ("__rfloordiv__", "floor_div"),
+    ("__rmod__", "mod"),
+    ("__rpow__", "pow"),
+]:
+    setattr(Var, _name, _binop(_op, swap=True))
+
+
+def _neg(self: Any) -> Any:
+    from .builder import Builder
+
+    return Builder.mul(x=self, y=_match_dtype(self, -1))
+
+
+def _matmul(self: Any, other: Any) -> Any:
+    from .builder import Builder
+
+    return Builder.matmul(x=self, y=other)
+
+
+def _rmatmul(self: Any, other: Any) -> Any:
+    from .builder import Builder
+
+    return Builder.matmul(x=other, y=self)
+
+
+Var.__neg__ = _neg
+Var.__matmul__ = _matmul
+Var.__rmatmul__ = _rmatmul
+Var.__hash__ = object.__hash__
