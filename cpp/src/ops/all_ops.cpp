@@ -5,6 +5,16 @@ namespace milkit {
 void register_all_ops(OpRegistry& r) {
   register_control_flow_ops(r);
   register_elementwise_binary_ops(r);
+  register_elementwise_unary_ops(r);
+  register_activation_ops(r);
+  register_linear_ops(r);
+  register_conv_ops(r);
+  register_pool_ops(r);
+  register_normalization_ops(r);
+  register_reduction_ops(r);
+  register_tensor_operation_ops(r);
+  register_tensor_transformation_ops(r);
+  register_scatter_gather_ops(r);
 }
 
 }  // namespace milkit

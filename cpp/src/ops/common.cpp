@@ -31,9 +31,8 @@ std::vector<Dim> broadcast_shapes(const InferCtx& ic, const std::vector<Dim>& a,
       r[i] = x;
     } else if (x->is_const() && y->is_const()) {
       ic.fail("cannot broadcast " + std::string(an) + " with shape " + shape_str(a) + " and " +
-              std::string(bn) + " with shape " + shape_str(b) + ": dim " +
-              std::to_string(static_cast<int64_t>(i) - static_cast<int64_t>(n)) + " (" +
-              x->str() + " vs " + y->str() + ") differs and neither is 1");
+              std::string(bn) + " with shape " + shape_str(b) + ": dim " + std::to_string(i) +
+              " of the result is " + x->str() + " vs " + y->str() + " and neither is 1");
     } else if (y->is_const()) {
       r[i] = y;
     } else if (x->is_const()) {
