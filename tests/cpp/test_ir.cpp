@@ -1,0 +1,149 @@
+// IR, builder and verifier: naming, use lists, erasure, printing, located errors.
+#include <catch2/catch.hpp>
+
+#include "milkit/builder/builder.h"
+#include "milkit/ir/verify.h"
+#include "milkit/serde/text.h"
+#include "milkit/types/error.h"
+
+using namespace milkit;
+
+namespace {
+std::shared_ptr<Function> make_fn(Target t = Target::iOS17) {
+  auto f = std::make_shared<Function>(t);
+  Context& c = f->ctx();
+  f->add_input("x", c.tensor(DataType::Float32, std::vector<Dim>{c.constant(2), c.symbol(Symbol::create("S"))}));
+  return f;
+}
+}  // namespace
+
+TEST_CASE("builder: coremltools naming and implicit consts", "[ir]") {
+  auto f = make_fn();
+  Builder b(*f);
+  Var* x = f->inputs()[0];
+  std::vector<Arg> args{Builder::arg("x", x), Builder::arg("y", Value::scalar_float(DataType::Float32, 2.0))};
+  Var* a = b.create("add", args).at(0);
+  CHECK(a->name() == "add_0");
+  REQUIRE(a->op()->input1("y")->name() == "add_0_y_0");
+  CHECK(a->op()->input1("y")->op()->op_type() == "const");
+  Var* a2 = b.op("add", {{"x", a}, {"y", x}});
+  CHECK(a2->name() == "add_1");
+  Var* m = b.op("mul", {{"x", a2}, {"y", a}}, "scaled");
+  CHECK(m->name() == "scaled");
+  CHECK(a->uses().size() == 2);
+  CHECK(x->uses().size() == 2);
+  f->body().set_outputs({m});
+  CHECK_NOTHROW(verify(*f, "main"));
+  std::string text = function_to_text(*f, "main");
+  CHECK(text.find("%add_0: (2, S, fp32)(Tensor) = add(x=%x, y=2.0, name=\"add_0\")") != std::string::npos);
+  CHECK(text.find("} -> (%scaled)") != std::string::npos);
+}
+
+TEST_CASE("builder: errors name op type, op name and input", "[ir]") {
+  auto f = make_fn();
+  Builder b(*f);
+  Var* x = f->inputs()[0];
+  std::vector<Arg> args{Builder::arg("x", x), Builder::arg("y", Value::scalar_float(DataType::Float16, 2.0))};
+  try {
+    b.create("add", args);
+    FAIL("expected a TypeError");
+  } catch (const TypeError& e) {
+    std::string m = e.what();
+    CHECK(m.find("add 'add_0'") != std::string::npos);
+    CHECK(m.find("'y'") != std::string::npos);
+  }
+  // the failed op's implicit const was rolled back, its name number was consumed
+  CHECK(f->body().size() == 0);
+  std::vector<Arg> unknown{Builder::arg("x", x), Builder::arg("z", x)};
+  CHECK_THROWS_WITH(b.create("add", unknown), Catch::Contains("unknown argument 'z'") && Catch::Contains("x, y"));
+  std::vector<Arg> missing{Builder::arg("x", x)};
+  CHECK_THROWS_WITH(b.create("add", missing), Catch::Contains("missing required input 'y'"));
+  std::vector<Arg> none;
+  CHECK_THROWS_WITH(b.create("no_such_op", none), Catch::Contains("unknown op type 'no_such_op'"));
+}
+
+TEST_CASE("ir: replace_all_uses_with, erase, verifier", "[ir]") {
+  auto f = make_fn();
+  Builder b(*f);
+  Var* x = f->inputs()[0];
+  Var* a = b.op("add", {{"x", x}, {"y", x}});
+  Var* m = b.op("mul", {{"x", a}, {"y", a}});
+  f->body().set_outputs({m});
+  CHECK_THROWS_AS(f->body().erase(a->op()), ValueError);  // still used
+  Var* s = b.op("sub", {{"x", x}, {"y", x}});
+  a->replace_all_uses_with(s);
+  CHECK(a->uses().empty());
+  CHECK(s->uses().size() == 2);
+  // sub is after mul now: use before definition
+  CHECK_THROWS_WITH(verify(*f, "main"), Catch::Contains("not defined before use"));
+  f->body().move_before(s->op(), m->op());
+  CHECK_NOTHROW(verify(*f, "main"));
+  f->body().erase(a->op());
+  CHECK(a->op()->erased());
+  CHECK(f->num_ops() == 2);
+  CHECK(f->body().size() == 2);
+  CHECK_NOTHROW(verify(*f, "main"));
+  // a declared type that disagrees with inference is caught
+  m->set_type(f->ctx().tensor(DataType::Float32, std::vector<int64_t>{3, 3}));
+  CHECK_THROWS_WITH(verify(*f, "main"), Catch::Contains("mul 'mul_0'") && Catch::Contains("inference gives"));
+}
+
+TEST_CASE("ir: invalid identifiers are rejected by the verifier", "[ir]") {
+  auto f = make_fn();
+  Builder b(*f);
+  Var* x = f->inputs()[0];
+  Var* a = b.op("add", {{"x", x}, {"y", x}}, "bad name");
+  f->body().set_outputs({a});
+  CHECK_THROWS_WITH(verify(*f, "main"), Catch::Contains("not a valid MIL identifier"));
+  CHECK(is_valid_identifier("a_b1@x"));
+  CHECK_FALSE(is_valid_identifier("1a"));
+  CHECK_FALSE(is_valid_identifier(""));
+}
+
+TEST_CASE("types: interning, promotion, compatibility", "[types]") {
+  Context c;
+  auto s = Symbol::create("S");
+  const Type* t1 = c.tensor(DataType::Float32, std::vector<Dim>{c.constant(1), c.symbol(s)});
+  const Type* t2 = c.tensor(DataType::Float32, std::vector<Dim>{c.constant(1), c.symbol(s)});
+  CHECK(t1 == t2);
+  CHECK(c.scalar(DataType::Int32) == c.tensor(DataType::Int32, std::vector<Dim>{}));
+  CHECK(c.scalar(DataType::Int32)->is_scalar());
+  CHECK(t1->str() == "(1, S, fp32)");
+  CHECK(c.list(t1, nullptr, true) == c.list(t1, nullptr, true));
+  CHECK(c.state(t1)->elem() == t1);
+  CHECK_THROWS_AS(c.state(c.list(t1, nullptr, true)), TypeError);
+  CHECK(promote_dtypes(DataType::Float16, DataType::Int32) == DataType::Float16);
+  CHECK(promote_dtypes(DataType::Int8, DataType::UInt8) == DataType::Int16);
+  CHECK(promote_dtypes(DataType::Int32, DataType::Int64) == DataType::Int64);
+  CHECK(promote_dtypes(DataType::Bool, DataType::Int8) == DataType::Int8);
+  CHECK_THROWS_AS(promote_dtypes(DataType::String, DataType::Int8), TypeError);
+  CHECK(is_compatible_type(t1, c.tensor(DataType::Float32, std::vector<int64_t>{1, 7})));
+  CHECK_FALSE(is_compatible_type(t1, c.tensor(DataType::Float32, std::vector<int64_t>{2, 7})));
+  CHECK_FALSE(is_compatible_type(t1, c.tensor(DataType::Float16, std::vector<int64_t>{1, 7})));
+  CHECK(half_to_float(float_to_half(1.5f)) == 1.5f);
+  CHECK(float_to_half(65520.f) == 0x7c00);  // rounds to inf
+  CHECK(half_to_float(0x0001) > 0);       // subnormal
+  CHECK(dtype_from_name("uint6") == DataType::UInt6);
+  CHECK(dtype_bits(DataType::UInt3) == 3);
+}
+
+TEST_CASE("values: conversion, symbolic values, printing", "[types]") {
+  Value v = Value::from_doubles(DataType::Float16, {2}, {1.0, 2.5});
+  CHECK(v.as_double(1) == 2.5);
+  CHECK(v.nbytes() == 4);
+  CHECK(v.cast(DataType::Int32).as_int(1) == 2);
+  CHECK(Value::from_ints(DataType::Int8, {1}, {300}).as_int(0) == 44);  // wraps like numpy
+  Context c;
+  auto s = Symbol::create("S");
+  Value sv = Value::from_dims(DataType::Int32, {2}, {c.symbol(s), c.constant(4)});
+  CHECK(sv.is_symbolic());
+  Value kv = Value::from_dims(DataType::Int32, {2}, {c.constant(3), c.constant(4)});
+  CHECK_FALSE(kv.is_symbolic());
+  CHECK(kv.as_int(0) == 3);
+  CHECK_THROWS_AS(Value(DataType::Float32, {3}, Buffer::copy("abcd", 4)), ValueError);
+  CHECK(float_repr(1e-5f) == "1e-05");
+  CHECK(float_repr(0.1f) == "0.1");
+  CHECK(double_repr(static_cast<double>(0.1f)) == "0.10000000149011612");
+  CHECK(float_repr(2.0f) == "2.0");
+  CHECK(double_repr(1e20) == "1e+20");
+}
