@@ -35,7 +35,7 @@ test-python:
 	PYTHONPATH=python $(PYTHON) -m pytest tests/python -q
 
 test-notebooks:
-	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest --nbmake notebooks -q
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m pytest --nbmake notebooks
 
 # pip install . into a throwaway venv, then import and build a program
 test-install: deps
