@@ -217,7 +217,9 @@ void init_ir(py::module_& m) {
            py::arg("func_name") = "function")
       .def("__str__", [](const Function& f) { return function_to_text(f, "function"); });
 
-  m.def("verify_function", [](const Function& f, const std::string& name) { verify(f, name); });
+  m.def("verify_function", [](const Function& f, const std::string& name, bool strict_names) {
+    verify(f, name, strict_names);
+  }, py::arg("function"), py::arg("name"), py::arg("strict_names") = false);
 
   py::class_<Program, std::shared_ptr<Program>>(m, "Program", "A MIL program: named functions.")
       .def(py::init([]() { return std::make_shared<Program>(); }))

@@ -94,7 +94,14 @@ TEST_CASE("ir: invalid identifiers are rejected by the verifier", "[ir]") {
   Var* x = f->inputs()[0];
   Var* a = b.op("add", {{"x", x}, {"y", x}}, "bad name");
   f->body().set_outputs({a});
-  CHECK_THROWS_WITH(verify(*f, "main"), Catch::Contains("not a valid MIL identifier"));
+  CHECK_NOTHROW(verify(*f, "main"));
+  CHECK_THROWS_WITH(verify(*f, "main", true), Catch::Contains("not a valid MIL identifier"));
+  Var* d1 = b.op("add", {{"x", x}, {"y", x}}, "dup");
+  Var* d2 = b.op("add", {{"x", d1}, {"y", x}}, "dup");
+  f->body().set_outputs({d2});
+  a->op()->set_name("good_name");
+  a->set_name("good_name");
+  CHECK_THROWS_WITH(verify(*f, "main", true), Catch::Contains("used by two vars"));
   CHECK(is_valid_identifier("a_b1@x"));
   CHECK_FALSE(is_valid_identifier("1a"));
   CHECK_FALSE(is_valid_identifier(""));

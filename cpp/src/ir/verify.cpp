@@ -23,6 +23,7 @@ struct Verifier {
   const std::string& fname;
   std::unordered_set<const Var*> defined;
   std::unordered_set<std::string> names;
+  bool strict;
 
   [[noreturn]] void fail(const std::string& msg) const {
     throw VerifyError("function '" + fname + "': " + msg);
@@ -30,6 +31,7 @@ struct Verifier {
 
   void define(const Var* v) {
     if (!defined.insert(v).second) fail("var '" + v->name() + "' is defined twice");
+    if (!strict) return;
     if (!names.insert(v->name()).second) fail("name '" + v->name() + "' is used by two vars");
     if (!is_valid_identifier(v->name()))
       fail("var name '" + v->name() + "' is not a valid MIL identifier");
@@ -73,7 +75,7 @@ struct Verifier {
                  decl->str() + " but inference gives " + t[i]->str());
         }
       }
-      if (!is_valid_identifier(op->name()))
+      if (strict && !is_valid_identifier(op->name()))
         fail("op name '" + op->name() + "' is not a valid MIL identifier");
       for (const Var* v : op->outputs()) {
         define(v);
@@ -88,8 +90,8 @@ struct Verifier {
 
 }  // namespace
 
-void verify(const Function& f, const std::string& name) {
-  Verifier v{f, name, {}, {}};
+void verify(const Function& f, const std::string& name, bool strict_names) {
+  Verifier v{f, name, {}, {}, strict_names};
   std::vector<const Var*> added;
   v.block(f.body(), added);
 }

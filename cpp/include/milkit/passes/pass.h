@@ -1,0 +1,70 @@
+// milkit/passes/pass.h - graph passes, their registry and the pass manager.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "milkit/ir/ir.h"
+
+namespace milkit {
+
+/// String options of a pass (coremltools' PassPipeline.set_options values).
+using PassOptions = std::map<std::string, std::string>;
+
+/// A program rewrite, registered under coremltools' name ("common::const_elimination").
+class Pass {
+ public:
+  virtual ~Pass() = default;
+  /// Rewrites the program in place.
+  virtual void run(Program& p, const PassOptions& options) = 0;
+};
+
+/// Creates a fresh pass instance.
+using PassFactory = std::function<std::unique_ptr<Pass>()>;
+
+/// Every pass milkit implements, by name.
+class PassRegistry {
+ public:
+  /// The process-wide registry (built once).
+  static const PassRegistry& instance();
+  /// Registers a pass.
+  void add(const std::string& name, PassFactory f);
+  /// Whether a pass with that name exists.
+  bool has(const std::string& name) const { return passes_.count(name) != 0; }
+  /// A new instance; throws ValueError for unknown names.
+  std::unique_ptr<Pass> create(const std::string& name) const;
+  /// Names of all passes, sorted.
+  std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, PassFactory> passes_;
+};
+
+/// Runs passes in order; optionally verifies the program after each.
+class PassManager {
+ public:
+  /// Appends a pass with options.
+  void add(const std::string& name, PassOptions options = {});
+  /// Runs every pass; returns the names that were skipped because milkit lacks them when
+  /// `skip_unknown` is true (else unknown names throw).
+  std::vector<std::string> run(Program& p, bool verify_each = false, bool skip_unknown = false) const;
+
+ private:
+  std::vector<std::pair<std::string, PassOptions>> passes_;
+};
+
+/// Registers all passes (called by PassRegistry::instance()).
+void register_all_passes(PassRegistry& r);
+
+/// Helpers shared by passes.
+namespace pass_util {
+/// Applies `fn` to every block of a function, innermost blocks first.
+void for_each_block(Function& f, const std::function<void(Block&)>& fn);
+/// Whether an op must be kept even when its outputs are unused (state writes).
+bool has_side_effects(const Operation& op);
+}  // namespace pass_util
+
+}  // namespace milkit

@@ -1,0 +1,15 @@
+#include "milkit/passes/pass.h"
+
+namespace milkit {
+
+void register_dead_code_elimination(PassRegistry& r);
+void register_const_elimination(PassRegistry& r);
+void register_dedup_op_and_var_names(PassRegistry& r);
+
+void register_all_passes(PassRegistry& r) {
+  register_dead_code_elimination(r);
+  register_const_elimination(r);
+  register_dedup_op_and_var_names(r);
+}
+
+}  // namespace milkit

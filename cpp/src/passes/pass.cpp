@@ -1,0 +1,69 @@
+#include "milkit/passes/pass.h"
+
+#include "milkit/ir/verify.h"
+#include "milkit/types/error.h"
+
+namespace milkit {
+
+const PassRegistry& PassRegistry::instance() {
+  static const PassRegistry* reg = [] {
+    auto* r = new PassRegistry();
+    register_all_passes(*r);
+    return r;
+  }();
+  return *reg;
+}
+
+void PassRegistry::add(const std::string& name, PassFactory f) { passes_[name] = std::move(f); }
+
+std::unique_ptr<Pass> PassRegistry::create(const std::string& name) const {
+  auto it = passes_.find(name);
+  if (it == passes_.end()) throw ValueError("unknown graph pass '" + name + "'");
+  return it->second();
+}
+
+std::vector<std::string> PassRegistry::names() const {
+  std::vector<std::string> r;
+  for (auto& [n, f] : passes_) r.push_back(n);
+  return r;
+}
+
+void PassManager::add(const std::string& name, PassOptions options) {
+  passes_.emplace_back(name, std::move(options));
+}
+
+std::vector<std::string> PassManager::run(Program& p, bool verify_each, bool skip_unknown) const {
+  const PassRegistry& reg = PassRegistry::instance();
+  std::vector<std::string> skipped;
+  for (auto& [name, opts] : passes_) {
+    if (!reg.has(name)) {
+      if (!skip_unknown) throw ValueError("unknown graph pass '" + name + "'");
+      skipped.push_back(name);
+      continue;
+    }
+    reg.create(name)->run(p, opts);
+    if (verify_each)
+      for (auto& [fname, f] : p.functions()) verify(*f, fname);
+  }
+  return skipped;
+}
+
+namespace pass_util {
+
+void for_each_block(Function& f, const std::function<void(Block&)>& fn) {
+  std::function<void(Block&)> rec = [&](Block& b) {
+    for (Operation* op : b.ops())
+      for (Block* nb : op->blocks()) rec(*nb);
+    fn(b);
+  };
+  rec(f.body());
+}
+
+bool has_side_effects(const Operation& op) {
+  const std::string& t = op.op_type();
+  return t == "coreml_update_state" || t == "write_state";
+}
+
+}  // namespace pass_util
+
+}  // namespace milkit
