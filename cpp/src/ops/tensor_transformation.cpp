@@ -7,6 +7,7 @@
 // coremltools makes a fresh symbol (reshape with -1, slices over symbolic dims, ...), and
 // proven shape conflicts are errors.
 #include <algorithm>
+#include <numeric>
 
 #include "milkit/ops/all_ops.h"
 #include "milkit/ops/common.h"
@@ -73,6 +74,18 @@ std::vector<int64_t> opt_ints(InferCtx& ic, const char* name, int64_t rank, int6
 
 // ---------------------------------------------------------------------------------------------
 // reshape
+
+/// Whether a == b is impossible: provably different (ranges), or a - b = c0 + sum(ci * m_i)
+/// with c0 not a multiple of gcd(ci) (e.g. 4*S can never be 15).
+bool provably_ne(Context& c, Dim a, Dim b) {
+  if (c.eq(a, b) == Tri::False) return true;
+  Dim d = c.sub(a, b);
+  if (d->is_const()) return d->value() != 0;
+  if (d->kind() != Expr::Kind::Poly) return false;
+  int64_t g = 0;
+  for (const Term& t : d->terms()) g = std::gcd(g, t.coef < 0 ? -t.coef : t.coef);
+  return g > 1 && d->value() % g != 0;
+}
 
 std::vector<const Type*> reshape_infer(InferCtx& ic, bool ios17) {
   Context& c = ic.ctx;
@@ -145,7 +158,7 @@ std::vector<const Type*> reshape_infer(InferCtx& ic, bool ios17) {
     out[neg] = c.floordiv(total, rest);
   }
   Dim vol = c.product(out);
-  if (c.eq(total, vol) == Tri::False)
+  if (provably_ne(c, total, vol))
     ic.fail("cannot reshape x of shape " + from + " (" + total->str() + " elements) to shape " +
             req + " (" + vol->str() + " elements)");
   return {c.tensor(dt, out)};
@@ -339,6 +352,22 @@ int sign_of(Context& c, Dim d) {
   return 0;
 }
 
+/// a - b, distributing over min/max so clamped bounds cancel: a - max(x, y) = min(a - x, a - y)
+/// and min(x, y) - b = min(x - b, y - b) (e.g. S - max(0, S - 3) = min(S, 3)).
+Dim dsub(Context& c, Dim a, Dim b) {
+  if (b->kind() == Expr::Kind::Max) {
+    Dim r = nullptr;
+    for (Dim x : b->args()) r = r ? c.min(r, c.sub(a, x)) : c.sub(a, x);
+    return r;
+  }
+  if (a->kind() == Expr::Kind::Min) {
+    Dim r = nullptr;
+    for (Dim x : a->args()) r = r ? c.min(r, dsub(c, x, b)) : dsub(c, x, b);
+    return r;
+  }
+  return c.sub(a, b);
+}
+
 /// The output shape of a slice (coremltools' solve_slice_by_index_shape, with numpy's clamping
 /// made symbolic: exact expressions over symbolic dims and symbolic begin/end values).
 std::vector<Dim> slice_shape(InferCtx& ic, const std::vector<Dim>& xs, const SliceSpec& sp) {
@@ -395,19 +424,25 @@ std::vector<Dim> slice_shape(InferCtx& ic, const std::vector<Dim>& xs, const Sli
       out.push_back(c.fresh());  // nothing provable
       continue;
     }
-    Dim len;
+    Dim diff;
     if (s > 0) {
       Dim lo = bm ? zero : bs > 0 ? c.min(b, n) : c.max(zero, c.add(b, n));
       Dim hi = em ? n : es > 0 ? c.min(e, n) : c.max(zero, c.add(e, n));
-      len = c.ceildiv(c.sub(hi, lo), c.constant(as));
+      diff = dsub(c, hi, lo);
     } else {
       Dim m1 = c.constant(-1);
       Dim last = c.sub(n, c.constant(1));
       Dim hi = bm ? last : bs > 0 ? c.min(b, last) : c.max(m1, c.add(b, n));
       Dim lo = em ? m1 : es > 0 ? c.min(e, last) : c.max(m1, c.add(e, n));
-      len = c.ceildiv(c.sub(hi, lo), c.constant(as));
+      diff = dsub(c, hi, lo);
     }
-    out.push_back(c.max(zero, len));
+    Interval rd = c.range(diff);
+    if (rd.hi <= 0)
+      out.push_back(zero);
+    else if (rd.lo >= 0)
+      out.push_back(c.ceildiv(diff, c.constant(as)));
+    else
+      out.push_back(c.max(zero, c.ceildiv(diff, c.constant(as))));
   }
   return out;
 }
