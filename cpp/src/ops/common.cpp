@@ -136,4 +136,41 @@ std::optional<std::vector<int64_t>> static_shape(const Type* t) {
   return r;
 }
 
+// ---- appended by the tensor_transformation / scatter_gather family ---------------------------
+
+std::vector<int64_t> index_map(const std::vector<int64_t>& out_shape,
+                               const std::function<int64_t(const std::vector<int64_t>&)>& src_of) {
+  int64_t n = shape_numel(out_shape);
+  std::vector<int64_t> idx(static_cast<size_t>(n));
+  std::vector<int64_t> ctr(out_shape.size(), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    idx[k] = src_of(ctr);
+    for (int d = static_cast<int>(out_shape.size()) - 1; d >= 0; --d) {
+      if (++ctr[d] < out_shape[d]) break;
+      ctr[d] = 0;
+    }
+  }
+  return idx;
+}
+
+Value take_elements(const Value& v, const std::vector<int64_t>& idx, std::vector<int64_t> shape) {
+  if (v.dtype() == DataType::String) {
+    std::vector<std::string> s;
+    s.reserve(idx.size());
+    for (int64_t i : idx) s.push_back(v.string_values()[i]);
+    return Value::strings(std::move(shape), std::move(s));
+  }
+  if (v.is_symbolic()) {
+    std::vector<Dim> d;
+    d.reserve(idx.size());
+    for (int64_t i : idx) d.push_back(v.dims()[i]);
+    return Value::from_dims(v.dtype(), std::move(shape), std::move(d));
+  }
+  size_t w = static_cast<size_t>(dtype_storage_bytes(v.dtype()));
+  std::vector<uint8_t> bytes(idx.size() * w);
+  const uint8_t* src = v.raw();
+  for (size_t k = 0; k < idx.size(); ++k) std::memcpy(bytes.data() + k * w, src + idx[k] * w, w);
+  return Value(v.dtype(), std::move(shape), Buffer::take(std::move(bytes)));
+}
+
 }  // namespace milkit::ops

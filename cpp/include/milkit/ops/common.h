@@ -50,4 +50,15 @@ std::vector<int64_t> strides_of(const std::vector<int64_t>& shape);
 /// Concrete ints of a value shape from a type (all dims known), or nullopt.
 std::optional<std::vector<int64_t>> static_shape(const Type* t);
 
+// ---- appended by the tensor_transformation / scatter_gather family ---------------------------
+
+/// Calls `src_of` for every coordinate of `out_shape` (row-major) and collects the returned
+/// flat source indices: the index map of a data-movement op (transpose, slice, gather, ...).
+std::vector<int64_t> index_map(const std::vector<int64_t>& out_shape,
+                               const std::function<int64_t(const std::vector<int64_t>&)>& src_of);
+
+/// The value whose element k is element idx[k] of `v`, with shape `shape`. Works for numeric,
+/// string and symbolic values (symbolic elements are moved as dims).
+Value take_elements(const Value& v, const std::vector<int64_t>& idx, std::vector<int64_t> shape);
+
 }  // namespace milkit::ops
