@@ -137,3 +137,11 @@ std::optional<std::vector<int64_t>> static_shape(const Type* t) {
 }
 
 }  // namespace milkit::ops
+
+namespace milkit::ops {
+
+std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  return bcast_index(in, out);
+}
+
+}  // namespace milkit::ops
