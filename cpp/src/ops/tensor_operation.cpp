@@ -669,14 +669,16 @@ void add_range_1d(OpRegistry& r) {
     Dim a = (*st)[0], b = (*en)[0], k = (*sp)[0];
     if (k->is_const() && k->value() == 0) ic.fail_input("step", "must not be 0");
     Interval kr = c.range(k);
-    Dim n;
-    if (kr.lo > 0) n = c.ceildiv(c.sub(b, a), k);
-    else if (kr.hi < 0) n = c.ceildiv(c.sub(a, b), c.neg(k));
+    Dim dist, stride;  // length = ceil(dist / stride) with stride > 0, or 0 when dist <= 0
+    if (kr.lo > 0) dist = c.sub(b, a), stride = k;
+    else if (kr.hi < 0) dist = c.sub(a, b), stride = c.neg(k);
     else return {c.tensor(dt, std::vector<Dim>{c.fresh()})};
     // an empty range has length 0 (coremltools gives a negative length)
-    Interval nr = c.range(n);
-    if (nr.hi <= 0) n = c.constant(0);
-    else if (nr.lo < 0) n = c.max(c.constant(0), n);
+    Interval dr = c.range(dist);
+    Dim n;
+    if (dr.hi <= 0) n = c.constant(0);
+    else if (dr.lo >= 0) n = c.ceildiv(dist, stride);
+    else n = c.max(c.constant(0), c.ceildiv(dist, stride));
     return {c.tensor(dt, std::vector<Dim>{n})};
   };
   s.value = [](InferCtx& ic, Outs& out) {
