@@ -311,3 +311,64 @@ TEST_CASE("select broadcasts cond, a and b", "[select]") {
   Var* w = t.op1("select", {TB::v("cond", kc), TB::ints("a", {1, 2}), TB::i("b", 5)});
   CHECK(w->value()->to_ints() == std::vector<int64_t>{5, 2});
 }
+
+TEST_CASE("flatten2d, one_hot, topk, argsort, non_zero, nms types", "[tensor_operation]") {
+  TB t;
+  Dim S = t.sym("S");
+  Var* x = t.input("x", {S, t.c->constant(3), t.c->constant(4)});
+  CHECK(shp(t.op1("flatten2d", {TB::v("x", x)})) == "(S, 12, fp32)");
+  CHECK(shp(t.op1("flatten2d", {TB::v("x", x), TB::i("axis", -1)})) == "(3*S, 4, fp32)");
+  CHECK(shp(t.op1("flatten2d", {TB::v("x", x), TB::i("axis", 0)})) == "(1, 12*S, fp32)");
+  CHECK_THROWS_AS(t.op("flatten2d", {TB::v("x", x), TB::i("axis", 4)}), ValueError);
+  CHECK(shp(t.op1("band_part", {TB::v("x", x)})) == "(S, 3, 4, fp32)");
+  CHECK(shp(t.op1("cumsum", {TB::v("x", x), TB::i("axis", -1)})) == "(S, 3, 4, fp32)");
+  CHECK_THROWS_WITH(t.op("cumsum", {TB::v("x", x), TB::i("axis", -2)}), Catch::Contains("[-1, 2]"));
+
+  Var* idx = t.input("idx", {S, t.c->constant(2)}, DataType::Int32);
+  Var* s = t.op1("shape", {TB::v("x", x)});
+  auto parts = t.op("split", {TB::v("x", s), TB::i("num_splits", 3), TB::i("axis", 0)});
+  CHECK(shp(t.op1("one_hot", {TB::v("indices", idx), TB::v("one_hot_vector_size", parts[0]),
+                              TB::i("axis", 1)})) == "(S, S, 2, int32)");
+  CHECK(shp(t.op1("one_hot", {TB::v("indices", idx), TB::i("one_hot_vector_size", 5),
+                              TB::val("on_value", Value::scalar_float(DataType::Float32, 1)),
+                              TB::val("off_value", Value::scalar_float(DataType::Float32, 0))})) ==
+        "(S, 2, 5, fp32)");
+  CHECK_THROWS_AS(t.op("one_hot", {TB::v("indices", idx), TB::i("one_hot_vector_size", 5),
+                                   TB::val("on_value", Value::scalar_float(DataType::Float32, 1))}),
+                  TypeError);
+
+  auto tk = t.op("topk", {TB::v("x", x), TB::i("k", 2)});
+  REQUIRE(tk.size() == 2);
+  CHECK(shp(tk[0]) == "(S, 3, 2, fp32)");
+  CHECK(shp(tk[1]) == "(S, 3, 2, int32)");
+  CHECK(tk[1]->name() == "topk_0_1");
+  CHECK(tk[0]->op()->input("output_indices_dtype")[0]->name() == "topk_0_output_indices_dtype_0");
+  auto tk1 = t.op("topk", {TB::v("x", x), TB::i("k", 2), TB::i("axis", 0),
+                           TB::val("return_indices", Value::scalar_bool(false))});
+  REQUIRE(tk1.size() == 1);
+  CHECK(shp(tk1[0]) == "(2, 3, 4, fp32)");
+  CHECK(tk1[0]->op()->input("output_indices_dtype").empty());
+  CHECK_THROWS_WITH(t.op("topk", {TB::v("x", x), TB::i("k", 5)}), Catch::Contains("K=5"));
+  CHECK(shp(t.op1("argsort", {TB::v("x", x)})) == "(S, 3, 4, int32)");
+  CHECK(shp(t.op1("non_zero", {TB::v("x", x)})).find(", 3, int32)") != std::string::npos);
+
+  Var* kx = t.b->add_const(std::make_shared<const Value>(
+      Value::from_doubles(DataType::Float32, {4}, {3.0, 1.0, 4.0, 2.0})));
+  auto kv = t.op("topk", {TB::v("x", kx), TB::i("k", 2)});
+  CHECK(kv[0]->value()->to_doubles() == std::vector<double>{4.0, 3.0});
+  CHECK(kv[1]->value()->to_ints() == std::vector<int64_t>{2, 0});
+  Var* as = t.op1("argsort", {TB::v("x", kx), TB::val("ascending", Value::scalar_bool(true))});
+  CHECK(as->value()->to_ints() == std::vector<int64_t>{1, 3, 0, 2});
+  Var* nz = t.op1("non_zero", {TB::v("x", kx)});
+  CHECK(shp(nz) == "(4, 1, int32)");
+
+  Var* boxes = t.input("boxes", {S, t.c->constant(4), t.c->constant(20)});
+  Var* scores = t.input("scores", {S, t.c->constant(3), t.c->constant(20)});
+  auto nms = t.op("non_maximum_suppression",
+                  {TB::v("boxes", boxes), TB::v("scores", scores),
+                   TB::val("iou_threshold", Value::scalar_float(DataType::Float32, 0.5)), TB::i("max_boxes", 7)});
+  REQUIRE(nms.size() == 3);
+  CHECK(shp(nms[0]) == "(S, 4, 7, fp32)");
+  CHECK(shp(nms[1]) == "(S, 3, 7, fp32)");
+  CHECK(shp(nms[2]) == "(S, 7, int32)");
+}

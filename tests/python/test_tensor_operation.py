@@ -535,3 +535,163 @@ def test_select_errors():
                 [((2, 3), "bool"), ((2, 3), "fp32"), ((2, 3), "int32")], match=r"select 'select_0'.*'b'")
     with pytest.raises(ValueError, match=r"select 'select_0'.*cond.*\(3, 3\).*dim 0"):
         _mk(lambda mb, c, a: mb.select(cond=c, a=a, b=a), [((3, 3), "bool"), ((2, 3), "fp32")])
+
+
+# ---------------------------------------------------------------------------------------------
+# band_part, cumsum, flatten2d
+
+
+@pytest.mark.parametrize("kw", [{}, dict(lower=0), dict(upper=0), dict(lower=1, upper=0)])
+def test_band_part(kw):
+    check(lambda mb, x: mb.band_part(x=x, **kw), [(("S", 3, 4), "fp32")], ALL_OPSETS)
+    a = np.arange(12, dtype=np.int32).reshape(3, 4) + 1
+    check(lambda mb, x: mb.band_part(x=a, **kw), [((1,), "fp32")], ["iOS17"])
+
+
+@pytest.mark.parametrize("kw", [{}, dict(axis=1), dict(axis=-1, reverse=True)])
+def test_cumsum(kw):
+    check(lambda mb, x: mb.cumsum(x=x, **kw), [(("S", 3), "fp32")], ALL_OPSETS)
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    check(lambda mb, x: mb.cumsum(x=a, **kw), [((1,), "fp32")], ["iOS17"])
+
+
+def test_cumsum_exclusive_value():
+    # coremltools' exclusive folding crashes (np.zeros(shape, data)); by definition the first
+    # element is 0 and each element sums the previous ones.
+    a = np.array([1, 2, 3], np.int32)
+    f = _mk(lambda mb, x: mb.cumsum(x=a, exclusive=True), [((1,), "fp32")])
+    np.testing.assert_array_equal(f.outputs[0].val, [0, 1, 3])
+    f = _mk(lambda mb, x: mb.cumsum(x=a, exclusive=True, reverse=True), [((1,), "fp32")])
+    np.testing.assert_array_equal(f.outputs[0].val, [5, 3, 0])
+
+
+def test_cumsum_errors():
+    check_error(lambda mb, x: mb.cumsum(x=x, axis=-2), [((2, 3), "fp32")], match=r"cumsum 'cumsum_0'.*axis")
+    check_error(lambda mb, x: mb.cumsum(x=x), [((2, 3), "bool")], match=r"cumsum 'cumsum_0'.*'x'")
+
+
+@pytest.mark.parametrize("axis", [None, 0, 2, -1, 3])
+def test_flatten2d(axis):
+    kw = {} if axis is None else {"axis": axis}
+    res = check(lambda mb, x: mb.flatten2d(x=x, **kw), [(("S", 3, 4), "fp32")], ALL_OPSETS)
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    if axis in (0, 3):
+        # coremltools' folding fails here (np.prod of an empty list is a float); milkit folds
+        f = _mk(lambda mb, x: mb.flatten2d(x=a, **kw), [((1,), "fp32")])
+        np.testing.assert_array_equal(f.outputs[0].val, a.reshape(1, 24) if axis == 0 else a.reshape(24, 1))
+    else:
+        check(lambda mb, x: mb.flatten2d(x=a, **kw), [((1,), "fp32")], ["iOS17"])
+    if axis is None:
+        assert _out_shape(res[0]) == (_in_syms(res[0])[0], "12")
+
+
+def test_flatten2d_symbolic_value():
+    # coremltools allows SYMBOL values but then reads x.val (None) and crashes; milkit reshapes
+    # the symbolic value.
+    f = _mk(lambda mb, x: mb.flatten2d(x=mb.shape(x=x), axis=-1), [(("S", 3), "fp32")])
+    v = f.outputs[0]
+    assert _shape(v) == ("1", "2")
+    assert v.val is None and [str(d) for d in v.sym_val[0]] == ["S", "3"]
+
+
+# ---------------------------------------------------------------------------------------------
+# one_hot, non_zero
+
+
+@pytest.mark.parametrize("kw", [{}, dict(axis=0), dict(axis=1), dict(on_value=2.0, off_value=-1.0),
+                                dict(on_value=True, off_value=False)])
+def test_one_hot(kw):
+    check(lambda mb, x: mb.one_hot(indices=x, one_hot_vector_size=5, **kw), [(("S", 3), "int32")], ALL_OPSETS)
+
+
+def test_one_hot_symbolic_depth():
+    def build(mb, x, i):
+        depth, _ = mb.split(x=mb.shape(x=x), num_splits=2, axis=0)
+        return mb.one_hot(indices=i, one_hot_vector_size=depth)
+
+    # coremltools needs a scalar depth; milkit uses the exact symbolic depth
+    f = _mk(build, [(("S", 3), "fp32"), ((4,), "int32")])
+    assert _shape(f.outputs[0]) == ("4", "S")
+    # an unknown depth: a fresh symbol in both
+    res = check(lambda mb, i, d: mb.one_hot(indices=i, one_hot_vector_size=d), [((4,), "int32"), ((1,), "int32")],
+                ALL_OPSETS)
+    assert all(r.improved for r in res)
+
+
+def test_one_hot_errors():
+    check_error(lambda mb, x: mb.one_hot(indices=x, one_hot_vector_size=5, axis=3), [((2, 3), "int32")],
+                match=r"one_hot 'one_hot_0'.*axis")
+    check_error(lambda mb, x: mb.one_hot(indices=x, one_hot_vector_size=-1), [((2, 3), "int32")],
+                match=r"one_hot 'one_hot_0'.*non-negative")
+    check_error(lambda mb, x: mb.one_hot(indices=x, one_hot_vector_size=4, on_value=1.0), [((2, 3), "int32")],
+                match=r"one_hot 'one_hot_0'")
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "int32", "bool"])
+def test_non_zero(dtype):
+    check(lambda mb, x: mb.non_zero(x=x), [(("S", 3), dtype)], ALL_OPSETS)
+
+
+def test_non_zero_value():
+    a = np.array([[0, 1, 0], [2, 0, 3]], np.float32)
+    res = check(lambda mb, x: mb.non_zero(x=a), [((1,), "fp32")], ALL_OPSETS)
+    np.testing.assert_array_equal(res[0].mk_prog.functions["main"].outputs[0].val, [[0, 1], [1, 0], [1, 2]])
+
+
+# ---------------------------------------------------------------------------------------------
+# argsort, topk
+
+
+@pytest.mark.parametrize("kw", [{}, dict(axis=0), dict(ascending=True)])
+def test_argsort(kw):
+    check(lambda mb, x: mb.argsort(x=x, **kw), [(("S", 4), "fp32")], ALL_OPSETS)
+    a = np.array([[3.0, 1.0, 2.0, 5.0], [0.0, -1.0, 7.0, 4.0]], np.float32)
+    check(lambda mb, x: mb.argsort(x=a, **kw), [((1,), "fp32")], ALL_OPSETS)
+
+
+@pytest.mark.parametrize("kw", [{}, dict(k=2), dict(k=2, axis=0), dict(k=3, ascending=True)])
+def test_topk(kw):
+    res = check(lambda mb, x: mb.topk(x=x, **kw), [((3, 4), "fp32")], ALL_OPSETS)
+    assert [v.name for v in res[0].mk_prog.functions["main"].outputs[0:1]]
+    a = np.array([[3.0, 1.0, 2.0, 5.0], [0.0, -1.0, 7.0, 4.0], [1.0, 2.0, 3.0, 4.0]], np.float32)
+    check(lambda mb, x: mb.topk(x=a, **kw), [((1,), "fp32")], ALL_OPSETS)
+
+
+def test_topk_names_and_versions():
+    res = check(lambda mb, x: mb.topk(x=x, k=2), [(("S", 4), "int32")], ALL_OPSETS)
+    for r in res:
+        names = [o.name for op in r.mk_prog.functions["main"].operations if op.op_type == "topk" for o in op.outputs]
+        assert names == ["topk_0_0", "topk_0_1"]
+    check(lambda mb, x: mb.topk(x=x, k=2, return_indices=False), [((3, 4), "fp32")], ("iOS16", "iOS17", "iOS18"))
+    check(lambda mb, x: mb.topk(x=x, k=2, sort=False), [((3, 4), "fp32")], ("iOS16", "iOS17", "iOS18"))
+    check(lambda mb, x: mb.topk(x=x, k=2, output_indices_dtype="uint16"), [((3, 4), "fp16")], ("iOS17", "iOS18"))
+    check(lambda mb, x: mb.topk(x=x, k=np.int16(2)), [((3, 4), "int8")], ("iOS17", "iOS18"))
+
+
+def test_topk_errors():
+    check_error(lambda mb, x: mb.topk(x=x, k=5), [((3, 4), "fp32")], match=r"topk 'topk_0'.*K=5")
+    check_error(lambda mb, x: mb.topk(x=x, k=2, return_indices=False, output_indices_dtype="int32"),
+                [((3, 4), "fp32")], match=r"topk 'topk_0'.*output_indices_dtype")
+    check_error(lambda mb, x: mb.topk(x=x, k=2, output_indices_dtype="int8"), [((3, 4), "fp32")],
+                match=r"topk 'topk_0'.*output_indices_dtype")
+    check_error(lambda mb, x: mb.topk(x=x, return_indices=False), [((3, 4), "fp32")], opset="iOS15",
+                match=r"topk.*return_indices")
+
+
+# ---------------------------------------------------------------------------------------------
+# non_maximum_suppression
+
+
+def test_nms_ios15():
+    check(lambda mb, b, s: mb.non_maximum_suppression(boxes=b, scores=s, iou_threshold=0.5, score_threshold=0.1,
+                                                      max_boxes=7),
+          [(("N", 20, 4), "fp32"), (("N", 20, 3), "fp32")], ("iOS15", "iOS16"))
+
+
+def test_nms_ios17():
+    check(lambda mb, b, s: mb.non_maximum_suppression(boxes=b, scores=s, iou_threshold=0.5, max_boxes=7,
+                                                      per_class_suppression=True),
+          [(("N", 4, 20), "fp16"), (("N", 3, 20), "fp16")], ("iOS17", "iOS18"))
+    check_error(lambda mb, b, s: mb.non_maximum_suppression(boxes=b, scores=s, iou_threshold=0.5,
+                                                            score_threshold=0.1, max_boxes=7),
+                [((1, 4, 20), "fp32"), ((1, 3, 20), "fp32")], match=r"score_threshold")

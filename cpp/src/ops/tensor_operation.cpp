@@ -711,6 +711,370 @@ void add_range_1d(OpRegistry& r) {
   r.add(std::move(s));
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// band_part, cumsum, flatten2d
+
+void add_band_part(OpRegistry& r) {
+  OpSchema s;
+  s.name = "band_part";
+  s.inputs = {in("x", dt::numeric_bool(), "T"), in_opt_const("lower", dt::int32(), def_int(-1)),
+              in_opt_const("upper", dt::int32(), def_int(-1))};
+  s.infer = [](InferCtx& ic) -> std::vector<const Type*> { return {ic.type("x")}; };
+  s.value = [](InferCtx& ic, Outs& out) {
+    if (!ic.known("x")) return false;
+    const Value& x = *ic.val("x");
+    if (x.rank() < 2) ic.fail_input("x", "must have rank >= 2 to take a band part");
+    int64_t lo = ic.int_("lower"), up = ic.int_("upper");
+    int64_t M = x.shape()[x.rank() - 2], N = x.shape()[x.rank() - 1];
+    Value zero = Value::scalar_int(x.dtype(), 0);
+    std::vector<Ref> refs(static_cast<size_t>(x.numel()));
+    for (int64_t k = 0; k < x.numel(); ++k) {
+      int64_t m = (k / N) % M, n = k % N;
+      bool keep = (lo < 0 || m - n <= lo) && (up < 0 || n - m <= up);
+      refs[k] = keep ? Ref{0, k} : Ref{1, 0};
+    }
+    out.push_back(share(assemble(ic.ctx, x.dtype(), x.shape(), {&x, &zero}, refs)));
+    return true;
+  };
+  r.add(std::move(s));
+}
+
+void add_cumsum(OpRegistry& r) {
+  OpSchema s;
+  s.name = "cumsum";
+  s.inputs = {in("x", dt::numeric(), "T"), in_opt_const("axis", dt::int32(), def_int(0)),
+              in_opt_const("exclusive", dt::boolean(), def_bool(false)),
+              in_opt_const("reverse", dt::boolean(), def_bool(false))};
+  s.infer = [](InferCtx& ic) -> std::vector<const Type*> {
+    int64_t rank = static_cast<int64_t>(ops::ranked_shape(ic, "x").size());
+    int64_t axis = ic.int_("axis");
+    // coremltools accepts [-1, rank - 1] only
+    if (axis < -1 || axis > rank - 1)
+      ic.fail_input("axis", "should be in the range [-1, " + std::to_string(rank - 1) + "], got " +
+                                std::to_string(axis));
+    return {ic.type("x")};
+  };
+  s.value = [](InferCtx& ic, Outs& out) {
+    if (!ic.known("x")) return false;
+    const Value& x = *ic.val("x");
+    if (x.rank() == 0) return false;
+    int64_t axis = ic.int_("axis");
+    if (axis < 0) axis += x.rank();
+    bool excl = ic.bool_("exclusive"), rev = ic.bool_("reverse");
+    const std::vector<int64_t>& xs = x.shape();
+    int64_t outer = prod(xs, 0, axis), inner = prod(xs, axis + 1, xs.size()), n = xs[axis];
+    bool fl = is_float(x.dtype());
+    std::vector<double> vd = fl ? x.to_doubles() : std::vector<double>();
+    std::vector<int64_t> vi = fl ? std::vector<int64_t>() : x.to_ints();
+    std::vector<double> od(vd.size());
+    std::vector<int64_t> oi(vi.size());
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < inner; ++i) {
+        double accd = 0;
+        int64_t acci = 0;
+        for (int64_t j0 = 0; j0 < n; ++j0) {
+          int64_t j = rev ? n - 1 - j0 : j0;
+          int64_t k = (o * n + j) * inner + i;
+          if (excl) {
+            if (fl) od[k] = accd; else oi[k] = acci;
+          }
+          if (fl) accd = static_cast<double>(static_cast<float>(accd + vd[k]));
+          else acci += vi[k];
+          if (!excl) {
+            if (fl) od[k] = accd; else oi[k] = acci;
+          }
+        }
+      }
+    out.push_back(share(fl ? Value::from_doubles(x.dtype(), xs, od) : Value::from_ints(x.dtype(), xs, oi)));
+    return true;
+  };
+  r.add(std::move(s));
+}
+
+void add_flatten2d(OpRegistry& r) {
+  OpSchema s;
+  s.name = "flatten2d";
+  s.inputs = {in("x", dt::numeric_bool(), "T"), in_opt_const("axis", dt::int32(), def_int(1))};
+  s.infer = [](InferCtx& ic) -> std::vector<const Type*> {
+    const std::vector<Dim>& xs = ops::ranked_shape(ic, "x");
+    int64_t rank = static_cast<int64_t>(xs.size());
+    int64_t axis = ic.int_("axis");
+    if (axis < -rank || axis > rank)
+      ic.fail_input("axis", "= " + std::to_string(axis) + " is out of range [" +
+                                std::to_string(-rank) + ", " + std::to_string(rank) + "]");
+    if (axis < 0) axis += rank;
+    std::vector<Dim> pre(xs.begin(), xs.begin() + axis), post(xs.begin() + axis, xs.end());
+    return {ic.ctx.tensor(ic.type("x")->dtype(),
+                          std::vector<Dim>{ic.ctx.product(pre), ic.ctx.product(post)})};
+  };
+  s.value = [](InferCtx& ic, Outs& out) {
+    // VALUE | SYMBOL: a symbolic value is reshaped too
+    const std::shared_ptr<const Value>& x = ic.var("x")->value();
+    if (!x) return false;
+    int64_t rank = x->rank(), axis = ic.int_("axis");
+    if (axis < 0) axis += rank;
+    out.push_back(share(x->reshaped({prod(x->shape(), 0, axis), prod(x->shape(), axis, rank)})));
+    return true;
+  };
+  r.add(std::move(s));
+}
+
+// ---------------------------------------------------------------------------------------------
+// one_hot, non_zero
+
+void add_one_hot(OpRegistry& r) {
+  OpSchema s;
+  s.name = "one_hot";
+  s.inputs = {in("indices", dt::int32()), in("one_hot_vector_size", dt::int32()),
+              in_opt_const("axis", dt::int32(), def_int(-1)),
+              in_opt_const("on_value", dt::numeric_bool(), def_int(1), "T"),
+              in_opt_const("off_value", dt::numeric_bool(), def_int(0), "T")};
+  s.infer = [](InferCtx& ic) -> std::vector<const Type*> {
+    if (ic.type("on_value")->dtype() != ic.type("off_value")->dtype())
+      ic.type_error("off_value", "must have the dtype of on_value (" +
+                                     std::string(dtype_name(ic.type("on_value")->dtype())) +
+                                     "), got " + std::string(dtype_name(ic.type("off_value")->dtype())));
+    const std::vector<Dim>& is = ops::ranked_shape(ic, "indices");
+    int64_t rank = static_cast<int64_t>(is.size());
+    int64_t axis = ic.int_("axis");
+    if (axis < -rank - 1 || axis > rank)
+      ic.fail_input("axis", "= " + std::to_string(axis) + " is out of bounds for indices of rank " +
+                                std::to_string(rank));
+    Context& c = ic.ctx;
+    Dim depth;
+    auto d = ic.dims("one_hot_vector_size");
+    if (d && d->size() == 1) {
+      depth = (*d)[0];
+      if (c.range(depth).hi < 0)
+        ic.fail_input("one_hot_vector_size", "must be non-negative, got " + depth->str());
+    } else {
+      depth = c.fresh();
+    }
+    int64_t cut = axis < 0 ? rank + axis + 1 : axis;
+    std::vector<Dim> out = is;
+    out.insert(out.begin() + cut, depth);
+    return {c.tensor(ic.type("on_value")->dtype(), out)};
+  };
+  r.add(std::move(s));
+}
+
+void add_non_zero(OpRegistry& r) {
+  OpSchema s;
+  s.name = "non_zero";
+  s.inputs = {in("x", dt::numeric_bool(), "T")};
+  s.infer = [](InferCtx& ic) -> std::vector<const Type*> {
+    const std::vector<Dim>& xs = ops::ranked_shape(ic, "x");
+    Context& c = ic.ctx;
+    Dim rank = c.constant(static_cast<int64_t>(xs.size()));
+    if (ic.known("x")) {
+      const Value& x = *ic.val("x");
+      int64_t n = 0;
+      for (int64_t k = 0; k < x.numel(); ++k) n += x.as_double(k) != 0;
+      return {c.tensor(DataType::Int32, std::vector<Dim>{c.constant(n), rank})};
+    }
+    return {c.tensor(DataType::Int32, std::vector<Dim>{c.fresh(), rank})};
+  };
+  s.value = [](InferCtx& ic, Outs& out) {
+    if (!ic.known("x")) return false;
+    const Value& x = *ic.val("x");
+    std::vector<int64_t> idx;
+    int64_t n = 0;
+    for_each_index(x.shape(), [&](const std::vector<int64_t>& ix) {
+      int64_t k = 0;
+      std::vector<int64_t> st = ops::strides_of(x.shape());
+      for (size_t d = 0; d < ix.size(); ++d) k += ix[d] * st[d];
+      if (x.as_double(k) != 0) {
+        idx.insert(idx.end(), ix.begin(), ix.end());
+        ++n;
+      }
+    });
+    out.push_back(share(Value::from_ints(DataType::Int32, {n, static_cast<int64_t>(x.rank())}, idx)));
+    return true;
+  };
+  r.add(std::move(s));
+}
+
+// ---------------------------------------------------------------------------------------------
+// argsort, topk
+
+/// Sort permutations along `axis`: for each line, indices in sorted order (numpy argsort of x,
+/// or of -x when descending; stable).
+std::vector<int64_t> sort_perm(const Value& x, int64_t axis, bool ascending) {
+  const std::vector<int64_t>& xs = x.shape();
+  int64_t outer = prod(xs, 0, axis), inner = prod(xs, axis + 1, xs.size()), n = xs[axis];
+  std::vector<double> v = x.to_doubles();
+  std::vector<int64_t> perm(v.size());
+  std::vector<int64_t> line(static_cast<size_t>(n));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      std::iota(line.begin(), line.end(), 0);
+      auto at = [&](int64_t j) { return v[(o * n + j) * inner + i]; };
+      std::stable_sort(line.begin(), line.end(), [&](int64_t a, int64_t b) {
+        return ascending ? at(a) < at(b) : -at(a) < -at(b);
+      });
+      for (int64_t j = 0; j < n; ++j) perm[(o * n + j) * inner + i] = line[j];
+    }
+  return perm;
+}
+
+void add_argsort(OpRegistry& r) {
+  OpSchema s;
+  s.name = "argsort";
+  s.inputs = {in("x", dt::numeric(), "T"), in_opt_const("axis", dt::int32(), def_int(-1)),
+              in_opt_const("ascending", dt::boolean(), def_bool(false))};
+  s.infer = [](InferCtx& ic) -> std::vector<const Type*> {
+    const std::vector<Dim>& xs = ops::ranked_shape(ic, "x");
+    ic.axis("axis", ic.int_("axis"), static_cast<int64_t>(xs.size()));
+    return {ic.ctx.tensor(DataType::Int32, xs)};
+  };
+  s.value = [](InferCtx& ic, Outs& out) {
+    if (!ic.known("x")) return false;
+    const Value& x = *ic.val("x");
+    if (x.rank() == 0) return false;
+    int64_t axis = ic.axis("axis", ic.int_("axis"), x.rank());
+    out.push_back(share(Value::from_ints(DataType::Int32, x.shape(), sort_perm(x, axis, ic.bool_("ascending")))));
+    return true;
+  };
+  r.add(std::move(s));
+}
+
+/// topk's k along the axis (iOS17: -1 selects the whole axis).
+Dim topk_k(InferCtx& ic, const std::vector<Dim>& xs, int64_t axis) {
+  int64_t k = ic.int_("k");
+  Context& c = ic.ctx;
+  if (k == -1 && ic.opset >= Target::iOS17) return xs[axis];
+  if (k <= 0) ic.fail_input("k", "must be positive, got " + std::to_string(k));
+  if (xs[axis]->is_const() && k > xs[axis]->value())
+    ic.fail("K=" + std::to_string(k) + " is greater than size of the given axis=" +
+            std::to_string(axis) + " (" + xs[axis]->str() + ") of x " + dims_str(xs));
+  return c.constant(k);
+}
+
+void add_topk(OpRegistry& r, Target since) {
+  OpSchema s;
+  s.name = "topk";
+  s.since = since;
+  s.num_outputs = since >= Target::iOS16 ? -1 : 2;
+  if (since >= Target::iOS17) {
+    DTypeSet t = {DataType::Float16, DataType::Float32, DataType::Int8, DataType::Int16,
+                  DataType::Int32, DataType::UInt8, DataType::UInt16};
+    s.inputs = {in("x", t, "T"), in_opt_const("k", {DataType::Int8, DataType::Int16, DataType::Int32}, def_int(1), "K")};
+  } else {
+    s.inputs = {in("x", dt::numeric(), "T"), in_opt_const("k", dt::int32(), def_int(1))};
+  }
+  s.inputs.push_back(in_opt_const("axis", dt::int32(), def_int(-1)));
+  s.inputs.push_back(in_opt_const("ascending", dt::boolean(), def_bool(false)));
+  if (since >= Target::iOS16) {
+    s.inputs.push_back(in_opt_const("sort", dt::boolean(), def_bool(true)));
+    s.inputs.push_back(in_opt_const("return_indices", dt::boolean(), def_bool(true)));
+  }
+  if (since >= Target::iOS17) {
+    s.inputs.push_back(in_opt_const("output_indices_dtype", dt::string()));
+    // output_indices_dtype defaults to "int32" only when indices are returned
+    s.defaults = [](InferCtx& ic) {
+      std::vector<std::pair<std::string, Value>> d;
+      if (!ic.has("return_indices") || ic.bool_("return_indices"))
+        d.emplace_back("output_indices_dtype", Value::scalar_string("int32"));
+      return d;
+    };
+  }
+  s.infer = [since](InferCtx& ic) -> std::vector<const Type*> {
+    const std::vector<Dim>& xs = ops::ranked_shape(ic, "x");
+    int64_t axis = ic.axis("axis", ic.int_("axis"), static_cast<int64_t>(xs.size()));
+    bool ret_idx = since < Target::iOS16 || ic.bool_("return_indices");
+    DataType idt = DataType::Int32;
+    if (since >= Target::iOS17) {
+      if (!ret_idx && ic.has("output_indices_dtype"))
+        ic.fail("output_indices_dtype can only be set when return_indices=True");
+      if (ret_idx) {
+        std::string o = ic.str("output_indices_dtype");
+        if (o != "int32" && o != "uint16")
+          ic.fail_input("output_indices_dtype", "must be \"int32\" or \"uint16\", got \"" + o + "\"");
+        idt = o == "int32" ? DataType::Int32 : DataType::UInt16;
+      }
+    }
+    std::vector<Dim> out = xs;
+    out[axis] = topk_k(ic, xs, axis);
+    std::vector<const Type*> r = {ic.ctx.tensor(ic.type("x")->dtype(), out)};
+    if (ret_idx) r.push_back(ic.ctx.tensor(idt, out));
+    return r;
+  };
+  s.value = [since](InferCtx& ic, Outs& out) {
+    if (!ic.known("x")) return false;
+    const Value& x = *ic.val("x");
+    if (x.rank() == 0) return false;
+    int64_t axis = ic.axis("axis", ic.int_("axis"), x.rank());
+    int64_t k = ic.int_("k");
+    if (k == -1) k = x.shape()[axis];
+    std::vector<int64_t> perm = sort_perm(x, axis, ic.bool_("ascending"));
+    const std::vector<int64_t>& xs = x.shape();
+    int64_t outer = prod(xs, 0, axis), inner = prod(xs, axis + 1, xs.size()), n = xs[axis];
+    std::vector<int64_t> sh = xs;
+    sh[axis] = k;
+    std::vector<Ref> refs;
+    std::vector<int64_t> idx;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < k; ++j)
+        for (int64_t i = 0; i < inner; ++i) {
+          int64_t p = perm[(o * n + j) * inner + i];
+          idx.push_back(p);
+          refs.push_back({0, (o * n + p) * inner + i});
+        }
+    out.push_back(share(assemble(ic.ctx, x.dtype(), sh, {&x}, refs)));
+    bool ret_idx = since < Target::iOS16 || ic.bool_("return_indices");
+    if (ret_idx) {
+      DataType idt = since >= Target::iOS17 && ic.str("output_indices_dtype") == "uint16"
+                         ? DataType::UInt16 : DataType::Int32;
+      out.push_back(share(Value::from_ints(idt, sh, idx)));
+    }
+    return true;
+  };
+  r.add(std::move(s));
+}
+
+// ---------------------------------------------------------------------------------------------
+// non_maximum_suppression
+
+void add_nms(OpRegistry& r, Target since) {
+  OpSchema s;
+  s.name = "non_maximum_suppression";
+  s.since = since;
+  bool v17 = since >= Target::iOS17;
+  s.num_outputs = v17 ? 3 : 4;
+  s.inputs = {in("boxes", dt::floats(), "T"), in("scores", dt::floats(), "T"),
+              in_const("iou_threshold", dt::floats(), "T")};
+  if (!v17) s.inputs.push_back(in_const("score_threshold", dt::floats(), "T"));
+  s.inputs.push_back(in_const("max_boxes", dt::int32()));
+  s.inputs.push_back(in_opt_const("per_class_suppression", dt::boolean(), def_bool(false)));
+  s.infer = [v17](InferCtx& ic) -> std::vector<const Type*> {
+    const std::vector<Dim>& bs = ops::ranked_shape(ic, "boxes");
+    const std::vector<Dim>& ss = ops::ranked_shape(ic, "scores");
+    if (bs.size() != 3) ic.fail_input("boxes", "must have rank 3, got " + dims_str(bs));
+    if (ss.size() != 3) ic.fail_input("scores", "must have rank 3, got " + dims_str(ss));
+    Context& c = ic.ctx;
+    Dim four = c.constant(4);
+    // boxes (n, B, 4) / scores (n, B, K); iOS17: boxes (n, 4, B) / scores (n, K, B)
+    Dim bdim = v17 ? bs[1] : bs[2];
+    if (c.eq(bdim, four) == Tri::False)
+      ic.fail_input("boxes", "must have 4 coordinates in dim " + std::string(v17 ? "1" : "2") +
+                                 ", got " + dims_str(bs));
+    int64_t m = ic.int_("max_boxes");
+    if (m <= 0) ic.fail_input("max_boxes", "must be positive, got " + std::to_string(m));
+    Dim M = c.constant(m);
+    DataType bt = ic.type("boxes")->dtype(), st = ic.type("scores")->dtype();
+    if (v17)
+      return {c.tensor(bt, std::vector<Dim>{ss[0], four, M}),
+              c.tensor(st, std::vector<Dim>{ss[0], ss[1], M}),
+              c.tensor(DataType::Int32, std::vector<Dim>{ss[0], M})};
+    return {c.tensor(bt, std::vector<Dim>{ss[0], M, four}),
+            c.tensor(st, std::vector<Dim>{ss[0], M, ss[2]}),
+            c.tensor(DataType::Int32, std::vector<Dim>{ss[0], M}),
+            c.tensor(DataType::Int32, std::vector<Dim>{ss[0]})};
+  };
+  r.add(std::move(s));
+}
+
 }  // namespace
 
 void register_tensor_operation_ops(OpRegistry& r) {
@@ -723,7 +1087,18 @@ void register_tensor_operation_ops(OpRegistry& r) {
   add_shape(r);
   add_range_1d(r);
   add_identity(r);
+  add_band_part(r);
+  add_cumsum(r);
+  add_flatten2d(r);
+  add_one_hot(r);
+  add_non_zero(r);
+  add_argsort(r);
+  add_topk(r, Target::iOS13);
+  add_nms(r, Target::iOS13);
   add_fill_like(r);
+  add_topk(r, Target::iOS16);
+  add_topk(r, Target::iOS17);
+  add_nms(r, Target::iOS17);
 }
 
 }  // namespace milkit
