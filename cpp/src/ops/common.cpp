@@ -174,3 +174,11 @@ Value take_elements(const Value& v, const std::vector<int64_t>& idx, std::vector
 }
 
 }  // namespace milkit::ops
+
+namespace milkit::ops {
+
+std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  return bcast_index(in, out);
+}
+
+}  // namespace milkit::ops

@@ -3,6 +3,8 @@
 #include "milkit/ops/common.h"
 #include "milkit/types/error.h"
 
+#include <cstring>
+
 namespace milkit {
 
 void register_control_flow_ops(OpRegistry& r) {
@@ -16,40 +18,57 @@ void register_control_flow_ops(OpRegistry& r) {
     r.add(std::move(s));
   }
   {
+    // select(cond, a, b): elements of a where cond is true, else of b, with numpy broadcasting
+    // of all three. coremltools' type inference broadcasts only a and b (a cond of a larger
+    // shape gives a wrong output shape there); milkit broadcasts cond too, as the op's
+    // definition and its value inference (np.where) do.
     OpSchema s;
     s.name = "select";
-    s.inputs = {in("cond", DTypeSet::any()), in("a", DTypeSet::any(), "T"),
-                in("b", DTypeSet::any(), "T")};
+    DTypeSet t = {DataType::Float16, DataType::Float32, DataType::Bool, DataType::Int32};
+    s.inputs = {in("cond", dt::boolean()), in("a", t, "T"), in("b", t, "T")};
     s.infer = [](InferCtx& ic) -> std::vector<const Type*> {
       const Type* tc = ic.type("cond");
       const Type* ta = ic.type("a");
       const Type* tb = ic.type("b");
       if (!tc->has_rank() || !ta->has_rank() || !tb->has_rank())
         return {ic.ctx.tensor_unknown_rank(ta->dtype())};
-      auto s1 = ops::broadcast_shapes(ic, ta->shape(), tb->shape(), "a", "b");
-      auto s2 = ops::broadcast_shapes(ic, tc->shape(), s1, "cond", "broadcast(a, b)");
-      return {ic.ctx.tensor(ta->dtype(), s2)};
+      auto ab = ops::broadcast_shapes(ic, ta->shape(), tb->shape(), "a", "b");
+      auto out = ops::broadcast_shapes(ic, tc->shape(), ab, "cond", "broadcast(a, b)");
+      return {ic.ctx.tensor(ta->dtype(), out)};
     };
     s.value = [](InferCtx& ic, std::vector<std::shared_ptr<const Value>>& out) {
-      if (!ic.known("cond") || !ic.known("a") || !ic.known("b")) return false;
-      const Value& c = *ic.val("cond");
-      const Value& a = *ic.val("a");
-      const Value& b = *ic.val("b");
-      DataType dt = a.dtype();
-      Value ab = ops::fold_binary(a, b, DataType::Float64, [](double x, double) { return x; }, nullptr);
-      Value bb = ops::fold_binary(a, b, DataType::Float64, [](double, double y) { return y; }, nullptr);
-      Value res = ops::fold_binary(c, ab, DataType::Float64, [](double cc, double) { return cc; }, nullptr);
-      // evaluate with full broadcast: choose per element
-      std::vector<int64_t> shape = ops::broadcast_concrete(c.shape(), ab.shape());
-      Value cb = ops::fold_binary(c, Value::from_doubles(DataType::Float64, shape,
-                                                         std::vector<double>(shape_numel(shape), 0)),
-                                  DataType::Float64, [](double x, double) { return x; }, nullptr);
-      Value av = ops::fold_binary(ab, cb, DataType::Float64, [](double x, double) { return x; }, nullptr);
-      Value bv = ops::fold_binary(bb, cb, DataType::Float64, [](double x, double) { return x; }, nullptr);
-      std::vector<double> o(static_cast<size_t>(cb.numel()));
-      for (int64_t k = 0; k < cb.numel(); ++k) o[k] = cb.as_double(k) != 0 ? av.as_double(k) : bv.as_double(k);
-      (void)res;
-      out.push_back(ops::share(Value::from_doubles(dt, shape, o)));
+      // cond must be known; a and b may be symbolic (shape arithmetic) values
+      if (!ic.known("cond")) return false;
+      const Value* c = ic.val("cond");
+      const Value* a = ic.val("a");
+      const Value* b = ic.val("b");
+      if (!a || !b) return false;
+      std::vector<int64_t> shape;
+      try {
+        shape = ops::broadcast_concrete(c->shape(), ops::broadcast_concrete(a->shape(), b->shape()));
+      } catch (const ValueError&) {
+        return false;
+      }
+      auto ia = ops::broadcast_index(a->shape(), shape);
+      auto ib = ops::broadcast_index(b->shape(), shape);
+      auto ic_ = ops::broadcast_index(c->shape(), shape);
+      DataType dt = a->dtype();
+      size_t n = ia.size();
+      if (a->is_symbolic() || b->is_symbolic()) {
+        std::vector<Dim> d(n);
+        for (size_t k = 0; k < n; ++k)
+          d[k] = c->as_int(ic_[k]) ? a->as_dim(ic.ctx, ia[k]) : b->as_dim(ic.ctx, ib[k]);
+        out.push_back(ops::share(Value::from_dims(dt, shape, std::move(d))));
+        return true;
+      }
+      size_t w = static_cast<size_t>(dtype_storage_bytes(dt));
+      std::vector<uint8_t> bytes(n * w);
+      for (size_t k = 0; k < n; ++k) {
+        bool pick_a = c->as_int(ic_[k]) != 0;
+        const uint8_t* src = pick_a ? a->raw() + ia[k] * w : b->raw() + ib[k] * w;
+        std::memcpy(bytes.data() + k * w, src, w);
+      }
+      out.push_back(ops::share(Value(dt, shape, Buffer::take(std::move(bytes)))));
       return true;
     };
     r.add(std::move(s));

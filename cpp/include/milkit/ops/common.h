@@ -62,3 +62,12 @@ std::vector<int64_t> index_map(const std::vector<int64_t>& out_shape,
 Value take_elements(const Value& v, const std::vector<int64_t>& idx, std::vector<int64_t> shape);
 
 }  // namespace milkit::ops
+
+namespace milkit::ops {
+
+/// For each element of a tensor of shape `out` (row-major), the flat index of the element of a
+/// tensor of shape `in` that numpy broadcasting maps to it (`in` must broadcast to `out`).
+/// Added for select / tensor_operation value inference.
+std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
+
+}  // namespace milkit::ops
