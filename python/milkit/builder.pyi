@@ -42,17 +42,59 @@ class Builder:
     def add(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
+    def argsort(x: _Value, axis: _Value = ..., ascending: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); ascending: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def band_part(x: _Value, lower: _Value = ..., upper: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int32}; lower: tensor of {int32} (const, optional); upper: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def batch_to_space(x: _Value, block_shape: _Value, crops: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; block_shape: tensor of {int32} (const); crops: tensor of {int32} (const)"""
+    @staticmethod
+    def concat(values: Sequence[_Value], axis: _Value, interleave: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; axis: tensor of {int32} (const); interleave: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def cumsum(x: _Value, axis: _Value = ..., exclusive: _Value = ..., reverse: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); exclusive: tensor of {bool} (const, optional); reverse: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def depth_to_space(x: _Value, block_size: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; block_size: tensor of {int32} (const)"""
+    @staticmethod
     def equal(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
+    def expand_dims(x: _Value, axes: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axes: tensor of {int32} (const)"""
+    @staticmethod
+    def fill(shape: _Value, value: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """shape: tensor of {int32}; value: tensor of {bool, fp16, fp32, int32} (const, optional)"""
+    @staticmethod
+    def fill_like(ref_tensor: _Value, value: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """ref_tensor: tensor of {bool, fp16, fp32, int32}; value: tensor of {bool, fp16, fp32, int32} (const, optional)"""
+    @staticmethod
+    def flatten2d(x: _Value, axis: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int32}; axis: tensor of {int32} (const, optional)"""
+    @staticmethod
     def floor_div(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def gather(x: _Value, indices: _Value, axis: _Value = ..., batch_dims: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int8, int16, int32, uint8, uint16}; indices: tensor of {int8, int16, int32, uint8, uint16}; axis: tensor of {int32} (const, optional); batch_dims: tensor of {int32} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def gather_along_axis(x: _Value, indices: _Value, axis: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int8, int16, int32, uint8, uint16}; indices: tensor of {int8, int16, int32, uint8, uint16}; axis: tensor of {int32} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def gather_nd(x: _Value, indices: _Value, batch_dims: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int8, int16, int32, uint8, uint16}; indices: tensor of {int8, int16, int32, uint8, uint16}; batch_dims: tensor of {int32} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
     @staticmethod
     def greater(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
     def greater_equal(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def identity(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: list_or_tensor of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
     @staticmethod
     def less(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
@@ -81,17 +123,98 @@ class Builder:
     def mul(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
+    def non_maximum_suppression(boxes: _Value, scores: _Value, iou_threshold: _Value, max_boxes: _Value, per_class_suppression: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """boxes: tensor of {fp16, fp32}; scores: tensor of {fp16, fp32}; iou_threshold: tensor of {fp16, fp32} (const); max_boxes: tensor of {int32} (const); per_class_suppression: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def non_zero(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int32}"""
+    @staticmethod
     def not_equal(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def one_hot(indices: _Value, one_hot_vector_size: _Value, axis: _Value = ..., on_value: _Value = ..., off_value: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """indices: tensor of {int32}; one_hot_vector_size: tensor of {int32}; axis: tensor of {int32} (const, optional); on_value: tensor of {bool, fp16, fp32, int32} (const, optional); off_value: tensor of {bool, fp16, fp32, int32} (const, optional)"""
+    @staticmethod
+    def pad(x: _Value, pad: _Value, mode: _Value = ..., constant_val: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; pad: tensor of {int32}; mode: tensor of {string} (const, optional); constant_val: tensor of {fp16, fp32} (const, optional)"""
+    @staticmethod
+    def pixel_shuffle(x: _Value, upscale_factor: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; upscale_factor: tensor of {int32} (const)"""
+    @staticmethod
+    def pixel_unshuffle(x: _Value, downscale_factor: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; downscale_factor: tensor of {uint32} (const)"""
     @staticmethod
     def pow(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
+    def range_1d(end: _Value, start: _Value, step: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """end: tensor of {fp16, fp32, int32}; start: tensor of {fp16, fp32, int32}; step: tensor of {fp16, fp32, int32}"""
+    @staticmethod
     def real_div(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
+    def reshape(x: _Value, shape: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; shape: tensor of {int8, int16, int32}"""
+    @staticmethod
+    def reshape_like(x: _Value, ref_tensors: Sequence[_Value], begins: Sequence[_Value], ends: Sequence[_Value], end_masks: Sequence[_Value], name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; ref_tensors: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; begins: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; ends: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; end_masks: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
+    @staticmethod
+    def reverse(x: _Value, axes: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axes: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def reverse_sequence(x: _Value, lengths: _Value, seq_axis: _Value = ..., batch_axis: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; lengths: tensor of {int8, int16, int32}; seq_axis: tensor of {int32} (const, optional); batch_axis: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def scatter(data: _Value, indices: _Value, updates: _Value, axis: _Value = ..., mode: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {fp16, fp32, int32}; indices: tensor of {int32}; updates: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); mode: tensor of {string} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def scatter_along_axis(data: _Value, indices: _Value, updates: _Value, axis: _Value = ..., mode: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {fp16, fp32, int32}; indices: tensor of {int32}; updates: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); mode: tensor of {string} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def scatter_nd(data: _Value, indices: _Value, updates: _Value, mode: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {fp16, fp32, int32}; indices: tensor of {int32}; updates: tensor of {fp16, fp32, int32}; mode: tensor of {string} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
+    @staticmethod
     def select(cond: _Value, a: _Value, b: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
-        """cond: tensor of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; a: tensor of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; b: tensor of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
+        """cond: tensor of {bool}; a: tensor of {bool, fp16, fp32, int32}; b: tensor of {bool, fp16, fp32, int32}"""
+    @staticmethod
+    def shape(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int32}"""
+    @staticmethod
+    def slice_by_index(x: _Value, begin: _Value, end: _Value, stride: _Value = ..., begin_mask: _Value = ..., end_mask: _Value = ..., squeeze_mask: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; begin: tensor of {int8, int16, int32}; end: tensor of {int8, int16, int32}; stride: tensor of {int8, int16, int32} (const, optional); begin_mask: tensor of {bool} (const, optional); end_mask: tensor of {bool} (const, optional); squeeze_mask: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def slice_by_size(x: _Value, begin: _Value, size: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; begin: tensor of {int8, int16, int32}; size: tensor of {int8, int16, int32}"""
+    @staticmethod
+    def slice_update(x: _Value, update: _Value, begin: _Value, end: _Value, stride: _Value = ..., begin_mask: _Value = ..., end_mask: _Value = ..., squeeze_mask: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; update: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; begin: tensor of {int8, int16, int32}; end: tensor of {int8, int16, int32}; stride: tensor of {int8, int16, int32} (const, optional); begin_mask: tensor of {bool} (const, optional); end_mask: tensor of {bool} (const, optional); squeeze_mask: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def sliding_windows(x: _Value, axis: _Value, size: _Value, stride: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axis: tensor of {int32} (const); size: tensor of {int32} (const); stride: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def space_to_batch(x: _Value, block_shape: _Value, paddings: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; block_shape: tensor of {int32} (const); paddings: tensor of {int32} (const)"""
+    @staticmethod
+    def space_to_depth(x: _Value, block_size: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; block_size: tensor of {int32} (const)"""
+    @staticmethod
+    def split(x: _Value, num_splits: _Value = ..., split_sizes: _Value = ..., axis: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int32}; num_splits: tensor of {int32} (const, optional); split_sizes: tensor of {int32} (const, optional); axis: tensor of {int32} (const)"""
+    @staticmethod
+    def squeeze(x: _Value, axes: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axes: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def stack(values: Sequence[_Value], axis: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; axis: tensor of {int32} (const)"""
     @staticmethod
     def sub(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def tile(x: _Value, reps: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int32}; reps: tensor of {int32}"""
+    @staticmethod
+    def topk(x: _Value, k: _Value = ..., axis: _Value = ..., ascending: _Value = ..., sort: _Value = ..., return_indices: _Value = ..., output_indices_dtype: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int8, int16, int32, uint8, uint16}; k: tensor of {int8, int16, int32} (const, optional); axis: tensor of {int32} (const, optional); ascending: tensor of {bool} (const, optional); sort: tensor of {bool} (const, optional); return_indices: tensor of {bool} (const, optional); output_indices_dtype: tensor of {string} (const, optional)"""
+    @staticmethod
+    def transpose(x: _Value, perm: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; perm: tensor of {int32} (const)"""
