@@ -81,8 +81,8 @@ DataType xdt(const InferCtx& ic) { return ic.type("x")->dtype(); }
 /// The dtype numpy computes x with alpha (and beta) in.
 DataType cdt(const InferCtx& ic) {
   DataType t = xdt(ic);
-  if (ic.has("alpha")) t = promote_dtypes(t, ic.type("alpha")->dtype());
-  if (ic.has("beta")) t = promote_dtypes(t, ic.type("beta")->dtype());
+  for (const char* p : {"alpha", "beta"})
+    if (ic.schema.input_index(p) >= 0 && ic.has(p)) t = promote_dtypes(t, ic.type(p)->dtype());
   return t;
 }
 
