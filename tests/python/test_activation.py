@@ -309,3 +309,13 @@ def test_softplus_parametric_errors():
     check_error(sp(None, al, al), [((2, "C", 4), "fp32")], match=r"'alpha'.*Size of dimension 0 of alpha")
     check_error(lambda mb, x: mb.softplus_parametric(x=x, alpha=al), [((2, 3, 4), "fp32")],
                 match=r"softplus_parametric 'softplus_parametric_0'.*missing required input 'beta'")
+
+
+def test_gelu_exact_of_empty_const_folds_to_empty():
+    # coremltools computes gelu EXACT with np.vectorize, which raises for size-0 inputs; the op is
+    # element-wise, so milkit folds an empty x to an empty value (TANH mode agrees with coremltools).
+    prog = milkit_program(lambda mb, x: mb.gelu(x=np.zeros((0, 3), np.float32)))
+    (out,) = op_outputs(prog, "gelu")
+    assert np.asarray(out.val).shape == (0, 3)
+    check(lambda mb, x: mb.gelu(x=np.zeros((0, 3), np.float32), mode="TANH_APPROXIMATION"),
+          [((1,), "fp32")], ["iOS17"])

@@ -280,3 +280,21 @@ def test_cast_chain_and_auto_opset():
     # with no opset given, the oldest cast (iOS13) is used: int16 x is rejected, as in coremltools
     check_error(lambda mb, x: mb.cast(x=x, dtype="fp32"), [(("S", 2), "int16")], opset=None,
                 match=r"cast 'cast_0'.*'x'.*int16")
+
+
+def test_erf_of_empty_const_folds_to_empty():
+    # coremltools' erf uses np.vectorize(math.erf), which raises "cannot call `vectorize` on size
+    # 0 inputs" for an empty x. erf of an empty tensor is the empty tensor (the op is element-wise),
+    # so milkit folds it; other element-wise ops agree with coremltools on this.
+    import milkit
+    from milkit import Builder as mb
+    from milkit import types
+
+    @mb.program(input_specs=[mb.TensorSpec((1,), types.fp32)], opset_version=milkit.target.iOS17)
+    def prog(x):
+        return mb.erf(x=np.zeros((0, 3), np.float32))
+
+    (out,) = [o.outputs[0] for o in prog.functions["main"].operations if o.op_type == "erf"]
+    assert out.shape == (0, 3)
+    assert np.asarray(out.val).shape == (0, 3)
+    check(lambda mb, x: mb.exp(x=np.zeros((0, 3), np.float32)), [((1,), "fp32")], ["iOS17"])

@@ -45,7 +45,7 @@ DTypeSet floats() { return dt::floats(); }
 DTypeSet floats_int() { return dt::numeric(); }
 
 /// An op with the single input x of domain T whose output has x's type, folded by `ff` (floats)
-/// or `fi` (int32, when the domain has it). `fold` false: no value inference (as coremltools).
+/// or `fi` (int32, when the domain has it).
 void add_unary(OpRegistry& r, const std::string& name, DTypeSet domain, FF ff, FI fi = nullptr) {
   OpSchema s;
   s.name = name;
