@@ -39,11 +39,26 @@ class Builder:
     @staticmethod
     def const(val: Any, name: str | None = ..., before_op: Operation | None = ...) -> Var: ...
     @staticmethod
+    def abs(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def acos(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
     def add(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
     def argsort(x: _Value, axis: _Value = ..., ascending: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); ascending: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def asin(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def atan(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def atanh(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
     @staticmethod
     def band_part(x: _Value, lower: _Value = ..., upper: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}; lower: tensor of {int32} (const, optional); upper: tensor of {int32} (const, optional)"""
@@ -51,8 +66,26 @@ class Builder:
     def batch_to_space(x: _Value, block_shape: _Value, crops: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; block_shape: tensor of {int32} (const); crops: tensor of {int32} (const)"""
     @staticmethod
+    def cast(x: _Value, dtype: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; dtype: tensor of {string} (const)"""
+    @staticmethod
+    def ceil(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def clamped_relu(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
+    @staticmethod
+    def clip(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
+    @staticmethod
     def concat(values: Sequence[_Value], axis: _Value, interleave: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; axis: tensor of {int32} (const); interleave: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def cos(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def cosh(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
     @staticmethod
     def cumsum(x: _Value, axis: _Value = ..., exclusive: _Value = ..., reverse: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); exclusive: tensor of {bool} (const, optional); reverse: tensor of {bool} (const, optional)"""
@@ -60,8 +93,20 @@ class Builder:
     def depth_to_space(x: _Value, block_size: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; block_size: tensor of {int32} (const)"""
     @staticmethod
+    def elu(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const)"""
+    @staticmethod
     def equal(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def erf(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def exp(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def exp2(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}"""
     @staticmethod
     def expand_dims(x: _Value, axes: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axes: tensor of {int32} (const)"""
@@ -75,6 +120,9 @@ class Builder:
     def flatten2d(x: _Value, axis: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}; axis: tensor of {int32} (const, optional)"""
     @staticmethod
+    def floor(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
     def floor_div(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
@@ -87,6 +135,9 @@ class Builder:
     def gather_nd(x: _Value, indices: _Value, batch_dims: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int8, int16, int32, uint8, uint16}; indices: tensor of {int8, int16, int32, uint8, uint16}; batch_dims: tensor of {int32} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
     @staticmethod
+    def gelu(x: _Value, mode: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; mode: tensor of {string} (const, optional)"""
+    @staticmethod
     def greater(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
@@ -96,14 +147,29 @@ class Builder:
     def identity(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: list_or_tensor of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
     @staticmethod
+    def inverse(x: _Value, epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
+    @staticmethod
+    def leaky_relu(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const)"""
+    @staticmethod
     def less(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
     def less_equal(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
+    def linear_activation(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
+    @staticmethod
+    def log(x: _Value, epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
+    @staticmethod
     def logical_and(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool}; y: tensor of {bool}"""
+    @staticmethod
+    def logical_not(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {bool}"""
     @staticmethod
     def logical_or(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool}; y: tensor of {bool}"""
@@ -147,11 +213,20 @@ class Builder:
     def pow(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
+    def prelu(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const)"""
+    @staticmethod
     def range_1d(end: _Value, start: _Value, step: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """end: tensor of {fp16, fp32, int32}; start: tensor of {fp16, fp32, int32}; step: tensor of {fp16, fp32, int32}"""
     @staticmethod
     def real_div(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def relu(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def relu6(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
     @staticmethod
     def reshape(x: _Value, shape: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; shape: tensor of {int8, int16, int32}"""
@@ -164,6 +239,15 @@ class Builder:
     @staticmethod
     def reverse_sequence(x: _Value, lengths: _Value, seq_axis: _Value = ..., batch_axis: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; lengths: tensor of {int8, int16, int32}; seq_axis: tensor of {int32} (const, optional); batch_axis: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def round(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def rsqrt(x: _Value, epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
+    @staticmethod
+    def scaled_tanh(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod
     def scatter(data: _Value, indices: _Value, updates: _Value, axis: _Value = ..., mode: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """data: tensor of {fp16, fp32, int32}; indices: tensor of {int32}; updates: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); mode: tensor of {string} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
@@ -180,6 +264,24 @@ class Builder:
     def shape(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}"""
     @staticmethod
+    def sigmoid(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def sigmoid_hard(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
+    @staticmethod
+    def sign(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def silu(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def sin(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def sinh(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
     def slice_by_index(x: _Value, begin: _Value, end: _Value, stride: _Value = ..., begin_mask: _Value = ..., end_mask: _Value = ..., squeeze_mask: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; begin: tensor of {int8, int16, int32}; end: tensor of {int8, int16, int32}; stride: tensor of {int8, int16, int32} (const, optional); begin_mask: tensor of {bool} (const, optional); end_mask: tensor of {bool} (const, optional); squeeze_mask: tensor of {bool} (const, optional)"""
     @staticmethod
@@ -192,6 +294,18 @@ class Builder:
     def sliding_windows(x: _Value, axis: _Value, size: _Value, stride: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axis: tensor of {int32} (const); size: tensor of {int32} (const); stride: tensor of {int32} (const, optional)"""
     @staticmethod
+    def softmax(x: _Value, axis: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; axis: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def softplus(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def softplus_parametric(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
+    @staticmethod
+    def softsign(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
     def space_to_batch(x: _Value, block_shape: _Value, paddings: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; block_shape: tensor of {int32} (const); paddings: tensor of {int32} (const)"""
     @staticmethod
@@ -201,6 +315,12 @@ class Builder:
     def split(x: _Value, num_splits: _Value = ..., split_sizes: _Value = ..., axis: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}; num_splits: tensor of {int32} (const, optional); split_sizes: tensor of {int32} (const, optional); axis: tensor of {int32} (const)"""
     @staticmethod
+    def sqrt(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def square(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}"""
+    @staticmethod
     def squeeze(x: _Value, axes: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axes: tensor of {int32} (const, optional)"""
     @staticmethod
@@ -209,6 +329,18 @@ class Builder:
     @staticmethod
     def sub(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def tan(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def tanh(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def threshold(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; alpha: tensor of {fp16, fp32, int32} (const)"""
+    @staticmethod
+    def thresholded_relu(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const)"""
     @staticmethod
     def tile(x: _Value, reps: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}; reps: tensor of {int32}"""
