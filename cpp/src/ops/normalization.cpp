@@ -203,17 +203,23 @@ void add_layer_norm(OpRegistry& r, Target since) {
         ctr[d] = 0;
       }
     }
+    // numpy computes mean(x) and x - mean in x's dtype; for fp16 that rounding dominates the
+    // result (cancellation), so it is reproduced; the rest is computed in double
+    bool half = x.dtype() == DataType::Float16;
+    auto rnd = [half](double v) {
+      return half ? static_cast<double>(half_to_float(float_to_half(static_cast<float>(v)))) : v;
+    };
     std::vector<double> mean(static_cast<size_t>(ng), 0), var(static_cast<size_t>(ng), 0);
     for (int64_t k = 0; k < n; ++k) mean[gi[k]] += x.as_double(k);
-    for (auto& m : mean) m /= static_cast<double>(gn);
+    for (auto& m : mean) m = rnd(m / static_cast<double>(gn));
+    std::vector<double> num(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
-      double c = x.as_double(k) - mean[gi[k]];
-      var[gi[k]] += c * c;
+      num[k] = rnd(x.as_double(k) - mean[gi[k]]);
+      var[gi[k]] += num[k] * num[k];
     }
     std::vector<double> res(static_cast<size_t>(n));
     for (int64_t k = 0; k < n; ++k) {
-      double v = (x.as_double(k) - mean[gi[k]]) /
-                 std::sqrt(var[gi[k]] / static_cast<double>(gn) + eps);
+      double v = num[k] / std::sqrt(var[gi[k]] / static_cast<double>(gn) + eps);
       if (g) v *= g->numel() == 1 ? g->as_double(0) : g->as_double(pi[k]);
       if (b) v += b->numel() == 1 ? b->as_double(0) : b->as_double(pi[k]);
       res[k] = v;
