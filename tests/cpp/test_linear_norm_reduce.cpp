@@ -287,3 +287,22 @@ TEST_CASE("l2_norm and layer_norm fold", "[normalization]") {
   CHECK(ln->value()->as_double(0) == Approx(-1.0));
   CHECK(ln->value()->as_double(1) == Approx(1.0));
 }
+
+TEST_CASE("einsum: shapes and errors", "[linear]") {
+  Fx f;
+  Var* x = f.input("x", {f.k(1), f.k(3), f.s(), f.k(5)});
+  Var* y = f.input("y", {f.t(), f.k(5), f.k(1), f.k(6)});
+  Arg vals;
+  vals.name = "values";
+  vals.items = {ArgItem{x, nullptr}, ArgItem{y, nullptr}};
+  std::vector<Arg> args{vals, Builder::arg("equation", Value::scalar_string("abcd,adce->abce"))};
+  CHECK(f.b.create("einsum", args).at(0)->type() == f.ty({f.t(), f.k(3), f.s(), f.k(6)}));
+  std::vector<Arg> bad{vals, Builder::arg("equation", Value::scalar_string("chw,whr->chr"))};
+  CHECK_THROWS_WITH(f.b.create("einsum", bad), Catch::Contains("not supported for rank 4"));
+  Var* z = f.input("z", {f.k(1), f.k(4), f.k(1), f.k(6)});
+  Arg vals2;
+  vals2.name = "values";
+  vals2.items = {ArgItem{x, nullptr}, ArgItem{z, nullptr}};
+  std::vector<Arg> mism{vals2, Builder::arg("equation", Value::scalar_string("nchw,nwhu->nchu"))};
+  CHECK_THROWS_WITH(f.b.create("einsum", mism), Catch::Contains("contracted dims differ"));
+}

@@ -6,6 +6,7 @@
 // Up to iOS16 U is T; from iOS17 weight/bias (linear) and y (matmul) may have another dtype.
 // linear and matmul fold when every input is known.
 #include <algorithm>
+#include <map>
 
 #include "milkit/ops/all_ops.h"
 #include "milkit/ops/common.h"
@@ -220,6 +221,124 @@ void add_matmul(OpRegistry& r, Target since) {
   r.add(std::move(s));
 }
 
+// ------------------------------------------------------------------------------------------
+// einsum
+
+// coremltools' parse_einsum_equation: each letter gets the next integer in order of first
+// appearance over input 1, input 2, output.
+bool parse_einsum(const std::string& eq, std::vector<std::vector<int>>& vecs) {
+  size_t arrow = eq.find("->");
+  if (arrow == std::string::npos || eq.find("->", arrow + 1) != std::string::npos) return false;
+  std::string lhs = eq.substr(0, arrow), rhs = eq.substr(arrow + 2);
+  std::vector<std::string> parts;
+  size_t st = 0;
+  for (size_t c; (c = lhs.find(',', st)) != std::string::npos; st = c + 1) parts.push_back(lhs.substr(st, c - st));
+  parts.push_back(lhs.substr(st));
+  parts.push_back(rhs);
+  std::map<char, int> ids;
+  for (auto& p : parts) {
+    std::vector<int> v;
+    for (char ch : p) {
+      auto it = ids.find(ch);
+      if (it == ids.end()) it = ids.emplace(ch, static_cast<int>(ids.size())).first;
+      v.push_back(it->second);
+    }
+    vecs.push_back(v);
+  }
+  return vecs.size() == 3;
+}
+
+void add_einsum(OpRegistry& r) {
+  OpSchema s;
+  s.name = "einsum";
+  InputDef values = in("values", DTypeSet::any());
+  values.kind = InputKind::Tuple;
+  s.inputs = {values, in_const("equation", dt::string())};
+  s.infer = [](InferCtx& ic) -> std::vector<const Type*> {
+    VarSpan vs = ic.vars("values");
+    if (vs.size() != 2)
+      ic.fail_input("values", "must hold 2 tensors, got " + std::to_string(vs.size()));
+    const Type* tx = vs[0]->type();
+    const Type* ty = vs[1]->type();
+    if (tx->dtype() != ty->dtype())
+      ic.type_error("values", "must share one dtype, got " + std::string(dtype_name(tx->dtype())) +
+                                  " and " + std::string(dtype_name(ty->dtype())));
+    if (!tx->has_rank() || !ty->has_rank())
+      ic.fail_input("values", "must have known ranks");
+    const auto& xs = tx->shape();
+    const auto& ys = ty->shape();
+    int rank = static_cast<int>(xs.size());
+    std::string shapes = " (shapes " + ops::shape_str(xs) + " and " + ops::shape_str(ys) + ")";
+    if (xs.size() != ys.size()) ic.fail("the inputs must have the same rank" + shapes);
+    if (rank != 3 && rank != 4) ic.fail("the inputs must have rank 3 or 4" + shapes);
+    Dim k1 = xs[rank - 1], k2 = ys[rank - 3];
+    if (k1->is_const() && k2->is_const() && k1 != k2)
+      ic.fail("the contracted dims differ: x dim -1 is " + k1->str() + ", y dim -3 is " + k2->str() + shapes);
+    // coremltools: dims -2 (and -4) must be equal unless one is 1 (structural equality)
+    Dim one = ic.ctx.constant(1);
+    auto bdim = [&](int d) {
+      Dim a = xs[rank + d], b = ys[rank + d];
+      if (a != one && b != one && a != b)
+        ic.fail("dim " + std::to_string(d) + " differs: " + a->str() + " vs " + b->str() +
+                " and neither is 1" + shapes);
+      if (!a->is_const()) return a;
+      if (!b->is_const()) return b;
+      return a->value() >= b->value() ? a : b;
+    };
+    std::string eq = ic.str("equation");
+    std::vector<std::vector<int>> v;
+    bool ok = parse_einsum(eq, v);
+    bool ok4 = ok && v[0] == std::vector<int>{0, 1, 2, 3} && v[1] == std::vector<int>{0, 3, 2, 4} &&
+               v[2] == std::vector<int>{0, 1, 2, 4};
+    bool ok3 = ok && v[0] == std::vector<int>{0, 1, 2} && v[1] == std::vector<int>{2, 1, 3} &&
+               v[2] == std::vector<int>{0, 1, 3};
+    if (!(ok4 && rank == 4) && !(ok3 && rank == 3))
+      ic.fail_input("equation", "\"" + eq + "\" is not supported for rank " + std::to_string(rank) +
+                                    " inputs; supported: \"nchw,nwhu->nchu\", \"chw,whr->chr\" and their renamings");
+    std::vector<Dim> out(static_cast<size_t>(rank), one);
+    out[rank - 1] = ys[rank - 1];
+    out[rank - 3] = xs[rank - 3];
+    out[rank - 2] = bdim(-2);
+    if (rank == 4) out[0] = bdim(-4);
+    return {ic.ctx.tensor(tx->dtype(), out)};
+  };
+  s.value = [](InferCtx& ic, std::vector<std::shared_ptr<const Value>>& out) {
+    VarSpan vs = ic.vars("values");
+    if (!vs[0]->has_value() || !vs[1]->has_value()) return false;
+    const Value& x = *vs[0]->value();
+    const Value& y = *vs[1]->value();
+    // x [B, C, H, K], y [B, K, H, W] -> [B, C, H, W] with B and H broadcast (B = 1 for rank 3)
+    std::vector<int64_t> xs = x.shape(), ys = y.shape();
+    bool r3 = xs.size() == 3;
+    if (r3) xs.insert(xs.begin(), 1), ys.insert(ys.begin(), 1);
+    int64_t B = std::max(xs[0], ys[0]), C = xs[1], H = std::max(xs[2], ys[2]), K = xs[3], W = ys[3];
+    bool int_math = !is_float(x.dtype());
+    std::vector<double> rd;
+    std::vector<int64_t> ri;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t w = 0; w < W; ++w) {
+            double ad = 0;
+            uint64_t ai = 0;
+            for (int64_t k = 0; k < K; ++k) {
+              int64_t xi = (((xs[0] == 1 ? 0 : b) * C + c) * xs[2] + (xs[2] == 1 ? 0 : h)) * K + k;
+              int64_t yi = (((ys[0] == 1 ? 0 : b) * K + k) * ys[2] + (ys[2] == 1 ? 0 : h)) * W + w;
+              if (int_math) ai += static_cast<uint64_t>(x.as_int(xi)) * static_cast<uint64_t>(y.as_int(yi));
+              else ad += x.as_double(xi) * y.as_double(yi);
+            }
+            if (int_math) ri.push_back(static_cast<int64_t>(ai));
+            else rd.push_back(ad);
+          }
+    std::vector<int64_t> shape = {B, C, H, W};
+    if (r3) shape.erase(shape.begin());
+    if (int_math) out.push_back(ops::share(Value::from_ints(x.dtype(), shape, ri)));
+    else out.push_back(ops::share(Value::from_doubles(x.dtype(), shape, rd)));
+    return true;
+  };
+  r.add(std::move(s));
+}
+
 }  // namespace
 
 void register_linear_ops(OpRegistry& r) {
@@ -227,6 +346,7 @@ void register_linear_ops(OpRegistry& r) {
   add_linear(r, Target::iOS17, "U");
   add_matmul(r, Target::iOS13);
   add_matmul(r, Target::iOS17);
+  add_einsum(r);
 }
 
 }  // namespace milkit
