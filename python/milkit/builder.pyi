@@ -63,6 +63,9 @@ class Builder:
     def band_part(x: _Value, lower: _Value = ..., upper: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}; lower: tensor of {int32} (const, optional); upper: tensor of {int32} (const, optional)"""
     @staticmethod
+    def batch_norm(x: _Value, mean: _Value, variance: _Value, gamma: _Value = ..., beta: _Value = ..., epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; mean: tensor of {fp16, fp32} (const); variance: tensor of {fp16, fp32} (const); gamma: tensor of {fp16, fp32} (const, optional); beta: tensor of {fp16, fp32} (const, optional); epsilon: tensor of {fp16, fp32} (const, optional)"""
+    @staticmethod
     def batch_to_space(x: _Value, block_shape: _Value, crops: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; block_shape: tensor of {int32} (const); crops: tensor of {int32} (const)"""
     @staticmethod
@@ -92,6 +95,9 @@ class Builder:
     @staticmethod
     def depth_to_space(x: _Value, block_size: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; block_size: tensor of {int32} (const)"""
+    @staticmethod
+    def einsum(values: Sequence[_Value], equation: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; equation: tensor of {string} (const)"""
     @staticmethod
     def elu(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const)"""
@@ -147,8 +153,17 @@ class Builder:
     def identity(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: list_or_tensor of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
     @staticmethod
+    def instance_norm(x: _Value, gamma: _Value = ..., beta: _Value = ..., epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; gamma: tensor of {fp16, fp32} (const, optional); beta: tensor of {fp16, fp32} (const, optional); epsilon: tensor of {fp16, fp32} (const, optional)"""
+    @staticmethod
     def inverse(x: _Value, epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
+    @staticmethod
+    def l2_norm(x: _Value, epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
+    @staticmethod
+    def layer_norm(x: _Value, axes: _Value = ..., gamma: _Value = ..., beta: _Value = ..., epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; axes: tensor of {int32} (const, optional); gamma: tensor of {fp16, fp32} (const, optional); beta: tensor of {fp16, fp32} (const, optional); epsilon: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
     def leaky_relu(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const)"""
@@ -159,8 +174,14 @@ class Builder:
     def less_equal(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
+    def linear(x: _Value, weight: _Value, bias: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; weight: tensor of {fp16, fp32, int32} (const); bias: tensor of {fp16, fp32, int32} (const, optional)"""
+    @staticmethod
     def linear_activation(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
+    @staticmethod
+    def local_response_norm(x: _Value, size: _Value, alpha: _Value = ..., beta: _Value = ..., k: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; size: tensor of {int32} (const); alpha: tensor of {fp16, fp32} (const, optional); beta: tensor of {fp16, fp32} (const, optional); k: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
     def log(x: _Value, epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
@@ -176,6 +197,9 @@ class Builder:
     @staticmethod
     def logical_xor(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool}; y: tensor of {bool}"""
+    @staticmethod
+    def matmul(x: _Value, y: _Value, transpose_x: _Value = ..., transpose_y: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}; transpose_x: tensor of {bool} (const, optional); transpose_y: tensor of {bool} (const, optional)"""
     @staticmethod
     def maximum(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
@@ -221,6 +245,42 @@ class Builder:
     @staticmethod
     def real_div(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def reduce_argmax(x: _Value, axis: _Value = ..., keep_dims: _Value = ..., output_dtype: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional); output_dtype: tensor of {string} (const, optional)"""
+    @staticmethod
+    def reduce_argmin(x: _Value, axis: _Value = ..., keep_dims: _Value = ..., output_dtype: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional); output_dtype: tensor of {string} (const, optional)"""
+    @staticmethod
+    def reduce_l1_norm(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def reduce_l2_norm(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def reduce_log_sum(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def reduce_log_sum_exp(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def reduce_max(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def reduce_mean(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def reduce_min(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def reduce_prod(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def reduce_sum(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def reduce_sum_square(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
     @staticmethod
     def relu(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
