@@ -326,3 +326,42 @@ def test_conv_quantized():
                                                  quant_scale=np.float32(0.1), quant_bias=np.float32(0.0),
                                                  strides=[2, 1]), (1, 3, "H", "W"), "conv_quantized",
                  values=range(1, 16), min_checked=5)
+
+
+def test_conv_symbolic_kernel_of_dynamic_weight():
+    """Deliberate disagreement: with a known input size and a symbolic kernel size (a runtime
+    weight), coremltools fails ('Cannot convert expression to float'); milkit gives the exact size."""
+    import coremltools as ct
+    from coremltools.converters.mil import Builder as cmb
+    from coremltools.converters.mil.mil import get_new_symbol as c_sym
+    from coremltools.converters.mil.mil import types as ctypes
+
+    import milkit
+    from milkit import Builder as mb
+    from milkit import types
+    from milkit.symbolic import to_sympy
+
+    ck = c_sym()
+    with pytest.raises(TypeError):
+        @cmb.program(input_specs=[cmb.TensorSpec((1, 3, 8, 8), ctypes.fp32), cmb.TensorSpec((4, 3, ck, ck), ctypes.fp32)],
+                     opset_version=ct.target.iOS17)
+        def cprog(x, w):
+            return cmb.conv(x=x, weight=w, strides=[2, 2])
+
+    K = milkit.get_new_symbol("K")
+
+    @mb.program(input_specs=[mb.TensorSpec((1, 3, 8, 8), types.fp32), mb.TensorSpec((4, 3, K, K), types.fp32)],
+                opset_version=milkit.target.iOS17)
+    def prog(x, w):
+        return mb.conv(x=x, weight=w, strides=[2, 2])
+
+    d = prog.find_ops(op_type="conv", exactly_one=True)[0].outputs[0].shape[2]
+    e = to_sympy(d)
+    assert [int(e.subs({s: k for s in e.free_symbols})) for k in range(1, 9)] == [(8 - k) // 2 + 1 for k in range(1, 9)]
+
+
+def test_conv_error_scalar_strides():
+    check_error(lambda mb, x: mb.conv(x=x, weight=W1, strides=2), [((1, 3, 8), "fp32")],
+                match=r"conv 'conv_0'.*'strides' must be a list")
+    check_error(lambda mb, x: mb.conv_transpose(x=x, weight=WT1, dilations=1), [((1, 3, 8), "fp32")],
+                match=r"conv_transpose 'conv_transpose_0'.*'dilations' must be a list")

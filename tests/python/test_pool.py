@@ -168,3 +168,10 @@ def test_pool_same_lower_not_in_ios15(op):
 def test_pool_error_dtype():
     check_error(lambda mb, x: mb.max_pool(x=x, kernel_sizes=[2, 2], pad_type="valid"), [((1, 3, 8, 8), "int32")],
                 match=r"max_pool 'max_pool_0'.*'x'.*int32")
+
+
+def test_pool_error_scalar_lists():
+    check_error(lambda mb, x: mb.max_pool(x=x, kernel_sizes=2, pad_type="valid"), [((1, 3, 8), "fp32")],
+                match=r"max_pool 'max_pool_0'.*'kernel_sizes' must be a list")
+    check_error(lambda mb, x: mb.avg_pool(x=x, kernel_sizes=[2], strides=1, pad_type="valid"), [((1, 3, 8), "fp32")],
+                match=r"avg_pool 'avg_pool_0'.*'strides' must be a list")

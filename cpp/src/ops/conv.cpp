@@ -42,6 +42,13 @@ std::string ints_str(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
+std::vector<int64_t> int_list(const InferCtx& ic, std::string_view name) {
+  std::vector<int64_t> v = ic.ints(name);
+  if (ic.val(name)->rank() != 1)
+    ic.fail_input(name, "must be a list (rank-1 tensor), got " + ic.type(name)->str());
+  return v;
+}
+
 Dim effective_kernel(Context& ctx, Dim k, int64_t dilation) {
   return ctx.add(ctx.mul(ctx.sub(k, ctx.constant(1)), ctx.constant(dilation)), ctx.constant(1));
 }
@@ -227,14 +234,14 @@ std::vector<const Type*> conv_infer(InferCtx& ic) {
               " != weight[1] (" + ws[1]->str() + "): weight " + ic.type("weight")->str() +
               " does not match x " + ic.type("x")->str());
   }
-  std::vector<int64_t> strides = ic.ints("strides");
-  std::vector<int64_t> dilations = ic.ints("dilations");
+  std::vector<int64_t> strides = ops::int_list(ic, "strides");
+  std::vector<int64_t> dilations = ops::int_list(ic, "dilations");
   std::string pad_type = ic.str("pad_type");
   if (ic.opset == Target::iOS15 && pad_type == "same_lower")
     ic.fail_input("pad_type", "= \"same_lower\" is not supported by the iOS15 version of " +
                                   ic.schema.name + " (use iOS16 or later)");
   std::optional<std::vector<int64_t>> custom_pad;
-  if (pad_type == "custom" && ic.has("pad")) custom_pad = ic.ints("pad");
+  if (pad_type == "custom" && ic.has("pad")) custom_pad = ops::int_list(ic, "pad");
   std::unordered_map<const Var*, bool> memo;
   if (!descends_from_const(ic.var("weight"), memo) &&
       std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d > 1; }))
@@ -275,7 +282,7 @@ std::vector<const Type*> conv_transpose_infer(InferCtx& ic) {
   }
   DataType dt = ic.type("x")->dtype();
   if (ic.has("output_shape")) {
-    std::vector<int64_t> os = ic.ints("output_shape");
+    std::vector<int64_t> os = ops::int_list(ic, "output_shape");
     if (os.size() < 2)
       ic.fail_input("output_shape", "= " + ints_str(os) + " must start with [n, C_out]");
     if (c.constant(os[0]) != n)
@@ -288,8 +295,8 @@ std::vector<const Type*> conv_transpose_infer(InferCtx& ic) {
       if (d < 0) ic.fail_input("output_shape", "= " + ints_str(os) + " has a negative dim");
     return {c.tensor(dt, os)};
   }
-  std::vector<int64_t> strides = ic.ints("strides");
-  std::vector<int64_t> dilations = ic.ints("dilations");
+  std::vector<int64_t> strides = ops::int_list(ic, "strides");
+  std::vector<int64_t> dilations = ops::int_list(ic, "dilations");
   if (strides.size() < nd)
     ic.fail_input("strides", "= " + ints_str(strides) + " needs one value per spatial dim (" +
                                  std::to_string(nd) + ")");
@@ -302,7 +309,7 @@ std::vector<const Type*> conv_transpose_infer(InferCtx& ic) {
   std::string pad_type = ic.str("pad_type");
   std::vector<int64_t> pad;
   if (pad_type == "custom") {
-    pad = ic.ints("pad");
+    pad = ops::int_list(ic, "pad");
     if (pad.size() < 2 * nd)
       ic.fail_input("pad", "= " + ints_str(pad) + " needs two values per spatial dim (" +
                                std::to_string(nd) + ")");

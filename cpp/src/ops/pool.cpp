@@ -24,9 +24,9 @@ std::vector<const Type*> pool_infer(InferCtx& ic, bool l2) {
   if (l2 && nd > 2)
     ic.fail("l2_pool only supports 1 or 2 spatial dims, got " + std::to_string(nd) + " (x " +
             ic.type("x")->str() + ")");
-  std::vector<int64_t> ksize = ic.ints("kernel_sizes");
+  std::vector<int64_t> ksize = ops::int_list(ic, "kernel_sizes");
   std::vector<int64_t> strides =
-      ic.has("strides") ? ic.ints("strides") : std::vector<int64_t>(nd, 1);
+      ic.has("strides") ? ops::int_list(ic, "strides") : std::vector<int64_t>(nd, 1);
   const std::string raw_pad_type = ic.str("pad_type");
   std::string pad_type = raw_pad_type;
   std::transform(pad_type.begin(), pad_type.end(), pad_type.begin(),
@@ -36,7 +36,7 @@ std::vector<const Type*> pool_infer(InferCtx& ic, bool l2) {
                                   "\"; expected one of \"valid\", \"same\", \"custom\", "
                                   "\"same_lower\"");
   std::optional<std::vector<int64_t>> pad;
-  if (ic.has("pad")) pad = ic.ints("pad");
+  if (ic.has("pad")) pad = ops::int_list(ic, "pad");
   bool ceil_mode = ic.bool_("ceil_mode");
   if (ceil_mode) {
     if (nd > 2)

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "milkit/ops/registry.h"
@@ -45,6 +46,10 @@ std::vector<Dim> spatial_output_shape(const InferCtx& ic, const std::string& pad
                                       const std::vector<int64_t>& strides,
                                       const std::vector<int64_t>& dilations,
                                       const std::vector<int64_t>* custom_pad, bool ceil_mode);
+
+/// A known rank-1 integer input (strides, pad, kernel_sizes, ...); fails naming the op and the
+/// input when it is not a list (coremltools takes len() of it or indexes it).
+std::vector<int64_t> int_list(const InferCtx& ic, std::string_view name);
 
 /// "[1, 2]" for messages.
 std::string ints_str(const std::vector<int64_t>& v);
