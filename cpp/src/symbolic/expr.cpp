@@ -470,7 +470,13 @@ Dim SymbolContext::floordiv(Dim a, Dim b) {
   return make_atom(Expr::Kind::FloorDiv, {a, b});
 }
 
-Dim SymbolContext::ceildiv(Dim a, Dim b) { return neg(floordiv(neg(a), b)); }
+Dim SymbolContext::ceildiv(Dim a, Dim b) {
+  // For a known positive divisor use (a + b - 1) // b: the same number, and the same node as
+  // the floor-division form users write, e.g. ceildiv(H, 2) is (H + 1)//2 (-((-H)//2) would
+  // canonicalize to H - H//2, a different node).
+  if (b->is_const() && b->value() > 0) return floordiv(add(a, constant(b->value() - 1)), b);
+  return neg(floordiv(neg(a), b));
+}
 
 Dim SymbolContext::mod(Dim a, Dim b) {
   if (b->is_const()) {

@@ -140,7 +140,7 @@ class SymbolContext {
   Dim neg(Dim a);
   /// Python's a // b (floor); throws ValueError when b is provably 0.
   Dim floordiv(Dim a, Dim b);
-  /// ceil(a / b) for b > 0, as -((-a) // b).
+  /// ceil(a / b) for b > 0: (a + b - 1) // b for a known b, else -((-a) // b).
   Dim ceildiv(Dim a, Dim b);
   /// Python's a % b; throws ValueError when b is provably 0.
   Dim mod(Dim a, Dim b);
