@@ -60,6 +60,9 @@ class Builder:
     def atanh(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
+    def avg_pool(x: _Value, kernel_sizes: _Value, strides: _Value = ..., pad_type: _Value, pad: _Value = ..., ceil_mode: _Value = ..., exclude_padding_from_average: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; kernel_sizes: tensor of {int32} (const); strides: tensor of {int32} (const, optional); pad_type: tensor of {string} (const); pad: tensor of {int32} (const, optional); ceil_mode: tensor of {bool} (const, optional); exclude_padding_from_average: tensor of {bool} (const, optional)"""
+    @staticmethod
     def band_part(x: _Value, lower: _Value = ..., upper: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}; lower: tensor of {int32} (const, optional); upper: tensor of {int32} (const, optional)"""
     @staticmethod
@@ -83,6 +86,15 @@ class Builder:
     @staticmethod
     def concat(values: Sequence[_Value], axis: _Value, interleave: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; axis: tensor of {int32} (const); interleave: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def conv(x: _Value, weight: _Value, bias: _Value = ..., strides: _Value = ..., pad_type: _Value = ..., pad: _Value = ..., dilations: _Value = ..., groups: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; weight: tensor of {fp16, fp32}; bias: tensor of {fp16, fp32} (optional); strides: tensor of {int32} (const, optional); pad_type: tensor of {string} (const, optional); pad: tensor of {int32} (const, optional); dilations: tensor of {int32} (const, optional); groups: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def conv_quantized(x: _Value, weight: _Value, bias: _Value = ..., quantization_type: _Value, quant_scale: _Value, quant_bias: _Value, strides: _Value = ..., pad_type: _Value = ..., pad: _Value = ..., dilations: _Value = ..., groups: _Value = ..., nbits: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; weight: tensor of {uint8}; bias: tensor of {uint8} (const, optional); quantization_type: tensor of {string} (const); quant_scale: tensor of {fp16, fp32} (const); quant_bias: tensor of {fp16, fp32} (const); strides: tensor of {int32} (const, optional); pad_type: tensor of {string} (const, optional); pad: tensor of {int32} (const, optional); dilations: tensor of {int32} (const, optional); groups: tensor of {int32} (const, optional); nbits: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def conv_transpose(x: _Value, weight: _Value, bias: _Value = ..., pad: _Value = ..., output_shape: _Value = ..., pad_type: _Value = ..., strides: _Value = ..., dilations: _Value = ..., groups: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; weight: tensor of {fp16, fp32}; bias: tensor of {fp16, fp32} (optional); pad: tensor of {int32} (const, optional); output_shape: tensor of {int32} (const, optional); pad_type: tensor of {string} (const, optional); strides: tensor of {int32} (const, optional); dilations: tensor of {int32} (const, optional); groups: tensor of {int32} (const, optional)"""
     @staticmethod
     def cos(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
@@ -162,6 +174,9 @@ class Builder:
     def l2_norm(x: _Value, epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
+    def l2_pool(x: _Value, kernel_sizes: _Value, strides: _Value = ..., pad_type: _Value, pad: _Value = ..., ceil_mode: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; kernel_sizes: tensor of {int32} (const); strides: tensor of {int32} (const, optional); pad_type: tensor of {string} (const); pad: tensor of {int32} (const, optional); ceil_mode: tensor of {bool} (const, optional)"""
+    @staticmethod
     def layer_norm(x: _Value, axes: _Value = ..., gamma: _Value = ..., beta: _Value = ..., epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; axes: tensor of {int32} (const, optional); gamma: tensor of {fp16, fp32} (const, optional); beta: tensor of {fp16, fp32} (const, optional); epsilon: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
@@ -200,6 +215,9 @@ class Builder:
     @staticmethod
     def matmul(x: _Value, y: _Value, transpose_x: _Value = ..., transpose_y: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}; transpose_x: tensor of {bool} (const, optional); transpose_y: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def max_pool(x: _Value, kernel_sizes: _Value, strides: _Value = ..., pad_type: _Value, pad: _Value = ..., ceil_mode: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; kernel_sizes: tensor of {int32} (const); strides: tensor of {int32} (const, optional); pad_type: tensor of {string} (const); pad: tensor of {int32} (const, optional); ceil_mode: tensor of {bool} (const, optional)"""
     @staticmethod
     def maximum(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
