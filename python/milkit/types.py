@@ -7,11 +7,12 @@ Element types are singletons (``types.fp32``); composite types (``types.tensor(t
 from __future__ import annotations
 
 import functools
-from typing import Any, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import _core
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "DType",
@@ -375,52 +376,75 @@ def string_to_builtin(s: _builtin_str) -> DType | None:
     return _BY_NAME.get(s)
 
 
-def _sub_byte_dtype(name: _builtin_str) -> np.dtype:
+_SUB_BYTE_NAMES = ("int4", "uint1", "uint2", "uint3", "uint4", "uint6")
+
+
+@functools.lru_cache(maxsize=None)
+def _sub_byte_dtype(name: _builtin_str) -> "np.dtype":
+    import numpy as np
+
     base = np.int8 if name == "int4" else np.uint8
     return np.dtype(base, metadata={"true_dtype": _BY_NAME[name]})
 
 
-np_int4_dtype = _sub_byte_dtype("int4")
-np_uint1_dtype = _sub_byte_dtype("uint1")
-np_uint2_dtype = _sub_byte_dtype("uint2")
-np_uint3_dtype = _sub_byte_dtype("uint3")
-np_uint4_dtype = _sub_byte_dtype("uint4")
-np_uint6_dtype = _sub_byte_dtype("uint6")
-_SUB_BYTE_NP = {
-    "int4": np_int4_dtype,
-    "uint1": np_uint1_dtype,
-    "uint2": np_uint2_dtype,
-    "uint3": np_uint3_dtype,
-    "uint4": np_uint4_dtype,
-    "uint6": np_uint6_dtype,
-}
-
-
-def np_dtype_for(name: _builtin_str) -> np.dtype:
+def np_dtype_for(name: _builtin_str) -> "np.dtype":
     """The numpy dtype used for a MIL element type name (sub-byte types carry metadata)."""
-    if name in _SUB_BYTE_NP:
-        return _SUB_BYTE_NP[name]
+    import numpy as np
+
+    if name in _SUB_BYTE_NAMES:
+        return _sub_byte_dtype(name)
     return np.dtype(nptype_from_builtin(_BY_NAME[name]))
 
 
-_NP_TO_BUILTIN = {
-    np.dtype(np.float16): fp16,
-    np.dtype(np.float32): fp32,
-    np.dtype(np.float64): fp64,
-    np.dtype(np.int8): int8,
-    np.dtype(np.int16): int16,
-    np.dtype(np.int32): int32,
-    np.dtype(np.int64): int64,
-    np.dtype(np.uint8): uint8,
-    np.dtype(np.uint16): uint16,
-    np.dtype(np.uint32): uint32,
-    np.dtype(np.uint64): uint64,
-    np.dtype(np.bool_): bool,
-}
+@functools.lru_cache(maxsize=None)
+def _np_tables() -> tuple:
+    import numpy as np
+
+    to_builtin = {
+        np.dtype(np.float16): fp16,
+        np.dtype(np.float32): fp32,
+        np.dtype(np.float64): fp64,
+        np.dtype(np.int8): int8,
+        np.dtype(np.int16): int16,
+        np.dtype(np.int32): int32,
+        np.dtype(np.int64): int64,
+        np.dtype(np.uint8): uint8,
+        np.dtype(np.uint16): uint16,
+        np.dtype(np.uint32): uint32,
+        np.dtype(np.uint64): uint64,
+        np.dtype(np.bool_): bool,
+    }
+    from_builtin = {
+        fp16: np.float16,
+        fp32: np.float32,
+        fp64: np.float64,
+        int8: np.int8,
+        int16: np.int16,
+        int32: np.int32,
+        int64: np.int64,
+        uint8: np.uint8,
+        uint16: np.uint16,
+        uint32: np.uint32,
+        uint64: np.uint64,
+        bool: np.bool_,
+        string: np.str_,
+        int4: np.int8,
+        uint1: np.uint8,
+        uint2: np.uint8,
+        uint3: np.uint8,
+        uint4: np.uint8,
+        uint6: np.uint8,
+        bf16: np.float32,
+        fp8e4m3fn: np.float32,
+        fp8e5m2: np.float32,
+    }
+    return to_builtin, from_builtin
 
 
 def numpy_type_to_builtin_type(nptype: Any) -> DType:
     """numpy dtype (or type) -> MIL element type; sub-byte metadata is honoured."""
+    import numpy as np
+
     if nptype in (_builtin_bool,):
         return bool
     if nptype is _builtin_str or nptype is np.str_:
@@ -433,43 +457,19 @@ def numpy_type_to_builtin_type(nptype: Any) -> DType:
         return _BY_NAME[_builtin_str(name)]
     if d.kind in "US":
         return string
-    if d in _NP_TO_BUILTIN:
-        return _NP_TO_BUILTIN[d]
+    to_builtin = _np_tables()[0]
+    if d in to_builtin:
+        return to_builtin[d]
     raise TypeError(f"unsupported numpy type {nptype}")
-
-
-_BUILTIN_TO_NP = {
-    fp16: np.float16,
-    fp32: np.float32,
-    fp64: np.float64,
-    int8: np.int8,
-    int16: np.int16,
-    int32: np.int32,
-    int64: np.int64,
-    uint8: np.uint8,
-    uint16: np.uint16,
-    uint32: np.uint32,
-    uint64: np.uint64,
-    bool: np.bool_,
-    string: np.str_,
-    int4: np.int8,
-    uint1: np.uint8,
-    uint2: np.uint8,
-    uint3: np.uint8,
-    uint4: np.uint8,
-    uint6: np.uint8,
-    bf16: np.float32,
-    fp8e4m3fn: np.float32,
-    fp8e5m2: np.float32,
-}
 
 
 def nptype_from_builtin(t: Any) -> type:
     """MIL element type -> numpy scalar type (sub-byte types map to their byte containers)."""
     t = _prim(t)
-    if t not in _BUILTIN_TO_NP:
+    from_builtin = _np_tables()[1]
+    if t not in from_builtin:
         raise TypeError(f"no numpy type for {t}")
-    return _BUILTIN_TO_NP[t]
+    return from_builtin[t]
 
 
 def promote_types(a: DType, b: DType) -> DType:
@@ -493,4 +493,6 @@ def type_of(var: Any) -> Any:
 def __getattr__(name: _builtin_str) -> Any:
     if name in _ALIASES:
         return _ALIASES[name]
+    if name.startswith("np_") and name.endswith("_dtype") and name[3:-6] in _SUB_BYTE_NAMES:
+        return _sub_byte_dtype(name[3:-6])
     raise AttributeError(f"module 'milkit.types' has no attribute '{name}'")
