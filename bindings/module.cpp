@@ -8,9 +8,12 @@ namespace milkit::py_bind {
 void init_errors(py::module_& m) {
   static py::exception<milkit::Error> base(m, "MilkitError", PyExc_Exception);
   static py::object type_error =
-      py::module_::import("builtins").attr("type")("MilkitTypeError",
-                                                   py::make_tuple(base, py::handle(PyExc_TypeError)),
-                                                   py::dict());
+      py::module_::import("builtins").attr("type")(
+          "MilkitTypeError",
+          // also a ValueError: coremltools raises ValueError for every input validation failure,
+          // so code written for it keeps catching what it caught
+          py::make_tuple(base, py::handle(PyExc_TypeError), py::handle(PyExc_ValueError)),
+          py::dict());
   static py::object value_error =
       py::module_::import("builtins").attr("type")("MilkitValueError",
                                                    py::make_tuple(base, py::handle(PyExc_ValueError)),
