@@ -51,5 +51,7 @@ void init_ir(py::module_& m);
 void init_builder(py::module_& m);
 /// Errors.
 void init_errors(py::module_& m);
+/// Serialization (.mlpackage save / load).
+void init_serde(py::module_& m);
 
 }  // namespace milkit::py_bind

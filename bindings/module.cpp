@@ -60,4 +60,5 @@ PYBIND11_MODULE(_core, m) {
   init_types(m);
   init_ir(m);
   init_builder(m);
+  init_serde(m);
 }

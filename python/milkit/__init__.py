@@ -12,6 +12,7 @@ from . import _core
 from . import types
 from ._target import AvailableTarget, target
 from .builder import Builder, Placeholder, StateTensorSpec, TensorSpec
+from .io import load, save
 from .program import Block, Function, Operation, Program, Var
 from .symbolic import SymExpr, get_new_symbol, get_new_variadic_symbol
 
@@ -44,6 +45,8 @@ __all__ = [
     "VerifyError",
     "get_new_symbol",
     "get_new_variadic_symbol",
+    "load",
+    "save",
     "target",
     "types",
 ]
