@@ -22,6 +22,7 @@ MilkitError = _core.MilkitError
 MilkitTypeError = _core.MilkitTypeError
 MilkitValueError = _core.MilkitValueError
 FormatError = _core.FormatError
+MilkitIOError = _core.MilkitIOError
 VerifyError = _core.VerifyError
 
 __version__ = "0.1.0"
@@ -33,6 +34,7 @@ __all__ = [
     "FormatError",
     "Function",
     "MilkitError",
+    "MilkitIOError",
     "MilkitTypeError",
     "MilkitValueError",
     "Operation",

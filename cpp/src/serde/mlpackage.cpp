@@ -326,7 +326,54 @@ Located locate(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// Messages may quote names from a damaged file: keep them valid UTF-8 (Python decodes them).
+std::string printable(const std::string& s) {
+  std::string out;
+  size_t i = 0;
+  auto hex = [&](unsigned char c) {
+    static const char* h = "0123456789abcdef";
+    out += "\\x";
+    out += h[c >> 4];
+    out += h[c & 15];
+  };
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
+    if (ok && n == 1 && c < 0x20 && c != '\n' && c != '\t') ok = false;
+    if (!ok) {
+      hex(c);
+      ++i;
+      continue;
+    }
+    out.append(s, i, n);
+    i += n;
+  }
+  return out;
+}
+
+std::shared_ptr<Program> read_mlpackage_impl(const std::string& path);
+
+}  // namespace
+
 std::shared_ptr<Program> read_mlpackage(const std::string& path) {
+  try {
+    return read_mlpackage_impl(path);
+  } catch (const FormatError& e) {
+    throw FormatError(printable(e.what()));
+  } catch (const IOError& e) {
+    throw IOError(printable(e.what()));
+  } catch (const fs::filesystem_error& e) {
+    throw IOError(printable(e.what()));
+  }
+}
+
+namespace {
+
+std::shared_ptr<Program> read_mlpackage_impl(const std::string& path) {
   Located loc = locate(path);
   std::string bytes = read_file(loc.model, size_t{1} << 31, "model");
   std::map<std::string, std::shared_ptr<BlobReader>> readers;
@@ -347,5 +394,7 @@ std::shared_ptr<Program> read_mlpackage(const std::string& path) {
   };
   return read_model_proto(bytes, resolver, loc.model.string());
 }
+
+}  // namespace
 
 }  // namespace milkit

@@ -325,6 +325,10 @@ std::string write_model_proto(const Program& program, const ProtoWriteOptions& o
   Writer w(options);
   spec::Model model;
   model.set_specificationversion(static_cast<int>(options.target));
+  // the MIL program first (blobs are written in op order), then the description
+  auto* prog = model.mutable_mlprogram();
+  prog->set_version(1);
+  for (const auto& [name, f] : fns) w.function(name, *f, &(*prog->mutable_functions())[name]);
   auto* desc = model.mutable_description();
   if (multi) {
     for (const auto& [name, f] : fns) {
@@ -336,10 +340,6 @@ std::string write_model_proto(const Program& program, const ProtoWriteOptions& o
   } else {
     w.describe(*main, desc);
   }
-
-  auto* prog = model.mutable_mlprogram();
-  prog->set_version(1);
-  for (const auto& [name, f] : fns) w.function(name, *f, &(*prog->mutable_functions())[name]);
 
   // buildInfo (dict<string, string>) mirrored into metadata.userDefined
   std::map<std::string, std::string> info = program.attributes();
