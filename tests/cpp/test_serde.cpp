@@ -311,3 +311,169 @@ TEST_CASE("blob: malformed files raise FormatError", "[serde][blob]") {
 TEST_CASE("blob: missing file is an IOError", "[serde][blob]") {
   CHECK_THROWS_AS(BlobReader::open("/nonexistent/dir/weight.bin"), IOError);
 }
+
+// ---- proto + package ---------------------------------------------------------------------------
+#include <filesystem>
+#include <regex>
+
+#include "milkit/builder/builder.h"
+#include "milkit/serde/mlpackage.h"
+#include "milkit/serde/proto_writer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::shared_ptr<Function> small_fn(Target t, bool bad_const = false) {
+  auto f = std::make_shared<Function>(t);
+  Context& c = f->ctx();
+  Var* x = f->add_input("x", c.tensor(DataType::Float32, std::vector<Dim>{c.symbol(Symbol::create("S", 2, 8)), c.constant(12)}));
+  Builder b(*f);
+  std::vector<double> w(12);
+  for (int i = 0; i < 12; ++i) w[i] = i * 0.5;
+  Var* wv = b.add_const(std::make_shared<Value>(Value::from_doubles(DataType::Float32, {12}, w)), "w");
+  b.add_const(std::make_shared<Value>(int4_example()), "q");
+  if (bad_const)
+    b.add_const(std::make_shared<Value>(Value::from_doubles(DataType::BFloat16, {2}, {1, 2})), "bf");
+  Var* y = b.op("add", {{"x", x}, {"y", wv}});
+  std::vector<Arg> args{Builder::arg("x", y), Builder::arg("y", Value::scalar_float(DataType::Float32, 2.0))};
+  Var* z = b.create("mul", args).at(0);
+  f->body().set_outputs({z});
+  return f;
+}
+
+Program small_program(Target t, bool bad_const = false) {
+  Program p;
+  p.add_function("main", small_fn(t, bad_const));
+  return p;
+}
+
+std::map<std::string, std::vector<uint8_t>> snapshot(const fs::path& dir) {
+  std::map<std::string, std::vector<uint8_t>> out;
+  for (auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) out[fs::relative(e.path(), dir).string()] = slurp(e.path().string());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("package: manifest text and uuids", "[serde][package]") {
+  std::string m = manifest_json("aaaa", "bbbb");
+  CHECK(m ==
+        "{\n"
+        "    \"fileFormatVersion\": \"1.0.0\",\n"
+        "    \"itemInfoEntries\": {\n"
+        "        \"aaaa\": {\n"
+        "            \"author\": \"com.apple.CoreML\",\n"
+        "            \"description\": \"CoreML Model Specification\",\n"
+        "            \"name\": \"model.mlmodel\",\n"
+        "            \"path\": \"com.apple.CoreML/model.mlmodel\"\n"
+        "        },\n"
+        "        \"bbbb\": {\n"
+        "            \"author\": \"com.apple.CoreML\",\n"
+        "            \"description\": \"CoreML Model Weights\",\n"
+        "            \"name\": \"weights\",\n"
+        "            \"path\": \"com.apple.CoreML/weights\"\n"
+        "        }\n"
+        "    },\n"
+        "    \"rootModelIdentifier\": \"aaaa\"\n"
+        "}\n");
+  std::regex re("^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$");
+  std::string a = random_uuid(), b = random_uuid();
+  CHECK(std::regex_match(a, re));
+  CHECK(std::regex_match(b, re));
+  CHECK(a != b);
+}
+
+TEST_CASE("package: coremltools' blob rule", "[serde][package]") {
+  auto n = [](DataType dt, int64_t count) { return Value::from_ints(dt, {count}, std::vector<int64_t>(count, 1)); };
+  CHECK_FALSE(uses_weight_file(Value::from_doubles(DataType::Float16, {9}, std::vector<double>(9, 1)), Target::iOS15));
+  CHECK(uses_weight_file(Value::from_doubles(DataType::Float16, {10}, std::vector<double>(10, 1)), Target::iOS15));
+  CHECK(uses_weight_file(n(DataType::Int4, 11), Target::iOS15));
+  CHECK_FALSE(uses_weight_file(n(DataType::UInt2, 9), Target::iOS15));
+  CHECK_FALSE(uses_weight_file(n(DataType::Int32, 20), Target::iOS17));
+  CHECK(uses_weight_file(n(DataType::Int32, 20), Target::iOS18));
+  CHECK(uses_weight_file(n(DataType::UInt16, 10), Target::iOS18));
+  CHECK_FALSE(uses_weight_file(n(DataType::UInt16, 10), Target::iOS17));
+  CHECK_FALSE(uses_weight_file(n(DataType::Int64, 100), Target::iOS18));
+  CHECK_FALSE(uses_weight_file(n(DataType::Bool, 100), Target::iOS18));
+}
+
+TEST_CASE("package: write then read rebuilds the program", "[serde][package]") {
+  fs::path dir = temp_path("pkg");
+  fs::create_directories(dir);
+  fs::path pkg = dir / "m.mlpackage";
+  Program p = small_program(Target::iOS17);
+  p.attributes()["origin"] = "test";
+  write_mlpackage(p, {}, pkg.string());
+  CHECK(fs::exists(pkg / "Manifest.json"));
+  auto wb = slurp((pkg / "Data/com.apple.CoreML/weights/weight.bin").string());
+  CHECK(wb.size() == 192 + 64 + 6);  // fp32 (48 bytes) at 64, int4 at 192
+  auto q = read_mlpackage(pkg.string());
+  Function* f = q->function("main");
+  REQUIRE(f);
+  CHECK(f->opset() == Target::iOS17);
+  CHECK(q->attributes().at("origin") == "test");
+  CHECK(q->attributes().count("milkit-version") == 1);
+  std::vector<std::string> names;
+  for (Operation* o : f->all_ops()) names.push_back(o->op_type() + ":" + o->name());
+  CHECK(names == std::vector<std::string>{"const:w", "const:q", "add:add_0", "const:mul_0_y_0", "mul:mul_0"});
+  Var* x = f->inputs().at(0);
+  REQUIRE(x->type()->rank() == 2);
+  Dim s = x->type()->shape()[0];
+  REQUIRE(s->kind() == Expr::Kind::Symbol);
+  CHECK(s->symbol()->lo() == 2);  // shapeRange carried the symbol's range
+  CHECK(s->symbol()->hi() == 8);
+  Var* w = f->find_var("w");
+  REQUIRE(w);
+  CHECK(w->value()->buffer()->borrowed());  // zero-copy from the mapping
+  CHECK(w->value()->as_double(11) == 5.5);
+  CHECK(f->find_var("q")->value()->to_ints() == int4_example().to_ints());
+  CHECK(f->body().outputs().at(0)->name() == "mul_0");
+  // a bare model.mlmodel path works too
+  auto q2 = read_mlpackage((pkg / "Data/com.apple.CoreML/model.mlmodel").string());
+  CHECK(q2->function("main")->num_ops() == 5);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("package: a failed save leaves the old package intact", "[serde][package]") {
+  fs::path dir = temp_path("atomic");
+  fs::create_directories(dir);
+  fs::path pkg = dir / "m.mlpackage";
+  write_mlpackage(small_program(Target::iOS17), {}, pkg.string());
+  auto before = snapshot(pkg);
+  // the bf16 const comes after two blobs were already streamed into the new weight.bin
+  CHECK_THROWS_AS(write_mlpackage(small_program(Target::iOS17, true), {}, pkg.string()), ValueError);
+  CHECK(snapshot(pkg) == before);
+  size_t entries = 0;
+  for (auto& e : fs::directory_iterator(dir)) {
+    (void)e;
+    ++entries;
+  }
+  CHECK(entries == 1);
+  // opset newer than the target
+  PackageOptions o;
+  o.target = Target::iOS16;
+  CHECK_THROWS_AS(write_mlpackage(small_program(Target::iOS17), o, pkg.string()), ValueError);
+  CHECK(snapshot(pkg) == before);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("package: multifunction programs need iOS18", "[serde][package]") {
+  fs::path dir = temp_path("multi");
+  fs::create_directories(dir);
+  Program p;
+  p.add_function("main", small_fn(Target::iOS18));
+  p.add_function("second", small_fn(Target::iOS18));
+  p.set_default_function_name("second");
+  PackageOptions o;
+  o.target = Target::iOS17;
+  CHECK_THROWS_AS(write_mlpackage(p, o, (dir / "m.mlpackage").string()), ValueError);
+  write_mlpackage(p, {}, (dir / "m.mlpackage").string());
+  auto q = read_mlpackage((dir / "m.mlpackage").string());
+  REQUIRE(q->functions().size() == 2);
+  CHECK(q->functions()[0].first == "main");
+  CHECK(q->functions()[1].first == "second");
+  CHECK(q->default_function_name() == "second");
+  fs::remove_all(dir);
+}
