@@ -53,5 +53,7 @@ void init_builder(py::module_& m);
 void init_errors(py::module_& m);
 /// Graph passes.
 void init_passes(py::module_& m);
+/// Serialization (.mlpackage save / load).
+void init_serde(py::module_& m);
 
 }  // namespace milkit::py_bind

@@ -64,4 +64,5 @@ PYBIND11_MODULE(_core, m) {
   init_ir(m);
   init_builder(m);
   init_passes(m);
+  init_serde(m);
 }

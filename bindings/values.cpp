@@ -52,6 +52,10 @@ std::optional<DataType> sub_byte_of(const py::dtype& d) {
     name = t.cast<std::string>();
   else if (py::hasattr(t, "name") && py::isinstance<py::str>(t.attr("name")))
     name = t.attr("name").cast<std::string>();
+  else if (py::hasattr(t, "get_bitwidth") && py::hasattr(t, "is_unsigned"))
+    // a coremltools builtin class (its __name__ is just "int" / "uint")
+    name = std::string(t.attr("is_unsigned")().cast<bool>() ? "uint" : "int") +
+           std::to_string(t.attr("get_bitwidth")().cast<int>());
   else if (py::hasattr(t, "__name__"))
     name = t.attr("__name__").cast<std::string>();
   auto dt = dtype_from_name(name);

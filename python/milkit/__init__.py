@@ -12,6 +12,7 @@ from . import _core
 from . import types
 from ._target import AvailableTarget, target
 from .builder import Builder, Placeholder, StateTensorSpec, TensorSpec
+from .io import load, save
 from .program import Block, Function, Operation, Program, Var
 from .symbolic import SymExpr, get_new_symbol, get_new_variadic_symbol
 
@@ -21,6 +22,7 @@ MilkitError = _core.MilkitError
 MilkitTypeError = _core.MilkitTypeError
 MilkitValueError = _core.MilkitValueError
 FormatError = _core.FormatError
+MilkitIOError = _core.MilkitIOError
 VerifyError = _core.VerifyError
 
 __version__ = "0.1.0"
@@ -32,6 +34,7 @@ __all__ = [
     "FormatError",
     "Function",
     "MilkitError",
+    "MilkitIOError",
     "MilkitTypeError",
     "MilkitValueError",
     "Operation",
@@ -44,6 +47,8 @@ __all__ = [
     "VerifyError",
     "get_new_symbol",
     "get_new_variadic_symbol",
+    "load",
+    "save",
     "target",
     "types",
 ]

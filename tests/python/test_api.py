@@ -279,3 +279,17 @@ def test_stub_matches_registry():
     path = os.path.join(os.path.dirname(milkit.__file__), "builder.pyi")
     with open(path, encoding="utf-8") as f:
         assert f.read() == _stubgen.generate(), "run: python -m milkit._stubgen"
+
+
+def test_coremltools_sub_byte_numpy_dtypes_are_accepted():
+    from coremltools.converters.mil.mil import types as ctypes
+
+    for ct_dtype, want in [(ctypes.np_int4_dtype, types.int4), (ctypes.np_uint4_dtype, types.uint4),
+                           (ctypes.np_uint1_dtype, types.uint1), (ctypes.np_uint6_dtype, types.uint6)]:
+        arr = np.array([1, 0, 1], dtype=ct_dtype)
+
+        @mb.program(input_specs=[mb.TensorSpec((1,))])
+        def prog(x):
+            return mb.const(val=arr)
+
+        assert prog.functions["main"].outputs[0].dtype is want

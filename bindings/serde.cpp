@@ -1,0 +1,43 @@
+// Python bindings of the serialization layer: .mlpackage writing and reading.
+#include "common.h"
+
+#include "milkit/serde/mlpackage.h"
+#include "milkit/types/error.h"
+#include "milkit/types/target.h"
+
+namespace milkit::py_bind {
+
+void init_serde(py::module_& m) {
+  m.def(
+      "save_mlpackage",
+      [](std::shared_ptr<Program> p, const std::string& path, std::optional<int> target, bool sync) {
+        PackageOptions o;
+        if (target) {
+          auto t = target_from_spec(*target);
+          if (!t) throw ValueError("unknown deployment target (specification version " + std::to_string(*target) + ")");
+          o.target = *t;
+        }
+        o.sync = sync;
+        py::gil_scoped_release release;
+        write_mlpackage(*p, o, path);
+      },
+      py::arg("program"), py::arg("path"), py::arg("target") = py::none(), py::arg("sync") = true,
+      "Writes a program as an .mlpackage (atomically). `target` is a specification version.");
+  m.def(
+      "load_mlpackage",
+      [](const std::string& path) {
+        std::shared_ptr<Program> p;
+        {
+          py::gil_scoped_release release;
+          p = read_mlpackage(path);
+        }
+        return p;
+      },
+      py::arg("path"), "Reads an .mlpackage (or a model.mlmodel beside its weights folder).");
+  m.def("default_package_target", [](std::shared_ptr<Program> p) {
+    return static_cast<int>(default_package_target(*p));
+  });
+  m.def("manifest_json", &manifest_json, py::arg("model_id"), py::arg("weights_id"));
+}
+
+}  // namespace milkit::py_bind

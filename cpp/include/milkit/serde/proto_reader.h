@@ -1,0 +1,28 @@
+// milkit/serde/proto_reader.h - CoreML.Specification.Model (ML Program) bytes -> Program.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "milkit/ir/ir.h"
+
+namespace milkit {
+
+class BlobReader;
+
+/// Resolves a BlobFileValue.fileName ("@model_path/weights/weight.bin") to an open reader.
+/// Should throw FormatError / IOError for names it cannot resolve.
+using BlobResolver = std::function<std::shared_ptr<BlobReader>(const std::string& file_name)>;
+
+/// Parses a serialized Model holding an ML Program and rebuilds every function through
+/// milkit::Builder at the target of the model's specificationVersion, so input validation and
+/// type inference run again. Op names, output names and const values come from the proto;
+/// every declared output type is checked against the inferred one (is_compatible_type).
+/// Symbolic input dims become fresh symbols whose range comes from the ModelDescription's
+/// shapeRange (except coremltools' default [1, 2], read as unbounded). `source` names the file
+/// in messages. Throws FormatError for anything malformed or inconsistent.
+std::shared_ptr<Program> read_model_proto(const std::string& bytes, const BlobResolver& blobs,
+                                          const std::string& source);
+
+}  // namespace milkit

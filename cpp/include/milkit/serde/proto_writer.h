@@ -1,0 +1,42 @@
+// milkit/serde/proto_writer.h - Program -> CoreML.Specification.Model (ML Program) bytes.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "milkit/ir/ir.h"
+#include "milkit/types/target.h"
+
+namespace milkit {
+
+class BlobWriter;
+
+/// Where blob values go: returns the weight file writer, opening it on first use.
+using WeightSink = std::function<BlobWriter&()>;
+
+/// The BlobFileValue.fileName coremltools writes for the package's weight file.
+inline constexpr const char* kWeightFileName = "@model_path/weights/weight.bin";
+
+/// Options of write_model_proto.
+struct ProtoWriteOptions {
+  /// Deployment target: specificationVersion and the functions' opset string.
+  Target target = Target::iOS15;
+  /// Receives const values stored as blobs (coremltools' rule: >= 10 elements of fp16, fp32,
+  /// int8, uint8 or a sub-byte type, plus int16, uint16, int32, uint32 from iOS18). Required
+  /// when the program has such consts.
+  WeightSink weights;
+};
+
+/// Whether coremltools stores a const value in the weight file (rather than immediate).
+bool uses_weight_file(const Value& v, Target target);
+
+/// Serializes `program` as a CoreML.Specification.Model holding an ML Program, the way
+/// coremltools' MIL backend does: ModelDescription from the default function (or
+/// FunctionDescriptions for several functions, iOS18+), ops bound by name with a `name`
+/// attribute and typed outputs, consts immediate or blob, buildInfo from the program's
+/// attributes. Blob values are written through options.weights in op order. Throws ValueError
+/// for programs Core ML cannot represent (unsupported I/O dtypes, bf16 consts, opset newer than
+/// the target, ...).
+std::string write_model_proto(const Program& program, const ProtoWriteOptions& options);
+
+}  // namespace milkit

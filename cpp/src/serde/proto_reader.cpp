@@ -1,0 +1,474 @@
+// Model proto -> Program: every op is rebuilt through the Builder (coremltools' milproto loader
+// does the same with mb.<op>), then checked against the proto's declared output types.
+#include "milkit/serde/proto_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "MIL.pb.h"
+#include "Model.pb.h"
+#include "milkit/builder/builder.h"
+#include "milkit/serde/blob.h"
+#include "milkit/types/error.h"
+
+namespace milkit {
+
+namespace spec = CoreML::Specification;
+namespace mil = CoreML::Specification::MILSpec;
+
+namespace {
+
+using Ranges = std::unordered_map<std::string, const spec::FeatureDescription*>;
+
+class Reader {
+ public:
+  Reader(const BlobResolver& blobs, std::string source, Target target)
+      : blobs_(blobs), src_(std::move(source)), target_(target) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw FormatError(src_ + ": " + where + ": " + what);
+  }
+
+  DataType dtype_of(int code, const std::string& where) const {
+    if (code == 0 || !is_valid_dtype_code(code)) fail(where, "invalid data type code " + std::to_string(code));
+    return static_cast<DataType>(code);
+  }
+
+  // Shape of a value's tensor type: every dim must be a constant.
+  std::vector<int64_t> const_shape(const mil::TensorType& tt, const std::string& where) const {
+    if (tt.rank() < 0 || tt.rank() != tt.dimensions_size())
+      fail(where, "tensor rank " + std::to_string(tt.rank()) + " does not match its " +
+                      std::to_string(tt.dimensions_size()) + " dimensions");
+    std::vector<int64_t> shape;
+    shape.reserve(static_cast<size_t>(tt.dimensions_size()));
+    for (const auto& d : tt.dimensions()) {
+      if (d.dimension_case() != mil::Dimension::kConstant) fail(where, "a value must have a static shape");
+      uint64_t s = d.constant().size();
+      if (s > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) fail(where, "dimension too large");
+      shape.push_back(static_cast<int64_t>(s));
+    }
+    try {
+      shape_numel(shape);
+    } catch (const ValueError& e) {
+      fail(where, e.what());
+    }
+    return shape;
+  }
+
+  // A declared type; unknown dims become fresh symbols.
+  const Type* type(Context& ctx, const mil::ValueType& vt, const std::string& where, int depth = 0) {
+    if (depth > 32) fail(where, "type nested too deeply");
+    switch (vt.type_case()) {
+      case mil::ValueType::kTensorType: {
+        const auto& tt = vt.tensortype();
+        DataType dt = dtype_of(tt.datatype(), where);
+        if (tt.rank() < 0 || tt.rank() != tt.dimensions_size())
+          fail(where, "tensor rank " + std::to_string(tt.rank()) + " does not match its " +
+                          std::to_string(tt.dimensions_size()) + " dimensions");
+        if (!tt.attributes().empty()) fail(where, "attributes on a tensor type are not supported");
+        std::vector<Dim> dims;
+        for (const auto& d : tt.dimensions()) {
+          if (d.dimension_case() == mil::Dimension::kConstant) {
+            uint64_t s = d.constant().size();
+            if (s > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) fail(where, "dimension too large");
+            dims.push_back(ctx.constant(static_cast<int64_t>(s)));
+          } else if (d.dimension_case() == mil::Dimension::kUnknown) {
+            if (d.unknown().variadic()) return ctx.tensor_unknown_rank(dt);
+            dims.push_back(ctx.fresh());
+          } else {
+            fail(where, "dimension with neither a constant nor an unknown size");
+          }
+        }
+        return ctx.tensor(dt, dims);
+      }
+      case mil::ValueType::kListType: {
+        const auto& lt = vt.listtype();
+        const Type* e = type(ctx, lt.type(), where, depth + 1);
+        Dim len = nullptr;
+        if (lt.length().dimension_case() == mil::Dimension::kConstant) {
+          uint64_t s = lt.length().constant().size();
+          if (s > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) fail(where, "list length too large");
+          len = ctx.constant(static_cast<int64_t>(s));
+        }
+        return ctx.list(e, len, true);
+      }
+      case mil::ValueType::kTupleType: {
+        std::vector<const Type*> es;
+        for (const auto& t : vt.tupletype().types()) es.push_back(type(ctx, t, where, depth + 1));
+        return ctx.tuple(es);
+      }
+      case mil::ValueType::kDictionaryType:
+        return ctx.dict(type(ctx, vt.dictionarytype().keytype(), where, depth + 1),
+                        type(ctx, vt.dictionarytype().valuetype(), where, depth + 1));
+      case mil::ValueType::kStateType: {
+        const Type* w = type(ctx, vt.statetype().wrappedtype(), where, depth + 1);
+        if (!w->is_tensor()) fail(where, "a state must wrap a tensor");
+        return ctx.state(w);
+      }
+      default: fail(where, "value type not set");
+    }
+  }
+
+  std::shared_ptr<const Value> value(const mil::Value& pv, const std::string& where) {
+    if (pv.type().type_case() != mil::ValueType::kTensorType)
+      fail(where, "only tensor values are supported");
+    const auto& tt = pv.type().tensortype();
+    DataType dt = dtype_of(tt.datatype(), where);
+    std::vector<int64_t> shape = const_shape(tt, where);
+    const int64_t n = shape_numel(shape);
+    if (pv.value_case() == mil::Value::kBlobFileValue) {
+      const auto& fv = pv.blobfilevalue();
+      if (!blobs_) fail(where, "blob value but no weight file");
+      auto reader = blobs_(fv.filename());
+      try {
+        return std::make_shared<const Value>(reader->read(fv.offset(), dt, shape));
+      } catch (const FormatError& e) {
+        fail(where, e.what());
+      }
+    }
+    if (pv.value_case() != mil::Value::kImmediateValue) fail(where, "value has neither an immediate nor a blob");
+    const auto& iv = pv.immediatevalue();
+    if (iv.value_case() != mil::Value::ImmediateValue::kTensor)
+      fail(where, "only immediate tensor values are supported");
+    const auto& tv = iv.tensor();
+    auto count_is = [&](int64_t c, const char* field) {
+      if (c != n)
+        fail(where, std::string(field) + " holds " + std::to_string(c) + " elements, the declared shape needs " +
+                        std::to_string(n) + " of " + std::string(dtype_name(dt)));
+    };
+    auto wrong_field = [&](const char* field) {
+      fail(where, std::string("dtype ") + std::string(dtype_name(dt)) + " cannot be read from the '" + field + "' field");
+    };
+    try {
+      switch (tv.value_case()) {
+        case mil::TensorValue::kFloats: {
+          const auto& f = tv.floats().values();
+          if (!is_float(dt)) wrong_field("floats");
+          count_is(f.size(), "floats");
+          if (dt == DataType::Float32)
+            return std::make_shared<const Value>(dt, shape, Buffer::copy(f.data(), sizeof(float) * f.size()));
+          return std::make_shared<const Value>(Value::from_doubles(dt, shape, std::vector<double>(f.begin(), f.end())));
+        }
+        case mil::TensorValue::kDoubles: {
+          const auto& f = tv.doubles().values();
+          if (!is_float(dt)) wrong_field("doubles");
+          count_is(f.size(), "doubles");
+          return std::make_shared<const Value>(Value::from_doubles(dt, shape, std::vector<double>(f.begin(), f.end())));
+        }
+        case mil::TensorValue::kInts: {
+          const auto& f = tv.ints().values();
+          if (!is_int(dt) && dt != DataType::Bool) wrong_field("ints");
+          count_is(f.size(), "ints");
+          return std::make_shared<const Value>(Value::from_ints(dt, shape, std::vector<int64_t>(f.begin(), f.end())));
+        }
+        case mil::TensorValue::kLongInts: {
+          const auto& f = tv.longints().values();
+          if (!is_int(dt)) wrong_field("longInts");
+          count_is(f.size(), "longInts");
+          if (dt == DataType::Int64 || dt == DataType::UInt64)
+            return std::make_shared<const Value>(dt, shape, Buffer::copy(f.data(), sizeof(int64_t) * f.size()));
+          return std::make_shared<const Value>(Value::from_ints(dt, shape, std::vector<int64_t>(f.begin(), f.end())));
+        }
+        case mil::TensorValue::kBools: {
+          const auto& f = tv.bools().values();
+          if (dt != DataType::Bool) wrong_field("bools");
+          count_is(f.size(), "bools");
+          std::vector<uint8_t> b(f.begin(), f.end());
+          return std::make_shared<const Value>(dt, shape, Buffer::take(std::move(b)));
+        }
+        case mil::TensorValue::kStrings: {
+          const auto& f = tv.strings().values();
+          if (dt != DataType::String) wrong_field("strings");
+          count_is(f.size(), "strings");
+          return std::make_shared<const Value>(Value::strings(shape, std::vector<std::string>(f.begin(), f.end())));
+        }
+        case mil::TensorValue::kBytes: {
+          const std::string& b = tv.bytes().values();
+          if (dt == DataType::String || dt == DataType::Bool) wrong_field("bytes");
+          if (is_sub_byte(dt)) {
+            const int bits = dtype_bits(dt);
+            // overflow-safe: compare in bits against the bytes present
+            if (static_cast<uint64_t>(n) > static_cast<uint64_t>(b.size()) * 8 ||
+                (static_cast<uint64_t>(n) * bits + 7) / 8 != b.size())
+              fail(where, "bytes holds " + std::to_string(b.size()) + " bytes, the declared shape needs " +
+                              std::to_string(n) + " packed " + std::string(dtype_name(dt)) + " elements");
+            std::vector<uint8_t> out(static_cast<size_t>(n));
+            unpack_sub_byte(reinterpret_cast<const uint8_t*>(b.data()), static_cast<size_t>(n), bits,
+                            dt == DataType::Int4, out.data());
+            return std::make_shared<const Value>(dt, shape, Buffer::take(std::move(out)));
+          }
+          const uint64_t w = static_cast<uint64_t>(dtype_storage_bytes(dt));
+          if (static_cast<uint64_t>(n) > b.size() || static_cast<uint64_t>(n) * w != b.size())
+            fail(where, "bytes holds " + std::to_string(b.size()) + " bytes, the declared shape needs " +
+                            std::to_string(n) + " elements of " + std::string(dtype_name(dt)));
+          return std::make_shared<const Value>(dt, shape, Buffer::copy(b.data(), b.size()));
+        }
+        default:
+          if (n != 0) fail(where, "tensor value has no data");
+          if (dt == DataType::String) return std::make_shared<const Value>(Value::strings(shape, {}));
+          return std::make_shared<const Value>(dt, shape, Buffer::take({}));
+      }
+    } catch (const FormatError&) {
+      throw;
+    } catch (const Error& e) {
+      fail(where, e.what());
+    }
+  }
+
+  std::string string_value(const mil::Value& v, const std::string& where) {
+    auto val = value(v, where);
+    if (val->dtype() != DataType::String || val->numel() != 1) fail(where, "expected a string scalar");
+    return val->string_values()[0];
+  }
+
+  void function(Program& prog, const std::string& name, const mil::Function& pf, const Ranges& ranges) {
+    const std::string fwhere = "function '" + name + "'";
+    if (!pf.attributes().empty()) fail(fwhere, "attributes on functions are not supported");
+    auto it = pf.block_specializations().find(pf.opset());
+    if (it == pf.block_specializations().end())
+      fail(fwhere, "missing block specialization for opset '" + pf.opset() + "'");
+    if (!target_from_opset(pf.opset())) fail(fwhere, "unknown opset '" + pf.opset() + "'");
+    auto f = std::make_shared<Function>(target_);
+    Context& ctx = f->ctx();
+    scope_.clear();
+    std::unordered_set<std::string> defined_anywhere;
+    collect_names(it->second, defined_anywhere);
+    for (const auto& in : pf.inputs()) {
+      const std::string w = fwhere + ", input '" + in.name() + "'";
+      if (in.name().empty()) fail(w, "input without a name");
+      if (scope_.count(in.name())) fail(w, "duplicate input name");
+      const Type* t = input_type(ctx, in, ranges, w);
+      ctx.reserve_name(in.name());
+      scope_[in.name()] = f->add_input(in.name(), t);
+    }
+    for (const auto& n : defined_anywhere) ctx.reserve_name(n);
+    Builder b(*f);
+    block(b, *f, it->second, fwhere);
+    prog.add_function(name, f);
+  }
+
+  const Type* input_type(Context& ctx, const mil::NamedValueType& in, const Ranges& ranges, const std::string& w) {
+    const auto& vt = in.type();
+    if (vt.type_case() == mil::ValueType::kStateType) return type(ctx, vt, w);
+    if (vt.type_case() != mil::ValueType::kTensorType) fail(w, "function inputs must be tensors or states");
+    const auto& tt = vt.tensortype();
+    DataType dt = dtype_of(tt.datatype(), w);
+    if (tt.rank() < 0 || tt.rank() != tt.dimensions_size())
+      fail(w, "tensor rank " + std::to_string(tt.rank()) + " does not match its " +
+                  std::to_string(tt.dimensions_size()) + " dimensions");
+    const spec::ArrayFeatureType* at = nullptr;
+    if (auto r = ranges.find(in.name()); r != ranges.end() && r->second->type().has_multiarraytype())
+      at = &r->second->type().multiarraytype();
+    std::vector<Dim> dims;
+    for (int i = 0; i < tt.dimensions_size(); ++i) {
+      const auto& d = tt.dimensions(i);
+      if (d.dimension_case() == mil::Dimension::kConstant) {
+        uint64_t s = d.constant().size();
+        if (s > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) fail(w, "dimension too large");
+        dims.push_back(ctx.constant(static_cast<int64_t>(s)));
+        continue;
+      }
+      if (d.dimension_case() != mil::Dimension::kUnknown || d.unknown().variadic())
+        fail(w, "variadic or unset input dimensions are not supported");
+      auto sym = Symbol::fresh();
+      if (at && at->has_shaperange() && i < at->shaperange().sizeranges_size()) {
+        const auto& sr = at->shaperange().sizeranges(i);
+        int64_t lo = static_cast<int64_t>(std::min<uint64_t>(sr.lowerbound(), static_cast<uint64_t>(kPosInf)));
+        int64_t hi = sr.upperbound() < 0 ? kPosInf : sr.upperbound();
+        if (lo < 1) lo = 1;
+        if (lo == 1 && hi == 2) hi = kPosInf;  // coremltools' default bounds for an unranged symbol
+        if (hi < lo) fail(w, "shapeRange upper bound below the lower bound");
+        try {
+          sym->set_range(lo, hi);
+        } catch (const Error& e) {
+          fail(w, e.what());
+        }
+      }
+      dims.push_back(ctx.symbol(sym));
+    }
+    return ctx.tensor(dt, dims);
+  }
+
+  void collect_names(const mil::Block& b, std::unordered_set<std::string>& out) {
+    for (const auto& op : b.operations()) {
+      for (const auto& o : op.outputs()) out.insert(o.name());
+      auto a = op.attributes().find("name");
+      if (a != op.attributes().end() && a->second.has_immediatevalue() &&
+          a->second.immediatevalue().tensor().has_strings() &&
+          a->second.immediatevalue().tensor().strings().values_size() == 1)
+        out.insert(a->second.immediatevalue().tensor().strings().values(0));
+    }
+  }
+
+  Var* lookup(const std::string& n, const std::string& where) {
+    auto it = scope_.find(n);
+    if (it != scope_.end()) return it->second;
+    if (pending_.count(n)) fail(where, "var '" + n + "' is used before it is defined");
+    fail(where, "undefined var '" + n + "'");
+  }
+
+  void block(Builder& b, Function& f, const mil::Block& pb, const std::string& where) {
+    if (!pb.attributes().empty()) fail(where, "attributes on blocks are not supported");
+    if (pb.inputs_size() != 0) fail(where, "a function body block cannot have inputs");
+    pending_.clear();
+    for (const auto& op : pb.operations())
+      for (const auto& o : op.outputs()) pending_.insert(o.name());
+    int idx = 0;
+    for (const auto& op : pb.operations()) operation(b, f, op, where, idx++);
+    std::vector<Var*> outs;
+    for (const auto& n : pb.outputs()) outs.push_back(lookup(n, where + ", block output"));
+    f.body().set_outputs(outs);
+  }
+
+  void operation(Builder& b, Function& f, const mil::Operation& op, const std::string& fwhere, int idx) {
+    std::string name;
+    std::string where = fwhere + ", op #" + std::to_string(idx) + " (" + op.type() + ")";
+    if (auto a = op.attributes().find("name"); a != op.attributes().end()) {
+      name = string_value(a->second, where + ", attribute 'name'");
+      where = fwhere + ", op '" + name + "' (" + op.type() + ")";
+    }
+    if (op.type().empty()) fail(where, "operation without a type");
+    if (op.blocks_size() != 0) fail(where, "nested blocks (control flow) are not supported yet");
+    Context& ctx = f.ctx();
+    std::vector<Var*> outs;
+    const bool is_const = op.type() == "const";
+    if (is_const) {
+      if (op.inputs_size() != 0) fail(where, "const operation can't have any input");
+      auto v = op.attributes().find("val");
+      if (v == op.attributes().end()) fail(where, "const without a 'val' attribute");
+      for (const auto& [k, _] : op.attributes())
+        if (k != "name" && k != "val") fail(where, "unsupported const attribute '" + k + "'");
+      if (op.outputs_size() != 1) fail(where, "const must have exactly one output");
+      auto val = value(v->second, where + ", attribute 'val'");
+      if (name.empty()) name = op.outputs(0).name();
+      if (scope_.count(op.outputs(0).name())) fail(where, "var '" + op.outputs(0).name() + "' defined twice");
+      outs.push_back(b.add_const(val, name));
+    } else {
+      const OpSchema* s = nullptr;
+      try {
+        s = &schema_for(op.type(), target_, name);
+      } catch (const Error& e) {
+        fail(where, e.what());
+      }
+      std::vector<std::pair<int, Arg>> args;
+      for (const auto& [pname, argument] : op.inputs()) {
+        Arg a;
+        a.name = pname;
+        a.is_sequence = argument.arguments_size() != 1;
+        for (const auto& bind : argument.arguments()) {
+          ArgItem item;
+          if (bind.binding_case() == mil::Argument::Binding::kName)
+            item.var = lookup(bind.name(), where + ", input '" + pname + "'");
+          else if (bind.binding_case() == mil::Argument::Binding::kValue)
+            item.value = value(bind.value(), where + ", input '" + pname + "'");
+          else
+            fail(where, "input '" + pname + "' has an empty binding");
+          a.items.push_back(std::move(item));
+        }
+        if (a.items.empty()) fail(where, "input '" + pname + "' has no arguments");
+        int i = s->input_index(pname);
+        args.emplace_back(i < 0 ? std::numeric_limits<int>::max() : i, std::move(a));
+      }
+      // the proto's map has no order: give the builder the schema's order
+      std::stable_sort(args.begin(), args.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+      std::vector<Arg> ordered;
+      for (auto& [_, a] : args) ordered.push_back(std::move(a));
+      try {
+        outs = b.create(op.type(), ordered, name);
+      } catch (const FormatError&) {
+        throw;
+      } catch (const Error& e) {
+        fail(where, e.what());
+      }
+      Operation* created = outs.empty() ? nullptr : outs[0]->op();
+      for (const auto& [k, v] : op.attributes()) {
+        if (k == "name") continue;
+        if (created) created->attributes()[k] = value(v, where + ", attribute '" + k + "'");
+      }
+    }
+    if (static_cast<int>(outs.size()) != op.outputs_size())
+      fail(where, "declares " + std::to_string(op.outputs_size()) + " outputs, milkit infers " +
+                      std::to_string(outs.size()));
+    for (int i = 0; i < op.outputs_size(); ++i) {
+      const auto& o = op.outputs(i);
+      const std::string ow = where + ", output '" + o.name() + "'";
+      if (o.name().empty()) fail(ow, "output without a name");
+      if (scope_.count(o.name())) fail(ow, "var '" + o.name() + "' defined twice");
+      const Type* declared = type(ctx, o.type(), ow);
+      const Type* inferred = outs[i]->type();
+      if (!is_compatible_type(inferred, declared))
+        fail(ow, "declared type " + declared->str() + " does not match the inferred type " + inferred->str());
+      outs[i]->set_name(o.name());
+      scope_[o.name()] = outs[i];
+      pending_.erase(o.name());
+    }
+  }
+
+ private:
+  const BlobResolver& blobs_;
+  std::string src_;
+  Target target_;
+  std::unordered_map<std::string, Var*> scope_;
+  std::unordered_set<std::string> pending_;
+};
+
+}  // namespace
+
+std::shared_ptr<Program> read_model_proto(const std::string& bytes, const BlobResolver& blobs,
+                                          const std::string& source) {
+  spec::Model model;
+  if (!model.ParseFromString(bytes)) throw FormatError(source + ": not a valid Core ML model protobuf");
+  if (model.Type_case() != spec::Model::kMlProgram)
+    throw FormatError(source + ": not an ML Program (only MIL program models can be loaded)");
+  auto target = target_from_spec(model.specificationversion());
+  if (!target)
+    throw FormatError(source + ": unsupported specificationVersion " +
+                      std::to_string(model.specificationversion()));
+  const auto& pp = model.mlprogram();
+  if (pp.version() != 1) throw FormatError(source + ": invalid program version " + std::to_string(pp.version()));
+  if (pp.functions().empty()) throw FormatError(source + ": program without functions");
+  Reader r(blobs, source, *target);
+
+  auto prog = std::make_shared<Program>();
+  // program attributes: only buildInfo (dict<string, string>)
+  for (const auto& [k, v] : pp.attributes()) {
+    if (k != "buildInfo") throw FormatError(source + ": unsupported program attribute '" + k + "'");
+    if (v.value_case() != mil::Value::kImmediateValue ||
+        v.immediatevalue().value_case() != mil::Value::ImmediateValue::kDictionary)
+      throw FormatError(source + ": buildInfo must be an immediate dictionary");
+    for (const auto& kv : v.immediatevalue().dictionary().values())
+      prog->attributes()[r.string_value(kv.key(), "buildInfo key")] = r.string_value(kv.value(), "buildInfo value");
+  }
+
+  const auto& desc = model.description();
+  // function order: the description's, then the rest by name
+  std::vector<std::string> order;
+  std::set<std::string> seen;
+  for (const auto& fd : desc.functions())
+    if (pp.functions().count(fd.name()) && seen.insert(fd.name()).second) order.push_back(fd.name());
+  std::vector<std::string> rest;
+  for (const auto& [n, _] : pp.functions())
+    if (!seen.count(n)) rest.push_back(n);
+  std::sort(rest.begin(), rest.end());
+  order.insert(order.end(), rest.begin(), rest.end());
+
+  for (const auto& n : order) {
+    Ranges ranges;
+    const google::protobuf::RepeatedPtrField<spec::FeatureDescription>* ins = &desc.input();
+    for (const auto& fd : desc.functions())
+      if (fd.name() == n) ins = &fd.input();
+    for (const auto& fd : *ins) ranges[fd.name()] = &fd;
+    r.function(*prog, n, pp.functions().at(n), ranges);
+  }
+  std::string def = desc.defaultfunctionname();
+  if (def.empty()) def = pp.functions().count("main") || order.size() != 1 ? "main" : order[0];
+  if (!prog->function(def)) throw FormatError(source + ": default function '" + def + "' not found");
+  prog->set_default_function_name(def);
+  return prog;
+}
+
+}  // namespace milkit

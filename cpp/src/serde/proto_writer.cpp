@@ -1,0 +1,365 @@
+// Program -> Model proto, following coremltools' MIL backend (backend/mil/load.py, helper.py).
+#include "milkit/serde/proto_writer.h"
+
+#include <cstring>
+
+#include "MIL.pb.h"
+#include "Model.pb.h"
+#include "milkit/ops/registry.h"
+#include "milkit/serde/blob.h"
+#include "milkit/types/error.h"
+
+namespace milkit {
+
+namespace spec = CoreML::Specification;
+namespace mil = CoreML::Specification::MILSpec;
+
+namespace {
+
+constexpr const char* kMilkitVersion = "0.1.0";
+
+bool is_byte_immediate(DataType t) {
+  // coremltools' IMMEDIATE_VALUE_TYPES_IN_BYTES
+  switch (t) {
+    case DataType::Float16:
+    case DataType::Int4:
+    case DataType::Int8:
+    case DataType::UInt1:
+    case DataType::UInt2:
+    case DataType::UInt3:
+    case DataType::UInt4:
+    case DataType::UInt6:
+    case DataType::UInt8:
+    case DataType::UInt32: return true;
+    default: return false;
+  }
+}
+
+void set_tensor_type(mil::TensorType* tt, DataType dt, const std::vector<int64_t>& shape) {
+  tt->set_datatype(static_cast<mil::DataType>(static_cast<int>(dt)));
+  tt->set_rank(static_cast<int64_t>(shape.size()));
+  for (int64_t d : shape) tt->add_dimensions()->mutable_constant()->set_size(static_cast<uint64_t>(d));
+}
+
+class Writer {
+ public:
+  Writer(const ProtoWriteOptions& o) : opt_(o) {}
+
+  void type(const Type* t, mil::ValueType* out) {
+    switch (t->kind()) {
+      case TypeKind::Tensor: {
+        auto* tt = out->mutable_tensortype();
+        tt->set_datatype(static_cast<mil::DataType>(static_cast<int>(t->dtype())));
+        if (!t->has_rank()) {  // pymil's variadic shape: one variadic unknown dim
+          tt->set_rank(1);
+          tt->add_dimensions()->mutable_unknown()->set_variadic(true);
+          break;
+        }
+        tt->set_rank(t->rank());
+        for (Dim d : t->shape()) {
+          if (d->is_const())
+            tt->add_dimensions()->mutable_constant()->set_size(static_cast<uint64_t>(d->value()));
+          else
+            tt->add_dimensions()->mutable_unknown()->set_variadic(
+                d->kind() == Expr::Kind::Symbol && d->symbol()->variadic());
+        }
+        break;
+      }
+      case TypeKind::List: {
+        auto* lt = out->mutable_listtype();
+        type(t->elem(), lt->mutable_type());
+        if (t->length() && t->length()->is_const())
+          lt->mutable_length()->mutable_constant()->set_size(static_cast<uint64_t>(t->length()->value()));
+        else
+          lt->mutable_length()->mutable_unknown()->set_variadic(false);
+        break;
+      }
+      case TypeKind::Tuple: {
+        auto* tu = out->mutable_tupletype();
+        for (const Type* e : t->elems()) type(e, tu->add_types());
+        break;
+      }
+      case TypeKind::Dict:
+        type(t->key(), out->mutable_dictionarytype()->mutable_keytype());
+        type(t->value(), out->mutable_dictionarytype()->mutable_valuetype());
+        break;
+      case TypeKind::State: type(t->elem(), out->mutable_statetype()->mutable_wrappedtype()); break;
+    }
+  }
+
+  static void string_scalar(const std::string& s, mil::Value* out) {
+    set_tensor_type(out->mutable_type()->mutable_tensortype(), DataType::String, {});
+    out->mutable_immediatevalue()->mutable_tensor()->mutable_strings()->add_values(s);
+  }
+
+  void value(const Value& v, mil::Value* out, const std::string& what) {
+    const DataType dt = v.dtype();
+    if (v.is_symbolic())
+      throw ValueError(what + ": a symbolic value cannot be serialized");
+    if (dt == DataType::BFloat16 || dt == DataType::Float8E4M3FN || dt == DataType::Float8E5M2 ||
+        dt == DataType::Unused)
+      throw ValueError(what + ": consts of dtype " + std::string(dtype_name(dt)) +
+                       " cannot be serialized in an ML Program (coremltools has no encoding for them)");
+    set_tensor_type(out->mutable_type()->mutable_tensortype(), dt, v.shape());
+    if (uses_weight_file(v, opt_.target)) {
+      if (!opt_.weights) throw ValueError(what + ": needs a weight file but none was given");
+      uint64_t off = opt_.weights().write(v);
+      auto* fv = out->mutable_blobfilevalue();
+      fv->set_filename(kWeightFileName);
+      fv->set_offset(off);
+      return;
+    }
+    auto* tv = out->mutable_immediatevalue()->mutable_tensor();
+    const int64_t n = v.numel();
+    const uint8_t* raw = v.raw();
+    if (dt == DataType::String) {
+      auto* f = tv->mutable_strings();
+      for (const auto& s : v.string_values()) f->add_values(s);
+    } else if (dt == DataType::Bool) {
+      auto* f = tv->mutable_bools();
+      for (int64_t i = 0; i < n; ++i) f->add_values(raw[i] != 0);
+    } else if (is_byte_immediate(dt)) {
+      auto* f = tv->mutable_bytes();
+      if (is_sub_byte(dt)) {
+        std::string packed((static_cast<size_t>(n) * dtype_bits(dt) + 7) / 8, '\0');
+        pack_sub_byte(raw, static_cast<size_t>(n), dtype_bits(dt), reinterpret_cast<uint8_t*>(&packed[0]));
+        f->set_values(std::move(packed));
+      } else {
+        f->set_values(reinterpret_cast<const char*>(raw), v.nbytes());
+      }
+    } else if (dt == DataType::Int64 || dt == DataType::UInt64) {
+      auto* f = tv->mutable_longints();
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t x;
+        std::memcpy(&x, raw + 8 * i, 8);
+        f->add_values(x);
+      }
+    } else if (dt == DataType::Float32) {
+      auto* f = tv->mutable_floats();
+      f->mutable_values()->Resize(static_cast<int>(n), 0.f);
+      if (n) std::memcpy(f->mutable_values()->mutable_data(), raw, v.nbytes());
+    } else if (dt == DataType::Float64) {
+      auto* f = tv->mutable_doubles();
+      f->mutable_values()->Resize(static_cast<int>(n), 0.0);
+      if (n) std::memcpy(f->mutable_values()->mutable_data(), raw, v.nbytes());
+    } else if (is_int(dt)) {  // int16, uint16, int32 -> ints
+      auto* f = tv->mutable_ints();
+      for (int64_t i = 0; i < n; ++i) f->add_values(static_cast<int32_t>(v.as_int(i)));
+    } else {
+      throw ValueError(what + ": cannot serialize dtype " + std::string(dtype_name(dt)));
+    }
+  }
+
+  void op(const Operation& o, mil::Operation* out) {
+    const std::string what = o.describe();
+    out->set_type(o.op_type());
+    string_scalar(o.name(), &(*out->mutable_attributes())["name"]);
+    if (o.op_type() == "const") {
+      Var* v = o.output(0);
+      if (!v->value()) throw ValueError(what + ": const without a value");
+      value(*v->value(), &(*out->mutable_attributes())["val"], what);
+    } else {
+      const OpSchema& s = o.schema();
+      for (size_t i = 0; i < o.num_inputs(); ++i) {
+        VarSpan vs = o.input(i);
+        if (vs.empty()) continue;
+        auto& arg = (*out->mutable_inputs())[s.inputs[i].name];
+        for (Var* v : vs) arg.add_arguments()->set_name(v->name());
+      }
+    }
+    for (const auto& [k, v] : o.attributes()) {
+      if (k == "name" || !v) continue;
+      value(*v, &(*out->mutable_attributes())[k], what + " attribute '" + k + "'");
+    }
+    for (Var* v : o.outputs()) {
+      auto* nvt = out->add_outputs();
+      nvt->set_name(v->name());
+      type(v->type(), nvt->mutable_type());
+    }
+    for (Block* b : o.blocks()) block(*b, out->add_blocks(), true);
+  }
+
+  void block(const Block& b, mil::Block* out, bool nested) {
+    if (nested)
+      for (Var* v : b.inputs()) {
+        auto* nvt = out->add_inputs();
+        nvt->set_name(v->name());
+        type(v->type(), nvt->mutable_type());
+      }
+    for (Operation* o = b.front(); o; o = o->next()) op(*o, out->add_operations());
+    for (Var* v : b.outputs()) out->add_outputs(v->name());
+  }
+
+  void function(const std::string& name, const Function& f, mil::Function* out) {
+    if (static_cast<int>(f.opset()) > static_cast<int>(opt_.target))
+      throw ValueError("function '" + name + "' is written in opset " + target_name(f.opset()) +
+                       ", newer than the deployment target " + target_name(opt_.target));
+    for (Var* v : f.inputs()) {
+      auto* nvt = out->add_inputs();
+      nvt->set_name(v->name());
+      type(v->type(), nvt->mutable_type());
+    }
+    const std::string opset = opset_name(opt_.target);
+    out->set_opset(opset);
+    block(f.body(), &(*out->mutable_block_specializations())[opset], false);
+  }
+
+  // ---- ModelDescription ------------------------------------------------------------------
+  static spec::ArrayFeatureType_ArrayDataType io_dtype(const Var* v, bool output) {
+    switch (v->type()->dtype()) {
+      case DataType::Float32: return spec::ArrayFeatureType_ArrayDataType_FLOAT32;
+      case DataType::Float16: return spec::ArrayFeatureType_ArrayDataType_FLOAT16;
+      case DataType::Int32: return spec::ArrayFeatureType_ArrayDataType_INT32;
+      case DataType::Int8: return spec::ArrayFeatureType_ArrayDataType_INT8;
+      default:
+        throw ValueError(std::string(output ? "output '" : "input '") + v->name() + "' has data type " +
+                         std::string(dtype_name(v->type()->dtype())) +
+                         "; ML Program models only support fp32, fp16, int32 and int8 " +
+                         (output ? "outputs" : "inputs"));
+    }
+  }
+
+  void input_feature(const Function& f, Var* v, spec::FeatureDescription* fd) {
+    fd->set_name(v->name());
+    const Type* t = v->type();
+    auto* at = fd->mutable_type()->mutable_multiarraytype();
+    if (t->kind() == TypeKind::State) {
+      const Type* w = t->elem();
+      at = fd->mutable_type()->mutable_statetype()->mutable_arraytype();
+      if (!w->is_static()) throw ValueError("state input '" + v->name() + "' must have a static shape");
+      for (Dim d : w->shape()) at->add_shape(d->value());
+      at->set_datatype(w->dtype() == DataType::Float16 ? spec::ArrayFeatureType_ArrayDataType_FLOAT16
+                                                       : io_dtype(v, false));
+      return;
+    }
+    if (!t->is_tensor()) throw ValueError("input '" + v->name() + "' has unsupported type " + t->str());
+    at->set_datatype(io_dtype(v, false));
+    if (!t->has_rank()) throw ValueError("variable rank model inputs are not supported ('" + v->name() + "')");
+    if (t->is_scalar()) {
+      at->add_shape(1);
+      return;
+    }
+    bool symbolic = !t->is_static();
+    spec::ArrayFeatureType_ShapeRange* range = symbolic ? at->mutable_shaperange() : nullptr;
+    for (Dim d : t->shape()) {
+      if (d->is_const()) {
+        at->add_shape(d->value());
+        if (range) {
+          auto* r = range->add_sizeranges();
+          r->set_lowerbound(static_cast<uint64_t>(d->value()));
+          r->set_upperbound(d->value());
+        }
+        continue;
+      }
+      // symbolic: the symbol's range; an unbounded one gets coremltools' default [lo, lo + 1]
+      Interval iv = f.ctx().range(d);
+      int64_t lo = std::max<int64_t>(1, iv.lo == kNegInf ? 1 : iv.lo);
+      int64_t hi = iv.hi == kPosInf ? lo + 1 : iv.hi;
+      if (hi < lo) hi = lo;
+      at->add_shape(lo);
+      auto* r = range->add_sizeranges();
+      r->set_lowerbound(static_cast<uint64_t>(lo));
+      r->set_upperbound(hi);
+    }
+  }
+
+  void output_feature(Var* v, spec::FeatureDescription* fd) {
+    fd->set_name(v->name());
+    const Type* t = v->type();
+    if (!t->is_tensor()) throw ValueError("output '" + v->name() + "' has unsupported type " + t->str());
+    auto* at = fd->mutable_type()->mutable_multiarraytype();
+    at->set_datatype(io_dtype(v, true));
+    if (t->has_rank() && t->is_static() && !t->is_scalar())
+      for (Dim d : t->shape()) at->add_shape(d->value());
+  }
+
+  template <class Desc>
+  void describe(const Function& f, Desc* d) {
+    for (Var* v : f.inputs()) {
+      if (v->type()->kind() == TypeKind::State)
+        input_feature(f, v, d->add_state());
+      else
+        input_feature(f, v, d->add_input());
+    }
+    for (Var* v : f.body().outputs()) output_feature(v, d->add_output());
+  }
+
+ private:
+  const ProtoWriteOptions& opt_;
+};
+
+}  // namespace
+
+bool uses_weight_file(const Value& v, Target target) {
+  if (v.is_symbolic() || v.numel() < 10) return false;
+  switch (v.dtype()) {
+    case DataType::Float16:
+    case DataType::Float32:
+    case DataType::UInt8:
+    case DataType::Int8:
+    case DataType::Int4:
+    case DataType::UInt1:
+    case DataType::UInt2:
+    case DataType::UInt3:
+    case DataType::UInt4:
+    case DataType::UInt6: return true;
+    case DataType::UInt16:
+    case DataType::Int16:
+    case DataType::Int32:
+    case DataType::UInt32: return static_cast<int>(target) >= static_cast<int>(Target::iOS18);
+    default: return false;
+  }
+}
+
+std::string write_model_proto(const Program& program, const ProtoWriteOptions& options) {
+  const auto& fns = program.functions();
+  if (fns.empty()) throw ValueError("cannot serialize a program without functions");
+  const Function* main = program.function(program.default_function_name());
+  if (!main)
+    throw ValueError("default function '" + program.default_function_name() + "' not found in program");
+  const bool multi = fns.size() > 1;
+  if (multi && static_cast<int>(options.target) < static_cast<int>(Target::iOS18))
+    throw ValueError("minimum_deployment_target for multi-functions export should be iOS18+, got " +
+                     target_name(options.target));
+
+  Writer w(options);
+  spec::Model model;
+  model.set_specificationversion(static_cast<int>(options.target));
+  // the MIL program first (blobs are written in op order), then the description
+  auto* prog = model.mutable_mlprogram();
+  prog->set_version(1);
+  for (const auto& [name, f] : fns) w.function(name, *f, &(*prog->mutable_functions())[name]);
+  auto* desc = model.mutable_description();
+  if (multi) {
+    for (const auto& [name, f] : fns) {
+      auto* fd = desc->add_functions();
+      fd->set_name(name);
+      w.describe(*f, fd);
+    }
+    desc->set_defaultfunctionname(program.default_function_name());
+  } else {
+    w.describe(*main, desc);
+  }
+
+  // buildInfo (dict<string, string>) mirrored into metadata.userDefined
+  std::map<std::string, std::string> info = program.attributes();
+  if (!info.count("milkit-version")) info["milkit-version"] = kMilkitVersion;
+  mil::Value& bi = (*prog->mutable_attributes())["buildInfo"];
+  auto* dt = bi.mutable_type()->mutable_dictionarytype();
+  set_tensor_type(dt->mutable_keytype()->mutable_tensortype(), DataType::String, {});
+  set_tensor_type(dt->mutable_valuetype()->mutable_tensortype(), DataType::String, {});
+  auto* dict = bi.mutable_immediatevalue()->mutable_dictionary();
+  auto* ud = desc->mutable_metadata()->mutable_userdefined();
+  for (const auto& [k, v] : info) {
+    auto* kv = dict->add_values();
+    Writer::string_scalar(k, kv->mutable_key());
+    Writer::string_scalar(v, kv->mutable_value());
+    (*ud)[k] = v;
+  }
+
+  std::string out;
+  if (!model.SerializeToString(&out)) throw ValueError("cannot serialize the model proto (over 2 GiB?)");
+  return out;
+}
+
+}  // namespace milkit
