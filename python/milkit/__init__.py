@@ -12,6 +12,18 @@ from . import _core
 from . import types
 from ._target import AvailableTarget, target
 from .builder import Builder, Placeholder, StateTensorSpec, TensorSpec
+from .convert import (
+    ComputePrecision,
+    EnumeratedShapes,
+    MLModel,
+    RangeDim,
+    Shape,
+    SkippedPassesWarning,
+    TensorType,
+    convert,
+    precision,
+)
+from .pipeline import PassPipeline
 from .io import load, save
 from .program import Block, Function, Operation, Program, Var
 from .symbolic import SymExpr, get_new_symbol, get_new_variadic_symbol
@@ -28,6 +40,18 @@ VerifyError = _core.VerifyError
 __version__ = "0.1.0"
 
 __all__ = [
+    "ComputePrecision",
+    "EnumeratedShapes",
+    "MLModel",
+    "PassPipeline",
+    "RangeDim",
+    "Shape",
+    "SkippedPassesWarning",
+    "TensorType",
+    "convert",
+    "load",
+    "precision",
+    "save",
     "AvailableTarget",
     "Block",
     "Builder",

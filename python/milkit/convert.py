@@ -1,0 +1,256 @@
+"""``milkit.convert``: a Program to a Core ML ML Program package, like ``coremltools.convert``.
+
+    model = ct.convert(prog, convert_to="mlprogram", minimum_deployment_target=ct.target.iOS17,
+                       compute_precision=ct.precision.FLOAT16,
+                       inputs=[ct.TensorType(name="x", shape=(1, ct.RangeDim(1, 512), 64))])
+    model.save("encoder.mlpackage")
+
+As in coremltools the program is rewritten in place: the main pipeline (``pass_pipeline``,
+default ``PassPipeline.DEFAULT``, without the fp16 passes for FLOAT32), then the
+``backend_mlprogram`` passes, then it is written to a temporary package that ``save`` copies.
+Passes milkit does not implement yet are skipped and reported (``SkippedPassesWarning`` and
+``model.skipped_passes``).
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import shutil
+import tempfile
+import warnings
+from typing import Any, Sequence
+
+from . import _core
+from ._target import AvailableTarget
+from .pipeline import BACKEND_MLPROGRAM_PASSES, PassPipeline
+
+__all__ = [
+    "ComputePrecision",
+    "precision",
+    "RangeDim",
+    "Shape",
+    "EnumeratedShapes",
+    "TensorType",
+    "MLModel",
+    "SkippedPassesWarning",
+    "convert",
+]
+
+
+class ComputePrecision(enum.Enum):
+    """``ct.precision``."""
+
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+
+
+precision = ComputePrecision
+
+
+class SkippedPassesWarning(UserWarning):
+    """A pipeline named passes that milkit does not implement yet; they were skipped."""
+
+
+class RangeDim:
+    """A flexible dimension ``[lower_bound, upper_bound]`` (-1: unbounded)."""
+
+    def __init__(self, lower_bound: int = 1, upper_bound: int = -1, default: int | None = None,
+                 symbol: str | None = None) -> None:
+        if upper_bound != -1 and lower_bound > upper_bound:
+            raise ValueError(f"RangeDim: lower_bound {lower_bound} exceeds upper_bound {upper_bound}")
+        self.lower_bound = lower_bound
+        self.upper_bound = upper_bound
+        self.default = lower_bound if default is None else default
+        self.symbol = symbol
+
+    def __repr__(self) -> str:
+        return f"RangeDim(lower_bound={self.lower_bound}, upper_bound={self.upper_bound}, default={self.default})"
+
+
+class Shape:
+    """A shape of ints and RangeDims."""
+
+    def __init__(self, shape: Sequence[Any], default: Sequence[int] | None = None) -> None:
+        self.shape = tuple(shape)
+        self.default = default
+
+
+class EnumeratedShapes:
+    """A set of allowed shapes (written as ``enumeratedShapes``)."""
+
+    def __init__(self, shapes: Sequence[Sequence[int]], default: Sequence[int] | None = None) -> None:
+        self.shapes = [tuple(s.shape if isinstance(s, Shape) else s) for s in shapes]
+        self.default = tuple(default) if default is not None else self.shapes[0]
+
+
+class TensorType:
+    """An input or output description (``ct.TensorType``)."""
+
+    def __init__(self, name: str | None = None, shape: Any = None, dtype: Any = None,
+                 default_value: Any = None) -> None:
+        self.name = name
+        self.shape = shape.shape if isinstance(shape, Shape) else shape
+        self.dtype = dtype
+        self.default_value = default_value
+
+
+class MLModel:
+    """A converted model backed by a package directory (coremltools' ``MLModel`` subset)."""
+
+    def __init__(self, model: str | os.PathLike, is_temp_package: bool = False, mil_program: Any = None,
+                 skip_model_load: bool = True, skipped_passes: Sequence[str] = ()) -> None:
+        self.package_path = os.fspath(model)
+        self.is_temp_package = is_temp_package
+        self._mil_program = mil_program
+        self.skipped_passes = list(skipped_passes)
+
+    @property
+    def weights_dir(self) -> str:
+        return os.path.join(self.package_path, "Data", "com.apple.CoreML", "weights")
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Copies the package to ``path`` (atomically: a copy beside it, then a rename)."""
+        path = os.fspath(path)
+        parent = os.path.dirname(os.path.abspath(path))
+        tmp = tempfile.mkdtemp(prefix=".milkit-save-", dir=parent)
+        try:
+            staged = os.path.join(tmp, "pkg")
+            shutil.copytree(self.package_path, staged)
+            old = None
+            if os.path.exists(path):
+                old = os.path.join(tmp, "old")
+                os.rename(path, old)
+            try:
+                os.rename(staged, path)
+            except OSError:
+                if old is not None:
+                    os.rename(old, path)
+                raise
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def get_spec(self) -> Any:
+        """The Model proto, parsed with coremltools' generated classes (needs coremltools)."""
+        from coremltools.proto import Model_pb2
+
+        spec = Model_pb2.Model()
+        with open(os.path.join(self.package_path, "Data", "com.apple.CoreML", "model.mlmodel"), "rb") as f:
+            spec.ParseFromString(f.read())
+        return spec
+
+    def get_program(self) -> Any:
+        """The MIL program as converted."""
+        return self._mil_program
+
+    def predict(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("Prediction needs the Core ML framework (macOS); milkit writes and reads models only")
+
+    def __del__(self) -> None:
+        if getattr(self, "is_temp_package", False):
+            shutil.rmtree(self.package_path, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return f"MLModel({self.package_path!r})"
+
+
+def _target_value(t: Any) -> int:
+    v = getattr(t, "value", t)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise TypeError(f"minimum_deployment_target must be a target (e.g. ct.target.iOS17), got {t!r}")
+    return int(v)
+
+
+def _apply_input_types(prog: Any, inputs: Sequence[Any]) -> None:
+    from . import types
+    from .builder import _as_dtype
+
+    main = prog.functions[prog.default_function_name]
+    fin = main.inputs
+    for i, t in enumerate(inputs):
+        if not isinstance(t, TensorType):
+            raise TypeError(f"inputs[{i}] must be ct.TensorType, got {type(t).__name__}")
+        name = t.name if t.name is not None else list(fin)[i] if i < len(fin) else None
+        if name not in fin:
+            raise ValueError(f"inputs[{i}]: the program has no input named {t.name!r}; its inputs are {list(fin)}")
+        var = fin[name]
+        if t.dtype is not None and _as_dtype(t.dtype) is not var.dtype:
+            raise ValueError(f"input {name!r}: dtype {types.builtin_to_string(_as_dtype(t.dtype))} differs from "
+                             f"the program's {var.dtype}; cast inside the program instead")
+        if t.shape is None:
+            continue
+        if isinstance(t.shape, EnumeratedShapes):
+            raise ValueError(f"input {name!r}: EnumeratedShapes are not supported by milkit's writer yet; "
+                             "use RangeDim bounds")
+        shape = list(t.shape)
+        if len(shape) != len(var.shape):
+            raise ValueError(f"input {name!r}: shape {tuple(shape)} has rank {len(shape)}, the program's "
+                             f"{var.shape} has rank {len(var.shape)}")
+        for k, (want, have) in enumerate(zip(shape, var.shape)):
+            if isinstance(want, RangeDim):
+                if isinstance(have, int):
+                    if not (want.lower_bound <= have and (want.upper_bound == -1 or have <= want.upper_bound)):
+                        raise ValueError(f"input {name!r} dim {k}: {have} is outside {want}")
+                    continue
+                hi = None if want.upper_bound == -1 else want.upper_bound
+                have.set_range(want.lower_bound, hi)
+            elif isinstance(want, int) and want >= 0:
+                if isinstance(have, int) and have != want:
+                    raise ValueError(f"input {name!r} dim {k}: {want} differs from the program's {have}")
+                if not isinstance(have, int):
+                    raise ValueError(f"input {name!r} dim {k}: the program's dim {have} is symbolic; give a RangeDim "
+                                     "or fix it in the TensorSpec")
+
+
+def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = None,
+            outputs: Sequence[Any] | None = None, classifier_config: Any = None,
+            minimum_deployment_target: Any = None, convert_to: str | None = None,
+            compute_precision: Any = None, skip_model_load: bool = False, compute_units: Any = None,
+            package_dir: str | None = None, debug: bool = False, pass_pipeline: PassPipeline | None = None,
+            states: Any = None) -> MLModel:
+    """Converts a milkit Program into an ML Program package; see the module docstring."""
+    if not isinstance(model, _core.Program):
+        raise TypeError(f"milkit.convert takes a milkit Program (source 'milinternal'), got {type(model).__name__}")
+    if source not in ("auto", "milinternal"):
+        raise ValueError(f"source {source!r} is not supported; milkit converts its own Programs")
+    if convert_to not in (None, "mlprogram"):
+        raise ValueError(f"convert_to={convert_to!r} is not supported: milkit writes ML Programs only")
+    if classifier_config is not None:
+        raise ValueError("classifier_config is not supported yet")
+    target = int(AvailableTarget.iOS15) if minimum_deployment_target is None else _target_value(minimum_deployment_target)
+    if target < int(AvailableTarget.iOS15):
+        raise ValueError("an ML Program needs minimum_deployment_target iOS15 or later")
+    for fname, f in model.functions.items():
+        if f.opset > target:
+            raise ValueError(f"function {fname!r} uses opset {AvailableTarget(f.opset).name}, newer than "
+                             f"minimum_deployment_target {AvailableTarget(target).name}")
+    if compute_precision is None:
+        compute_precision = ComputePrecision.FLOAT16
+    if compute_precision not in (ComputePrecision.FLOAT16, ComputePrecision.FLOAT32):
+        raise ValueError(f"Invalid value of the argument 'compute_precision': {compute_precision}")
+    if inputs:
+        _apply_input_types(model, inputs)
+
+    pipeline = PassPipeline.DEFAULT if pass_pipeline is None else pass_pipeline
+    main_passes = pipeline.passes
+    if compute_precision is ComputePrecision.FLOAT32:
+        main_passes = [p for p in main_passes if p not in ("common::add_fp16_cast", "common::add_int16_cast")]
+    options = pipeline.get_all_options()
+    skipped = list(_core.run_passes(model, main_passes, options, False, True))
+    skipped += _core.run_passes(model, BACKEND_MLPROGRAM_PASSES, options, False, True)
+    if outputs:
+        main = model.functions[model.default_function_name]
+        if len(outputs) != len(main.outputs):
+            raise ValueError(f"outputs: {len(outputs)} given, the program has {len(main.outputs)}")
+        for o, v in zip(outputs, main.outputs):
+            if getattr(o, "name", None):
+                v.name = o.name
+    uniq = sorted(set(skipped))
+    if uniq:
+        warnings.warn(f"milkit skipped {len(uniq)} passes it does not implement yet: {', '.join(uniq)}",
+                      SkippedPassesWarning, stacklevel=2)
+    path = tempfile.mkdtemp(suffix=".mlpackage", dir=package_dir)
+    os.rmdir(path)
+    _core.save_mlpackage(model, path, target, False)
+    return MLModel(path, is_temp_package=True, mil_program=model, skip_model_load=skip_model_load,
+                   skipped_passes=uniq)
