@@ -1,0 +1,119 @@
+"""milkit.convert against coremltools.convert on the same programs."""
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+from parity import _build, _ct, _make_symbols, reset_ct_names
+
+import milkit
+
+
+def _both(build, specs, opset="iOS17"):
+    symtab = _make_symbols(specs)
+    reset_ct_names()
+    cp = _build("ct", build, specs, opset, symtab)
+    mp = _build("mk", build, specs, opset, symtab)
+    return cp, mp
+
+
+def _mlprogram(spec):
+    p = spec.mlProgram
+    return p.functions["main"]
+
+
+def _ops(fn_spec, opset):
+    return [(op.type, op.attributes["name"].immediateValue.tensor.strings.values[0],
+             [o.name for o in op.outputs], sorted(op.inputs.keys()))
+            for op in fn_spec.block_specializations[opset].operations]
+
+
+def _convert_both(build, specs, opset="iOS17", **kw):
+    ct, _, _, _ = _ct()
+    cp, mp = _both(build, specs, opset)
+    t = getattr(ct.target, opset)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cm = ct.convert(cp, convert_to="mlprogram", minimum_deployment_target=t, skip_model_load=True,
+                        compute_precision=ct.precision.FLOAT32, pass_pipeline=ct.PassPipeline.EMPTY, **kw)
+        mm = milkit.convert(mp, convert_to="mlprogram", minimum_deployment_target=getattr(milkit.target, opset),
+                            skip_model_load=True, compute_precision=milkit.precision.FLOAT32,
+                            pass_pipeline=milkit.PassPipeline.EMPTY,
+                            **{k: v for k, v in kw.items() if k != "inputs"})
+    return cm, mm
+
+
+def _weights(model):
+    p = os.path.join(model.weights_dir, "weight.bin")
+    return open(p, "rb").read() if os.path.exists(p) else b""
+
+
+@pytest.mark.parametrize("opset", ["iOS15", "iOS16", "iOS17", "iOS18"])
+def test_fp32_empty_matches_coremltools_op_for_op(opset, tmp_path):
+    w = np.random.default_rng(0).random((16, 8)).astype(np.float32)
+    b = np.random.default_rng(1).random((16,)).astype(np.float32)
+
+    def build(mb, x):
+        h = mb.linear(x=x, weight=w, bias=b)
+        h = mb.relu(x=h)
+        return mb.reduce_mean(x=mb.mul(x=h, y=2.0), axes=[-1], keep_dims=True)
+
+    cm, mm = _convert_both(build, [((1, "S", 8), "fp32")], opset)
+    cs, ms = cm.get_spec(), mm.get_spec()
+    assert cs.specificationVersion == ms.specificationVersion
+    op_name = next(iter(_mlprogram(cs).block_specializations))
+    assert _mlprogram(ms).opset == _mlprogram(cs).opset == op_name
+    assert _ops(_mlprogram(ms), op_name) == _ops(_mlprogram(cs), op_name)
+    assert _weights(mm) == _weights(cm)
+    assert [i.name for i in ms.description.input] == [i.name for i in cs.description.input]
+    mm.save(tmp_path / "m.mlpackage")
+    # it loads in coremltools and in milkit
+    ct, _, _, _ = _ct()
+    from coremltools.converters.mil.frontend.milproto.load import load as milproto_to_pymil
+
+    loaded = ct.models.MLModel(str(tmp_path / "m.mlpackage"), skip_model_load=True)
+    milproto_to_pymil(loaded.get_spec(), loaded.get_spec().specificationVersion, loaded.weights_dir)
+    back = milkit.load(tmp_path / "m.mlpackage")
+    back.validate()
+
+
+def test_range_dim_sets_the_shape_range():
+    ct, _, _, _ = _ct()
+
+    def build(mb, x):
+        return mb.add(x=x, y=1.0)
+
+    _, mp = _both(build, [((1, "S", 4), "fp32")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mm = milkit.convert(mp, minimum_deployment_target=milkit.target.iOS17, compute_precision=milkit.precision.FLOAT32,
+                            inputs=[milkit.TensorType(name="x", shape=(1, milkit.RangeDim(2, 512), 4))])
+    rng = mm.get_spec().description.input[0].type.multiArrayType.shapeRange.sizeRanges
+    assert [(r.lowerBound, r.upperBound) for r in rng] == [(1, 1), (2, 512), (4, 4)]
+
+
+def test_convert_errors():
+    _, mp = _both(lambda mb, x: mb.add(x=x, y=1.0), [((2,), "fp32")], "iOS18")
+    with pytest.raises(ValueError, match="newer than minimum_deployment_target iOS17"):
+        milkit.convert(mp, minimum_deployment_target=milkit.target.iOS17)
+    with pytest.raises(TypeError, match="milkit Program"):
+        milkit.convert(object())
+    with pytest.raises(ValueError, match="neuralnetwork"):
+        milkit.convert(mp, convert_to="neuralnetwork")
+    with pytest.raises(ValueError, match="no input named 'y'"):
+        milkit.convert(mp, minimum_deployment_target=milkit.target.iOS18,
+                       inputs=[milkit.TensorType(name="y", shape=(2,))])
+
+
+def test_default_pipeline_reports_skipped_passes(tmp_path):
+    _, mp = _both(lambda mb, x: mb.add(x=x, y=1.0), [((2,), "fp32")])
+    with pytest.warns(milkit.SkippedPassesWarning):
+        m = milkit.convert(mp, minimum_deployment_target=milkit.target.iOS17)
+    assert all("::" in p for p in m.skipped_passes)
+    assert "common::const_elimination" not in m.skipped_passes
+    m.save(tmp_path / "a.mlpackage")
+    m.save(tmp_path / "a.mlpackage")  # overwrite in place
+    assert (tmp_path / "a.mlpackage" / "Manifest.json").exists()
+    assert milkit.PassPipeline.EMPTY.passes == []
+    assert len(milkit.PassPipeline.DEFAULT.passes) == 95
