@@ -4,6 +4,9 @@ BUILD ?= build
 JOBS ?= 2
 APT_PACKAGES = libprotobuf-dev protobuf-compiler nlohmann-json3-dev catch2 ccache cmake ninja-build g++ valgrind
 STAMP = $(BUILD)/.deps-stamp
+# ccache hits across build trees (plain CMake build, pip's scikit-build tree, sanitizer tree)
+export CCACHE_BASEDIR = $(CURDIR)
+export CMAKE_BUILD_PARALLEL_LEVEL = $(JOBS)
 
 .PHONY: deps build demo test test-cpp test-python test-notebooks test-install lint bench sanitize clean
 
@@ -26,7 +29,7 @@ build: deps
 demo: build
 	PYTHONPATH=python $(PYTHON) examples/demo.py
 
-test: build test-cpp test-python test-notebooks
+test: build test-cpp test-python test-notebooks test-install
 
 test-cpp:
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
