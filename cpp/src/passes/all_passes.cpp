@@ -5,11 +5,17 @@ namespace milkit {
 void register_dead_code_elimination(PassRegistry& r);
 void register_const_elimination(PassRegistry& r);
 void register_dedup_op_and_var_names(PassRegistry& r);
+void register_add_fp16_cast(PassRegistry& r);
+void register_cast_optimization(PassRegistry& r);
+void register_const_deduplication(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
   register_const_elimination(r);
   register_dedup_op_and_var_names(r);
+  register_add_fp16_cast(r);
+  register_cast_optimization(r);
+  register_const_deduplication(r);
 }
 
 }  // namespace milkit

@@ -65,6 +65,21 @@ namespace pass_util {
 void for_each_block(Function& f, const std::function<void(Block&)>& fn);
 /// Whether an op must be kept even when its outputs are unused (state writes).
 bool has_side_effects(const Operation& op);
+/// Whether `v` is an output of a function body.
+bool is_function_output(const Var* v);
+/// Whether `v` is an input of a function.
+bool is_function_input(const Var* v);
+/// coremltools' Block.replace_uses_of_var_after_op(anchor_op=old_var.op, ...): every use of
+/// `old_var` (ops and block outputs) reads `new_var` instead, and when `old_var` is an output of a
+/// function body `new_var` takes its name (ValueError if `new_var` is a function input with
+/// another name).
+void replace_var(Var* old_var, Var* new_var);
+/// An integer option, or `dflt` when absent; ValueError naming the pass when malformed.
+int64_t int_option(const PassOptions& opts, const std::string& pass, const std::string& name,
+                   int64_t dflt);
+/// A ValueError for an option the pass does not know.
+void check_options(const PassOptions& opts, const std::string& pass,
+                   const std::vector<std::string>& known);
 }  // namespace pass_util
 
 }  // namespace milkit
