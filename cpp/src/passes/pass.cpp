@@ -1,5 +1,6 @@
 #include "milkit/passes/pass.h"
 
+#include <cctype>
 #include <cstdlib>
 
 #include "milkit/ir/verify.h"
@@ -82,6 +83,35 @@ void replace_var(Var* old_var, Var* new_var) {
                      old_var->name() + "'");
   old_var->replace_all_uses_with(new_var);
   if (out) new_var->set_name(old_var->name());
+}
+
+std::string NameSanitizer::sanitize(const std::string& name) {
+  static const std::unordered_set<std::string> reserved = {
+      "any",   "bool",  "program", "func",  "tensor", "list",   "dict",   "tuple",
+      "true",  "false", "string",  "bf16",  "fp16",   "fp32",   "fp64",   "int8",
+      "int16", "int32", "int64",   "uint8", "uint16", "uint32", "uint64", "state"};
+  std::string n;
+  n.reserve(name.size());
+  for (unsigned char c : name) {
+    if ((c & 0xC0) == 0x80) continue;  // UTF-8 continuation byte: part of the previous code point
+    n.push_back((std::isalnum(c) && c < 0x80) || c == '_' ? static_cast<char>(c) : '_');
+  }
+  if (!n.empty() && !(std::isalpha(static_cast<unsigned char>(n[0])) || n[0] == '_')) n = prefix_ + n;
+  if (reserved.count(n)) n += "_workaround";
+  if (n == name) {
+    seen_.insert(name);
+    return name;
+  }
+  if (seen_.count(n)) {
+    int idx = 0;
+    n += "_" + std::to_string(idx);
+    while (seen_.count(n)) {
+      ++idx;
+      n += "_" + std::to_string(idx);
+    }
+  }
+  seen_.insert(n);
+  return n;
 }
 
 int64_t int_option(const PassOptions& opts, const std::string& pass, const std::string& name,
