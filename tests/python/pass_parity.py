@@ -49,8 +49,18 @@ def check_passes(build: Callable, specs: Sequence, names: Sequence[str], opset: 
     except AssertionError as e:
         raise AssertionError(f"[{opset}] {e}\n--- coremltools:{cp}\n--- milkit:{mp}") from None
     assert_values_exact(cp, mp)
+    assert_inputs_equal(cp, mp)
     mp.validate()
     return cp, mp
+
+
+def assert_inputs_equal(cp: Any, mp: Any) -> None:
+    """Function input names, dtypes and ranks (compare_programs checks ops and outputs)."""
+    from coremltools.converters.mil.mil import types as ctypes
+
+    ci = [(v.name, ctypes.builtin_to_string(v.dtype), len(v.shape)) for v in cp.functions["main"].inputs.values()]
+    mi = [(v.name, v.dtype.__name__, len(v.shape)) for v in mp.functions["main"].inputs.values()]
+    assert ci == mi, f"inputs {mi} != coremltools {ci}"
 
 
 def assert_values_exact(cp: Any, mp: Any) -> None:

@@ -8,6 +8,9 @@ void register_dedup_op_and_var_names(PassRegistry& r);
 void register_add_fp16_cast(PassRegistry& r);
 void register_cast_optimization(PassRegistry& r);
 void register_const_deduplication(PassRegistry& r);
+void register_sanitize_name_strings(PassRegistry& r);
+void register_sanitize_input_output_names(PassRegistry& r);
+void register_adjust_io_to_supported_types(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -16,6 +19,9 @@ void register_all_passes(PassRegistry& r) {
   register_add_fp16_cast(r);
   register_cast_optimization(r);
   register_const_deduplication(r);
+  register_sanitize_input_output_names(r);
+  register_adjust_io_to_supported_types(r);
+  register_sanitize_name_strings(r);
 }
 
 }  // namespace milkit
