@@ -43,6 +43,8 @@ def test_mixed_precision_and_exclusions(opset):
         e = mb.cast(x=d, dtype="fp16")  # cast is never rewritten
         f = mb.add(x=d, y=np.float32(70000))  # overflows fp16: stays fp32
         g = mb.add(x=d, y=np.float32(-3e38))  # treated as -inf: fp16
+        g = mb.add(x=g, y=np.float32(-1e38))  # fp32(1e38) < 1e38 in float64, not in numpy's fp32 test
+        g = mb.add(x=g, y=np.array([1e37, 0], np.float32)[:1])  # finite and too big: stays fp32
         h = mb.mul(x=x, y=np.array([1e-9, -1e-9, 0, 1], np.float32))  # tiny values
         return e, f, g, h
 

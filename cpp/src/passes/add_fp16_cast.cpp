@@ -43,7 +43,8 @@ bool fp16_overflow(const Operation* op) {
     const Value& val = *v->value();
     for (int64_t i = 0; i < val.numel(); ++i) {
       double a = std::fabs(val.as_double(i));
-      if (a < 1e38 && a > 65504) return true;
+      // numpy compares the fp32 array with 1e38 rounded to fp32
+      if (a < static_cast<double>(1e38f) && a > 65504) return true;
     }
   }
   return false;
