@@ -15,6 +15,7 @@ void register_fuse_activation_silu(PassRegistry& r);
 void register_fuse_pow2_sqrt(PassRegistry& r);
 void register_handle_unused_inputs(PassRegistry& r);
 void register_noop_elimination(PassRegistry& r);
+void register_topological_reorder(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -27,6 +28,7 @@ void register_all_passes(PassRegistry& r) {
   register_adjust_io_to_supported_types(r);
   register_handle_unused_inputs(r);
   register_noop_elimination(r);
+  register_topological_reorder(r);
   register_fuse_pow2_sqrt(r);
   register_fuse_activation_silu(r);
   register_sanitize_name_strings(r);
