@@ -5,11 +5,33 @@ namespace milkit {
 void register_dead_code_elimination(PassRegistry& r);
 void register_const_elimination(PassRegistry& r);
 void register_dedup_op_and_var_names(PassRegistry& r);
+void register_add_fp16_cast(PassRegistry& r);
+void register_cast_optimization(PassRegistry& r);
+void register_const_deduplication(PassRegistry& r);
+void register_sanitize_name_strings(PassRegistry& r);
+void register_sanitize_input_output_names(PassRegistry& r);
+void register_adjust_io_to_supported_types(PassRegistry& r);
+void register_fuse_activation_silu(PassRegistry& r);
+void register_fuse_pow2_sqrt(PassRegistry& r);
+void register_handle_unused_inputs(PassRegistry& r);
+void register_noop_elimination(PassRegistry& r);
+void register_topological_reorder(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
   register_const_elimination(r);
   register_dedup_op_and_var_names(r);
+  register_add_fp16_cast(r);
+  register_cast_optimization(r);
+  register_const_deduplication(r);
+  register_sanitize_input_output_names(r);
+  register_adjust_io_to_supported_types(r);
+  register_handle_unused_inputs(r);
+  register_noop_elimination(r);
+  register_topological_reorder(r);
+  register_fuse_pow2_sqrt(r);
+  register_fuse_activation_silu(r);
+  register_sanitize_name_strings(r);
 }
 
 }  // namespace milkit

@@ -1,5 +1,8 @@
 #include "milkit/passes/pass.h"
 
+#include <cctype>
+#include <cstdlib>
+
 #include "milkit/ir/verify.h"
 #include "milkit/types/error.h"
 
@@ -62,6 +65,74 @@ void for_each_block(Function& f, const std::function<void(Block&)>& fn) {
 bool has_side_effects(const Operation& op) {
   const std::string& t = op.op_type();
   return t == "coreml_update_state" || t == "write_state";
+}
+
+bool is_function_output(const Var* v) {
+  for (const Block* b : v->block_uses())
+    if (!b->parent_op()) return true;
+  return false;
+}
+
+bool is_function_input(const Var* v) { return v->input_of() && !v->input_of()->parent_op(); }
+
+void replace_var(Var* old_var, Var* new_var) {
+  if (old_var == new_var) return;
+  bool out = is_function_output(old_var);
+  if (out && is_function_input(new_var) && new_var->name() != old_var->name())
+    throw ValueError("cannot rename function input '" + new_var->name() + "' to '" +
+                     old_var->name() + "'");
+  old_var->replace_all_uses_with(new_var);
+  if (out) new_var->set_name(old_var->name());
+}
+
+std::string NameSanitizer::sanitize(const std::string& name) {
+  static const std::unordered_set<std::string> reserved = {
+      "any",   "bool",  "program", "func",  "tensor", "list",   "dict",   "tuple",
+      "true",  "false", "string",  "bf16",  "fp16",   "fp32",   "fp64",   "int8",
+      "int16", "int32", "int64",   "uint8", "uint16", "uint32", "uint64", "state"};
+  std::string n;
+  n.reserve(name.size());
+  for (unsigned char c : name) {
+    if ((c & 0xC0) == 0x80) continue;  // UTF-8 continuation byte: part of the previous code point
+    n.push_back((std::isalnum(c) && c < 0x80) || c == '_' ? static_cast<char>(c) : '_');
+  }
+  if (!n.empty() && !(std::isalpha(static_cast<unsigned char>(n[0])) || n[0] == '_')) n = prefix_ + n;
+  if (reserved.count(n)) n += "_workaround";
+  if (n == name) {
+    seen_.insert(name);
+    return name;
+  }
+  if (seen_.count(n)) {
+    int idx = 0;
+    n += "_" + std::to_string(idx);
+    while (seen_.count(n)) {
+      ++idx;
+      n += "_" + std::to_string(idx);
+    }
+  }
+  seen_.insert(n);
+  return n;
+}
+
+int64_t int_option(const PassOptions& opts, const std::string& pass, const std::string& name,
+                   int64_t dflt) {
+  auto it = opts.find(name);
+  if (it == opts.end()) return dflt;
+  const std::string& s = it->second;
+  char* end = nullptr;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (s.empty() || *end != '\0')
+    throw ValueError(pass + ": option '" + name + "' must be an int, got '" + s + "'");
+  return v;
+}
+
+void check_options(const PassOptions& opts, const std::string& pass,
+                   const std::vector<std::string>& known) {
+  for (auto& [k, v] : opts) {
+    bool ok = false;
+    for (auto& n : known) ok = ok || n == k;
+    if (!ok) throw ValueError(pass + ": unknown option '" + k + "'");
+  }
 }
 
 }  // namespace pass_util

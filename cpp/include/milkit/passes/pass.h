@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "milkit/ir/ir.h"
@@ -65,6 +66,36 @@ namespace pass_util {
 void for_each_block(Function& f, const std::function<void(Block&)>& fn);
 /// Whether an op must be kept even when its outputs are unused (state writes).
 bool has_side_effects(const Operation& op);
+/// Whether `v` is an output of a function body.
+bool is_function_output(const Var* v);
+/// Whether `v` is an input of a function.
+bool is_function_input(const Var* v);
+/// coremltools' Block.replace_uses_of_var_after_op(anchor_op=old_var.op, ...): every use of
+/// `old_var` (ops and block outputs) reads `new_var` instead, and when `old_var` is an output of a
+/// function body `new_var` takes its name (ValueError if `new_var` is a function input with
+/// another name).
+void replace_var(Var* old_var, Var* new_var);
+/// coremltools' NameSanitizer: makes names match [A-Za-z_][A-Za-z0-9_]*, unique among the names
+/// it has seen.
+class NameSanitizer {
+ public:
+  /// `prefix` goes in front of names that do not start with a letter or '_'.
+  explicit NameSanitizer(std::string prefix) : prefix_(std::move(prefix)) {}
+  /// Every character (UTF-8 code point) outside [A-Za-z0-9_] becomes '_', the prefix is added when
+  /// needed, reserved MIL words get "_workaround"; a changed name that was seen before gets
+  /// "_0", "_0_1", "_0_1_2", ... (coremltools' accumulating suffix) until unique.
+  std::string sanitize(const std::string& name);
+
+ private:
+  std::string prefix_;
+  std::unordered_set<std::string> seen_;
+};
+/// An integer option, or `dflt` when absent; ValueError naming the pass when malformed.
+int64_t int_option(const PassOptions& opts, const std::string& pass, const std::string& name,
+                   int64_t dflt);
+/// A ValueError for an option the pass does not know.
+void check_options(const PassOptions& opts, const std::string& pass,
+                   const std::vector<std::string>& known);
 }  // namespace pass_util
 
 }  // namespace milkit

@@ -1,0 +1,181 @@
+// common::add_fp16_cast (coremltools' FP16ComputePrecision): runs ops in fp16.
+//
+// For each op, nested blocks first, skipping cast, while_loop, cond, make_list, list_*,
+// read_state, coreml_update_state, the op types in the option `skip_ops_by_type` (comma
+// separated), and ops with an fp32 const input holding a finite value beyond fp16's range
+// (|v| > 65504; |v| >= 1e38 counts as infinity and is allowed):
+//   1. each fp32 input that may be fp16 (its dtype set allows fp16; from iOS17 not the alpha/beta of
+//      activations nor the epsilon of inverse/log/rsqrt) gets cast(x, "fp16") named "<var>_to_fp16",
+//      inserted before the op; a var with several uses is cast once per block and the cast reused.
+//      A const cast whose fp16 value flushes a non-zero to zero keeps the smallest fp16 subnormal
+//      with the sign of the original instead (arrays under 400 elements, as coremltools);
+//   2. the op is rebuilt as "<op>_cast_fp16" on the new inputs, before the old op;
+//   3. each output that was fp32 and no longer is gets cast(out, "fp32") named "<out>_to_fp32";
+//      users (and function outputs, which keep their names) read it instead; the old op goes.
+#include <cmath>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "milkit/builder/builder.h"
+#include "milkit/passes/pass.h"
+
+namespace milkit {
+
+namespace {
+
+const std::set<std::string> kUnsupported = {
+    "cast",      "while_loop", "cond",       "make_list", "list_gather",         "list_scatter",
+    "list_read", "list_write", "list_length", "read_state", "coreml_update_state"};
+const std::set<std::string> kAlphaOps = {"elu", "leaky_relu", "prelu", "thresholded_relu"};
+const std::set<std::string> kAlphaBetaOps = {"clamped_relu", "linear_activation", "scaled_tanh",
+                                             "sigmoid_hard", "softplus_parametric"};
+const std::set<std::string> kEpsilonOps = {"inverse", "log", "rsqrt"};
+
+constexpr double kHalfMinSubnormal = 5.9604644775390625e-08;  // 2^-24
+constexpr double kFloatMinSubnormal = 1.401298464324817e-45;  // 2^-149
+
+bool is_fp32(const Var* v) { return v->type()->is_tensor() && v->type()->dtype() == DataType::Float32; }
+
+bool fp16_overflow(const Operation* op) {
+  for (Var* v : op->args()) {
+    if (!v || !v->op() || v->op()->op_type() != "const" || !is_fp32(v) || !v->has_value()) continue;
+    const Value& val = *v->value();
+    for (int64_t i = 0; i < val.numel(); ++i) {
+      double a = std::fabs(val.as_double(i));
+      // numpy compares the fp32 array with 1e38 rounded to fp32
+      if (a < static_cast<double>(1e38f) && a > 65504) return true;
+    }
+  }
+  return false;
+}
+
+class AddFp16Cast : public Pass {
+ public:
+  void run(Program& p, const PassOptions& opts) override {
+    pass_util::check_options(opts, "common::add_fp16_cast", {"skip_ops_by_type"});
+    skip_.clear();
+    auto it = opts.find("skip_ops_by_type");
+    if (it != opts.end()) {
+      std::stringstream ss(it->second);
+      std::string t;
+      while (std::getline(ss, t, ',')) skip_.insert(t);
+    }
+    for (auto& [name, f] : p.functions()) {
+      Builder b(*f);
+      builder_ = &b;
+      apply_block(f->body());
+    }
+  }
+
+ private:
+  using Cache = std::unordered_map<std::string, Var*>;
+
+  void apply_block(Block& blk) {
+    Cache cache;
+    for (Operation* op : blk.ops()) {
+      for (Block* nb : op->blocks()) apply_block(*nb);
+      if (kUnsupported.count(op->op_type()) || fp16_overflow(op) || skip_.count(op->op_type()))
+        continue;
+      transform(op, cache);
+    }
+  }
+
+  static bool should_cast(const Operation* op, const InputDef& d) {
+    if (!d.dtypes.contains(DataType::Float16)) return false;
+    if (op->function()->opset() >= Target::iOS17) {
+      const std::string& t = op->op_type();
+      if (kAlphaOps.count(t) && d.name == "alpha") return false;
+      if (kAlphaBetaOps.count(t) && (d.name == "alpha" || d.name == "beta")) return false;
+      if (kEpsilonOps.count(t) && d.name == "epsilon") return false;
+    }
+    return true;
+  }
+
+  // coremltools' _check_underflow_to_zero
+  static void keep_tiny_values(Var* casted, const Var* orig) {
+    if (!casted->has_value() || !orig->has_value()) return;
+    const Value& nv = *casted->value();
+    const Value& ov = *orig->value();
+    if (ov.numel() >= 400) return;
+    std::vector<double> nd = nv.to_doubles();
+    auto near0_16 = [](double x) { return std::fabs(x) <= kHalfMinSubnormal; };
+    bool any = false;
+    for (double x : nd) any = any || near0_16(x);
+    if (!any) return;
+    bool modified = false;
+    for (int64_t i = 0; i < ov.numel(); ++i) {
+      double o = ov.as_double(i);
+      if (!(std::fabs(o) <= kFloatMinSubnormal) && near0_16(nd[i])) {
+        nd[i] = o > 0 ? kHalfMinSubnormal : -kHalfMinSubnormal;
+        modified = true;
+      }
+    }
+    if (modified)
+      casted->set_value(std::make_shared<const Value>(
+          Value::from_doubles(DataType::Float16, nv.shape(), nd)));
+  }
+
+  void transform(Operation* op, Cache& cache) {
+    const OpSchema& s = op->schema();
+    std::vector<Arg> args;
+    bool modified = false;
+    builder_->set_location(op->location());
+    for (size_t i = 0; i < op->num_inputs(); ++i) {
+      VarSpan in = op->input(i);
+      if (in.empty()) continue;
+      const InputDef& d = s.inputs[i];
+      Arg a;
+      a.name = d.name;
+      a.is_sequence = d.kind == InputKind::Tuple;
+      for (Var* v : in) a.items.push_back(ArgItem{v, nullptr});
+      if (should_cast(op, d)) {
+        for (ArgItem& item : a.items) {
+          Var* v = item.var;
+          if (!is_fp32(v)) continue;
+          modified = true;
+          std::string cname = v->name() + "_to_fp16";
+          bool shared = v->uses().size() > 1;
+          auto hit = cache.find(cname);
+          if (shared && hit != cache.end()) {
+            item.var = hit->second;
+            continue;
+          }
+          builder_->set_insertion_point(op->parent(), op);
+          std::vector<Arg> cargs{Builder::arg("x", v), Builder::arg("dtype", Value::scalar_string("fp16"))};
+          Var* c = builder_->create("cast", cargs, cname).at(0);
+          keep_tiny_values(c, v);
+          item.var = c;
+          if (shared) cache[cname] = c;
+        }
+      }
+      args.push_back(std::move(a));
+    }
+    if (!modified) return;
+    builder_->set_insertion_point(op->parent(), op);
+    std::vector<Var*> outs = builder_->create(op->op_type(), args, op->name() + "_cast_fp16");
+    for (size_t k = 0; k < op->outputs().size() && k < outs.size(); ++k) {
+      Var* old_out = op->output(k);
+      Var* nv = outs[k];
+      if (is_fp32(old_out) && !is_fp32(nv)) {
+        builder_->set_insertion_point(op->parent(), op);
+        std::vector<Arg> cargs{Builder::arg("x", nv), Builder::arg("dtype", Value::scalar_string("fp32"))};
+        nv = builder_->create("cast", cargs, nv->name() + "_to_fp32").at(0);
+      }
+      pass_util::replace_var(old_out, nv);
+    }
+    op->parent()->erase(op);
+  }
+
+  std::set<std::string> skip_;
+  Builder* builder_ = nullptr;
+};
+
+}  // namespace
+
+/// Registers common::add_fp16_cast.
+void register_add_fp16_cast(PassRegistry& r) {
+  r.add("common::add_fp16_cast", [] { return std::make_unique<AddFp16Cast>(); });
+}
+
+}  // namespace milkit

@@ -1,0 +1,98 @@
+// common::const_deduplication: merges const ops of one block that hold the same tensor, as
+// coremltools does. A const takes part when it has at least `const_threshold` elements (option,
+// default 100) and is not a string. Candidates share dtype, shape and the bytes of their first 100
+// elements (coremltools' hash key); they are then equal when every element is within a per-dtype
+// absolute tolerance (np.allclose, rtol 0: fp16 6e-8, anything else 1e-12). The first const in
+// block order survives (with its name); later duplicates are replaced by it and removed, except a
+// duplicate that is an output of the block. Nested blocks are handled first, each on its own.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "milkit/passes/pass.h"
+
+namespace milkit {
+
+namespace {
+
+constexpr int64_t kHashElems = 100;
+
+bool all_close(const Value& a, const Value& b, double atol) {
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double x = a.as_double(i), y = b.as_double(i);
+    if (std::isnan(x) || std::isnan(y)) return false;
+    if (std::isinf(x) || std::isinf(y)) {
+      if (x != y) return false;
+      continue;
+    }
+    if (!(std::fabs(x - y) <= atol)) return false;
+  }
+  return true;
+}
+
+class ConstDeduplication : public Pass {
+ public:
+  void run(Program& p, const PassOptions& opts) override {
+    pass_util::check_options(opts, "common::const_deduplication", {"const_threshold"});
+    threshold_ = pass_util::int_option(opts, "common::const_deduplication", "const_threshold", 100);
+    for (auto& [name, f] : p.functions()) dedup_block(f->body());
+  }
+
+ private:
+  void dedup_block(Block& blk) {
+    for (Operation* op : blk.ops())
+      for (Block* nb : op->blocks()) dedup_block(*nb);
+
+    using Key = std::tuple<DataType, std::vector<int64_t>, std::string>;
+    std::map<Key, std::vector<Var*>> buckets;
+    std::vector<std::pair<Var*, std::vector<Var*>>> groups;  // unique -> duplicates, in order
+    std::map<Var*, size_t> group_of;
+    for (Operation* op : blk.ops()) {
+      if (op->op_type() != "const") continue;
+      Var* v = op->output(0);
+      if (!v->type()->is_tensor() || !v->has_value()) continue;
+      const Value& val = *v->value();
+      if (val.dtype() == DataType::String || val.numel() < threshold_) continue;
+      size_t nb = static_cast<size_t>(std::min(val.numel(), kHashElems)) *
+                  static_cast<size_t>(dtype_storage_bytes(val.dtype()));
+      Key key{val.dtype(), val.shape(), std::string(reinterpret_cast<const char*>(val.raw()), nb)};
+      double atol = val.dtype() == DataType::Float16 ? 6e-8 : 1e-12;
+      auto& cands = buckets[key];
+      Var* found = nullptr;
+      for (Var* c : cands)
+        if (all_close(val, *c->value(), atol)) {
+          found = c;
+          break;
+        }
+      if (found) {
+        groups[group_of[found]].second.push_back(v);
+      } else {
+        cands.push_back(v);
+        group_of[v] = groups.size();
+        groups.push_back({v, {}});
+      }
+    }
+
+    std::vector<const Var*> outs(blk.outputs().begin(), blk.outputs().end());
+    for (auto& [unique, dups] : groups) {
+      for (Var* d : dups) {
+        if (std::find(outs.begin(), outs.end(), d) != outs.end()) continue;
+        pass_util::replace_var(d, unique);
+        blk.erase(d->op());
+      }
+    }
+  }
+
+  int64_t threshold_ = 100;
+};
+
+}  // namespace
+
+/// Registers common::const_deduplication.
+void register_const_deduplication(PassRegistry& r) {
+  r.add("common::const_deduplication", [] { return std::make_unique<ConstDeduplication>(); });
+}
+
+}  // namespace milkit

@@ -1,0 +1,72 @@
+// mil_backend::fuse_activation_silu: x * sigmoid(x) -> silu(x), as coremltools does. The sigmoid's
+// output must not be a block output and must have exactly one user, a mul whose two inputs are
+// (by name) the sigmoid's input and output. The silu, named after the mul's output, goes before
+// the sigmoid; both old ops are removed. Ops with nested blocks are not matched; their blocks are
+// rewritten until stable first. Repeated until nothing changes.
+#include <set>
+
+#include "milkit/builder/builder.h"
+#include "milkit/passes/pass.h"
+
+namespace milkit {
+
+namespace {
+
+bool is_block_output(const Var* v, const Block* b) {
+  for (Var* o : b->outputs())
+    if (o == v) return true;
+  return false;
+}
+
+Operation* match(Operation* op) {
+  if (op->op_type() != "sigmoid") return nullptr;
+  Var* s = op->output(0);
+  if (is_block_output(s, op->parent()) || s->uses().size() != 1) return nullptr;
+  Operation* mul = s->uses()[0].op;
+  if (mul->op_type() != "mul") return nullptr;
+  std::set<std::string> actual = {mul->input1("x")->name(), mul->input1("y")->name()};
+  std::set<std::string> expect = {op->input1("x")->name(), s->name()};
+  return actual == expect ? mul : nullptr;
+}
+
+bool fuse_block(Builder& b, Block& blk) {
+  bool fused = false;
+  for (Operation* op : blk.ops()) {
+    if (op->erased()) continue;
+    for (Block* nb : op->blocks())
+      while (fuse_block(b, *nb)) {
+      }
+    if (!op->blocks().empty()) continue;
+    Operation* mul = match(op);
+    if (!mul) continue;
+    b.set_insertion_point(&blk, op);
+    b.set_location(op->location());
+    Var* silu = b.op("silu", {{"x", op->input1("x")}}, mul->output(0)->name());
+    pass_util::replace_var(mul->output(0), silu);
+    mul->parent()->erase(mul);
+    blk.erase(op);
+    fused = true;
+  }
+  return fused;
+}
+
+class FuseActivationSilu : public Pass {
+ public:
+  void run(Program& p, const PassOptions& opts) override {
+    pass_util::check_options(opts, "mil_backend::fuse_activation_silu", {});
+    for (auto& [name, f] : p.functions()) {
+      Builder b(*f);
+      while (fuse_block(b, f->body())) {
+      }
+    }
+  }
+};
+
+}  // namespace
+
+/// Registers mil_backend::fuse_activation_silu.
+void register_fuse_activation_silu(PassRegistry& r) {
+  r.add("mil_backend::fuse_activation_silu", [] { return std::make_unique<FuseActivationSilu>(); });
+}
+
+}  // namespace milkit

@@ -1,0 +1,83 @@
+// mil_backend::fuse_pow2_sqrt: sqrt(pow(x, 2)) and pow(sqrt(x), 2) -> identity(x), as coremltools
+// does (including its name-based matching). The first op's output must not be a block output and
+// must have exactly one user, the other op; pow's y must be a known value equal to 2 everywhere.
+// The identity, named after the second op's output, goes before the first op; both are removed.
+// Ops with nested blocks are not matched; their blocks are rewritten until stable first.
+#include "milkit/builder/builder.h"
+#include "milkit/passes/pass.h"
+
+namespace milkit {
+
+namespace {
+
+bool is_pow2(const Operation* op) {
+  if (op->op_type() != "pow") return false;
+  Var* y = op->input1("y");
+  if (!y || !y->has_value()) return false;
+  const Value& v = *y->value();
+  for (int64_t i = 0; i < v.numel(); ++i)
+    if (v.as_double(i) != 2.0) return false;
+  return true;
+}
+
+Operation* match(Operation* op) {
+  Operation* pow_op = is_pow2(op) ? op : nullptr;
+  Operation* sqrt_op = op->op_type() == "sqrt" ? op : nullptr;
+  if (op->outputs().empty()) return nullptr;
+  Var* out = op->output(0);
+  for (Var* o : op->parent()->outputs())
+    if (o == out) return nullptr;
+  if (out->uses().size() != 1) return nullptr;
+  Operation* child = out->uses()[0].op;
+  if (pow_op && child->op_type() == "sqrt")
+    sqrt_op = child;
+  else if (sqrt_op && is_pow2(child))
+    pow_op = child;
+  if (!pow_op || !sqrt_op) return nullptr;
+  if (pow_op->output(0)->name() != sqrt_op->input1("x")->name() &&
+      sqrt_op->output(0)->name() != pow_op->input1("x")->name())
+    return nullptr;
+  return pow_op != op ? pow_op : sqrt_op;
+}
+
+bool fuse_block(Builder& b, Block& blk) {
+  bool fused = false;
+  for (Operation* op : blk.ops()) {
+    if (op->erased()) continue;
+    for (Block* nb : op->blocks())
+      while (fuse_block(b, *nb)) {
+      }
+    if (!op->blocks().empty()) continue;
+    Operation* op2 = match(op);
+    if (!op2) continue;
+    b.set_insertion_point(&blk, op);
+    b.set_location(op->location());
+    Var* id = b.op("identity", {{"x", op->input1("x")}}, op2->output(0)->name());
+    pass_util::replace_var(op2->output(0), id);
+    op2->parent()->erase(op2);
+    blk.erase(op);
+    fused = true;
+  }
+  return fused;
+}
+
+class FusePow2Sqrt : public Pass {
+ public:
+  void run(Program& p, const PassOptions& opts) override {
+    pass_util::check_options(opts, "mil_backend::fuse_pow2_sqrt", {});
+    for (auto& [name, f] : p.functions()) {
+      Builder b(*f);
+      while (fuse_block(b, f->body())) {
+      }
+    }
+  }
+};
+
+}  // namespace
+
+/// Registers mil_backend::fuse_pow2_sqrt.
+void register_fuse_pow2_sqrt(PassRegistry& r) {
+  r.add("mil_backend::fuse_pow2_sqrt", [] { return std::make_unique<FusePow2Sqrt>(); });
+}
+
+}  // namespace milkit

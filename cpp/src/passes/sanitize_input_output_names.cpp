@@ -1,0 +1,32 @@
+// common::sanitize_input_output_names: coremltools' NameSanitizer ("var_" prefix) applied to the
+// inputs of the "main" function, then to the main body's op outputs that are function outputs (in
+// op order). Other names are left alone.
+#include "milkit/passes/pass.h"
+
+namespace milkit {
+
+namespace {
+
+class SanitizeInputOutputNames : public Pass {
+ public:
+  void run(Program& p, const PassOptions& opts) override {
+    pass_util::check_options(opts, "common::sanitize_input_output_names", {});
+    Function* f = p.function("main");
+    if (!f) return;
+    pass_util::NameSanitizer vars("var_");
+    for (Var* v : f->inputs()) v->set_name(vars.sanitize(v->name()));
+    for (Operation* op : f->body().ops())
+      for (Var* v : op->outputs())
+        if (pass_util::is_function_output(v)) v->set_name(vars.sanitize(v->name()));
+  }
+};
+
+}  // namespace
+
+/// Registers common::sanitize_input_output_names.
+void register_sanitize_input_output_names(PassRegistry& r) {
+  r.add("common::sanitize_input_output_names",
+        [] { return std::make_unique<SanitizeInputOutputNames>(); });
+}
+
+}  // namespace milkit

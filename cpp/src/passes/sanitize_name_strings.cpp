@@ -1,0 +1,39 @@
+// mil_backend::sanitize_name_strings: makes every var and op name match [A-Za-z_][A-Za-z0-9_]*,
+// as coremltools does (NameSanitizer with prefixes "var_" and "op_", one pair per function).
+// Order: block inputs, then per op its nested blocks (recursively) and its outputs, then the op
+// names of the block. Like coremltools, nothing happens unless the program has a "main" function.
+#include "milkit/passes/pass.h"
+
+namespace milkit {
+
+namespace {
+
+void sanitize_block(Block& b, pass_util::NameSanitizer& vars, pass_util::NameSanitizer& ops) {
+  for (Var* v : b.inputs()) v->set_name(vars.sanitize(v->name()));
+  for (Operation* op : b.ops()) {
+    for (Block* nb : op->blocks()) sanitize_block(*nb, vars, ops);
+    for (Var* v : op->outputs()) v->set_name(vars.sanitize(v->name()));
+  }
+  for (Operation* op : b.ops()) op->set_name(ops.sanitize(op->name()));
+}
+
+class SanitizeNameStrings : public Pass {
+ public:
+  void run(Program& p, const PassOptions& opts) override {
+    pass_util::check_options(opts, "mil_backend::sanitize_name_strings", {});
+    if (!p.function("main")) return;
+    for (auto& [name, f] : p.functions()) {
+      pass_util::NameSanitizer vars("var_"), ops("op_");
+      sanitize_block(f->body(), vars, ops);
+    }
+  }
+};
+
+}  // namespace
+
+/// Registers mil_backend::sanitize_name_strings.
+void register_sanitize_name_strings(PassRegistry& r) {
+  r.add("mil_backend::sanitize_name_strings", [] { return std::make_unique<SanitizeNameStrings>(); });
+}
+
+}  // namespace milkit

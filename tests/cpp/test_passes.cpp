@@ -1,0 +1,143 @@
+// Graph passes from C++: cast_optimization, add_fp16_cast (+ cleanup), const_deduplication,
+// sanitize_name_strings, noop_elimination.
+#include <catch2/catch.hpp>
+
+#include "milkit/builder/builder.h"
+#include "milkit/ir/verify.h"
+#include "milkit/passes/pass.h"
+#include "milkit/types/error.h"
+
+using namespace milkit;
+
+namespace {
+
+struct Prog {
+  Program p;
+  Function* f;
+  Builder b;
+  explicit Prog(DataType dt = DataType::Float32, Target t = Target::iOS17)
+      : p(), f(nullptr), b(*[&] {
+          auto fn = std::make_shared<Function>(t);
+          fn->add_input("x", fn->ctx().tensor(dt, std::vector<int64_t>{2, 3}));
+          p.add_function("main", fn);
+          return fn.get();
+        }()) {
+    f = p.function("main");
+  }
+  Var* x() const { return f->inputs()[0]; }
+  Var* cast(Var* v, const char* dt, const std::string& name = "") {
+    std::vector<Arg> a{Builder::arg("x", v), Builder::arg("dtype", Value::scalar_string(dt))};
+    return b.create("cast", a, name).at(0);
+  }
+  std::vector<std::string> ops() const {
+    std::vector<std::string> r;
+    for (Operation* op : f->body().ops()) r.push_back(op->op_type() + ":" + op->name());
+    return r;
+  }
+  void run(std::initializer_list<const char*> names, PassOptions opts = {}) {
+    PassManager pm;
+    for (const char* n : names) pm.add(n, opts);
+    pm.run(p, true);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cast_optimization: same-dtype removal, cancellation and fused naming", "[passes]") {
+  Prog g(DataType::Float16);
+  Var* a = g.cast(g.x(), "fp32");                  // fp16 -> fp32
+  Var* back = g.cast(a, "fp16");                   // cancels: reads x
+  Var* i = g.cast(a, "int32");                     // fuses into cast(x, int32) "x_to_int32"
+  Var* same = g.cast(back, "fp16");                // same dtype: removed
+  Var* r = g.b.op("add", {{"x", same}, {"y", same}});
+  g.f->body().set_outputs({r, i});
+  g.run({"common::cast_optimization", "common::dead_code_elimination"});
+  // the fused cast shares the dtype const of the cast it replaced
+  CHECK(g.ops() == std::vector<std::string>{"const:cast_2_dtype_0", "cast:x_to_int32", "add:add_0"});
+  CHECK(g.f->body().outputs()[1]->name() == "cast_2");  // the function output keeps its name
+  CHECK(r->op()->input1("x") == g.x());
+  CHECK_NOTHROW(verify(*g.f, "main"));
+}
+
+TEST_CASE("add_fp16_cast + cleanup gives fp16 consts and fp32 outputs", "[passes]") {
+  Prog g;
+  auto w = std::make_shared<const Value>(
+      Value::from_doubles(DataType::Float32, {2, 3}, {1e-9, -2, 3, 70000.0 / 1e5, 0.5, 1e38}));
+  Var* k = g.b.add_const(w, "w");
+  Var* m = g.b.op("mul", {{"x", g.x()}, {"y", k}});
+  Var* s = g.b.op("add", {{"x", m}, {"y", m}});
+  g.f->body().set_outputs({s});
+  g.run({"common::add_fp16_cast"});
+  CHECK(g.ops() == std::vector<std::string>{"const:w", "const:x_to_fp16_dtype_0", "cast:x_to_fp16",
+                                            "const:w_to_fp16_dtype_0", "cast:w_to_fp16",
+                                            "mul:mul_0_cast_fp16",
+                                            "const:mul_0_cast_fp16_to_fp32_dtype_0",
+                                            "cast:mul_0_cast_fp16_to_fp32",
+                                            "const:mul_0_cast_fp16_to_fp32_to_fp16_dtype_0",
+                                            "cast:mul_0_cast_fp16_to_fp32_to_fp16",
+                                            "add:add_0_cast_fp16",
+                                            "const:add_0_cast_fp16_to_fp32_dtype_0",
+                                            "cast:add_0_cast_fp16_to_fp32"});
+  Var* out = g.f->body().outputs()[0];
+  CHECK(out->name() == "add_0");
+  CHECK(out->type()->dtype() == DataType::Float32);
+  // 1e-9 flushes to zero in fp16: the smallest subnormal is kept instead
+  Var* wc = g.f->find_var("w_to_fp16");
+  REQUIRE(wc->has_value());
+  CHECK(wc->value()->as_double(0) == Approx(5.960464477539063e-08));
+  g.run({"common::const_elimination", "common::dead_code_elimination", "common::cast_optimization",
+         "common::dead_code_elimination"});
+  CHECK(g.ops() == std::vector<std::string>{"const:x_to_fp16_dtype_0", "cast:x_to_fp16",
+                                            "const:w_to_fp16", "mul:mul_0_cast_fp16",
+                                            "add:add_0_cast_fp16",
+                                            "const:add_0_cast_fp16_to_fp32_dtype_0",
+                                            "cast:add_0_cast_fp16_to_fp32"});
+  CHECK(g.f->find_var("w_to_fp16")->type()->dtype() == DataType::Float16);
+}
+
+TEST_CASE("add_fp16_cast leaves overflowing ops and skipped types alone", "[passes]") {
+  Prog g;
+  Var* a = g.b.op("add", {{"x", g.x()}, {"y", g.b.add_const(std::make_shared<const Value>(
+                                                   Value::scalar_float(DataType::Float32, 1e5)))}});
+  Var* r = g.b.op("relu", {{"x", a}});
+  g.f->body().set_outputs({r});
+  g.run({"common::add_fp16_cast"}, {{"skip_ops_by_type", "relu"}});
+  CHECK(g.ops() == std::vector<std::string>{"const:const_0", "add:add_0", "relu:relu_0"});
+  PassManager bad;
+  bad.add("common::add_fp16_cast", {{"nope", "1"}});
+  CHECK_THROWS_AS(bad.run(g.p), ValueError);
+}
+
+TEST_CASE("const_deduplication keeps the first const; threshold option", "[passes]") {
+  Prog g;
+  std::vector<double> vals(6, 0.25);
+  auto v1 = std::make_shared<const Value>(Value::from_doubles(DataType::Float32, {2, 3}, vals));
+  auto v2 = std::make_shared<const Value>(Value::from_doubles(DataType::Float32, {2, 3}, vals));
+  Var* a = g.b.op("add", {{"x", g.x()}, {"y", g.b.add_const(v1, "first")}});
+  Var* m = g.b.op("mul", {{"x", a}, {"y", g.b.add_const(v2, "second")}});
+  g.f->body().set_outputs({m});
+  g.run({"common::const_deduplication"});  // 6 < 100 elements: nothing
+  CHECK(g.ops().size() == 4);
+  g.run({"common::const_deduplication"}, {{"const_threshold", "6"}});
+  CHECK(g.ops() == std::vector<std::string>{"const:first", "add:add_0", "mul:mul_0"});
+  CHECK(m->op()->input1("y")->name() == "first");
+}
+
+TEST_CASE("sanitize_name_strings and noop_elimination", "[passes]") {
+  Prog g;
+  Var* a = g.b.op("add", {{"x", g.x()}, {"y", g.b.add_const(std::make_shared<const Value>(
+                                                   Value::scalar_float(DataType::Float32, 0)))}},
+                  "0/add");
+  Var* r = g.b.op("relu", {{"x", a}}, "fp16");
+  g.f->body().set_outputs({r});
+  g.run({"common::noop_elimination", "common::dead_code_elimination",
+         "mil_backend::sanitize_name_strings"});
+  CHECK(g.ops() == std::vector<std::string>{"relu:fp16_workaround"});
+  CHECK(r->name() == "fp16_workaround");
+  CHECK(r->op()->input1("x") == g.x());
+  pass_util::NameSanitizer s("var_");
+  CHECK(s.sanitize("a.b") == "a_b");
+  CHECK(s.sanitize("a-b") == "a_b_0");
+  CHECK(s.sanitize("a:b") == "a_b_0_1");
+  CHECK(s.sanitize("9x") == "var_9x");
+}

@@ -1,0 +1,55 @@
+"""mil_backend::fuse_activation_silu, mil_backend::fuse_pow2_sqrt and
+nn_backend::handle_unused_inputs against coremltools."""
+
+import numpy as np
+import pytest
+from parity import ALL_OPSETS
+from pass_parity import check_passes, op_types
+
+SILU = "mil_backend::fuse_activation_silu"
+POW = "mil_backend::fuse_pow2_sqrt"
+UNUSED = "nn_backend::handle_unused_inputs"
+
+
+@pytest.mark.parametrize("opset", ALL_OPSETS)
+def test_silu(opset):
+    def build(mb, x, x1):
+        a = mb.mul(x=x, y=mb.sigmoid(x=x))  # fused
+        b = mb.mul(x=mb.sigmoid(x=a), y=a)  # fused (either order), chains
+        s = mb.sigmoid(x=b)
+        c = mb.mul(x=b, y=s)
+        d = mb.add(x=s, y=1.0)  # s has two users: not fused
+        e = mb.mul(x=x1, y=mb.sigmoid(x=x))  # other input: not fused
+        out_sig = mb.sigmoid(x=x1)  # a block output: not fused
+        return mb.add(x=c, y=d), e, out_sig, mb.mul(x=x1, y=out_sig)
+
+    cp, mp = check_passes(build, [(("S", 3), "fp32"), (("S", 3), "fp32")], [SILU], opset)
+    assert op_types(mp).count("silu") == 2
+
+
+def test_silu_output_keeps_name():
+    cp, mp = check_passes(lambda mb, x: mb.mul(x=x, y=mb.sigmoid(x=x), name="out"), [((2,), "fp16")], [SILU])
+    assert [o.name for o in mp.functions["main"].operations] == ["out"]
+
+
+@pytest.mark.parametrize("opset", ALL_OPSETS)
+def test_pow2_sqrt(opset):
+    def build(mb, x):
+        a = mb.sqrt(x=mb.pow(x=x, y=2.0))  # fused
+        b = mb.pow(x=mb.sqrt(x=a), y=np.array([2.0, 2.0, 2.0], np.float32))  # fused
+        c = mb.sqrt(x=mb.pow(x=b, y=3.0))  # not 2
+        p = mb.pow(x=c, y=2.0)  # pow(sqrt(.), 2): fused; p becomes an identity
+        d = mb.add(x=mb.sqrt(x=p), y=p)  # pow has two users
+        return d, mb.sqrt(x=mb.pow(x=x, y=2.0))
+
+    cp, mp = check_passes(build, [((2, 3), "fp32")], [POW], opset)
+    assert op_types(mp).count("identity") == 4  # a, b, p = pow(sqrt(..), 2), the output
+
+
+@pytest.mark.parametrize("opset", ALL_OPSETS)
+def test_handle_unused_inputs(opset):
+    def build(mb, x, x1, x2):
+        return mb.add(x=x1, y=1.0), x2
+
+    cp, mp = check_passes(build, [((2,), "fp32"), ((2,), "fp32"), ((3,), "int32")], [UNUSED], opset)
+    assert [o.name for o in mp.functions["main"].operations if o.op_type == "identity"] == ["x_tmp", "x2_tmp"]
