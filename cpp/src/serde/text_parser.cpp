@@ -1121,7 +1121,7 @@ class Parser {
         std::vector<Var*> outs;
         try {
           outs = b.create(ot.text, cur, name);
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {  // milkit errors, and bad_alloc from value inference
           err = where(ot.line, ot.col) + e.what();
         }
         if (err.empty()) {
