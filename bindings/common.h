@@ -55,5 +55,7 @@ void init_errors(py::module_& m);
 void init_passes(py::module_& m);
 /// Serialization (.mlpackage save / load).
 void init_serde(py::module_& m);
+/// MIL text: printing with options and parsing.
+void init_text(py::module_& m);
 
 }  // namespace milkit::py_bind

@@ -65,4 +65,5 @@ PYBIND11_MODULE(_core, m) {
   init_builder(m);
   init_passes(m);
   init_serde(m);
+  init_text(m);
 }

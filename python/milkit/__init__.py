@@ -27,6 +27,7 @@ from .pipeline import PassPipeline
 from .io import load, save
 from .program import Block, Function, Operation, Program, Var
 from .symbolic import SymExpr, get_new_symbol, get_new_variadic_symbol
+from .text import parse, program_to_text, to_text
 
 _core._set_package_dir(_os.path.dirname(_os.path.abspath(__file__)) + _os.sep)
 
@@ -50,7 +51,9 @@ __all__ = [
     "TensorType",
     "convert",
     "load",
+    "parse",
     "precision",
+    "program_to_text",
     "save",
     "AvailableTarget",
     "Block",
@@ -74,5 +77,6 @@ __all__ = [
     "load",
     "save",
     "target",
+    "to_text",
     "types",
 ]

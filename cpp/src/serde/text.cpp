@@ -4,6 +4,7 @@
 #include <functional>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "milkit/ops/registry.h"
 
@@ -141,15 +142,108 @@ std::string value_text(const Value& v) {
   return s;
 }
 
-std::string arg_text(const Var* v) {
-  if (v->op() && v->op()->op_type() == "const" && v->value() && v->value()->numel() <= 10)
+std::string arg_text(const Var* v, const ProgramTextOptions& opts) {
+  if (!opts.consts && v->op() && v->op()->op_type() == "const" && v->value() &&
+      v->value()->numel() <= 10)
     return value_text(*v->value());
   return "%" + v->name();
 }
+
+std::string exact_elem(const Value& v, int64_t i) {
+  DataType dt = v.dtype();
+  if (dt == DataType::String) return quote_string(v.string_values()[static_cast<size_t>(i)]);
+  if (v.is_symbolic()) return v.dims()[static_cast<size_t>(i)]->str();
+  const uint8_t* p = v.raw();
+  switch (dt) {
+    case DataType::Bool: return v.as_int(i) ? "True" : "False";
+    case DataType::Float32: {
+      float f;
+      std::memcpy(&f, p + i * 4, 4);
+      return float_repr(f);
+    }
+    case DataType::Float16: {
+      uint16_t h;
+      std::memcpy(&h, p + i * 2, 2);
+      return float_repr(half_to_float(h));
+    }
+    case DataType::BFloat16: {
+      uint16_t h;
+      std::memcpy(&h, p + i * 2, 2);
+      return float_repr(bf16_to_float(h));
+    }
+    case DataType::Float64: return double_repr(v.as_double(i));
+    case DataType::Float8E4M3FN:
+    case DataType::Float8E5M2: return float_repr(static_cast<float>(v.as_double(i)));
+    case DataType::UInt64: {
+      uint64_t u;
+      std::memcpy(&u, p + i * 8, 8);
+      return std::to_string(u);
+    }
+    default: return std::to_string(v.as_int(i));
+  }
+}
 }  // namespace
 
+std::string quote_string(const std::string& s) {
+  std::string o = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\\': o += "\\\\"; break;
+      case '"': o += "\\\""; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      case '\r': o += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", c);
+          o += buf;
+        } else {
+          o += static_cast<char>(c);
+        }
+    }
+  }
+  return o + "\"";
+}
+
+std::string value_to_exact_text(const Value& v) {
+  if (v.rank() == 0) return exact_elem(v, 0);
+  std::string s;
+  const auto& shape = v.shape();
+  std::vector<int64_t> st(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * shape[i + 1];
+  std::function<void(size_t, int64_t)> rec = [&](size_t d, int64_t off) {
+    s += "[";
+    for (int64_t i = 0; i < shape[d]; ++i) {
+      if (i) s += ", ";
+      if (d + 1 == shape.size())
+        s += exact_elem(v, off + i);
+      else
+        rec(d + 1, off + i * st[d]);
+    }
+    s += "]";
+  };
+  rec(0, 0);
+  return s;
+}
+
 std::string op_to_text(const Operation& op, const std::string& indent) {
-  if (op.op_type() == "const") return "";
+  return op_to_text(op, indent, ProgramTextOptions{});
+}
+
+std::string op_to_text(const Operation& op, const std::string& indent, const ProgramTextOptions& opts) {
+  if (op.op_type() == "const") {
+    if (!opts.consts) return "";
+    std::string s = indent + var_to_text(*op.output(0)) + " = const(val=";
+    const auto& v = op.output(0)->value();
+    if (!v)
+      s += "<no value>";
+    else if (static_cast<uint64_t>(v->numel()) > opts.max_const_elems)
+      s += "<elided " + std::to_string(v->numel()) + " elems>";
+    else
+      s += value_to_exact_text(*v);
+    return s + ", name=" + quote_string(op.name()) + ")\n";
+  }
   std::string s = indent;
   for (size_t i = 0; i < op.outputs().size(); ++i) s += (i ? ", " : "") + var_to_text(*op.outputs()[i]);
   s += " = " + op.op_type() + "(";
@@ -164,21 +258,26 @@ std::string op_to_text(const Operation& op, const std::string& indent) {
       for (size_t k = 0; k < vs.size(); ++k) s += (k ? ", " : "") + ("%" + vs[k]->name());
       s += ")";
     } else {
-      s += arg_text(vs[0]);
+      s += arg_text(vs[0], opts);
     }
   }
   s += std::string(first ? "" : ", ") + "name=\"" + op.name() + "\")\n";
   int counter = 0;
-  for (const Block* b : op.blocks()) s += block_to_text(*b, indent + "  ", counter);
+  for (const Block* b : op.blocks()) s += block_to_text(*b, indent + "  ", counter, opts);
   return s;
 }
 
 std::string block_to_text(const Block& b, const std::string& indent, int& block_counter) {
+  return block_to_text(b, indent, block_counter, ProgramTextOptions{});
+}
+
+std::string block_to_text(const Block& b, const std::string& indent, int& block_counter,
+                          const ProgramTextOptions& opts) {
   std::string s = indent + "block" + std::to_string(block_counter++) + "(";
   if (b.parent_op())
     for (size_t i = 0; i < b.inputs().size(); ++i) s += (i ? ", " : "") + var_to_text(*b.inputs()[i]);
   s += ") {\n";
-  for (const Operation* op = b.front(); op; op = op->next()) s += op_to_text(*op, indent + "  ");
+  for (const Operation* op = b.front(); op; op = op->next()) s += op_to_text(*op, indent + "  ", opts);
   s += indent + "} -> (";
   for (size_t i = 0; i < b.outputs().size(); ++i) s += (i ? ", " : "") + ("%" + b.outputs()[i]->name());
   s += ")\n";
@@ -186,6 +285,10 @@ std::string block_to_text(const Block& b, const std::string& indent, int& block_
 }
 
 std::string function_to_text(const Function& f, const std::string& name) {
+  return function_to_text(f, name, ProgramTextOptions{});
+}
+
+std::string function_to_text(const Function& f, const std::string& name, const ProgramTextOptions& opts) {
   std::string head = name + "[" + opset_name(f.opset()) + "]";
   std::string s = head + "(";
   for (size_t i = 0; i < f.inputs().size(); ++i) {
@@ -194,14 +297,16 @@ std::string function_to_text(const Function& f, const std::string& name) {
   }
   s += ") {\n";
   int counter = 0;
-  s += block_to_text(f.body(), "  ", counter);
+  s += block_to_text(f.body(), "  ", counter, opts);
   s += "}\n";
   return s;
 }
 
-std::string program_to_text(const Program& p) {
+std::string program_to_text(const Program& p) { return program_to_text(p, ProgramTextOptions{}); }
+
+std::string program_to_text(const Program& p, const ProgramTextOptions& opts) {
   std::string s;
-  for (auto& [name, f] : p.functions()) s += "\n" + function_to_text(*f, name);
+  for (auto& [name, f] : p.functions()) s += "\n" + function_to_text(*f, name, opts);
   return s;
 }
 
