@@ -293,3 +293,12 @@ def test_coremltools_sub_byte_numpy_dtypes_are_accepted():
             return mb.const(val=arr)
 
         assert prog.functions["main"].outputs[0].dtype is want
+
+
+def test_huge_constant_folds_are_skipped_not_allocated():
+    @mb.program(input_specs=[mb.TensorSpec((2,))])
+    def prog(x):
+        return mb.fill(shape=[2000000, 1000000], value=1.0)
+
+    out = prog.functions["main"].outputs[0]
+    assert out.shape == (2000000, 1000000) and out.val is None

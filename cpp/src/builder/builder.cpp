@@ -145,6 +145,23 @@ void validate(const InferCtx& ic, const OpSchema& s, const std::vector<Var*>& ar
   }
 }
 
+// Constant folding is skipped for outputs past this many elements, so a program like
+// fill(shape=[2000000, 1000000]) is built (and typed) without allocating its value.
+constexpr int64_t kMaxFoldElements = int64_t{1} << 24;
+
+bool fold_allowed(const std::vector<const Type*>& outs) {
+  for (const Type* t : outs) {
+    if (!t->is_tensor() || !t->has_rank()) continue;
+    int64_t n = 1;
+    for (Dim d : t->shape()) {
+      if (!d->is_const()) break;
+      if (d->value() < 0 || __builtin_mul_overflow(n, d->value(), &n) || n > kMaxFoldElements)
+        return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& args,
@@ -248,7 +265,7 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
       throw Error("internal: " + ic.where() + " inferred " + std::to_string(out_types.size()) +
                   " outputs, expected " + std::to_string(s.num_outputs));
     std::vector<std::shared_ptr<const Value>> out_vals;
-    if (s.value) {
+    if (s.value && fold_allowed(out_types)) {
       if (!s.value(ic, out_vals)) out_vals.clear();
     }
 
