@@ -24,6 +24,16 @@ namespace milkit {
 
 namespace {
 
+// The dtype argument of a cast; the two string values are shared by every cast the pass makes.
+Arg dtype_arg(DataType t) {
+  static const auto fp16 = std::make_shared<const Value>(Value::scalar_string("fp16"));
+  static const auto fp32 = std::make_shared<const Value>(Value::scalar_string("fp32"));
+  Arg a;
+  a.name = "dtype";
+  a.items.push_back(ArgItem{nullptr, t == DataType::Float16 ? fp16 : fp32});
+  return a;
+}
+
 const std::set<std::string> kUnsupported = {
     "cast",      "while_loop", "cond",       "make_list", "list_gather",         "list_scatter",
     "list_read", "list_write", "list_length", "read_state", "coreml_update_state"};
@@ -142,7 +152,7 @@ class AddFp16Cast : public Pass {
             continue;
           }
           builder_->set_insertion_point(op->parent(), op);
-          std::vector<Arg> cargs{Builder::arg("x", v), Builder::arg("dtype", Value::scalar_string("fp16"))};
+          std::vector<Arg> cargs{Builder::arg("x", v), dtype_arg(DataType::Float16)};
           Var* c = builder_->create("cast", cargs, cname).at(0);
           keep_tiny_values(c, v);
           item.var = c;
@@ -159,7 +169,7 @@ class AddFp16Cast : public Pass {
       Var* nv = outs[k];
       if (is_fp32(old_out) && !is_fp32(nv)) {
         builder_->set_insertion_point(op->parent(), op);
-        std::vector<Arg> cargs{Builder::arg("x", nv), Builder::arg("dtype", Value::scalar_string("fp32"))};
+        std::vector<Arg> cargs{Builder::arg("x", nv), dtype_arg(DataType::Float32)};
         nv = builder_->create("cast", cargs, nv->name() + "_to_fp32").at(0);
       }
       pass_util::replace_var(old_out, nv);

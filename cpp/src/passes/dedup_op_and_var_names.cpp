@@ -9,30 +9,29 @@ namespace milkit {
 
 namespace {
 
-std::string fresh(std::unordered_set<std::string>& seen, const std::string& n) {
-  if (!seen.count(n)) return n;
+// Keeps `n` if unused (the common case: one hash, no copy of the name), else renames to the
+// first free "<n>_<i>".
+template <class T>
+void claim(std::unordered_set<std::string>& seen, T* obj) {
+  if (seen.insert(obj->name()).second) return;
   for (int i = 1;; ++i) {
-    std::string c = n + "_" + std::to_string(i);
-    if (!seen.count(c)) return c;
+    std::string c = obj->name() + "_" + std::to_string(i);
+    if (seen.insert(c).second) {
+      obj->set_name(std::move(c));
+      return;
+    }
   }
 }
 
 void dedup_block(Block& b, bool is_function, const std::unordered_set<const Var*>& fouts,
                  std::unordered_set<std::string>& vars, std::unordered_set<std::string>& ops) {
   if (!is_function)
-    for (Var* v : b.inputs()) {
-      v->set_name(fresh(vars, v->name()));
-      vars.insert(v->name());
-    }
-  for (Operation* op : b.ops()) {
+    for (Var* v : b.inputs()) claim(vars, v);
+  for (Operation* op = b.front(); op; op = op->next()) {
     for (Block* nb : op->blocks()) dedup_block(*nb, false, fouts, vars, ops);
-    op->set_name(fresh(ops, op->name()));
-    ops.insert(op->name());
-    for (Var* v : op->outputs()) {
-      if (fouts.count(v)) continue;
-      v->set_name(fresh(vars, v->name()));
-      vars.insert(v->name());
-    }
+    claim(ops, op);
+    for (Var* v : op->outputs())
+      if (!fouts.count(v)) claim(vars, v);
   }
 }
 
@@ -41,6 +40,9 @@ class DedupNames : public Pass {
   void run(Program& p, const PassOptions&) override {
     for (auto& [name, f] : p.functions()) {
       std::unordered_set<std::string> vars, ops;
+      size_t n = f->num_ops();
+      vars.reserve(2 * n + 16);
+      ops.reserve(n + 16);
       std::unordered_set<const Var*> fouts(f->body().outputs().begin(), f->body().outputs().end());
       for (Var* v : f->inputs()) {
         if (!vars.insert(v->name()).second)

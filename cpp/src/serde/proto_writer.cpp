@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "MIL.pb.h"
+#include <google/protobuf/arena.h>
+
 #include "Model.pb.h"
 #include "milkit/ops/registry.h"
 #include "milkit/serde/blob.h"
@@ -151,7 +153,18 @@ class Writer {
   }
 
   void op(const Operation& o, mil::Operation* out) {
-    const std::string what = o.describe();
+    // the op's description is built only when something fails (it is on the hot path)
+    try {
+      op_body(o, out);
+    } catch (const ValueError& e) {
+      std::string msg = e.what();
+      while (!msg.empty() && (msg[0] == ':' || msg[0] == ' ')) msg.erase(0, 1);
+      throw ValueError(o.describe() + ": " + msg);
+    }
+  }
+
+  void op_body(const Operation& o, mil::Operation* out) {
+    static const std::string what;  // prefixed by op() on error
     out->set_type(o.op_type());
     string_scalar(o.name(), &(*out->mutable_attributes())["name"]);
     if (o.op_type() == "const") {
@@ -323,7 +336,9 @@ std::string write_model_proto(const Program& program, const ProtoWriteOptions& o
                      target_name(options.target));
 
   Writer w(options);
-  spec::Model model;
+  // an arena makes building and dropping the (large) message cheap
+  google::protobuf::Arena arena;
+  spec::Model& model = *google::protobuf::Arena::CreateMessage<spec::Model>(&arena);
   model.set_specificationversion(static_cast<int>(options.target));
   // the MIL program first (blobs are written in op order), then the description
   auto* prog = model.mutable_mlprogram();
