@@ -1,6 +1,9 @@
 // IR, builder and verifier: naming, use lists, erasure, printing, located errors.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
+
 #include "milkit/builder/builder.h"
 #include "milkit/ir/verify.h"
 #include "milkit/serde/text.h"
@@ -153,4 +156,39 @@ TEST_CASE("values: conversion, symbolic values, printing", "[types]") {
   CHECK(double_repr(static_cast<double>(0.1f)) == "0.10000000149011612");
   CHECK(float_repr(2.0f) == "2.0");
   CHECK(double_repr(1e20) == "1e+20");
+}
+
+TEST_CASE("types: bulk fp32 <-> fp16 conversion equals the scalar one", "[types]") {
+  std::vector<float> in;
+  for (int e = -30; e <= 20; ++e)
+    for (float m : {1.0f, 1.1f, 1.5f, 1.999f, 1.00048828125f, 1.0009765625f})
+      for (float sgn : {1.0f, -1.0f}) in.push_back(sgn * std::ldexp(m, e));
+  in.push_back(0.0f);
+  in.push_back(-0.0f);
+  in.push_back(65504.0f);
+  in.push_back(65520.0f);
+  in.push_back(1e-8f);
+  in.push_back(std::numeric_limits<float>::infinity());
+  std::vector<uint16_t> out(in.size());
+  floats_to_halves(in.data(), out.data(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    INFO("value " << in[i]);
+    CHECK(out[i] == float_to_half(in[i]));
+  }
+  std::vector<float> back(in.size());
+  halves_to_floats(out.data(), back.data(), out.size());
+  for (size_t i = 0; i < in.size(); ++i) CHECK(back[i] == half_to_float(out[i]));
+  // all 65536 halves round-trip exactly through float
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  std::vector<float> f(all.size());
+  halves_to_floats(all.data(), f.data(), all.size());
+  std::vector<uint16_t> again(all.size());
+  floats_to_halves(f.data(), again.data(), f.size());
+  size_t mismatches = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    bool nan = (all[i] & 0x7c00) == 0x7c00 && (all[i] & 0x3ff);
+    if (!nan && again[i] != all[i]) ++mismatches;
+  }
+  CHECK(mismatches == 0);
 }

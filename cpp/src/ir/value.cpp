@@ -280,6 +280,19 @@ Value Value::cast(DataType to) const {
     v.dtype_ = to;
     return v;
   }
+  // fast paths for the casts weights go through (fp32 <-> fp16)
+  if (dtype_ == DataType::Float32 && to == DataType::Float16) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(numel_) * 2);
+    floats_to_halves(reinterpret_cast<const float*>(raw()), reinterpret_cast<uint16_t*>(bytes.data()),
+                     static_cast<size_t>(numel_));
+    return Value(to, shape_, Buffer::take(std::move(bytes)));
+  }
+  if (dtype_ == DataType::Float16 && to == DataType::Float32) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(numel_) * 4);
+    halves_to_floats(reinterpret_cast<const uint16_t*>(raw()), reinterpret_cast<float*>(bytes.data()),
+                     static_cast<size_t>(numel_));
+    return Value(to, shape_, Buffer::take(std::move(bytes)));
+  }
   if (is_float(dtype_) || is_float(to)) return from_doubles(to, shape_, to_doubles());
   return from_ints(to, shape_, to_ints());
 }

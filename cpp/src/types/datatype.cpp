@@ -5,6 +5,10 @@
 #include <limits>
 #include <string>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -201,7 +205,12 @@ uint16_t float_to_half(float f) {
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t mant = x & 0x7fffffu;
   int32_t exp = static_cast<int32_t>((x >> 23) & 0xff);
-  if (exp == 0xff) return static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u : 0));  // inf/nan
+  if (exp == 0xff) {  // inf / nan (payload kept like numpy; never turned into inf)
+    if (!mant) return static_cast<uint16_t>(sign | 0x7c00u);
+    uint32_t h = sign | 0x7c00u | (mant >> 13);
+    if ((h & 0x3ffu) == 0) ++h;
+    return static_cast<uint16_t>(h);
+  }
   int32_t e = exp - 127 + 15;
   if (e >= 0x1f) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
   if (e <= 0) {
@@ -260,6 +269,50 @@ float bf16_to_float(uint16_t h) {
   float f;
   std::memcpy(&f, &x, 4);
   return f;
+}
+
+#if defined(__x86_64__)
+namespace {
+__attribute__((target("avx,f16c"))) void f2h_f16c(const float* in, uint16_t* out, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), h);
+  }
+  for (; i < n; ++i) out[i] = float_to_half(in[i]);
+}
+__attribute__((target("avx,f16c"))) void h2f_f16c(const uint16_t* in, float* out, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  for (; i < n; ++i) out[i] = half_to_float(in[i]);
+}
+bool has_f16c() {
+  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  return yes;
+}
+}  // namespace
+#endif
+
+void floats_to_halves(const float* in, uint16_t* out, size_t n) {
+#if defined(__x86_64__)
+  if (has_f16c()) {
+    // F16C turns NaNs into quiet NaNs keeping the payload's top bits; numpy does the same
+    f2h_f16c(in, out, n);
+    return;
+  }
+#endif
+  for (size_t i = 0; i < n; ++i) out[i] = float_to_half(in[i]);
+}
+
+void halves_to_floats(const uint16_t* in, float* out, size_t n) {
+#if defined(__x86_64__)
+  if (has_f16c()) {
+    h2f_f16c(in, out, n);
+    return;
+  }
+#endif
+  for (size_t i = 0; i < n; ++i) out[i] = half_to_float(in[i]);
 }
 
 }  // namespace milkit

@@ -1,6 +1,7 @@
 // milkit/types/datatype.h - MIL element data types.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -81,5 +82,9 @@ float half_to_float(uint16_t h);
 uint16_t float_to_bf16(float f);
 /// bfloat16 to float.
 float bf16_to_float(uint16_t h);
+/// Converts n floats to IEEE halves (round to nearest even; uses F16C when the CPU has it).
+void floats_to_halves(const float* in, uint16_t* out, size_t n);
+/// Converts n IEEE halves to floats (uses F16C when the CPU has it).
+void halves_to_floats(const uint16_t* in, float* out, size_t n);
 
 }  // namespace milkit
