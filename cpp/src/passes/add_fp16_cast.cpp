@@ -13,6 +13,7 @@
 //   3. each output that was fp32 and no longer is gets cast(out, "fp32") named "<out>_to_fp32";
 //      users (and function outputs, which keep their names) read it instead; the old op goes.
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -51,11 +52,24 @@ bool fp16_overflow(const Operation* op) {
   for (Var* v : op->args()) {
     if (!v || !v->op() || v->op()->op_type() != "const" || !is_fp32(v) || !v->has_value()) continue;
     const Value& val = *v->value();
-    for (int64_t i = 0; i < val.numel(); ++i) {
-      double a = std::fabs(val.as_double(i));
-      // numpy compares the fp32 array with 1e38 rounded to fp32
-      if (a < static_cast<double>(1e38f) && a > 65504) return true;
+    // a tight loop over the fp32 elements (weights can be large); numpy compares the fp32
+    // array with 1e38 rounded to fp32
+    // On the bit patterns, 65504 < |f| < 1e38 is one unsigned range test (NaNs lie above 1e38),
+    // which vectorizes.
+    const uint8_t* p = val.raw();
+    const int64_t n = val.numel();
+    uint32_t lo, hi;
+    const float flo = 65504.0f, fhi = 1e38f;
+    std::memcpy(&lo, &flo, 4);
+    std::memcpy(&hi, &fhi, 4);
+    const uint32_t base = lo + 1, span = hi - lo - 1;
+    uint32_t bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t u;
+      std::memcpy(&u, p + 4 * i, 4);
+      bad |= static_cast<uint32_t>(((u & 0x7fffffffu) - base) < span);
     }
+    if (bad) return true;
   }
   return false;
 }
