@@ -30,6 +30,43 @@ std::shared_ptr<const Buffer> Buffer::borrow(const void* data, size_t size,
   return b;
 }
 
+std::shared_ptr<const Buffer> Buffer::lazy_fp32_to_fp16(std::shared_ptr<const Buffer> src) {
+  if (src->size() % 4) throw ValueError("lazy fp16 cast: source is not a whole number of floats");
+  auto b = std::shared_ptr<Buffer>(new Buffer());
+  b->size_ = src->size() / 2;
+  b->lazy_src_ = std::move(src);
+  return b;
+}
+
+void Buffer::materialize() const {
+  std::call_once(once_, [this] {
+    own_.resize(size_);
+    read(0, size_, own_.data());
+    data_ = own_.data();
+  });
+}
+
+void Buffer::read(size_t offset, size_t len, uint8_t* dst) const {
+  if (offset > size_ || len > size_ - offset) throw ValueError("buffer read past the end");
+  if (data_ || !lazy_src_) {
+    if (len) std::memcpy(dst, data_ + offset, len);
+    return;
+  }
+  if (offset % 2 || len % 2) throw ValueError("lazy fp16 buffer: unaligned read");
+  // convert through a small aligned scratch so any source alignment works
+  constexpr size_t kChunk = 4096;
+  float in[kChunk];
+  uint16_t out[kChunk];
+  const uint8_t* src = lazy_src_->data() + offset * 2;
+  for (size_t done = 0; done < len / 2;) {
+    size_t m = std::min(kChunk, len / 2 - done);
+    std::memcpy(in, src + done * 4, m * 4);
+    floats_to_halves(in, out, m);
+    std::memcpy(dst + done * 2, out, m * 2);
+    done += m;
+  }
+}
+
 int64_t shape_numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
@@ -269,6 +306,11 @@ bool Value::equals(const Value& o) const {
   return nbytes() == 0 || std::memcmp(raw(), o.raw(), nbytes()) == 0;
 }
 
+namespace {
+// Casts of at least this many fp32 elements to fp16 are lazy (weights): see Buffer.
+constexpr int64_t kLazyCastElems = 4096;
+}  // namespace
+
 Value Value::cast(DataType to) const {
   if (to == dtype_) return *this;
   if (dtype_ == DataType::String || to == DataType::String)
@@ -281,6 +323,8 @@ Value Value::cast(DataType to) const {
     return v;
   }
   // fast paths for the casts weights go through (fp32 <-> fp16)
+  if (dtype_ == DataType::Float32 && to == DataType::Float16 && numel_ >= kLazyCastElems)
+    return Value(to, shape_, Buffer::lazy_fp32_to_fp16(buffer_));
   if (dtype_ == DataType::Float32 && to == DataType::Float16) {
     std::vector<uint8_t> bytes(static_cast<size_t>(numel_) * 2);
     floats_to_halves(reinterpret_cast<const float*>(raw()), reinterpret_cast<uint16_t*>(bytes.data()),

@@ -57,7 +57,10 @@ class ConstDeduplication : public Pass {
       if (val.dtype() == DataType::String || val.numel() < threshold_) continue;
       size_t nb = static_cast<size_t>(std::min(val.numel(), kHashElems)) *
                   static_cast<size_t>(dtype_storage_bytes(val.dtype()));
-      Key key{val.dtype(), val.shape(), std::string(reinterpret_cast<const char*>(val.raw()), nb)};
+      // read the prefix without materializing lazily converted weights
+      std::string prefix(nb, '\0');
+      val.buffer()->read(0, nb, reinterpret_cast<uint8_t*>(prefix.data()));
+      Key key{val.dtype(), val.shape(), std::move(prefix)};
       double atol = val.dtype() == DataType::Float16 ? 6e-8 : 1e-12;
       auto& cands = buckets[key];
       Var* found = nullptr;

@@ -158,7 +158,7 @@ void BlobWriter::write_at(uint64_t off, const void* data, size_t n) {
 uint64_t BlobWriter::write(const Value& v) {
   const DataType dt = v.dtype();
   const uint32_t code = blob_dtype_code(dt);
-  if (code == 0 || v.is_symbolic() || !v.raw())
+  if (code == 0 || v.is_symbolic() || !v.buffer())
     throw ValueError("cannot store a value of dtype " + std::string(dtype_name(dt)) +
                      " in a weight file");
   auto key = std::make_tuple(v.buffer().get(), dt, v.numel());
@@ -181,7 +181,16 @@ uint64_t BlobWriter::write(const Value& v) {
   put_u64(rec + 24, padding);
   put(rec, sizeof rec);
 
-  if (!sub) {
+  if (!sub && v.buffer()->lazy()) {
+    // stream the conversion: the converted weight never exists whole in memory
+    constexpr size_t kChunk = 1 << 20;
+    std::vector<uint8_t> chunk(std::min<size_t>(kChunk, v.nbytes()));
+    for (size_t off = 0; off < v.nbytes(); off += chunk.size()) {
+      size_t m = std::min(chunk.size(), v.nbytes() - off);
+      v.buffer()->read(off, m, chunk.data());
+      put(chunk.data(), m);
+    }
+  } else if (!sub) {
     put(v.raw(), v.nbytes());  // little-endian host: fp16 and ints are stored raw
   } else {
     // pack in chunks whose element count is a multiple of 8, so every chunk ends on a byte

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,18 +24,33 @@ class Buffer {
   /// Wraps foreign memory without copying; `owner` keeps it alive.
   static std::shared_ptr<const Buffer> borrow(const void* data, size_t size,
                                               std::shared_ptr<const void> owner);
-  /// The bytes.
-  const uint8_t* data() const { return data_; }
+  /// fp32 elements of `src` seen as fp16, converted on demand: reading with read() streams the
+  /// conversion (the weight writer does this), data() converts everything once and keeps it.
+  /// This is what keeps fp16 weights from being held twice in memory during convert.
+  static std::shared_ptr<const Buffer> lazy_fp32_to_fp16(std::shared_ptr<const Buffer> src);
+  /// The bytes (a lazy buffer is converted the first time).
+  const uint8_t* data() const {
+    if (!data_ && size_ && lazy_src_) materialize();
+    return data_;
+  }
   /// Number of bytes.
   size_t size() const { return size_; }
   /// Whether the memory belongs to someone else (zero-copy).
   bool borrowed() const { return owner_ != nullptr; }
+  /// Whether the bytes are not computed yet.
+  bool lazy() const { return lazy_src_ && !data_; }
+  /// Copies bytes [offset, offset + len) into `dst` without materializing a lazy buffer
+  /// (for a lazy buffer, offset and len must be even).
+  void read(size_t offset, size_t len, uint8_t* dst) const;
 
  private:
   Buffer() = default;
-  std::vector<uint8_t> own_;
+  void materialize() const;
+  mutable std::vector<uint8_t> own_;
   std::shared_ptr<const void> owner_;
-  const uint8_t* data_ = nullptr;
+  std::shared_ptr<const Buffer> lazy_src_;
+  mutable std::once_flag once_;
+  mutable const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
 
