@@ -1,22 +1,38 @@
 #!/usr/bin/env python3
-"""Runs every benchmark against coremltools in one go (ratios, not absolute times)."""
+"""Runs every benchmark against coremltools in one go (ratios in the same run, not absolute times).
+
+- build: the @mb.program trace, per op (benchmarks/bench_build.py);
+- convert + save: ../shared/bench/compare.py (chain of 10,000 adds and the 12-layer transformer
+  with a symbolic sequence, fp16), which also reports peak RSS.
+"""
 
 import os
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+COMPARE = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "bench", "compare.py"))
 
 
 def main() -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.join(HERE, "..", "python") + os.pathsep + env.get("PYTHONPATH", "")
     cmds = [
         [sys.executable, os.path.join(HERE, "bench_build.py"), "--workload", "chain", "--n", "10000"],
         [sys.executable, os.path.join(HERE, "bench_build.py"), "--workload", "transformer", "--layers", "12",
-         "--hidden", "768", "--runs", "3"],
+         "--hidden", "768"],
     ]
+    if os.path.exists(COMPARE):
+        cmds += [
+            [sys.executable, COMPARE, "chain", "--n", "10000", "--precision", "fp16"],
+            [sys.executable, COMPARE, "transformer", "--layers", "12", "--hidden", "768", "--symbolic",
+             "--precision", "fp16"],
+        ]
+    else:
+        print(f"({COMPARE} not found: convert benchmarks skipped)")
     for c in cmds:
         print("$", " ".join(os.path.relpath(x) if x.endswith(".py") else x for x in c[1:]), flush=True)
-        subprocess.run(c, check=True)
+        subprocess.run(c, check=True, env=env)
 
 
 if __name__ == "__main__":
