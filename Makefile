@@ -29,7 +29,7 @@ build: deps
 demo: build
 	PYTHONPATH=python $(PYTHON) examples/demo.py
 
-test: build test-cpp test-python test-notebooks test-install
+test: build lint test-cpp test-python test-notebooks test-install
 
 test-cpp:
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
@@ -46,7 +46,7 @@ test-install: deps
 	$(BUILD)/venv/bin/pip install -q --no-build-isolation .
 	cd /tmp && $(CURDIR)/$(BUILD)/venv/bin/python -c "import milkit, sys; assert 'site-packages' in milkit.__file__, milkit.__file__; print('installed', milkit.__file__)"
 
-lint:
+lint: deps
 	$(PYTHON) -m ruff check python tests benchmarks examples
 
 bench: build

@@ -77,7 +77,8 @@ def main() -> None:
         ops = res[b][0]["ops"]
         print(f"  {b:<12} build {build:9.4f} s   {ops} ops   {1e6 * build / ops:8.2f} us/op")
     if len(backends) == 2:
-        ratio = statistics.median(x["build"] / max(y["build"], 1e-9) for x, y in zip(res[backends[0]], res[backends[1]]))
+        pairs = zip(res[backends[0]], res[backends[1]])
+        ratio = statistics.median(x["build"] / max(y["build"], 1e-9) for x, y in pairs)
         print(f"build speed-up of {backends[1]} over {backends[0]}: {ratio:.1f}x")
 
 

@@ -10,9 +10,8 @@ import sys
 import time
 import warnings
 
-import numpy as np
-
 import milkit as ct
+import numpy as np
 from milkit import Builder as mb
 from milkit import get_new_symbol, types
 from milkit.summary import summary

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import os as _os
 
-from . import _core
-from . import types
+from . import _core, types
 from ._target import AvailableTarget, target
 from .builder import Builder, Placeholder, StateTensorSpec, TensorSpec
 from .convert import (
@@ -23,8 +22,8 @@ from .convert import (
     convert,
     precision,
 )
-from .pipeline import PassPipeline
 from .io import load, save
+from .pipeline import PassPipeline
 from .program import Block, Function, Operation, Program, Var
 from .symbolic import SymExpr, get_new_symbol, get_new_variadic_symbol
 from .text import parse, program_to_text, to_text

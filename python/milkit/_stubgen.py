@@ -61,12 +61,17 @@ def _signature(op: str) -> str:
     inputs = _core.op_inputs(op, newest)
     params = []
     doc = []
+    keyword_only = False
     for i in inputs:
         ann = "Sequence[_Value]" if i["kind"] == "tuple" else "_Value"
+        if not i["optional"] and any(p.endswith("= ...") for p in params) and not keyword_only:
+            # a required input after an optional one: the rest can only be passed by keyword
+            params.append("*")
+            keyword_only = True
         params.append(f"{i['name']}: {ann}" + (" = ..." if i["optional"] else ""))
         flags = ", ".join(f for f, on in (("const", i["const"]), ("optional", i["optional"])) if on)
         doc.append(f"{i['name']}: {i['kind']} of {{{i['dtypes']}}}" + (f" ({flags})" if flags else ""))
-    params += ["name: str | None = ...", "before_op: Operation | None = ..."]
+    params += ([] if keyword_only else ["*"]) + ["name: str | None = ...", "before_op: Operation | None = ..."]
     # positional use is allowed in input order; keyword use is what coremltools accepts
     sig = f"    @staticmethod\n    def {op}({', '.join(params)}) -> Any:\n"
     sig += '        """' + "; ".join(doc) + '"""\n'

@@ -6,8 +6,7 @@ import contextlib
 import inspect
 from typing import Any, Callable, Iterator, Sequence
 
-from . import _core
-from . import types
+from . import _core, types
 from ._target import AvailableTarget
 
 __all__ = ["Builder", "Placeholder", "TensorSpec", "StateTensorSpec"]

@@ -39,392 +39,392 @@ class Builder:
     @staticmethod
     def const(val: Any, name: str | None = ..., before_op: Operation | None = ...) -> Var: ...
     @staticmethod
-    def abs(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def abs(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def acos(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def acos(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def add(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def add(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def argsort(x: _Value, axis: _Value = ..., ascending: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def argsort(x: _Value, axis: _Value = ..., ascending: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); ascending: tensor of {bool} (const, optional)"""
     @staticmethod
-    def asin(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def asin(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def atan(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def atan(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def atanh(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def atanh(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def avg_pool(x: _Value, kernel_sizes: _Value, strides: _Value = ..., pad_type: _Value, pad: _Value = ..., ceil_mode: _Value = ..., exclude_padding_from_average: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def avg_pool(x: _Value, kernel_sizes: _Value, strides: _Value = ..., *, pad_type: _Value, pad: _Value = ..., ceil_mode: _Value = ..., exclude_padding_from_average: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; kernel_sizes: tensor of {int32} (const); strides: tensor of {int32} (const, optional); pad_type: tensor of {string} (const); pad: tensor of {int32} (const, optional); ceil_mode: tensor of {bool} (const, optional); exclude_padding_from_average: tensor of {bool} (const, optional)"""
     @staticmethod
-    def band_part(x: _Value, lower: _Value = ..., upper: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def band_part(x: _Value, lower: _Value = ..., upper: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}; lower: tensor of {int32} (const, optional); upper: tensor of {int32} (const, optional)"""
     @staticmethod
-    def batch_norm(x: _Value, mean: _Value, variance: _Value, gamma: _Value = ..., beta: _Value = ..., epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def batch_norm(x: _Value, mean: _Value, variance: _Value, gamma: _Value = ..., beta: _Value = ..., epsilon: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; mean: tensor of {fp16, fp32} (const); variance: tensor of {fp16, fp32} (const); gamma: tensor of {fp16, fp32} (const, optional); beta: tensor of {fp16, fp32} (const, optional); epsilon: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
-    def batch_to_space(x: _Value, block_shape: _Value, crops: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def batch_to_space(x: _Value, block_shape: _Value, crops: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; block_shape: tensor of {int32} (const); crops: tensor of {int32} (const)"""
     @staticmethod
-    def cast(x: _Value, dtype: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def cast(x: _Value, dtype: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; dtype: tensor of {string} (const)"""
     @staticmethod
-    def ceil(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def ceil(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def clamped_relu(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def clamped_relu(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod
-    def clip(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def clip(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod
-    def concat(values: Sequence[_Value], axis: _Value, interleave: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def concat(values: Sequence[_Value], axis: _Value, interleave: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; axis: tensor of {int32} (const); interleave: tensor of {bool} (const, optional)"""
     @staticmethod
-    def conv(x: _Value, weight: _Value, bias: _Value = ..., strides: _Value = ..., pad_type: _Value = ..., pad: _Value = ..., dilations: _Value = ..., groups: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def conv(x: _Value, weight: _Value, bias: _Value = ..., strides: _Value = ..., pad_type: _Value = ..., pad: _Value = ..., dilations: _Value = ..., groups: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; weight: tensor of {fp16, fp32}; bias: tensor of {fp16, fp32} (optional); strides: tensor of {int32} (const, optional); pad_type: tensor of {string} (const, optional); pad: tensor of {int32} (const, optional); dilations: tensor of {int32} (const, optional); groups: tensor of {int32} (const, optional)"""
     @staticmethod
-    def conv_quantized(x: _Value, weight: _Value, bias: _Value = ..., quantization_type: _Value, quant_scale: _Value, quant_bias: _Value, strides: _Value = ..., pad_type: _Value = ..., pad: _Value = ..., dilations: _Value = ..., groups: _Value = ..., nbits: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def conv_quantized(x: _Value, weight: _Value, bias: _Value = ..., *, quantization_type: _Value, quant_scale: _Value, quant_bias: _Value, strides: _Value = ..., pad_type: _Value = ..., pad: _Value = ..., dilations: _Value = ..., groups: _Value = ..., nbits: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; weight: tensor of {uint8}; bias: tensor of {uint8} (const, optional); quantization_type: tensor of {string} (const); quant_scale: tensor of {fp16, fp32} (const); quant_bias: tensor of {fp16, fp32} (const); strides: tensor of {int32} (const, optional); pad_type: tensor of {string} (const, optional); pad: tensor of {int32} (const, optional); dilations: tensor of {int32} (const, optional); groups: tensor of {int32} (const, optional); nbits: tensor of {int32} (const, optional)"""
     @staticmethod
-    def conv_transpose(x: _Value, weight: _Value, bias: _Value = ..., pad: _Value = ..., output_shape: _Value = ..., pad_type: _Value = ..., strides: _Value = ..., dilations: _Value = ..., groups: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def conv_transpose(x: _Value, weight: _Value, bias: _Value = ..., pad: _Value = ..., output_shape: _Value = ..., pad_type: _Value = ..., strides: _Value = ..., dilations: _Value = ..., groups: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; weight: tensor of {fp16, fp32}; bias: tensor of {fp16, fp32} (optional); pad: tensor of {int32} (const, optional); output_shape: tensor of {int32} (const, optional); pad_type: tensor of {string} (const, optional); strides: tensor of {int32} (const, optional); dilations: tensor of {int32} (const, optional); groups: tensor of {int32} (const, optional)"""
     @staticmethod
-    def cos(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def cos(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def cosh(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def cosh(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def cumsum(x: _Value, axis: _Value = ..., exclusive: _Value = ..., reverse: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def cumsum(x: _Value, axis: _Value = ..., exclusive: _Value = ..., reverse: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); exclusive: tensor of {bool} (const, optional); reverse: tensor of {bool} (const, optional)"""
     @staticmethod
-    def depth_to_space(x: _Value, block_size: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def depth_to_space(x: _Value, block_size: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; block_size: tensor of {int32} (const)"""
     @staticmethod
-    def einsum(values: Sequence[_Value], equation: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def einsum(values: Sequence[_Value], equation: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; equation: tensor of {string} (const)"""
     @staticmethod
-    def elu(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def elu(x: _Value, alpha: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const)"""
     @staticmethod
-    def equal(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def equal(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def erf(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def erf(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def exp(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def exp(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def exp2(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def exp2(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def expand_dims(x: _Value, axes: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def expand_dims(x: _Value, axes: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axes: tensor of {int32} (const)"""
     @staticmethod
-    def fill(shape: _Value, value: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def fill(shape: _Value, value: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """shape: tensor of {int32}; value: tensor of {bool, fp16, fp32, int32} (const, optional)"""
     @staticmethod
-    def fill_like(ref_tensor: _Value, value: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def fill_like(ref_tensor: _Value, value: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """ref_tensor: tensor of {bool, fp16, fp32, int32}; value: tensor of {bool, fp16, fp32, int32} (const, optional)"""
     @staticmethod
-    def flatten2d(x: _Value, axis: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def flatten2d(x: _Value, axis: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}; axis: tensor of {int32} (const, optional)"""
     @staticmethod
-    def floor(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def floor(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def floor_div(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def floor_div(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def gather(x: _Value, indices: _Value, axis: _Value = ..., batch_dims: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def gather(x: _Value, indices: _Value, axis: _Value = ..., batch_dims: _Value = ..., validate_indices: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int8, int16, int32, uint8, uint16}; indices: tensor of {int8, int16, int32, uint8, uint16}; axis: tensor of {int32} (const, optional); batch_dims: tensor of {int32} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
     @staticmethod
-    def gather_along_axis(x: _Value, indices: _Value, axis: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def gather_along_axis(x: _Value, indices: _Value, axis: _Value = ..., validate_indices: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int8, int16, int32, uint8, uint16}; indices: tensor of {int8, int16, int32, uint8, uint16}; axis: tensor of {int32} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
     @staticmethod
-    def gather_nd(x: _Value, indices: _Value, batch_dims: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def gather_nd(x: _Value, indices: _Value, batch_dims: _Value = ..., validate_indices: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int8, int16, int32, uint8, uint16}; indices: tensor of {int8, int16, int32, uint8, uint16}; batch_dims: tensor of {int32} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
     @staticmethod
-    def gelu(x: _Value, mode: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def gelu(x: _Value, mode: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; mode: tensor of {string} (const, optional)"""
     @staticmethod
-    def greater(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def greater(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def greater_equal(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def greater_equal(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def identity(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def identity(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: list_or_tensor of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
     @staticmethod
-    def instance_norm(x: _Value, gamma: _Value = ..., beta: _Value = ..., epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def instance_norm(x: _Value, gamma: _Value = ..., beta: _Value = ..., epsilon: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; gamma: tensor of {fp16, fp32} (const, optional); beta: tensor of {fp16, fp32} (const, optional); epsilon: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
-    def inverse(x: _Value, epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def inverse(x: _Value, epsilon: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
-    def l2_norm(x: _Value, epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def l2_norm(x: _Value, epsilon: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
-    def l2_pool(x: _Value, kernel_sizes: _Value, strides: _Value = ..., pad_type: _Value, pad: _Value = ..., ceil_mode: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def l2_pool(x: _Value, kernel_sizes: _Value, strides: _Value = ..., *, pad_type: _Value, pad: _Value = ..., ceil_mode: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; kernel_sizes: tensor of {int32} (const); strides: tensor of {int32} (const, optional); pad_type: tensor of {string} (const); pad: tensor of {int32} (const, optional); ceil_mode: tensor of {bool} (const, optional)"""
     @staticmethod
-    def layer_norm(x: _Value, axes: _Value = ..., gamma: _Value = ..., beta: _Value = ..., epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def layer_norm(x: _Value, axes: _Value = ..., gamma: _Value = ..., beta: _Value = ..., epsilon: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; axes: tensor of {int32} (const, optional); gamma: tensor of {fp16, fp32} (const, optional); beta: tensor of {fp16, fp32} (const, optional); epsilon: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
-    def leaky_relu(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def leaky_relu(x: _Value, alpha: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const)"""
     @staticmethod
-    def less(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def less(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def less_equal(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def less_equal(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def linear(x: _Value, weight: _Value, bias: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def linear(x: _Value, weight: _Value, bias: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; weight: tensor of {fp16, fp32, int32} (const); bias: tensor of {fp16, fp32, int32} (const, optional)"""
     @staticmethod
-    def linear_activation(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def linear_activation(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod
-    def local_response_norm(x: _Value, size: _Value, alpha: _Value = ..., beta: _Value = ..., k: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def local_response_norm(x: _Value, size: _Value, alpha: _Value = ..., beta: _Value = ..., k: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; size: tensor of {int32} (const); alpha: tensor of {fp16, fp32} (const, optional); beta: tensor of {fp16, fp32} (const, optional); k: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
-    def log(x: _Value, epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def log(x: _Value, epsilon: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
-    def logical_and(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def logical_and(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool}; y: tensor of {bool}"""
     @staticmethod
-    def logical_not(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def logical_not(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool}"""
     @staticmethod
-    def logical_or(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def logical_or(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool}; y: tensor of {bool}"""
     @staticmethod
-    def logical_xor(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def logical_xor(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool}; y: tensor of {bool}"""
     @staticmethod
-    def matmul(x: _Value, y: _Value, transpose_x: _Value = ..., transpose_y: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def matmul(x: _Value, y: _Value, transpose_x: _Value = ..., transpose_y: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}; transpose_x: tensor of {bool} (const, optional); transpose_y: tensor of {bool} (const, optional)"""
     @staticmethod
-    def max_pool(x: _Value, kernel_sizes: _Value, strides: _Value = ..., pad_type: _Value, pad: _Value = ..., ceil_mode: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def max_pool(x: _Value, kernel_sizes: _Value, strides: _Value = ..., *, pad_type: _Value, pad: _Value = ..., ceil_mode: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; kernel_sizes: tensor of {int32} (const); strides: tensor of {int32} (const, optional); pad_type: tensor of {string} (const); pad: tensor of {int32} (const, optional); ceil_mode: tensor of {bool} (const, optional)"""
     @staticmethod
-    def maximum(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def maximum(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def minimum(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def minimum(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def mod(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def mod(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def mul(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def mul(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def non_maximum_suppression(boxes: _Value, scores: _Value, iou_threshold: _Value, max_boxes: _Value, per_class_suppression: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def non_maximum_suppression(boxes: _Value, scores: _Value, iou_threshold: _Value, max_boxes: _Value, per_class_suppression: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """boxes: tensor of {fp16, fp32}; scores: tensor of {fp16, fp32}; iou_threshold: tensor of {fp16, fp32} (const); max_boxes: tensor of {int32} (const); per_class_suppression: tensor of {bool} (const, optional)"""
     @staticmethod
-    def non_zero(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def non_zero(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}"""
     @staticmethod
-    def not_equal(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def not_equal(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def one_hot(indices: _Value, one_hot_vector_size: _Value, axis: _Value = ..., on_value: _Value = ..., off_value: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def one_hot(indices: _Value, one_hot_vector_size: _Value, axis: _Value = ..., on_value: _Value = ..., off_value: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """indices: tensor of {int32}; one_hot_vector_size: tensor of {int32}; axis: tensor of {int32} (const, optional); on_value: tensor of {bool, fp16, fp32, int32} (const, optional); off_value: tensor of {bool, fp16, fp32, int32} (const, optional)"""
     @staticmethod
-    def pad(x: _Value, pad: _Value, mode: _Value = ..., constant_val: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def pad(x: _Value, pad: _Value, mode: _Value = ..., constant_val: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; pad: tensor of {int32}; mode: tensor of {string} (const, optional); constant_val: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
-    def pixel_shuffle(x: _Value, upscale_factor: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def pixel_shuffle(x: _Value, upscale_factor: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; upscale_factor: tensor of {int32} (const)"""
     @staticmethod
-    def pixel_unshuffle(x: _Value, downscale_factor: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def pixel_unshuffle(x: _Value, downscale_factor: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; downscale_factor: tensor of {uint32} (const)"""
     @staticmethod
-    def pow(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def pow(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def prelu(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def prelu(x: _Value, alpha: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const)"""
     @staticmethod
-    def range_1d(end: _Value, start: _Value, step: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def range_1d(end: _Value, start: _Value, step: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """end: tensor of {fp16, fp32, int32}; start: tensor of {fp16, fp32, int32}; step: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def real_div(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def real_div(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def reduce_argmax(x: _Value, axis: _Value = ..., keep_dims: _Value = ..., output_dtype: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_argmax(x: _Value, axis: _Value = ..., keep_dims: _Value = ..., output_dtype: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional); output_dtype: tensor of {string} (const, optional)"""
     @staticmethod
-    def reduce_argmin(x: _Value, axis: _Value = ..., keep_dims: _Value = ..., output_dtype: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_argmin(x: _Value, axis: _Value = ..., keep_dims: _Value = ..., output_dtype: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional); output_dtype: tensor of {string} (const, optional)"""
     @staticmethod
-    def reduce_l1_norm(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_l1_norm(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
     @staticmethod
-    def reduce_l2_norm(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_l2_norm(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
     @staticmethod
-    def reduce_log_sum(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_log_sum(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
     @staticmethod
-    def reduce_log_sum_exp(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_log_sum_exp(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
     @staticmethod
-    def reduce_max(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_max(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
     @staticmethod
-    def reduce_mean(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_mean(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
     @staticmethod
-    def reduce_min(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_min(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
     @staticmethod
-    def reduce_prod(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_prod(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
     @staticmethod
-    def reduce_sum(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_sum(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
     @staticmethod
-    def reduce_sum_square(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reduce_sum_square(x: _Value, axes: _Value = ..., keep_dims: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axes: tensor of {int32} (const, optional); keep_dims: tensor of {bool} (const, optional)"""
     @staticmethod
-    def relu(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def relu(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def relu6(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def relu6(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def reshape(x: _Value, shape: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reshape(x: _Value, shape: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; shape: tensor of {int8, int16, int32}"""
     @staticmethod
-    def reshape_like(x: _Value, ref_tensors: Sequence[_Value], begins: Sequence[_Value], ends: Sequence[_Value], end_masks: Sequence[_Value], name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reshape_like(x: _Value, ref_tensors: Sequence[_Value], begins: Sequence[_Value], ends: Sequence[_Value], end_masks: Sequence[_Value], *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; ref_tensors: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; begins: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; ends: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; end_masks: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
     @staticmethod
-    def reverse(x: _Value, axes: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reverse(x: _Value, axes: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axes: tensor of {int32} (const, optional)"""
     @staticmethod
-    def reverse_sequence(x: _Value, lengths: _Value, seq_axis: _Value = ..., batch_axis: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def reverse_sequence(x: _Value, lengths: _Value, seq_axis: _Value = ..., batch_axis: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; lengths: tensor of {int8, int16, int32}; seq_axis: tensor of {int32} (const, optional); batch_axis: tensor of {int32} (const, optional)"""
     @staticmethod
-    def round(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def round(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def rsqrt(x: _Value, epsilon: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def rsqrt(x: _Value, epsilon: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
-    def scaled_tanh(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def scaled_tanh(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod
-    def scatter(data: _Value, indices: _Value, updates: _Value, axis: _Value = ..., mode: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def scatter(data: _Value, indices: _Value, updates: _Value, axis: _Value = ..., mode: _Value = ..., validate_indices: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """data: tensor of {fp16, fp32, int32}; indices: tensor of {int32}; updates: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); mode: tensor of {string} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
     @staticmethod
-    def scatter_along_axis(data: _Value, indices: _Value, updates: _Value, axis: _Value = ..., mode: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def scatter_along_axis(data: _Value, indices: _Value, updates: _Value, axis: _Value = ..., mode: _Value = ..., validate_indices: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """data: tensor of {fp16, fp32, int32}; indices: tensor of {int32}; updates: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); mode: tensor of {string} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
     @staticmethod
-    def scatter_nd(data: _Value, indices: _Value, updates: _Value, mode: _Value = ..., validate_indices: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def scatter_nd(data: _Value, indices: _Value, updates: _Value, mode: _Value = ..., validate_indices: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """data: tensor of {fp16, fp32, int32}; indices: tensor of {int32}; updates: tensor of {fp16, fp32, int32}; mode: tensor of {string} (const, optional); validate_indices: tensor of {bool} (const, optional)"""
     @staticmethod
-    def select(cond: _Value, a: _Value, b: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def select(cond: _Value, a: _Value, b: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """cond: tensor of {bool}; a: tensor of {bool, fp16, fp32, int32}; b: tensor of {bool, fp16, fp32, int32}"""
     @staticmethod
-    def shape(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def shape(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}"""
     @staticmethod
-    def sigmoid(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def sigmoid(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def sigmoid_hard(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def sigmoid_hard(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod
-    def sign(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def sign(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def silu(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def silu(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def sin(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def sin(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def sinh(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def sinh(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def slice_by_index(x: _Value, begin: _Value, end: _Value, stride: _Value = ..., begin_mask: _Value = ..., end_mask: _Value = ..., squeeze_mask: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def slice_by_index(x: _Value, begin: _Value, end: _Value, stride: _Value = ..., begin_mask: _Value = ..., end_mask: _Value = ..., squeeze_mask: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; begin: tensor of {int8, int16, int32}; end: tensor of {int8, int16, int32}; stride: tensor of {int8, int16, int32} (const, optional); begin_mask: tensor of {bool} (const, optional); end_mask: tensor of {bool} (const, optional); squeeze_mask: tensor of {bool} (const, optional)"""
     @staticmethod
-    def slice_by_size(x: _Value, begin: _Value, size: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def slice_by_size(x: _Value, begin: _Value, size: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; begin: tensor of {int8, int16, int32}; size: tensor of {int8, int16, int32}"""
     @staticmethod
-    def slice_update(x: _Value, update: _Value, begin: _Value, end: _Value, stride: _Value = ..., begin_mask: _Value = ..., end_mask: _Value = ..., squeeze_mask: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def slice_update(x: _Value, update: _Value, begin: _Value, end: _Value, stride: _Value = ..., begin_mask: _Value = ..., end_mask: _Value = ..., squeeze_mask: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; update: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; begin: tensor of {int8, int16, int32}; end: tensor of {int8, int16, int32}; stride: tensor of {int8, int16, int32} (const, optional); begin_mask: tensor of {bool} (const, optional); end_mask: tensor of {bool} (const, optional); squeeze_mask: tensor of {bool} (const, optional)"""
     @staticmethod
-    def sliding_windows(x: _Value, axis: _Value, size: _Value, stride: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def sliding_windows(x: _Value, axis: _Value, size: _Value, stride: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axis: tensor of {int32} (const); size: tensor of {int32} (const); stride: tensor of {int32} (const, optional)"""
     @staticmethod
-    def softmax(x: _Value, axis: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def softmax(x: _Value, axis: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; axis: tensor of {int32} (const, optional)"""
     @staticmethod
-    def softplus(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def softplus(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def softplus_parametric(x: _Value, alpha: _Value, beta: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def softplus_parametric(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod
-    def softsign(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def softsign(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def space_to_batch(x: _Value, block_shape: _Value, paddings: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def space_to_batch(x: _Value, block_shape: _Value, paddings: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; block_shape: tensor of {int32} (const); paddings: tensor of {int32} (const)"""
     @staticmethod
-    def space_to_depth(x: _Value, block_size: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def space_to_depth(x: _Value, block_size: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; block_size: tensor of {int32} (const)"""
     @staticmethod
-    def split(x: _Value, num_splits: _Value = ..., split_sizes: _Value = ..., axis: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def split(x: _Value, num_splits: _Value = ..., split_sizes: _Value = ..., *, axis: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}; num_splits: tensor of {int32} (const, optional); split_sizes: tensor of {int32} (const, optional); axis: tensor of {int32} (const)"""
     @staticmethod
-    def sqrt(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def sqrt(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def square(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def square(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def squeeze(x: _Value, axes: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def squeeze(x: _Value, axes: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axes: tensor of {int32} (const, optional)"""
     @staticmethod
-    def stack(values: Sequence[_Value], axis: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def stack(values: Sequence[_Value], axis: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; axis: tensor of {int32} (const)"""
     @staticmethod
-    def sub(x: _Value, y: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def sub(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
-    def tan(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def tan(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def tanh(x: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def tanh(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
-    def threshold(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def threshold(x: _Value, alpha: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; alpha: tensor of {fp16, fp32, int32} (const)"""
     @staticmethod
-    def thresholded_relu(x: _Value, alpha: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def thresholded_relu(x: _Value, alpha: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const)"""
     @staticmethod
-    def tile(x: _Value, reps: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def tile(x: _Value, reps: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int32}; reps: tensor of {int32}"""
     @staticmethod
-    def topk(x: _Value, k: _Value = ..., axis: _Value = ..., ascending: _Value = ..., sort: _Value = ..., return_indices: _Value = ..., output_indices_dtype: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def topk(x: _Value, k: _Value = ..., axis: _Value = ..., ascending: _Value = ..., sort: _Value = ..., return_indices: _Value = ..., output_indices_dtype: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int8, int16, int32, uint8, uint16}; k: tensor of {int8, int16, int32} (const, optional); axis: tensor of {int32} (const, optional); ascending: tensor of {bool} (const, optional); sort: tensor of {bool} (const, optional); return_indices: tensor of {bool} (const, optional); output_indices_dtype: tensor of {string} (const, optional)"""
     @staticmethod
-    def transpose(x: _Value, perm: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+    def transpose(x: _Value, perm: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; perm: tensor of {int32} (const)"""

@@ -217,7 +217,8 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         raise ValueError(f"convert_to={convert_to!r} is not supported: milkit writes ML Programs only")
     if classifier_config is not None:
         raise ValueError("classifier_config is not supported yet")
-    target = int(AvailableTarget.iOS15) if minimum_deployment_target is None else _target_value(minimum_deployment_target)
+    target = (int(AvailableTarget.iOS15) if minimum_deployment_target is None
+              else _target_value(minimum_deployment_target))
     if target < int(AvailableTarget.iOS15):
         raise ValueError("an ML Program needs minimum_deployment_target iOS15 or later")
     for fname, f in model.functions.items():

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import _core
-from . import types
+from . import _core, types
 
 __all__ = ["Program", "Function", "Block", "Operation", "Var"]
 

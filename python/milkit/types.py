@@ -379,7 +379,7 @@ def string_to_builtin(s: _builtin_str) -> DType | None:
 _SUB_BYTE_NAMES = ("int4", "uint1", "uint2", "uint3", "uint4", "uint6")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _sub_byte_dtype(name: _builtin_str) -> "np.dtype":
     import numpy as np
 
@@ -396,7 +396,7 @@ def np_dtype_for(name: _builtin_str) -> "np.dtype":
     return np.dtype(nptype_from_builtin(_BY_NAME[name]))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _np_tables() -> tuple:
     import numpy as np
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from parity import _build, _ct, _make_symbols, compare_programs, reset_ct_names
-
 from milkit.passes import apply_passes
+from parity import _build, _ct, _make_symbols, compare_programs, reset_ct_names
 
 
 def ct_run(prog: Any, names: Sequence[str], options: dict | None = None) -> None:

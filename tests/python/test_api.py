@@ -4,11 +4,10 @@ import os
 import subprocess
 import sys
 
-import numpy as np
-import pytest
-
 import milkit
 import milkit as ct
+import numpy as np
+import pytest
 from milkit import Builder as mb
 from milkit import get_new_symbol, get_new_variadic_symbol, types
 
@@ -62,7 +61,6 @@ def test_symbols_and_arithmetic():
 
 def test_symbols_sympy_roundtrip():
     import sympy
-
     from milkit.symbolic import from_sympy, to_sympy
 
     S = get_new_symbol("S")
@@ -302,3 +300,11 @@ def test_huge_constant_folds_are_skipped_not_allocated():
 
     out = prog.functions["main"].outputs[0]
     assert out.shape == (2000000, 1000000) and out.val is None
+
+
+def test_stub_is_valid_python():
+    import ast
+
+    path = os.path.join(os.path.dirname(milkit.__file__), "builder.pyi")
+    with open(path, encoding="utf-8") as f:
+        ast.parse(f.read())

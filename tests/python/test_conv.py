@@ -332,11 +332,10 @@ def test_conv_symbolic_kernel_of_dynamic_weight():
     """Deliberate disagreement: with a known input size and a symbolic kernel size (a runtime
     weight), coremltools fails ('Cannot convert expression to float'); milkit gives the exact size."""
     import coremltools as ct
+    import milkit
     from coremltools.converters.mil import Builder as cmb
     from coremltools.converters.mil.mil import get_new_symbol as c_sym
     from coremltools.converters.mil.mil import types as ctypes
-
-    import milkit
     from milkit import Builder as mb
     from milkit import types
     from milkit.symbolic import to_sympy

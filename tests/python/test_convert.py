@@ -3,11 +3,10 @@
 import os
 import warnings
 
+import milkit
 import numpy as np
 import pytest
 from parity import _build, _ct, _make_symbols, reset_ct_names
-
-import milkit
 
 
 def _both(build, specs, opset="iOS17"):

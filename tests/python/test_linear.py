@@ -1,12 +1,11 @@
 """Parity of linear and matmul with coremltools, at every opset."""
 
+import milkit
 import numpy as np
 import pytest
-from parity import ALL_OPSETS, check, check_error
-
-import milkit
 from milkit import Builder as mb_mk
 from milkit import types as mk_types
+from parity import ALL_OPSETS, check, check_error
 
 RNG = np.random.default_rng(0)
 W = RNG.standard_normal((5, 4)).astype(np.float32)

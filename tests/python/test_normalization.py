@@ -1,12 +1,11 @@
 """Parity of batch_norm, instance_norm, layer_norm, l2_norm and local_response_norm with coremltools."""
 
+import milkit
 import numpy as np
 import pytest
-from parity import ALL_OPSETS, check, check_error
-
-import milkit
 from milkit import Builder as mb_mk
 from milkit import types as mk_types
+from parity import ALL_OPSETS, check, check_error
 
 C = np.linspace(0.5, 1.5, 3).astype(np.float32)
 C16 = C.astype(np.float16)

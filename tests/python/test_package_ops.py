@@ -3,10 +3,9 @@ loader (which re-runs validation and type inference on every op) and by milkit, 
 
 import warnings
 
+import milkit as ct
 import numpy as np
 import pytest
-
-import milkit as ct
 from milkit import Builder as mb
 from milkit import get_new_symbol, types
 

@@ -2,9 +2,8 @@
 
 import numpy as np
 import pytest
-from parity import _build, _ct, _make_symbols, compare_programs, reset_ct_names
-
 from milkit.passes import apply_pass, pass_names
+from parity import _build, _ct, _make_symbols, compare_programs, reset_ct_names
 
 
 def _both(build, specs, opset="iOS17"):

@@ -4,7 +4,7 @@ cleanup passes coremltools runs after it."""
 import numpy as np
 import pytest
 from parity import ALL_OPSETS
-from pass_parity import check_passes, op_types
+from pass_parity import check_passes
 
 P = "common::add_fp16_cast"
 AFTER = [P, "common::const_elimination", "common::dead_code_elimination", "common::cast_optimization",

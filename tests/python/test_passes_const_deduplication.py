@@ -68,8 +68,8 @@ def test_fp16_tolerance_and_outputs():
 
 
 def test_bad_option():
-    from pass_parity import build_both
     from milkit.passes import apply_pass
+    from pass_parity import build_both
 
     _, mp, _ = build_both(lambda mb, x: mb.add(x=x, y=x), [((2,), "fp32")])
     with pytest.raises(ValueError, match="const_threshold"):

@@ -6,10 +6,9 @@ without image inputs (milkit has no image input types)."""
 
 import numpy as np
 import pytest
-from pass_parity import build_both, ct_run, assert_inputs_equal, assert_values_exact, op_types
-from parity import compare_programs
-
 from milkit.passes import apply_passes, pass_names
+from parity import compare_programs
+from pass_parity import assert_inputs_equal, assert_values_exact, build_both, ct_run, op_types
 
 HEAD_DIM = 8
 FP16_PART = [  # the part of PassPipeline.DEFAULT from dedup_op_and_var_names on that milkit has

@@ -2,10 +2,9 @@
 
 import numpy as np
 import pytest
+from milkit.passes import apply_pass
 from parity import ALL_OPSETS, compare_programs
 from pass_parity import build_both, ct_run
-
-from milkit.passes import apply_pass
 
 NAMES = ["1st/conv.weight", "fp16", "a-b", "a_b", "a_b_0", "état", "state", "_ok", "x.y:0", "9", "a b",
          "bool", "a-b"]

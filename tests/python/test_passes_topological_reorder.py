@@ -1,6 +1,5 @@
 """common::topological_reorder against coremltools."""
 
-import numpy as np
 import pytest
 from parity import ALL_OPSETS
 from pass_parity import check_passes

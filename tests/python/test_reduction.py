@@ -1,12 +1,11 @@
 """Parity of the 12 reduction ops with coremltools, at every opset."""
 
+import milkit
 import numpy as np
 import pytest
-from parity import ALL_OPSETS, check, check_error
-
-import milkit
 from milkit import Builder as mb_mk
 from milkit import types as mk_types
+from parity import ALL_OPSETS, check, check_error
 
 REDUCE = ["reduce_l1_norm", "reduce_l2_norm", "reduce_log_sum", "reduce_log_sum_exp", "reduce_max",
           "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "reduce_sum_square"]

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 from parity import ALL_OPSETS, check, check_error
-from test_tensor_transformation import mk_build, mk_out
+from test_tensor_transformation import mk_build
 
 # ---------------------------------------------------------------------------------------------
 # gather

@@ -11,11 +11,10 @@ import subprocess
 import sys
 import warnings
 
-import numpy as np
-import pytest
-
 import milkit
+import numpy as np
 import parity
+import pytest
 
 logging.disable(logging.WARNING)
 warnings.filterwarnings("ignore")

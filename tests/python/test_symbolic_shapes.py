@@ -4,13 +4,12 @@ Where coremltools gives up and makes a fresh symbol, milkit keeps the exact expr
 checks the expression itself and, where coremltools agrees, parity with it.
 """
 
+import milkit as ct
 import numpy as np
 import pytest
-from parity import ALL_OPSETS, check
-
-import milkit as ct
 from milkit import Builder as mb
 from milkit import get_new_symbol, types
+from parity import ALL_OPSETS, check
 
 
 def _out(prog, i=0):

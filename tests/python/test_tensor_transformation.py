@@ -1,12 +1,11 @@
 """Parity of the tensor_transformation ops with coremltools, and milkit's exact symbolic shapes."""
 
+import milkit
 import numpy as np
 import pytest
-from parity import ALL_OPSETS, check, check_error
-
-import milkit
 from milkit import Builder as mkb
 from milkit import types as mtypes
+from parity import ALL_OPSETS, check, check_error
 
 
 def mk_build(build, shapes, opset="iOS17"):

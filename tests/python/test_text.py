@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import random
 
+import milkit
 import numpy as np
 import pytest
-
-import milkit
 from milkit import Builder as mb
 from milkit import types
 
