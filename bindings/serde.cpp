@@ -10,8 +10,10 @@ namespace milkit::py_bind {
 void init_serde(py::module_& m) {
   m.def(
       "save_mlpackage",
-      [](std::shared_ptr<Program> p, const std::string& path, std::optional<int> target, bool sync) {
+      [](std::shared_ptr<Program> p, const std::string& path, std::optional<int> target, bool sync,
+         std::map<std::string, std::pair<std::vector<std::vector<int64_t>>, std::vector<int64_t>>> enumerated) {
         PackageOptions o;
+        for (auto& [name, sd] : enumerated) o.enumerated_shapes[name] = EnumeratedShapesSpec{sd.first, sd.second};
         if (target) {
           auto t = target_from_spec(*target);
           if (!t) throw ValueError("unknown deployment target (specification version " + std::to_string(*target) + ")");
@@ -22,7 +24,9 @@ void init_serde(py::module_& m) {
         write_mlpackage(*p, o, path);
       },
       py::arg("program"), py::arg("path"), py::arg("target") = py::none(), py::arg("sync") = true,
-      "Writes a program as an .mlpackage (atomically). `target` is a specification version.");
+      py::arg("enumerated_shapes") = std::map<std::string, std::pair<std::vector<std::vector<int64_t>>, std::vector<int64_t>>>{},
+      "Writes a program as an .mlpackage (atomically). `target` is a specification version; "
+      "`enumerated_shapes` maps input names to (shapes, default shape).");
   m.def(
       "load_mlpackage",
       [](const std::string& path) {

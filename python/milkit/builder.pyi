@@ -96,6 +96,9 @@ class Builder:
     def conv_transpose(x: _Value, weight: _Value, bias: _Value = ..., pad: _Value = ..., output_shape: _Value = ..., pad_type: _Value = ..., strides: _Value = ..., dilations: _Value = ..., groups: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; weight: tensor of {fp16, fp32}; bias: tensor of {fp16, fp32} (optional); pad: tensor of {int32} (const, optional); output_shape: tensor of {int32} (const, optional); pad_type: tensor of {string} (const, optional); strides: tensor of {int32} (const, optional); dilations: tensor of {int32} (const, optional); groups: tensor of {int32} (const, optional)"""
     @staticmethod
+    def coreml_update_state(state: _Value, value: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """state: state of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; value: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}"""
+    @staticmethod
     def cos(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
@@ -260,6 +263,9 @@ class Builder:
     @staticmethod
     def range_1d(end: _Value, start: _Value, step: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """end: tensor of {fp16, fp32, int32}; start: tensor of {fp16, fp32, int32}; step: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def read_state(input: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """input: state of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
     @staticmethod
     def real_div(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
@@ -428,3 +434,6 @@ class Builder:
     @staticmethod
     def transpose(x: _Value, perm: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; perm: tensor of {int32} (const)"""
+    @staticmethod
+    def write_state(input: _Value, data: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """input: state of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; data: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}"""

@@ -15,6 +15,7 @@ Passes milkit does not implement yet are skipped and reported (``SkippedPassesWa
 from __future__ import annotations
 
 import enum
+import numbers
 import os
 import shutil
 import tempfile
@@ -77,11 +78,23 @@ class Shape:
 
 
 class EnumeratedShapes:
-    """A set of allowed shapes (written as ``enumeratedShapes``)."""
+    """A set of allowed shapes (``ct.EnumeratedShapes``), written as the input's
+    ``enumeratedShapes``; ``default`` (the first shape when not given) becomes its ``shape``."""
 
     def __init__(self, shapes: Sequence[Sequence[int]], default: Sequence[int] | None = None) -> None:
+        if not isinstance(shapes, (list, tuple)):
+            raise ValueError(f"EnumeratedShapes should be list or tuple of shape, got type {type(shapes)} instead")
+        if len(shapes) < 2:
+            raise ValueError(f"EnumeratedShapes should be take a list or tuple with len >= 2, got {len(shapes)} instead")
         self.shapes = [tuple(s.shape if isinstance(s, Shape) else s) for s in shapes]
-        self.default = tuple(default) if default is not None else self.shapes[0]
+        for s in self.shapes:
+            for d in s:
+                if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d < 1:
+                    raise ValueError(f"EnumeratedShapes: shape {s} must hold positive ints only")
+        self.shapes = [tuple(int(d) for d in s) for s in self.shapes]
+        if default is not None and not isinstance(default, (list, tuple)):
+            raise ValueError(f"Default shape should be list or tuple, got type {type(default)} instead")
+        self.default = tuple(int(d) for d in default) if default is not None else self.shapes[0]
 
 
 class TensorType:
@@ -161,10 +174,13 @@ def _target_value(t: Any) -> int:
     return int(v)
 
 
-def _apply_input_types(prog: Any, inputs: Sequence[Any]) -> None:
+def _apply_input_types(prog: Any, inputs: Sequence[Any]) -> dict:
+    """Applies ``inputs`` to the program's default function; returns the enumerated shapes by
+    input name, for the writer."""
     from . import types
     from .builder import _as_dtype
 
+    enumerated: dict = {}
     main = prog.functions[prog.default_function_name]
     fin = main.inputs
     for i, t in enumerate(inputs):
@@ -180,8 +196,16 @@ def _apply_input_types(prog: Any, inputs: Sequence[Any]) -> None:
         if t.shape is None:
             continue
         if isinstance(t.shape, EnumeratedShapes):
-            raise ValueError(f"input {name!r}: EnumeratedShapes are not supported by milkit's writer yet; "
-                             "use RangeDim bounds")
+            if all(isinstance(d, int) for d in var.shape):
+                # coremltools (milinternal) describes a static input by its program shape and
+                # drops the enumerated shapes
+                warnings.warn(f"input {name!r}: the program's shape {tuple(var.shape)} is static, so its "
+                              "EnumeratedShapes are ignored (as coremltools does); make the differing dims "
+                              "symbolic in the TensorSpec to use them", UserWarning, stacklevel=3)
+            else:
+                _check_enumerated(name, t.shape, var)
+                enumerated[name] = ([list(sh) for sh in t.shape.shapes], list(t.shape.default))
+            continue
         shape = list(t.shape)
         if len(shape) != len(var.shape):
             raise ValueError(f"input {name!r}: shape {tuple(shape)} has rank {len(shape)}, the program's "
@@ -200,6 +224,21 @@ def _apply_input_types(prog: Any, inputs: Sequence[Any]) -> None:
                 if not isinstance(have, int):
                     raise ValueError(f"input {name!r} dim {k}: the program's dim {have} is symbolic; give a RangeDim "
                                      "or fix it in the TensorSpec")
+    return enumerated
+
+
+def _check_enumerated(name: str, es: EnumeratedShapes, var: Any) -> None:
+    """Every enumerated shape (and the default) must have the input's rank and agree with its
+    static dims (coremltools does not check; Core ML would reject such a model)."""
+    rank = len(var.shape)
+    for s in list(es.shapes) + [es.default]:
+        if len(s) != rank:
+            raise ValueError(f"input {name!r}: enumerated shape {s} has rank {len(s)}, the program's "
+                             f"{tuple(var.shape)} has rank {rank}")
+        for k, (want, have) in enumerate(zip(s, var.shape)):
+            if isinstance(have, int) and want != have:
+                raise ValueError(f"input {name!r} dim {k}: enumerated shape {s} differs from the program's "
+                                 f"static dim {have}")
 
 
 def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = None,
@@ -229,8 +268,7 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         compute_precision = ComputePrecision.FLOAT16
     if compute_precision not in (ComputePrecision.FLOAT16, ComputePrecision.FLOAT32):
         raise ValueError(f"Invalid value of the argument 'compute_precision': {compute_precision}")
-    if inputs:
-        _apply_input_types(model, inputs)
+    enumerated = _apply_input_types(model, inputs) if inputs else {}
 
     pipeline = PassPipeline.DEFAULT if pass_pipeline is None else pass_pipeline
     main_passes = pipeline.passes
@@ -252,6 +290,6 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
                       SkippedPassesWarning, stacklevel=2)
     path = tempfile.mkdtemp(suffix=".mlpackage", dir=package_dir)
     os.rmdir(path)
-    _core.save_mlpackage(model, path, target, False)
+    _core.save_mlpackage(model, path, target, False, enumerated)
     return MLModel(path, is_temp_package=True, mil_program=model, skip_model_load=skip_model_load,
                    skipped_passes=uniq)

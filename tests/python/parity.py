@@ -2,9 +2,11 @@
 
     from parity import check
     check(lambda mb, x: mb.add(x=x, y=1.0), [((2, "S", 4), "fp32")], opsets=ALL_OPSETS)
+    check(lambda mb, s, x: mb.coreml_update_state(state=s, value=x), [((2, 3), "fp16", "state"), ((2, 3), "fp16")])
 
 The build function receives the builder module (`mb`) and one var per input spec; numpy values it
-uses are shared by both builds. Shapes may name symbols by strings ("S"): the harness makes a
+uses are shared by both builds. A spec with a third item "state" is a state input
+(mb.StateTensorSpec). Shapes may name symbols by strings ("S"): the harness makes a
 coremltools symbol and a milkit symbol with the same name.
 
 For each op, in creation order (consts included), it compares: op type, op name, output names,
@@ -58,11 +60,13 @@ def _build(kind: str, build: Callable, specs: Sequence, opset: str | None, symta
         from milkit import Builder as mb
         from milkit import types
     in_specs = []
-    for shape, dtype in specs:
+    for spec in specs:
+        shape, dtype = spec[0], spec[1]
         dims = []
         for d in shape:
             dims.append(symtab[d][0 if kind == "ct" else 1] if isinstance(d, str) else d)
-        in_specs.append(mb.TensorSpec(shape=tuple(dims), dtype=getattr(types, dtype)))
+        make = mb.StateTensorSpec if len(spec) > 2 and spec[2] == "state" else mb.TensorSpec
+        in_specs.append(make(shape=tuple(dims), dtype=getattr(types, dtype)))
     names = [f"x{i}" if i else "x" for i in range(len(specs))]
     ns: dict = {"build": build, "mb": mb}
     params = ", ".join(names)
@@ -77,8 +81,8 @@ def _make_symbols(specs: Sequence) -> dict:
     import milkit
 
     symtab = {}
-    for shape, _ in specs:
-        for d in shape:
+    for spec in specs:
+        for d in spec[0]:
             if isinstance(d, str) and d not in symtab:
                 cs = c_sym()
                 symtab[d] = (cs, milkit.get_new_symbol(cs.name))

@@ -15,6 +15,7 @@ void register_all_ops(OpRegistry& r) {
   register_tensor_operation_ops(r);
   register_tensor_transformation_ops(r);
   register_scatter_gather_ops(r);
+  register_state_ops(r);
 }
 
 }  // namespace milkit

@@ -167,6 +167,7 @@ void write_mlpackage(const Program& program, const PackageOptions& options, cons
     std::unique_ptr<BlobWriter> blob;
     ProtoWriteOptions po;
     po.target = tgt;
+    po.enumerated_shapes = options.enumerated_shapes;
     po.weights = [&]() -> BlobWriter& {
       if (!blob) blob = std::make_unique<BlobWriter>((wdir / "weight.bin").string());
       return *blob;

@@ -317,11 +317,103 @@ class Reader {
     pending_.clear();
     for (const auto& op : pb.operations())
       for (const auto& o : op.outputs()) pending_.insert(o.name());
-    int idx = 0;
-    for (const auto& op : pb.operations()) operation(b, f, op, where, idx++);
+    const int n = pb.operations_size();
+    for (int idx = 0; idx < n; ++idx) {
+      const auto& op = pb.operations(idx);
+      if (op.type() != "write_state") {
+        operation(b, f, op, where, idx);
+        continue;
+      }
+      // coremltools' loader: write_state becomes coreml_update_state, merged with a
+      // read_state of the same state that directly follows it
+      const mil::Operation* rd = nullptr;
+      if (idx + 1 < n) {
+        const auto& next = pb.operations(idx + 1);
+        auto a = op.inputs().find("input");
+        auto c = next.inputs().find("input");
+        if (next.type() == "read_state" && a != op.inputs().end() && c != next.inputs().end() &&
+            a->second.arguments_size() == 1 && c->second.arguments_size() == 1 &&
+            a->second.arguments(0).binding_case() == mil::Argument::Binding::kName &&
+            c->second.arguments(0).binding_case() == mil::Argument::Binding::kName &&
+            a->second.arguments(0).name() == c->second.arguments(0).name())
+          rd = &next;
+      }
+      update_state(b, f, op, rd, where, idx);
+      if (rd) ++idx;
+    }
     std::vector<Var*> outs;
     for (const auto& n : pb.outputs()) outs.push_back(lookup(n, where + ", block output"));
     f.body().set_outputs(outs);
+  }
+
+  // write_state (+ the read_state merged into it) -> coreml_update_state. The op is named like
+  // the one coremltools' writer started from: the read_state's name, else the write_state's
+  // name without its "_write_state" suffix.
+  void update_state(Builder& b, Function& f, const mil::Operation& ws, const mil::Operation* rd,
+                    const std::string& fwhere, int idx) {
+    std::string where = fwhere + ", op #" + std::to_string(idx) + " (write_state)";
+    std::string wname;
+    if (auto a = ws.attributes().find("name"); a != ws.attributes().end())
+      wname = string_value(a->second, where + ", attribute 'name'");
+    if (!wname.empty()) where = fwhere + ", op '" + wname + "' (write_state)";
+    for (const auto& [k, _] : ws.attributes())
+      if (k != "name") fail(where, "unsupported attribute '" + k + "'");
+    if (ws.outputs_size() != 0) fail(where, "write_state has no outputs, " + std::to_string(ws.outputs_size()) + " declared");
+    if (ws.blocks_size() != 0) fail(where, "write_state cannot have blocks");
+    Var* state = nullptr;
+    Var* data = nullptr;
+    for (const auto& [pname, argument] : ws.inputs()) {
+      if (pname != "input" && pname != "data")
+        fail(where, "unknown argument '" + pname + "'; its inputs are: input, data");
+      if (argument.arguments_size() != 1 || argument.arguments(0).binding_case() != mil::Argument::Binding::kName)
+        fail(where, "input '" + pname + "' must bind one var by name");
+      Var* v = lookup(argument.arguments(0).name(), where + ", input '" + pname + "'");
+      (pname == "input" ? state : data) = v;
+    }
+    if (!state || !data) fail(where, "write_state needs both 'input' and 'data'");
+    std::string name;
+    if (rd) {
+      const std::string rwhere = fwhere + ", op #" + std::to_string(idx + 1) + " (read_state)";
+      for (const auto& [k, v] : rd->attributes()) {
+        if (k != "name") fail(rwhere, "unsupported attribute '" + k + "'");
+        name = string_value(v, rwhere + ", attribute 'name'");
+      }
+      if (rd->inputs_size() != 1) fail(rwhere, "read_state takes exactly one input ('input')");
+      if (rd->outputs_size() != 1) fail(rwhere, "read_state must declare exactly one output");
+      if (rd->blocks_size() != 0) fail(rwhere, "read_state cannot have blocks");
+    } else {
+      const std::string suffix = "_write_state";
+      name = wname;
+      if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        name.resize(name.size() - suffix.size());
+    }
+    std::vector<Arg> args(2);
+    args[0].name = "state";
+    args[0].items.emplace_back();
+    args[0].items.back().var = state;
+    args[1].name = "value";
+    args[1].items.emplace_back();
+    args[1].items.back().var = data;
+    if (!name.empty() && scope_.count(name)) name.clear();  // an unmerged op's name must not shadow a var
+    std::vector<Var*> outs;
+    try {
+      outs = b.create("coreml_update_state", args, name);
+    } catch (const FormatError&) {
+      throw;
+    } catch (const Error& e) {
+      fail(where, e.what());
+    }
+    if (!rd) return;
+    const auto& o = rd->outputs(0);
+    const std::string ow = where + ", read_state output '" + o.name() + "'";
+    if (o.name().empty()) fail(ow, "output without a name");
+    if (scope_.count(o.name())) fail(ow, "var '" + o.name() + "' defined twice");
+    const Type* declared = type(f.ctx(), o.type(), ow);
+    if (!is_compatible_type(outs[0]->type(), declared))
+      fail(ow, "declared type " + declared->str() + " does not match the inferred type " + outs[0]->type()->str());
+    outs[0]->set_name(o.name());
+    scope_[o.name()] = outs[0];
+    pending_.erase(o.name());
   }
 
   void operation(Builder& b, Function& f, const mil::Operation& op, const std::string& fwhere, int idx) {

@@ -1,6 +1,7 @@
 // Program -> Model proto, following coremltools' MIL backend (backend/mil/load.py, helper.py).
 #include "milkit/serde/proto_writer.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "MIL.pb.h"
@@ -199,8 +200,39 @@ class Writer {
         nvt->set_name(v->name());
         type(v->type(), nvt->mutable_type());
       }
-    for (Operation* o = b.front(); o; o = o->next()) op(*o, out->add_operations());
+    for (Operation* o = b.front(); o; o = o->next()) {
+      if (o->op_type() == "coreml_update_state")
+        update_state(*o, out);
+      else
+        op(*o, out->add_operations());
+    }
     for (Var* v : b.outputs()) out->add_outputs(v->name());
+  }
+
+  // coremltools' translate_coreml_update_state_op: write_state(input=state, data=value) named
+  // "<op>_write_state", then read_state(input=state) named <op> with the op's output, only
+  // when that output is used.
+  void update_state(const Operation& o, mil::Block* out) {
+    if (static_cast<int>(opt_.target) < static_cast<int>(Target::iOS18))
+      throw ValueError(o.describe() + ": states need minimum_deployment_target iOS18 or later (got " +
+                       target_name(opt_.target) + ")");
+    const OpSchema& s = o.schema();
+    Var* state = o.input(static_cast<size_t>(s.input_index("state")))[0];
+    Var* value = o.input(static_cast<size_t>(s.input_index("value")))[0];
+    mil::Operation* w = out->add_operations();
+    w->set_type("write_state");
+    (*w->mutable_inputs())["input"].add_arguments()->set_name(state->name());
+    (*w->mutable_inputs())["data"].add_arguments()->set_name(value->name());
+    string_scalar(o.name() + "_write_state", &(*w->mutable_attributes())["name"]);
+    Var* res = o.output(0);
+    if (!res->used()) return;
+    mil::Operation* rd = out->add_operations();
+    rd->set_type("read_state");
+    (*rd->mutable_inputs())["input"].add_arguments()->set_name(state->name());
+    string_scalar(o.name(), &(*rd->mutable_attributes())["name"]);
+    auto* nvt = rd->add_outputs();
+    nvt->set_name(res->name());
+    type(res->type(), nvt->mutable_type());
   }
 
   void function(const std::string& name, const Function& f, mil::Function* out) {
@@ -208,6 +240,9 @@ class Writer {
       throw ValueError("function '" + name + "' is written in opset " + target_name(f.opset()) +
                        ", newer than the deployment target " + target_name(opt_.target));
     for (Var* v : f.inputs()) {
+      if (v->type()->kind() == TypeKind::State && static_cast<int>(opt_.target) < static_cast<int>(Target::iOS18))
+        throw ValueError("function '" + name + "': state input '" + v->name() +
+                         "' needs minimum_deployment_target iOS18 or later (got " + target_name(opt_.target) + ")");
       auto* nvt = out->add_inputs();
       nvt->set_name(v->name());
       type(v->type(), nvt->mutable_type());
@@ -237,12 +272,17 @@ class Writer {
     const Type* t = v->type();
     auto* at = fd->mutable_type()->mutable_multiarraytype();
     if (t->kind() == TypeKind::State) {
+      // coremltools: fixed shape, fp16 only
       const Type* w = t->elem();
+      if (!w->has_rank()) throw ValueError("Variable rank model states are not supported! ('" + v->name() + "')");
+      if (!w->is_static()) throw ValueError("Flexible shape model states are not supported! ('" + v->name() + "')");
+      if (w->dtype() != DataType::Float16)
+        throw ValueError("State only support fp16 dtype. Got input var " + v->name() + " with dtype " +
+                         std::string(dtype_name(w->dtype())) + ".");
+      fd->mutable_type()->clear_multiarraytype();
       at = fd->mutable_type()->mutable_statetype()->mutable_arraytype();
-      if (!w->is_static()) throw ValueError("state input '" + v->name() + "' must have a static shape");
       for (Dim d : w->shape()) at->add_shape(d->value());
-      at->set_datatype(w->dtype() == DataType::Float16 ? spec::ArrayFeatureType_ArrayDataType_FLOAT16
-                                                       : io_dtype(v, false));
+      at->set_datatype(spec::ArrayFeatureType_ArrayDataType_FLOAT16);
       return;
     }
     if (!t->is_tensor()) throw ValueError("input '" + v->name() + "' has unsupported type " + t->str());
@@ -253,6 +293,10 @@ class Writer {
       return;
     }
     bool symbolic = !t->is_static();
+    if (symbolic && enumerated_ && enumerated_->count(v->name())) {
+      enumerated(v, enumerated_->at(v->name()), at);
+      return;
+    }
     spec::ArrayFeatureType_ShapeRange* range = symbolic ? at->mutable_shaperange() : nullptr;
     for (Dim d : t->shape()) {
       if (d->is_const()) {
@@ -275,6 +319,42 @@ class Writer {
       r->set_upperbound(hi);
     }
   }
+
+  // coremltools' _add_multiarray_ndshape_enumeration_for_feature: shape = the default; the
+  // shapes in order, the default moved first, duplicates skipped unless the target is iOS18+.
+  void enumerated(Var* v, const EnumeratedShapesSpec& es, spec::ArrayFeatureType* at) {
+    const size_t rank = static_cast<size_t>(v->type()->rank());
+    if (es.shapes.empty()) throw ValueError("input '" + v->name() + "': enumerated shapes are empty");
+    auto check = [&](const std::vector<int64_t>& s, const char* what) {
+      if (s.size() != rank)
+        throw ValueError("input '" + v->name() + "': " + what + " has rank " + std::to_string(s.size()) +
+                         ", the input has rank " + std::to_string(rank));
+      for (int64_t d : s)
+        if (d < 1) throw ValueError("input '" + v->name() + "': " + what + " has a dimension below 1");
+    };
+    check(es.default_shape, "the default enumerated shape");
+    const bool dups = static_cast<int>(opt_.target) >= static_cast<int>(Target::iOS18);
+    std::vector<std::vector<int64_t>> shapes;
+    for (const auto& s : es.shapes) {
+      check(s, "an enumerated shape");
+      if (!dups && std::find(shapes.begin(), shapes.end(), s) != shapes.end()) continue;
+      if (s == es.default_shape)
+        shapes.insert(shapes.begin(), s);
+      else
+        shapes.push_back(s);
+    }
+    if (std::find(shapes.begin(), shapes.end(), es.default_shape) == shapes.end())
+      shapes.insert(shapes.begin(), es.default_shape);
+    for (int64_t d : es.default_shape) at->add_shape(d);
+    auto* en = at->mutable_enumeratedshapes();
+    for (const auto& s : shapes) {
+      auto* sh = en->add_shapes();
+      for (int64_t d : s) sh->add_shape(d);
+    }
+  }
+
+  /// Enumerated shapes apply to the function being described (the default one) only.
+  void set_enumerated(const std::map<std::string, EnumeratedShapesSpec>* e) { enumerated_ = e; }
 
   void output_feature(Var* v, spec::FeatureDescription* fd) {
     fd->set_name(v->name());
@@ -299,6 +379,7 @@ class Writer {
 
  private:
   const ProtoWriteOptions& opt_;
+  const std::map<std::string, EnumeratedShapesSpec>* enumerated_ = nullptr;
 };
 
 }  // namespace
@@ -345,14 +426,22 @@ std::string write_model_proto(const Program& program, const ProtoWriteOptions& o
   prog->set_version(1);
   for (const auto& [name, f] : fns) w.function(name, *f, &(*prog->mutable_functions())[name]);
   auto* desc = model.mutable_description();
+  for (const auto& [name, _] : options.enumerated_shapes) {
+    bool found = false;
+    for (Var* v : main->inputs()) found |= v->name() == name;
+    if (!found) throw ValueError("enumerated shapes given for '" + name + "', which is not an input of function '" +
+                                 program.default_function_name() + "'");
+  }
   if (multi) {
     for (const auto& [name, f] : fns) {
       auto* fd = desc->add_functions();
       fd->set_name(name);
+      w.set_enumerated(f.get() == main ? &options.enumerated_shapes : nullptr);
       w.describe(*f, fd);
     }
     desc->set_defaultfunctionname(program.default_function_name());
   } else {
+    w.set_enumerated(&options.enumerated_shapes);
     w.describe(*main, desc);
   }
 

@@ -34,5 +34,7 @@ void register_tensor_transformation_ops(OpRegistry& r);
 void register_scatter_gather_ops(OpRegistry& r);
 /// select and other control-flow-family ops.
 void register_control_flow_ops(OpRegistry& r);
+/// read_state, coreml_update_state (coreml dialect), write_state.
+void register_state_ops(OpRegistry& r);
 
 }  // namespace milkit

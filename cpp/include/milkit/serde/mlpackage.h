@@ -6,11 +6,13 @@
 //     Data/com.apple.CoreML/weights/weight.bin   (only when some const is stored as a blob)
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "milkit/ir/ir.h"
+#include "milkit/serde/proto_writer.h"
 #include "milkit/types/target.h"
 
 namespace milkit {
@@ -21,6 +23,8 @@ struct PackageOptions {
   std::optional<Target> target;
   /// fsync files and directories before the final rename (durability).
   bool sync = true;
+  /// Enumerated shapes by input name of the default function (see ProtoWriteOptions).
+  std::map<std::string, EnumeratedShapesSpec> enumerated_shapes;
 };
 
 /// The target write_mlpackage uses when none is given: the newest function opset, >= iOS15.

@@ -1,8 +1,11 @@
 // milkit/serde/proto_writer.h - Program -> CoreML.Specification.Model (ML Program) bytes.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "milkit/ir/ir.h"
 #include "milkit/types/target.h"
@@ -17,6 +20,14 @@ using WeightSink = std::function<BlobWriter&()>;
 /// The BlobFileValue.fileName coremltools writes for the package's weight file.
 inline constexpr const char* kWeightFileName = "@model_path/weights/weight.bin";
 
+/// The enumerated shapes of one input (coremltools' ct.EnumeratedShapes in `inputs`).
+struct EnumeratedShapesSpec {
+  /// The allowed shapes, in the order given.
+  std::vector<std::vector<int64_t>> shapes;
+  /// The default shape: written as the input's `shape` and first in `enumeratedShapes`.
+  std::vector<int64_t> default_shape;
+};
+
 /// Options of write_model_proto.
 struct ProtoWriteOptions {
   /// Deployment target: specificationVersion and the functions' opset string.
@@ -25,6 +36,11 @@ struct ProtoWriteOptions {
   /// int8, uint8 or a sub-byte type, plus int16, uint16, int32, uint32 from iOS18). Required
   /// when the program has such consts.
   WeightSink weights;
+  /// Enumerated shapes by input name of the default function. As in coremltools, they apply
+  /// only to inputs whose program shape is symbolic (static inputs keep their shape); such an
+  /// input is described by the default shape plus `enumeratedShapes` (default first,
+  /// duplicates dropped before iOS18) instead of a `shapeRange`.
+  std::map<std::string, EnumeratedShapesSpec> enumerated_shapes;
 };
 
 /// Whether coremltools stores a const value in the weight file (rather than immediate).
