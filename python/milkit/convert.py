@@ -85,7 +85,8 @@ class EnumeratedShapes:
         if not isinstance(shapes, (list, tuple)):
             raise ValueError(f"EnumeratedShapes should be list or tuple of shape, got type {type(shapes)} instead")
         if len(shapes) < 2:
-            raise ValueError(f"EnumeratedShapes should be take a list or tuple with len >= 2, got {len(shapes)} instead")
+            raise ValueError(
+                f"EnumeratedShapes should be take a list or tuple with len >= 2, got {len(shapes)} instead")
         self.shapes = [tuple(s.shape if isinstance(s, Shape) else s) for s in shapes]
         for s in self.shapes:
             for d in s:
