@@ -87,6 +87,27 @@ class Builder:
     def concat(values: Sequence[_Value], axis: _Value, interleave: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; axis: tensor of {int32} (const); interleave: tensor of {bool} (const, optional)"""
     @staticmethod
+    def constexpr_affine_dequantize(quantized_data: _Value, zero_point: _Value, scale: _Value, axis: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """quantized_data: tensor of {int8, uint8} (const); zero_point: tensor of {fp32, int8, uint8} (const); scale: tensor of {fp16, fp32} (const); axis: tensor of {int32} (const)"""
+    @staticmethod
+    def constexpr_blockwise_shift_scale(data: _Value, scale: _Value, offset: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {fp16, fp32, int8, int4, uint8, uint4} (const); scale: tensor of {fp16, fp32} (const); offset: tensor of {fp16, fp32, int8, int4, uint8, uint4} (const, optional)"""
+    @staticmethod
+    def constexpr_cast(source_val: _Value, output_dtype: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """source_val: tensor of {fp16} (const); output_dtype: tensor of {string} (const)"""
+    @staticmethod
+    def constexpr_lut_to_dense(indices: _Value, lut: _Value, vector_axis: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """indices: tensor of {uint8, uint4, uint2, uint1, uint6, uint3} (const); lut: tensor of {fp16, fp32, int8, uint8} (const); vector_axis: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def constexpr_lut_to_sparse(indices_mask: _Value, indices_nonzero_data: _Value, lut: _Value, vector_axis: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """indices_mask: tensor of {uint1} (const); indices_nonzero_data: tensor of {uint8, uint4, uint2, uint1, uint6, uint3} (const); lut: tensor of {fp16, fp32, int8, uint8} (const); vector_axis: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def constexpr_sparse_blockwise_shift_scale(data_mask: _Value, nonzero_data: _Value, scale: _Value, offset: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data_mask: tensor of {uint1} (const); nonzero_data: tensor of {fp16, fp32, int8, int4, uint8, uint4} (const); scale: tensor of {fp16, fp32} (const); offset: tensor of {fp16, fp32, int8, int4, uint8, uint4} (const, optional)"""
+    @staticmethod
+    def constexpr_sparse_to_dense(nonzero_data: _Value, mask: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """nonzero_data: tensor of {fp16, fp32, int8, int4, uint8, uint4} (const); mask: tensor of {uint1} (const)"""
+    @staticmethod
     def conv(x: _Value, weight: _Value, bias: _Value = ..., strides: _Value = ..., pad_type: _Value = ..., pad: _Value = ..., dilations: _Value = ..., groups: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; weight: tensor of {fp16, fp32}; bias: tensor of {fp16, fp32} (optional); strides: tensor of {int32} (const, optional); pad_type: tensor of {string} (const, optional); pad: tensor of {int32} (const, optional); dilations: tensor of {int32} (const, optional); groups: tensor of {int32} (const, optional)"""
     @staticmethod

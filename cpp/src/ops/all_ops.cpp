@@ -16,6 +16,7 @@ void register_all_ops(OpRegistry& r) {
   register_tensor_transformation_ops(r);
   register_scatter_gather_ops(r);
   register_state_ops(r);
+  register_constexpr_ops(r);
 }
 
 }  // namespace milkit

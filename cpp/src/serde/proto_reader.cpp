@@ -447,6 +447,19 @@ class Reader {
         fail(where, e.what());
       }
       std::vector<std::pair<int, Arg>> args;
+      // constexpr op classes of opset <= iOS17 carry their parameters as attributes
+      if (s->is_constexpr) {
+        for (const auto& [pname, v] : op.attributes()) {
+          if (pname == "name") continue;
+          if (s->input_index(pname) < 0) fail(where, "unknown parameter attribute '" + pname + "'");
+          Arg a;
+          a.name = pname;
+          ArgItem item;
+          item.value = value(v, where + ", attribute '" + pname + "'");
+          a.items.push_back(std::move(item));
+          args.emplace_back(s->input_index(pname), std::move(a));
+        }
+      }
       for (const auto& [pname, argument] : op.inputs()) {
         Arg a;
         a.name = pname;
@@ -478,7 +491,7 @@ class Reader {
       }
       Operation* created = outs.empty() ? nullptr : outs[0]->op();
       for (const auto& [k, v] : op.attributes()) {
-        if (k == "name") continue;
+        if (k == "name" || s->is_constexpr) continue;
         if (created) created->attributes()[k] = value(v, where + ", attribute '" + k + "'");
       }
     }

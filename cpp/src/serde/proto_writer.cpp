@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_map>
 
 #include "MIL.pb.h"
 #include <google/protobuf/arena.h>
@@ -153,6 +154,58 @@ class Writer {
     }
   }
 
+  // A var's value, immediate or blob; a blob is written once per var (coremltools caches file
+  // values by "<block>_<var>", so a const shared by a const op and constexpr ops, or by
+  // several constexpr ops, is stored once).
+  void var_value(const Var* v, mil::Value* out, const std::string& what) {
+    auto it = blob_of_.find(v);
+    if (it != blob_of_.end()) {
+      *out = it->second;
+      return;
+    }
+    value(*v->value(), out, what);
+    if (out->has_blobfilevalue()) blob_of_[v] = *out;
+  }
+
+  // coremltools' translate_constexpr: op classes of opset <= iOS17 carry every parameter as an
+  // attribute value (no inputs); iOS18 classes bind each input to an inline value, or by name
+  // when it is another constexpr op's output.
+  void constexpr_params(const Operation& o, mil::Operation* out) {
+    const OpSchema& s = o.schema();
+    const bool as_attributes = static_cast<int>(s.since) <= static_cast<int>(Target::iOS17);
+    for (size_t i = 0; i < o.num_inputs(); ++i) {
+      VarSpan vs = o.input(i);
+      if (vs.empty()) continue;
+      const std::string& pname = s.inputs[i].name;
+      Var* v = vs[0];
+      const Operation* producer = v->op();
+      const bool from_constexpr = producer && producer->schema().is_constexpr;
+      if (as_attributes) {
+        if (!v->value())
+          throw ValueError(" parameter '" + pname + "' must be a const value to be serialized as an attribute (got '" +
+                           v->name() + "')");
+        var_value(v, &(*out->mutable_attributes())[pname], " parameter '" + pname + "'");
+      } else if (from_constexpr || !v->value()) {
+        if (!from_constexpr)
+          throw ValueError(" input '" + pname + "' must be a const or a constexpr output (got '" + v->name() + "')");
+        (*out->mutable_inputs())[pname].add_arguments()->set_name(v->name());
+      } else {
+        var_value(v, (*out->mutable_inputs())[pname].add_arguments()->mutable_value(), " input '" + pname + "'");
+      }
+    }
+  }
+
+  // coremltools' feeds_to_only_constexprs: a const used, and used only by constexpr ops, is not
+  // emitted (its value is inlined into them). A const that is also a block output is kept.
+  static bool feeds_only_constexprs(const Operation& o) {
+    if (o.op_type() != "const") return false;
+    const Var* v = o.output(0);
+    if (v->uses().empty() || !v->block_uses().empty()) return false;
+    for (const Use& u : v->uses())
+      if (!u.op->schema().is_constexpr) return false;
+    return true;
+  }
+
   void op(const Operation& o, mil::Operation* out) {
     // the op's description is built only when something fails (it is on the hot path)
     try {
@@ -171,7 +224,9 @@ class Writer {
     if (o.op_type() == "const") {
       Var* v = o.output(0);
       if (!v->value()) throw ValueError(what + ": const without a value");
-      value(*v->value(), &(*out->mutable_attributes())["val"], what);
+      var_value(v, &(*out->mutable_attributes())["val"], what);
+    } else if (o.schema().is_constexpr) {
+      constexpr_params(o, out);
     } else {
       const OpSchema& s = o.schema();
       for (size_t i = 0; i < o.num_inputs(); ++i) {
@@ -203,6 +258,8 @@ class Writer {
     for (Operation* o = b.front(); o; o = o->next()) {
       if (o->op_type() == "coreml_update_state")
         update_state(*o, out);
+      else if (feeds_only_constexprs(*o))
+        continue;
       else
         op(*o, out->add_operations());
     }
@@ -379,6 +436,7 @@ class Writer {
 
  private:
   const ProtoWriteOptions& opt_;
+  std::unordered_map<const Var*, mil::Value> blob_of_;  // blob values already written, by var
   const std::map<std::string, EnumeratedShapesSpec>* enumerated_ = nullptr;
 };
 

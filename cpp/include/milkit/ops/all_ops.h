@@ -36,5 +36,7 @@ void register_scatter_gather_ops(OpRegistry& r);
 void register_control_flow_ops(OpRegistry& r);
 /// read_state, coreml_update_state (coreml dialect), write_state.
 void register_state_ops(OpRegistry& r);
+/// constexpr_* compression ops (iOS16 and iOS18 versions).
+void register_constexpr_ops(OpRegistry& r);
 
 }  // namespace milkit
