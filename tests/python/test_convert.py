@@ -116,3 +116,67 @@ def test_default_pipeline_reports_skipped_passes(tmp_path):
     assert (tmp_path / "a.mlpackage" / "Manifest.json").exists()
     assert milkit.PassPipeline.EMPTY.passes == []
     assert len(milkit.PassPipeline.DEFAULT.passes) == 95
+
+
+def test_edit_a_loaded_package_and_save(tmp_path):
+    """The issue's flow: convert, save, load, insert an op with set_before_op, save as is."""
+    import coremltools
+    from coremltools.converters.mil.frontend.milproto.load import load as milproto_to_pymil
+
+    from milkit import Builder as mb
+
+    S = milkit.get_new_symbol("S")
+
+    @mb.program(input_specs=[mb.TensorSpec((1, S, 8))], opset_version=milkit.target.iOS17)
+    def prog(x):
+        return mb.softmax(x=mb.linear(x=x, weight=np.ones((8, 8), np.float32)), axis=-1)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = milkit.convert(prog, minimum_deployment_target=milkit.target.iOS17,
+                               compute_precision=milkit.precision.FLOAT16,
+                               inputs=[milkit.TensorType(name="x", shape=(1, milkit.RangeDim(1, 64), 8))])
+    model.save(tmp_path / "enc.mlpackage")
+    prog2 = milkit.load(tmp_path / "enc.mlpackage")
+    softmax = prog2.functions["main"].find_ops(op_type="softmax")[0]
+    with mb.set_before_op(softmax):
+        scaled = mb.mul(x=softmax.inputs["x"], y=np.float16(0.5), name="scaled")
+    prog2.validate()
+    milkit.save(prog2, tmp_path / "edited.mlpackage")
+    m = coremltools.models.MLModel(str(tmp_path / "edited.mlpackage"), skip_model_load=True)
+    back = milproto_to_pymil(m.get_spec(), m.get_spec().specificationVersion, m.weights_dir)
+    assert "scaled" in [op.name for op in back.functions["main"].operations]
+    names = [op.name for op in milkit.load(tmp_path / "edited.mlpackage").find_ops()]
+    assert names.index("scaled") < names.index(softmax.name)
+
+
+@pytest.mark.parametrize("opset", ["iOS16", "iOS17", "iOS18"])
+def test_coremltools_fp16_package_round_trips(opset, tmp_path):
+    """A package coremltools converts with its DEFAULT pipeline at FLOAT16 loads in milkit and saves
+    back to the same MIL program and weight.bin."""
+    ct, _, _, _ = _ct()
+    w = np.random.default_rng(3).standard_normal((16, 8)).astype(np.float32)
+
+    def build(mb, x):
+        h = mb.layer_norm(x=x, axes=[-1], epsilon=1e-5)
+        h = mb.gelu(x=mb.linear(x=h, weight=w, bias=np.zeros(16, np.float32)), mode="EXACT")
+        return mb.softmax(x=h, axis=-1)
+
+    cp, _ = _both(build, [((1, "S", 8), "fp32")], opset)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cm = ct.convert(cp, minimum_deployment_target=getattr(ct.target, opset), skip_model_load=True,
+                        compute_precision=ct.precision.FLOAT16)
+    src = tmp_path / "ct16.mlpackage"
+    cm.save(str(src))
+    prog = milkit.load(src)
+    assert any(op.op_type == "cast" for op in prog.find_ops())
+    out = tmp_path / "again.mlpackage"
+    milkit.save(prog, out)
+    a = ct.models.MLModel(str(src), skip_model_load=True).get_spec()
+    b = ct.models.MLModel(str(out), skip_model_load=True).get_spec()
+    assert a.mlProgram.functions["main"] == b.mlProgram.functions["main"]
+    assert [i.name for i in a.description.input] == [i.name for i in b.description.input]
+    wa = os.path.join(str(src), "Data", "com.apple.CoreML", "weights", "weight.bin")
+    wb = os.path.join(str(out), "Data", "com.apple.CoreML", "weights", "weight.bin")
+    assert open(wa, "rb").read() == open(wb, "rb").read()
