@@ -122,7 +122,6 @@ def test_edit_a_loaded_package_and_save(tmp_path):
     """The issue's flow: convert, save, load, insert an op with set_before_op, save as is."""
     import coremltools
     from coremltools.converters.mil.frontend.milproto.load import load as milproto_to_pymil
-
     from milkit import Builder as mb
 
     S = milkit.get_new_symbol("S")
