@@ -1,6 +1,9 @@
 // Python view of the IR: Program, Function, Block, Operation, Var.
 #include "common.h"
 
+#include <functional>
+#include <unordered_set>
+
 #include "milkit/ir/verify.h"
 #include "milkit/serde/text.h"
 #include "milkit/types/error.h"
@@ -175,6 +178,31 @@ void init_ir(py::module_& m) {
       .def("find_ops", [](const Block& b, const std::string& prefix, const std::string& op_type, bool exactly_one) {
         return find_ops(b, prefix, op_type, exactly_one);
       }, py::arg("prefix") = "", py::arg("op_type") = "", py::arg("exactly_one") = false)
+      .def(
+          "replace_uses_of_var_after_op",
+          [](Block& b, std::shared_ptr<Operation> anchor_op, std::shared_ptr<Var> old_var,
+             std::shared_ptr<Var> new_var) {
+            // coremltools' Block.replace_uses_of_var_after_op: uses by ops after the anchor (and
+            // their nested blocks) and by the block outputs switch to new_var
+            if (anchor_op && anchor_op->parent() != &b)
+              throw ValueError("anchor op '" + anchor_op->name() + "' is not in this block");
+            std::unordered_set<const Operation*> later;
+            std::function<void(const Operation*)> mark = [&](const Operation* o) {
+              later.insert(o);
+              for (const Block* nb : o->blocks())
+                for (const Operation* i = nb->front(); i; i = i->next()) mark(i);
+            };
+            for (Operation* o = anchor_op ? anchor_op->next() : b.front(); o; o = o->next()) mark(o);
+            auto uses = old_var->uses();
+            for (const Use& u : uses)
+              if (later.count(u.op)) u.op->set_arg(u.slot, new_var.get());
+            std::vector<Var*> outs = b.outputs();
+            bool changed = false;
+            for (auto& o : outs)
+              if (o == old_var.get()) o = new_var.get(), changed = true;
+            if (changed) b.set_outputs(outs);
+          },
+          py::arg("anchor_op"), py::arg("old_var"), py::arg("new_var"))
       .def("remove_ops", [](Block& b, std::vector<std::shared_ptr<Operation>> ops) {
         for (auto it = ops.rbegin(); it != ops.rend(); ++it) b.erase(it->get());
       })

@@ -140,6 +140,8 @@ def test_edit_a_loaded_package_and_save(tmp_path):
     softmax = prog2.functions["main"].find_ops(op_type="softmax")[0]
     with mb.set_before_op(softmax):
         scaled = mb.mul(x=softmax.inputs["x"], y=np.float16(0.5), name="scaled")
+    softmax.enclosing_block.replace_uses_of_var_after_op(scaled.op, softmax.inputs["x"], scaled)
+    assert softmax.inputs["x"] is scaled
     prog2.validate()
     milkit.save(prog2, tmp_path / "edited.mlpackage")
     m = coremltools.models.MLModel(str(tmp_path / "edited.mlpackage"), skip_model_load=True)
