@@ -29,35 +29,12 @@ Operation* match(Operation* op) {
   return actual == expect ? mul : nullptr;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty()) continue;
-    Operation* mul = match(op);
-    if (!mul) continue;
-    b.set_insertion_point(&blk, op);
-    b.set_location(op->location());
-    Var* silu = b.op("silu", {{"x", op->input1("x")}}, mul->output(0)->name());
-    pass_util::replace_var(mul->output(0), silu);
-    mul->parent()->erase(mul);
-    blk.erase(op);
-    fused = true;
-  }
-  return fused;
-}
-
 class FuseActivationSilu : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "mil_backend::fuse_activation_silu", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::fuse_unary_chains(*f, match, "silu");
     }
   }
 };

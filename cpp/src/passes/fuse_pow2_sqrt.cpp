@@ -40,35 +40,12 @@ Operation* match(Operation* op) {
   return pow_op != op ? pow_op : sqrt_op;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty()) continue;
-    Operation* op2 = match(op);
-    if (!op2) continue;
-    b.set_insertion_point(&blk, op);
-    b.set_location(op->location());
-    Var* id = b.op("identity", {{"x", op->input1("x")}}, op2->output(0)->name());
-    pass_util::replace_var(op2->output(0), id);
-    op2->parent()->erase(op2);
-    blk.erase(op);
-    fused = true;
-  }
-  return fused;
-}
-
 class FusePow2Sqrt : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "mil_backend::fuse_pow2_sqrt", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::fuse_unary_chains(*f, match, "identity");
     }
   }
 };

@@ -1,5 +1,7 @@
 #include "milkit/passes/pass.h"
 
+#include "milkit/builder/builder.h"
+
 #include <cctype>
 #include <cstdlib>
 
@@ -60,6 +62,37 @@ void for_each_block(Function& f, const std::function<void(Block&)>& fn) {
     fn(b);
   };
   rec(f.body());
+}
+
+namespace {
+bool fuse_chains_in(Builder& b, Block& blk, const std::function<Operation*(Operation*)>& match,
+                    const std::string& op_type) {
+  bool fused = false;
+  for (Operation* op : blk.ops()) {
+    if (op->erased()) continue;
+    for (Block* nb : op->blocks())
+      while (fuse_chains_in(b, *nb, match, op_type)) {
+      }
+    if (!op->blocks().empty()) continue;
+    Operation* second = match(op);
+    if (!second) continue;
+    b.set_insertion_point(&blk, op);
+    b.set_location(op->location());
+    Var* fused_out = b.op(op_type, {{"x", op->input1("x")}}, second->output(0)->name());
+    replace_var(second->output(0), fused_out);
+    second->parent()->erase(second);
+    blk.erase(op);
+    fused = true;
+  }
+  return fused;
+}
+}  // namespace
+
+void fuse_unary_chains(Function& f, const std::function<Operation*(Operation*)>& match,
+                       const std::string& op_type) {
+  Builder b(f);
+  while (fuse_chains_in(b, f.body(), match, op_type)) {
+  }
 }
 
 bool has_side_effects(const Operation& op) {

@@ -66,6 +66,11 @@ namespace pass_util {
 void for_each_block(Function& f, const std::function<void(Block&)>& fn);
 /// Whether an op must be kept even when its outputs are unused (state writes).
 bool has_side_effects(const Operation& op);
+/// Replaces every two-op chain that `match` finds (it maps a first op to the second op of the
+/// chain, or nullptr) with one new `op_type` op on the first op's input `x`, taking the second
+/// op's output name and uses; repeats until nothing matches, nested blocks included.
+void fuse_unary_chains(Function& f, const std::function<Operation*(Operation*)>& match,
+                       const std::string& op_type);
 /// Whether `v` is an output of a function body.
 bool is_function_output(const Var* v);
 /// Whether `v` is an input of a function.
