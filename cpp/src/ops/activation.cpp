@@ -16,18 +16,9 @@ using ValueOut = std::vector<std::shared_ptr<const Value>>;
 using Check = std::function<void(InferCtx&)>;
 using Fold = std::function<bool(InferCtx&, ValueOut&)>;
 
-/// Rounds `v` to the precision of float dtype `dt` (numpy computing one step in that dtype).
-double rnd(DataType dt, double v) {
-  switch (dt) {
-    case DataType::Float16: return half_to_float(float_to_half(static_cast<float>(v)));
-    case DataType::Float32: return static_cast<double>(static_cast<float>(v));
-    default: return v;
-  }
-}
-
-/// numpy's maximum / minimum: NaN propagates.
-double np_max(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }
-double np_min(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); }
+using ops::np_max;
+using ops::np_min;
+using ops::rnd;
 
 double mul(double a, double b) { return a * b; }
 double add(double a, double b) { return a + b; }

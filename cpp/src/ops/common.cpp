@@ -181,4 +181,15 @@ std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in, const std::
   return bcast_index(in, out);
 }
 
+double rnd(DataType dt, double v) {
+  switch (dt) {
+    case DataType::Float16: return half_to_float(float_to_half(static_cast<float>(v)));
+    case DataType::Float32: return static_cast<double>(static_cast<float>(v));
+    default: return v;
+  }
+}
+
+double np_max(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }
+double np_min(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); }
+
 }  // namespace milkit::ops

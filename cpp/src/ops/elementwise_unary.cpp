@@ -17,18 +17,9 @@ using FF = std::function<double(double)>;
 using FI = std::function<int64_t(int64_t)>;
 using ValueOut = std::vector<std::shared_ptr<const Value>>;
 
-/// Rounds `v` to the precision of float dtype `dt` (numpy computing one step in that dtype).
-double rnd(DataType dt, double v) {
-  switch (dt) {
-    case DataType::Float16: return half_to_float(float_to_half(static_cast<float>(v)));
-    case DataType::Float32: return static_cast<double>(static_cast<float>(v));
-    default: return v;
-  }
-}
-
-/// numpy's maximum / minimum: NaN propagates.
-double np_max(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); }
-double np_min(double a, double b) { return (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); }
+using ops::np_max;
+using ops::np_min;
+using ops::rnd;
 
 /// numpy's sign: NaN stays NaN.
 double np_sign(double a) { return std::isnan(a) ? NAN : (a > 0) - (a < 0); }

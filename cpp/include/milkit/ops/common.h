@@ -70,4 +70,11 @@ namespace milkit::ops {
 /// Added for select / tensor_operation value inference.
 std::vector<int64_t> broadcast_index(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
 
+/// Rounds `v` to the precision of float dtype `dt` (numpy computing one step in that dtype).
+double rnd(DataType dt, double v);
+/// numpy's maximum: NaN propagates.
+double np_max(double a, double b);
+/// numpy's minimum: NaN propagates.
+double np_min(double a, double b);
+
 }  // namespace milkit::ops
