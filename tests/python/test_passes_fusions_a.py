@@ -49,3 +49,55 @@ def test_divide_to_multiply_negative(dt, npdt):
     ct_ops, mk_ops = _check(build, ("S", 3), dt, "common::divide_to_multiply")
     assert mk_ops.count("real_div") == 4
 
+
+# ---- fuse_gelu_exact ----------------------------------------------------------------------------
+
+
+def _gelu_exact(variant, npdt, first="div", extra=False, bad=False):
+    def build(mb, x):
+        if first == "div":
+            d = mb.real_div(x=x, y=npdt(1.4142))
+        else:
+            d = mb.mul(x=x, y=npdt(0.70710678))
+        e = mb.erf(x=d)
+        a = mb.add(x=e, y=npdt(1.0 if not bad else 2.0))
+        if variant == 1:
+            m = mb.mul(x=a, y=npdt(0.5))
+            out = mb.mul(x=m, y=x)
+        elif variant == 2:
+            m = mb.mul(x=x, y=a)
+            out = mb.mul(x=npdt(0.5), y=m)
+        else:
+            h = mb.mul(x=npdt(0.5), y=x)
+            out = mb.mul(x=h, y=a)
+        if extra:
+            return out, mb.relu(x=e)  # erf has a second consumer
+        return mb.relu(x=out)
+
+    return build
+
+
+@pytest.mark.parametrize("dt,npdt", DTYPES)
+@pytest.mark.parametrize("variant", [1, 2, 3])
+@pytest.mark.parametrize("first", ["div", "mul"])
+def test_fuse_gelu_exact(dt, npdt, variant, first):
+    ct_ops, mk_ops = _check(_gelu_exact(variant, npdt, first), ("S", 4), dt, "common::fuse_gelu_exact")
+    assert mk_ops == ["gelu", "relu"]
+
+
+@pytest.mark.parametrize("variant", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["extra", "bad"])
+def test_fuse_gelu_exact_negative(variant, kind):
+    build = _gelu_exact(variant, np.float32, extra=kind == "extra", bad=kind == "bad")
+    ct_ops, mk_ops = _check(build, (2, 4), "fp32", "common::fuse_gelu_exact")
+    assert "gelu" not in mk_ops
+
+
+def test_fuse_gelu_exact_output_is_function_output():
+    def build(mb, x):
+        e = mb.erf(x=mb.real_div(x=x, y=np.float32(1.41421)))
+        return mb.mul(x=mb.mul(x=mb.add(x=e, y=np.float32(1.0)), y=np.float32(0.5)), y=x)
+
+    ct_ops, mk_ops = _check(build, ("S",), "fp32", "common::fuse_gelu_exact")
+    assert mk_ops == ["gelu"]
+

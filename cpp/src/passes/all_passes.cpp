@@ -17,6 +17,7 @@ void register_handle_unused_inputs(PassRegistry& r);
 void register_noop_elimination(PassRegistry& r);
 void register_topological_reorder(PassRegistry& r);
 void register_divide_to_multiply(PassRegistry& r);
+void register_fuse_gelu_exact(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -34,6 +35,7 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_activation_silu(r);
   register_sanitize_name_strings(r);
   register_divide_to_multiply(r);
+  register_fuse_gelu_exact(r);
 }
 
 }  // namespace milkit
