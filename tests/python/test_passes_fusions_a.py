@@ -101,3 +101,54 @@ def test_fuse_gelu_exact_output_is_function_output():
     ct_ops, mk_ops = _check(build, ("S",), "fp32", "common::fuse_gelu_exact")
     assert mk_ops == ["gelu"]
 
+
+# ---- fuse_gelu_tanh_approximation ---------------------------------------------------------------
+
+
+def _gelu_tanh(pattern, npdt, extra=False, c1=0.044715, swap=False):
+    def build(mb, x):
+        p = mb.pow(x=x, y=npdt(3.0))
+        m1 = mb.mul(x=p, y=npdt(c1)) if swap else mb.mul(x=npdt(c1), y=p)
+        a = mb.add(x=x, y=m1)
+        m2 = mb.mul(x=npdt(0.7978845834732056), y=a)
+        t = mb.tanh(x=m2)
+        a1 = mb.add(x=t, y=npdt(1.0))
+        if pattern == 1:
+            m = mb.mul(x=npdt(0.5), y=a1)
+            out = mb.mul(x=x, y=m)
+        else:
+            m = mb.mul(x=x, y=npdt(0.5))
+            out = mb.mul(x=a1, y=m)
+        if extra:
+            return out, mb.sigmoid(x=t)
+        return mb.relu(x=out)
+
+    return build
+
+
+@pytest.mark.parametrize("dt,npdt", DTYPES)
+@pytest.mark.parametrize("pattern", [1, 2])
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("swap", [False, True])
+def test_fuse_gelu_tanh(dt, npdt, pattern, shape, swap):
+    ct_ops, mk_ops = _check(_gelu_tanh(pattern, npdt, swap=swap), shape, dt,
+                            "common::fuse_gelu_tanh_approximation")
+    assert mk_ops == ["gelu", "relu"]
+
+
+@pytest.mark.parametrize("pattern", [1, 2])
+@pytest.mark.parametrize("kind", ["extra", "const"])
+def test_fuse_gelu_tanh_negative(pattern, kind):
+    build = _gelu_tanh(pattern, np.float32, extra=kind == "extra", c1=0.05 if kind == "const" else 0.044715)
+    ct_ops, mk_ops = _check(build, ("S", 3), "fp32", "common::fuse_gelu_tanh_approximation")
+    assert "gelu" not in mk_ops
+
+
+def test_fuse_gelu_tanh_two_in_a_row():
+    def build(mb, x):
+        y = _gelu_tanh(1, np.float32)(mb, x)
+        return _gelu_tanh(2, np.float32)(mb, y)
+
+    ct_ops, mk_ops = _check(build, (2, 3), "fp32", "common::fuse_gelu_tanh_approximation")
+    assert mk_ops == ["gelu", "relu", "gelu", "relu"]
+

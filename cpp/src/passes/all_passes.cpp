@@ -18,6 +18,7 @@ void register_noop_elimination(PassRegistry& r);
 void register_topological_reorder(PassRegistry& r);
 void register_divide_to_multiply(PassRegistry& r);
 void register_fuse_gelu_exact(PassRegistry& r);
+void register_fuse_gelu_tanh_approximation(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -36,6 +37,7 @@ void register_all_passes(PassRegistry& r) {
   register_sanitize_name_strings(r);
   register_divide_to_multiply(r);
   register_fuse_gelu_exact(r);
+  register_fuse_gelu_tanh_approximation(r);
 }
 
 }  // namespace milkit
