@@ -152,3 +152,37 @@ def test_fuse_gelu_tanh_two_in_a_row():
     ct_ops, mk_ops = _check(build, (2, 3), "fp32", "common::fuse_gelu_tanh_approximation")
     assert mk_ops == ["gelu", "relu", "gelu", "relu"]
 
+
+# ---- fuse_leaky_relu ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt,npdt", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("order", [0, 1])
+def test_fuse_leaky_relu(dt, npdt, shape, order):
+    def build(mb, x):
+        m = mb.mul(x=x, y=npdt(0.2)) if order else mb.mul(x=npdt(0.3), y=x)
+        a = mb.maximum(x=m, y=x) if order else mb.maximum(x=x, y=m)
+        m2 = mb.mul(x=a, y=npdt(1.0))
+        return mb.maximum(x=a, y=m2)  # function output, alpha 1 (inclusive bound)
+
+    ct_ops, mk_ops = _check(build, shape, dt, "common::fuse_leaky_relu")
+    assert mk_ops == ["leaky_relu", "leaky_relu"]
+
+
+@pytest.mark.parametrize("kind", ["alpha", "extra", "other", "output", "tensor"])
+def test_fuse_leaky_relu_negative(kind):
+    def build(mb, x):
+        alpha = {"alpha": 1.5, "tensor": np.array([0.2, 0.3, 0.4], np.float32)}.get(kind, 0.2)
+        m = mb.mul(x=x, y=np.float32(alpha) if kind != "tensor" else alpha)
+        other = mb.relu(x=x) if kind == "other" else x
+        a = mb.maximum(x=m, y=other)
+        if kind == "extra":
+            return a, mb.relu(x=m)
+        if kind == "output":
+            return a, m
+        return a
+
+    ct_ops, mk_ops = _check(build, ("S", 3), "fp32", "common::fuse_leaky_relu")
+    assert "leaky_relu" not in mk_ops
+

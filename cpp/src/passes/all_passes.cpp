@@ -19,6 +19,7 @@ void register_topological_reorder(PassRegistry& r);
 void register_divide_to_multiply(PassRegistry& r);
 void register_fuse_gelu_exact(PassRegistry& r);
 void register_fuse_gelu_tanh_approximation(PassRegistry& r);
+void register_fuse_leaky_relu(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -38,6 +39,7 @@ void register_all_passes(PassRegistry& r) {
   register_divide_to_multiply(r);
   register_fuse_gelu_exact(r);
   register_fuse_gelu_tanh_approximation(r);
+  register_fuse_leaky_relu(r);
 }
 
 }  // namespace milkit
