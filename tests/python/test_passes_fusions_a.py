@@ -186,3 +186,30 @@ def test_fuse_leaky_relu_negative(kind):
     ct_ops, mk_ops = _check(build, ("S", 3), "fp32", "common::fuse_leaky_relu")
     assert "leaky_relu" not in mk_ops
 
+
+# ---- merge_consecutive_relus --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt,npdt", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+def test_merge_consecutive_relus(dt, npdt, shape):
+    def build(mb, x):
+        r = mb.relu(x=mb.relu(x=mb.relu(x=x)))
+        s = mb.relu(x=mb.add(x=r, y=npdt(1.0)))
+        return mb.relu(x=s)
+
+    ct_ops, mk_ops = _check(build, shape, dt, "common::merge_consecutive_relus")
+    assert mk_ops == ["relu", "add", "relu"]
+
+
+def test_merge_consecutive_relus_negative():
+    def build(mb, x):
+        r = mb.relu(x=x)
+        a = mb.relu(x=r)
+        b = mb.sigmoid(x=r)  # r has two consumers
+        r2 = mb.relu(x=b)
+        return a, r2, mb.relu(x=r2)  # r2 is an output and is merged into
+
+    ct_ops, mk_ops = _check(build, ("S", 3), "fp32", "common::merge_consecutive_relus")
+    assert mk_ops == ["relu", "relu", "sigmoid", "relu"]
+

@@ -20,6 +20,7 @@ void register_divide_to_multiply(PassRegistry& r);
 void register_fuse_gelu_exact(PassRegistry& r);
 void register_fuse_gelu_tanh_approximation(PassRegistry& r);
 void register_fuse_leaky_relu(PassRegistry& r);
+void register_merge_consecutive_relus(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -40,6 +41,7 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_gelu_exact(r);
   register_fuse_gelu_tanh_approximation(r);
   register_fuse_leaky_relu(r);
+  register_merge_consecutive_relus(r);
 }
 
 }  // namespace milkit
