@@ -213,3 +213,18 @@ def test_merge_consecutive_relus_negative():
     ct_ops, mk_ops = _check(build, ("S", 3), "fp32", "common::merge_consecutive_relus")
     assert mk_ops == ["relu", "relu", "sigmoid", "relu"]
 
+
+# ---- prelu_to_lrelu -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt,npdt", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 3, 4, 4), ("S", 3, 2, "T")])
+def test_prelu_to_lrelu(dt, npdt, shape):
+    def build(mb, x):
+        a = mb.prelu(x=x, alpha=np.array([0.25, 0.25, 0.25], npdt))
+        b = mb.prelu(x=a, alpha=np.array([0.25, 0.5, 0.25], npdt))  # differs: kept
+        return mb.prelu(x=b, alpha=np.array([0.1, 0.1, 0.1], npdt))
+
+    ct_ops, mk_ops = _check(build, shape, dt, "common::prelu_to_lrelu")
+    assert mk_ops == ["leaky_relu", "prelu", "leaky_relu"]
+
