@@ -228,3 +228,52 @@ def test_prelu_to_lrelu(dt, npdt, shape):
     ct_ops, mk_ops = _check(build, shape, dt, "common::prelu_to_lrelu")
     assert mk_ops == ["leaky_relu", "prelu", "leaky_relu"]
 
+
+# ---- select_optimization ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt,npdt", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("cond", [True, False])
+def test_select_const_scalar_cond(dt, npdt, shape, cond):
+    def build(mb, x):
+        y = mb.relu(x=x)
+        s = mb.select(cond=np.array(cond), a=x, b=y)
+        r = mb.reduce_sum(x=s, axes=[0], keep_dims=True)
+        t = mb.select(cond=np.array(cond), a=r, b=r) if False else (
+            mb.select(cond=np.array(cond), a=r, b=y) if cond else mb.select(cond=np.array(cond), a=y, b=r))
+        # t: the picked side (1, n) is broadcast with the other: no rewrite
+        u = mb.select(cond=np.array([cond, cond, cond]) if shape[-1] == 3 else np.array(cond), a=npdt(1.0), b=t)
+        return mb.add(x=u, y=npdt(1.0)), s
+
+    ct_ops, mk_ops = _check(build, shape, dt, "common::select_optimization")
+    assert "identity" in mk_ops
+
+
+@pytest.mark.parametrize("dt,npdt", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 3), ("S", 3)])
+@pytest.mark.parametrize("side", ["a", "b"])
+def test_select_inf(dt, npdt, shape, side):
+    def build(mb, x):
+        cond = np.array([True, False, True])
+        inf = npdt(-np.inf)
+        s = mb.select(cond=cond, a=inf, b=x) if side == "a" else mb.select(cond=cond, a=x, b=inf)
+        m = np.array([[np.inf, -np.inf, np.inf]], npdt)
+        c2 = np.array([[True], [False]]) if shape[0] == 2 else np.array([[False, True, True]])
+        t = mb.select(cond=c2, a=s, b=m) if side == "b" else mb.select(cond=c2, a=m, b=s)
+        return mb.relu(x=t)
+
+    ct_ops, mk_ops = _check(build, shape, dt, "common::select_optimization")
+    assert "select" not in mk_ops
+
+
+def test_select_negative():
+    def build(mb, x):
+        c = mb.greater(x=x, y=np.float32(0))
+        s = mb.select(cond=c, a=x, b=np.float32(np.inf))  # cond not const
+        t = mb.select(cond=np.array([True, False, True]), a=x, b=np.float32(3.0))  # finite const
+        u = mb.select(cond=np.array([True, True, True]), a=np.ones(3, np.float32), b=np.zeros(3, np.float32))
+        return mb.add(x=mb.add(x=s, y=t), y=u)
+
+    ct_ops, mk_ops = _check(build, ("S", 3), "fp32", "common::select_optimization")
+    assert mk_ops.count("select") == 3

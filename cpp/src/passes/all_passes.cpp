@@ -22,6 +22,7 @@ void register_fuse_gelu_tanh_approximation(PassRegistry& r);
 void register_fuse_leaky_relu(PassRegistry& r);
 void register_merge_consecutive_relus(PassRegistry& r);
 void register_prelu_to_lrelu(PassRegistry& r);
+void register_select_optimization(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -44,6 +45,7 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_leaky_relu(r);
   register_merge_consecutive_relus(r);
   register_prelu_to_lrelu(r);
+  register_select_optimization(r);
 }
 
 }  // namespace milkit
