@@ -277,3 +277,58 @@ def test_select_negative():
 
     ct_ops, mk_ops = _check(build, ("S", 3), "fp32", "common::select_optimization")
     assert mk_ops.count("select") == 3
+
+
+# ---- more edge cases ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dt,npdt", DTYPES)
+def test_divide_to_multiply_rounding(dt, npdt):
+    def build(mb, x):
+        a = mb.real_div(x=x, y=np.array([3.0, 7.0, 0.3], npdt))
+        return mb.real_div(x=a, y=npdt(11.0))
+
+    _check(build, ("S", 3), dt, "common::divide_to_multiply")
+
+
+def test_fuse_gelu_tanh_root_with_extra_consumer():
+    def build(mb, x):
+        return _gelu_tanh(1, np.float32)(mb, x), mb.sigmoid(x=x)
+
+    ct_ops, mk_ops = _check(build, ("S", 3), "fp32", "common::fuse_gelu_tanh_approximation")
+    assert "gelu" not in mk_ops
+
+
+def test_fuse_gelu_exact_root_with_extra_consumer():
+    def build(mb, x):
+        return _gelu_exact(3, np.float32)(mb, x), mb.sigmoid(x=x)
+
+    ct_ops, mk_ops = _check(build, ("S", 3), "fp32", "common::fuse_gelu_exact")
+    assert "gelu" in mk_ops
+
+
+def test_fuse_leaky_relu_alpha_zero():
+    def build(mb, x):
+        return mb.maximum(x=mb.mul(x=x, y=np.float32(0.0)), y=x)
+
+    ct_ops, mk_ops = _check(build, ("S",), "fp32", "common::fuse_leaky_relu")
+    assert mk_ops == ["leaky_relu"]
+
+
+def test_merge_consecutive_relus_output_in_chain():
+    def build(mb, x):
+        a = mb.relu(x=x)
+        b = mb.relu(x=a)
+        return mb.relu(x=b), a
+
+    _check(build, ("S", 3), "fp32", "common::merge_consecutive_relus")
+
+
+@pytest.mark.parametrize("dt,npdt", DTYPES)
+def test_select_all_true_tensor_cond(dt, npdt):
+    def build(mb, x):
+        y = mb.sigmoid(x=x)
+        return mb.select(cond=np.array([1, 1, 1], np.int32) > 0, a=x, b=y)
+
+    ct_ops, mk_ops = _check(build, ("S", 3), dt, "common::select_optimization")
+    assert mk_ops == ["sigmoid", "identity"]
