@@ -16,6 +16,13 @@ void register_fuse_pow2_sqrt(PassRegistry& r);
 void register_handle_unused_inputs(PassRegistry& r);
 void register_noop_elimination(PassRegistry& r);
 void register_topological_reorder(PassRegistry& r);
+void register_divide_to_multiply(PassRegistry& r);
+void register_fuse_gelu_exact(PassRegistry& r);
+void register_fuse_gelu_tanh_approximation(PassRegistry& r);
+void register_fuse_leaky_relu(PassRegistry& r);
+void register_merge_consecutive_relus(PassRegistry& r);
+void register_prelu_to_lrelu(PassRegistry& r);
+void register_select_optimization(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -32,6 +39,13 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_pow2_sqrt(r);
   register_fuse_activation_silu(r);
   register_sanitize_name_strings(r);
+  register_divide_to_multiply(r);
+  register_fuse_gelu_exact(r);
+  register_fuse_gelu_tanh_approximation(r);
+  register_fuse_leaky_relu(r);
+  register_merge_consecutive_relus(r);
+  register_prelu_to_lrelu(r);
+  register_select_optimization(r);
 }
 
 }  // namespace milkit

@@ -1,0 +1,49 @@
+// common::prelu_to_lrelu: a prelu whose alpha has one value for every channel becomes
+// leaky_relu(x, alpha[0]), as coremltools does. The leaky_relu takes the prelu's output name and
+// goes before it; the prelu is removed. Nested blocks first; one sweep.
+#include "milkit/builder/builder.h"
+#include "milkit/passes/pass.h"
+
+namespace milkit {
+
+namespace {
+
+void rewrite_block(Builder& b, Block& blk) {
+  for (Operation* op : blk.ops()) {
+    for (Block* nb : op->blocks()) rewrite_block(b, *nb);
+    if (!op->blocks().empty() || op->op_type() != "prelu") continue;
+    Var* alpha = op->input1("alpha");
+    if (!alpha || !alpha->has_value() || alpha->value()->numel() < 1) continue;
+    const Value& av = *alpha->value();
+    bool common = true;
+    for (int64_t c = 1; c < av.numel() && common; ++c) common = av.as_double(c) == av.as_double(0);
+    if (!common) continue;
+    b.set_insertion_point(&blk, op);
+    b.set_location(op->location());
+    std::vector<Arg> args = {Builder::arg("x", op->input1("x")),
+                             Builder::arg("alpha", Value::from_doubles(av.dtype(), {}, {av.as_double(0)}))};
+    Var* lr = b.create("leaky_relu", args, op->output(0)->name())[0];
+    pass_util::replace_var(op->output(0), lr);
+    blk.erase(op);
+  }
+}
+
+class PreluToLrelu : public Pass {
+ public:
+  void run(Program& p, const PassOptions& opts) override {
+    pass_util::check_options(opts, "common::prelu_to_lrelu", {});
+    for (auto& [name, f] : p.functions()) {
+      Builder b(*f);
+      rewrite_block(b, f->body());
+    }
+  }
+};
+
+}  // namespace
+
+/// Registers common::prelu_to_lrelu.
+void register_prelu_to_lrelu(PassRegistry& r) {
+  r.add("common::prelu_to_lrelu", [] { return std::make_unique<PreluToLrelu>(); });
+}
+
+}  // namespace milkit
