@@ -17,6 +17,9 @@ void register_handle_unused_inputs(PassRegistry& r);
 void register_noop_elimination(PassRegistry& r);
 void register_topological_reorder(PassRegistry& r);
 
+void register_merge_consecutive_reshapes(PassRegistry& r);
+void register_merge_consecutive_transposes(PassRegistry& r);
+
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
   register_const_elimination(r);
@@ -32,6 +35,8 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_pow2_sqrt(r);
   register_fuse_activation_silu(r);
   register_sanitize_name_strings(r);
+  register_merge_consecutive_reshapes(r);
+  register_merge_consecutive_transposes(r);
 }
 
 }  // namespace milkit
