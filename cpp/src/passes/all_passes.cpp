@@ -19,6 +19,9 @@ void register_topological_reorder(PassRegistry& r);
 
 void register_merge_consecutive_reshapes(PassRegistry& r);
 void register_merge_consecutive_transposes(PassRegistry& r);
+void register_remove_symbolic_reshape(PassRegistry& r);
+void register_fuse_squeeze_expand_dims(PassRegistry& r);
+void register_rank0_expand_dims_swap(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -37,6 +40,9 @@ void register_all_passes(PassRegistry& r) {
   register_sanitize_name_strings(r);
   register_merge_consecutive_reshapes(r);
   register_merge_consecutive_transposes(r);
+  register_remove_symbolic_reshape(r);
+  register_fuse_squeeze_expand_dims(r);
+  register_rank0_expand_dims_swap(r);
 }
 
 }  // namespace milkit
