@@ -22,6 +22,7 @@ void register_merge_consecutive_transposes(PassRegistry& r);
 void register_remove_symbolic_reshape(PassRegistry& r);
 void register_fuse_squeeze_expand_dims(PassRegistry& r);
 void register_rank0_expand_dims_swap(PassRegistry& r);
+void register_remove_redundant_ops(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -43,6 +44,7 @@ void register_all_passes(PassRegistry& r) {
   register_remove_symbolic_reshape(r);
   register_fuse_squeeze_expand_dims(r);
   register_rank0_expand_dims_swap(r);
+  register_remove_redundant_ops(r);
 }
 
 }  // namespace milkit
