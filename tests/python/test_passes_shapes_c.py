@@ -268,3 +268,15 @@ def test_redundant_ops_constexpr():
 
     _, mp = check_passes(build, [((4, 3), "fp32")], [REDUNDANT], "iOS16")
     assert op_types(mp).count("add") == 2
+
+
+@pytest.mark.parametrize("name", ["common::update_output_dtypes", "common::loop_invariant_elimination"])
+@pytest.mark.parametrize("opset", ALL_OPSETS)
+def test_no_output_types_no_loops(name, opset):
+    # programs built with mb.program have no output_types and milkit has no while_loop: unchanged
+    def build(mb, x, y):
+        a = mb.cast(x=mb.relu(x=x), dtype="fp16")
+        return a, mb.add(x=y, y=1), x
+
+    _, mp = check_passes(build, [(("S", 4), "fp32"), ((3,), "int32")], [name], opset)
+    assert [t for t in op_types(mp) if t != "const"] == ["relu", "cast", "add"]

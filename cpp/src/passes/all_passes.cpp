@@ -23,6 +23,8 @@ void register_remove_symbolic_reshape(PassRegistry& r);
 void register_fuse_squeeze_expand_dims(PassRegistry& r);
 void register_rank0_expand_dims_swap(PassRegistry& r);
 void register_remove_redundant_ops(PassRegistry& r);
+void register_update_output_dtypes(PassRegistry& r);
+void register_loop_invariant_elimination(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -45,6 +47,8 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_squeeze_expand_dims(r);
   register_rank0_expand_dims_swap(r);
   register_remove_redundant_ops(r);
+  register_update_output_dtypes(r);
+  register_loop_invariant_elimination(r);
 }
 
 }  // namespace milkit
