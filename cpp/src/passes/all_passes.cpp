@@ -24,6 +24,15 @@ void register_merge_consecutive_relus(PassRegistry& r);
 void register_prelu_to_lrelu(PassRegistry& r);
 void register_select_optimization(PassRegistry& r);
 
+void register_merge_consecutive_reshapes(PassRegistry& r);
+void register_merge_consecutive_transposes(PassRegistry& r);
+void register_remove_symbolic_reshape(PassRegistry& r);
+void register_fuse_squeeze_expand_dims(PassRegistry& r);
+void register_rank0_expand_dims_swap(PassRegistry& r);
+void register_remove_redundant_ops(PassRegistry& r);
+void register_update_output_dtypes(PassRegistry& r);
+void register_loop_invariant_elimination(PassRegistry& r);
+
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
   register_const_elimination(r);
@@ -46,6 +55,14 @@ void register_all_passes(PassRegistry& r) {
   register_merge_consecutive_relus(r);
   register_prelu_to_lrelu(r);
   register_select_optimization(r);
+  register_merge_consecutive_reshapes(r);
+  register_merge_consecutive_transposes(r);
+  register_remove_symbolic_reshape(r);
+  register_fuse_squeeze_expand_dims(r);
+  register_rank0_expand_dims_swap(r);
+  register_remove_redundant_ops(r);
+  register_update_output_dtypes(r);
+  register_loop_invariant_elimination(r);
 }
 
 }  // namespace milkit
