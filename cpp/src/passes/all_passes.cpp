@@ -16,6 +16,9 @@ void register_fuse_pow2_sqrt(PassRegistry& r);
 void register_handle_unused_inputs(PassRegistry& r);
 void register_noop_elimination(PassRegistry& r);
 void register_topological_reorder(PassRegistry& r);
+void register_fuse_linear_bias(PassRegistry& r);
+void register_fuse_matmul_weight_bias(PassRegistry& r);
+void register_fuse_transpose_matmul(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -32,6 +35,9 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_pow2_sqrt(r);
   register_fuse_activation_silu(r);
   register_sanitize_name_strings(r);
+  register_fuse_linear_bias(r);
+  register_fuse_matmul_weight_bias(r);
+  register_fuse_transpose_matmul(r);
 }
 
 }  // namespace milkit
