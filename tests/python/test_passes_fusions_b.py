@@ -115,3 +115,69 @@ def test_transpose_matmul(dt):
     cp, mp = check_passes(build, specs, [TMM])
     assert [o.name for o in mp.functions["main"].operations if o.op_type == "matmul"][1] == "out_b"
 
+
+
+CB = "common::fuse_conv_bias"
+
+
+@pytest.mark.parametrize("dt", ["fp32", "fp16"])
+def test_conv_bias(dt):
+    npdt = np.float32 if dt == "fp32" else np.float16
+
+    def build(mb, x):
+        w = _r(4, 3, 1, 1, dt=npdt)
+        a = mb.add(x=mb.conv(x=x, weight=w), y=_r(1, 4, 1, 1, seed=1, dt=npdt))  # no bias
+        b = mb.sub(x=mb.conv(x=x, weight=w, bias=_r(4, seed=2, dt=npdt)), y=_r(4, 1, 1, seed=3, dt=npdt))
+        c = mb.add(x=npdt(1.5), y=mb.conv(x=x, weight=w))  # scalar, broadcast to Cout
+        d = mb.sub(x=mb.conv(x=x, weight=w, bias=_r(4, seed=4, dt=npdt)), y=npdt(0.25), name="out_d")
+        e = mb.add(x=mb.conv_transpose(x=x, weight=_r(3, 4, 1, 1, seed=5, dt=npdt)), y=_r(4, 1, 1, seed=6, dt=npdt))
+        return a, b, c, d, e
+
+    cp, mp = check_passes(build, [(("S", 3, 5, 5), dt)], [CB])
+    assert "add" not in op_types(mp) and "sub" not in op_types(mp)
+
+
+@pytest.mark.parametrize("dt", ["fp32", "fp16"])
+def test_conv_bias_transpose(dt):
+    npdt = np.float32 if dt == "fp32" else np.float16
+
+    def build(mb, x):
+        w = _r(4, 3, 1, 1, dt=npdt)
+        t = mb.transpose(x=mb.conv(x=x, weight=w), perm=[0, 2, 3, 1])
+        a = mb.add(x=t, y=_r(4, seed=1, dt=npdt))
+        t2 = mb.transpose(x=mb.conv(x=x, weight=w, bias=_r(4, seed=2, dt=npdt)), perm=[0, 2, 3, 1])
+        b = mb.sub(x=_r(1, 1, 4, seed=3, dt=npdt), y=t2)  # negates weight and bias
+        t3 = mb.transpose(x=mb.conv(x=x, weight=w), perm=[0, 2, 3, 1])
+        c = mb.sub(x=t3, y=npdt(2.0), name="out_c")
+        t4 = mb.transpose(x=mb.conv(x=x, weight=w), perm=[0, 2, 3, 1])
+        d = mb.add(x=t4, y=_r(5, 4, seed=4, dt=npdt))  # 20 elements: not fused
+        return a, b, c, d
+
+    cp, mp = check_passes(build, [(("S", 3, 5, 5), dt)], [CB])
+    assert op_types(mp).count("add") + op_types(mp).count("sub") == 1
+
+
+def test_conv_bias_negative():
+    def build(mb, x, y):
+        w = _r(4, 3, 1, 1)
+        a = mb.add(x=mb.conv(x=x, weight=w), y=y)  # dynamic
+        b = mb.add(x=mb.conv(x=x, weight=w), y=_r(1, 4, 5, 1, seed=1))  # spatial dim
+        c = mb.sub(x=_r(1, 4, 1, 1, seed=2), y=mb.conv(x=x, weight=w))  # const x of a sub
+        cv = mb.conv(x=x, weight=w)
+        d = mb.add(x=mb.add(x=cv, y=1.0), y=cv)  # two users
+        cv2 = mb.conv(x=x, weight=w)
+        e = mb.mul(x=cv2, y=2.0)
+        cv3 = mb.conv(x=x, weight=w, bias=_r(4, seed=3))
+        f = mb.sub(x=cv3, y=_r(1, 1, 1, 1, seed=4))  # fused: (1,1,1,1) squeezes to ()
+        return a, b, c, d, e, cv2, f
+
+    cp, mp = check_passes(build, [(("S", 3, 5, 5), "fp32"), (("S", 4, 5, 5), "fp32")], [CB])
+
+
+def test_conv_bias_sub_negates_const_in_place():
+    def build(mb, x):
+        k = mb.const(val=_r(1, 4, 1, 1, seed=1), name="k")
+        w = _r(4, 3, 1, 1)
+        return mb.sub(x=mb.conv(x=x, weight=w), y=k), mb.add(x=k, y=0.0)
+
+    cp, mp = check_passes(build, [((1, 3, 2, 2), "fp32")], [CB])

@@ -19,6 +19,7 @@ void register_topological_reorder(PassRegistry& r);
 void register_fuse_linear_bias(PassRegistry& r);
 void register_fuse_matmul_weight_bias(PassRegistry& r);
 void register_fuse_transpose_matmul(PassRegistry& r);
+void register_fuse_conv_bias(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -38,6 +39,7 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_linear_bias(r);
   register_fuse_matmul_weight_bias(r);
   register_fuse_transpose_matmul(r);
+  register_fuse_conv_bias(r);
 }
 
 }  // namespace milkit
