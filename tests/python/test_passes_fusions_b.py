@@ -181,3 +181,50 @@ def test_conv_bias_sub_negates_const_in_place():
         return mb.sub(x=mb.conv(x=x, weight=w), y=k), mb.add(x=k, y=0.0)
 
     cp, mp = check_passes(build, [((1, 3, 2, 2), "fp32")], [CB])
+
+
+CS = "common::fuse_conv_scale"
+
+
+@pytest.mark.parametrize("dt", ["fp32", "fp16"])
+def test_conv_scale(dt):
+    npdt = np.float32 if dt == "fp32" else np.float16
+
+    def build_deconv(mb, x):
+        a = mb.mul(x=mb.conv_transpose(x=x, weight=_r(3, 4, 2, 2, dt=npdt)), y=_r(1, 4, 1, 1, seed=1, dt=npdt))
+        b = mb.real_div(x=mb.conv_transpose(x=x, weight=_r(3, 2, 2, 2, seed=2, dt=npdt), groups=3,
+                                             bias=_r(6, seed=3, dt=npdt)), y=_r(6, 1, 1, seed=4, dt=npdt))
+        c = mb.mul(x=mb.conv_transpose(x=x, weight=_r(3, 4, 2, 2, seed=5, dt=npdt)), y=npdt(-2.5))
+        return a, b, c
+
+    cp, mp = check_passes(lambda mb, x: build_simple(mb, x, npdt), [(("S", 3, 5, 5), dt)], [CS])
+    assert "mul" not in op_types(mp) and "real_div" not in op_types(mp)
+    cp, mp = check_passes(build_deconv, [(("S", 3, 5, 5), dt)], [CS])
+    assert "mul" not in op_types(mp) and "real_div" not in op_types(mp)
+
+
+def build_simple(mb, x, npdt):
+    w = _r(4, 3, 1, 1, dt=npdt)
+    a = mb.mul(x=mb.conv(x=x, weight=w), y=npdt(1.7))  # scalar, no bias
+    b = mb.mul(x=_r(1, 4, 1, 1, seed=1, dt=npdt), y=mb.conv(x=x, weight=w, bias=_r(4, seed=2, dt=npdt)))
+    c = mb.real_div(x=mb.conv(x=x, weight=w), y=_r(4, 1, 1, seed=3, dt=npdt), name="out_c")
+    d = mb.real_div(x=mb.conv(x=x, weight=w), y=np.array([3.0], npdt))  # shape (1,)
+    g = mb.mul(x=mb.conv(x=x, weight=_r(6, 1, 3, 3, seed=5, dt=npdt), groups=3), y=_r(6, 1, 1, seed=6, dt=npdt))
+    e = mb.real_div(x=mb.conv(x=x, weight=w), y=np.array(7.0, npdt))  # rank-0 array
+    return a, b, c, d, g, e
+
+
+def test_conv_scale_negative():
+    def build(mb, x, y):
+        w = _r(4, 3, 1, 1)
+        a = mb.mul(x=mb.conv(x=x, weight=w), y=y)  # dynamic
+        b = mb.mul(x=mb.conv(x=x, weight=w), y=_r(1, 1, 4, 1, 1, seed=1))  # rank 5 for a rank-4 weight
+        c = mb.mul(x=mb.conv(x=x, weight=w), y=_r(1, 1, 5, 5, seed=2))  # not per channel
+        cv = mb.conv(x=x, weight=w)
+        d = mb.mul(x=mb.mul(x=cv, y=2.0), y=cv)  # two users (the inner mul is fused)
+        e = mb.add(x=mb.conv(x=x, weight=w), y=2.0)
+        cv2 = mb.conv(x=x, weight=w)
+        f = mb.real_div(x=4.0, y=mb.conv(x=x, weight=w))  # coremltools folds it as a division by 4
+        return a, b, c, d, e, cv2, mb.mul(x=cv2, y=2.0), f  # cv2 is a block output: not fused
+
+    check_passes(build, [(("S", 3, 5, 5), "fp32"), (("S", 4, 5, 5), "fp32")], [CS])
