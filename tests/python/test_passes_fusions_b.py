@@ -228,3 +228,53 @@ def test_conv_scale_negative():
         return a, b, c, d, e, cv2, mb.mul(x=cv2, y=2.0), f  # cv2 is a block output: not fused
 
     check_passes(build, [(("S", 3, 5, 5), "fp32"), (("S", 4, 5, 5), "fp32")], [CS])
+
+
+CBN = "common::fuse_conv_batchnorm"
+
+
+def _bn(mb, x, c, npdt, seed=0, **kw):
+    r = np.random.RandomState(seed)
+    return mb.batch_norm(x=x, mean=r.randn(c).astype(npdt), variance=r.rand(c).astype(npdt) + npdt(0.5),
+                         gamma=r.randn(c).astype(npdt), beta=r.randn(c).astype(npdt), **kw)
+
+
+@pytest.mark.parametrize("dt", ["fp32", "fp16"])
+def test_conv_batchnorm(dt):
+    npdt = np.float32 if dt == "fp32" else np.float16
+
+    def build(mb, x):
+        a = _bn(mb, mb.conv(x=x, weight=_r(4, 3, 1, 1, dt=npdt)), 4, npdt)  # no bias
+        b = _bn(mb, mb.conv(x=x, weight=_r(6, 1, 3, 3, seed=1, dt=npdt), bias=_r(6, seed=2, dt=npdt), groups=3),
+                6, npdt, seed=3, epsilon=npdt(1e-3), name="out_b")
+        c = _bn(mb, mb.conv_transpose(x=x, weight=_r(3, 4, 2, 2, seed=4, dt=npdt)), 4, npdt, seed=5)
+        d = _bn(mb, mb.conv_transpose(x=x, weight=_r(3, 2, 2, 2, seed=6, dt=npdt), groups=3,
+                                      bias=_r(6, seed=7, dt=npdt)), 6, npdt, seed=8)
+        return a, b, c, d
+
+    cp, mp = check_passes(build, [(("S", 3, 5, 5), dt)], [CBN])
+    assert "batch_norm" not in op_types(mp)
+
+
+def test_conv_batchnorm_1d_3d():
+    def build(mb, x, y):
+        a = _bn(mb, mb.conv(x=x, weight=_r(4, 3, 2)), 4, np.float32)
+        b = _bn(mb, mb.conv(x=y, weight=_r(2, 3, 1, 1, 1, seed=1)), 2, np.float32, seed=1)
+        return a, b
+
+    cp, mp = check_passes(build, [(("S", 3, 5), "fp32"), ((1, 3, 2, 2, 2), "fp32")], [CBN])
+    assert "batch_norm" not in op_types(mp)
+
+
+def test_conv_batchnorm_negative():
+    def build(mb, x):
+        w = _r(4, 3, 1, 1)
+        cv = mb.conv(x=x, weight=w)
+        a = mb.add(x=_bn(mb, cv, 4, np.float32), y=cv)  # two users
+        cv2 = mb.conv(x=x, weight=w)
+        b = _bn(mb, cv2, 4, np.float32)  # cv2 is a block output
+        c = _bn(mb, mb.relu(x=mb.conv(x=x, weight=w)), 4, np.float32)  # not directly after the conv
+        return a, b, cv2, c
+
+    cp, mp = check_passes(build, [(("S", 3, 5, 5), "fp32")], [CBN])
+    assert op_types(mp).count("batch_norm") == 3

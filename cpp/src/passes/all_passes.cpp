@@ -21,6 +21,7 @@ void register_fuse_matmul_weight_bias(PassRegistry& r);
 void register_fuse_transpose_matmul(PassRegistry& r);
 void register_fuse_conv_bias(PassRegistry& r);
 void register_fuse_conv_scale(PassRegistry& r);
+void register_fuse_conv_batchnorm(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -42,6 +43,7 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_transpose_matmul(r);
   register_fuse_conv_bias(r);
   register_fuse_conv_scale(r);
+  register_fuse_conv_batchnorm(r);
 }
 
 }  // namespace milkit
