@@ -278,3 +278,35 @@ def test_conv_batchnorm_negative():
 
     cp, mp = check_passes(build, [(("S", 3, 5, 5), "fp32")], [CBN])
     assert op_types(mp).count("batch_norm") == 3
+
+
+MCP = "common::merge_consecutive_paddings"
+
+
+@pytest.mark.parametrize("dt", ["fp32", "fp16"])
+def test_merge_consecutive_paddings(dt):
+    cv = np.float32(0.5) if dt == "fp32" else np.float16(0.5)
+
+    def build(mb, x):
+        # explicit constant_val: coremltools fails on fp16 with the default one
+        a = mb.pad(x=mb.pad(x=x, pad=[1, 1], mode="reflect", constant_val=cv), pad=[1, 1, 0, 0], mode="reflect")
+        b = mb.pad(x=mb.pad(x=mb.pad(x=x, pad=[1, 2], constant_val=cv), pad=[0, 0, 2, 1], constant_val=cv),
+                   pad=[0, 0, 1, 1, 1, 1], constant_val=cv, name="out_b")  # chain of three
+        c = mb.pad(x=mb.pad(x=x, pad=[1, 0], mode="replicate", constant_val=cv), pad=[0, 1], mode="replicate")
+        return a, b, c
+
+    cp, mp = check_passes(build, [(("S", 2, 6, 8), dt)], [MCP])
+    assert op_types(mp).count("pad") == 3
+
+
+def test_merge_consecutive_paddings_negative():
+    def build(mb, x):
+        a = mb.pad(x=mb.pad(x=x, pad=[1, 1], constant_val=1.0), pad=[1, 1], constant_val=2.0)  # values differ
+        b = mb.pad(x=mb.pad(x=x, pad=[1, 1], mode="reflect"), pad=[1, 0], mode="reflect")  # same amount twice
+        c = mb.pad(x=mb.pad(x=x, pad=[1, 1], mode="reflect"), pad=[0, 0, 1, 1], mode="replicate")  # modes
+        p = mb.pad(x=x, pad=[1, 1])
+        d = mb.add(x=mb.pad(x=p, pad=[1, 1]), y=1.0)
+        return a, b, c, d, mb.relu(x=p)  # p has two users
+
+    cp, mp = check_passes(build, [(("S", 2, 6, 8), "fp32")], [MCP])
+    assert op_types(mp).count("pad") == 8

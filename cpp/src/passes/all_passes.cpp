@@ -22,6 +22,7 @@ void register_fuse_transpose_matmul(PassRegistry& r);
 void register_fuse_conv_bias(PassRegistry& r);
 void register_fuse_conv_scale(PassRegistry& r);
 void register_fuse_conv_batchnorm(PassRegistry& r);
+void register_merge_consecutive_paddings(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -44,6 +45,7 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_conv_bias(r);
   register_fuse_conv_scale(r);
   register_fuse_conv_batchnorm(r);
+  register_merge_consecutive_paddings(r);
 }
 
 }  // namespace milkit
