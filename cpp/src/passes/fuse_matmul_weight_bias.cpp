@@ -6,7 +6,8 @@
 //   W' = W when transpose_y else transpose(W);
 // with the weight as x: transpose(linear(y', W', c)) where the final transpose takes the output
 // name. Everything goes before the matmul; the matmul and add/sub are removed. The matmul's
-// other operand must have rank >= 2. Nested blocks are rewritten until stable before their op;
+// other operand must have rank >= 2. coremltools fails when the matmul output is also a block
+// output; milkit leaves it alone. Nested blocks are rewritten until stable before their op;
 // the whole function is repeated until nothing changes.
 #include <numeric>
 
@@ -22,7 +23,7 @@ int rank_of(const Var* v) { return static_cast<int>(v->type()->shape().size()); 
 Operation* candidate(Operation* op) {
   if (op->op_type() != "matmul") return nullptr;
   Var* out = op->output(0);
-  if (out->uses().size() != 1) return nullptr;
+  if (out->uses().size() != 1 || !out->block_uses().empty()) return nullptr;
   Operation* child = out->uses()[0].op;
   return child->op_type() == "add" || child->op_type() == "sub" ? child : nullptr;
 }
