@@ -399,3 +399,27 @@ def test_conv_bias_scale_1d_and_deconv(dt):
     cp, mp = check_passes(build, [(("S", 3, 7), dt)], [CB, CS])
     assert op_types(mp).count("conv") + op_types(mp).count("conv_transpose") == 4
     assert not {"add", "mul", "real_div"} & set(op_types(mp))
+
+
+def test_conv_batchnorm_mixed_precision():
+    def build(mb, x):
+        conv = mb.conv(x=x, weight=_r(4, 3, 1, 1, dt=np.float16), bias=_r(4, seed=1, dt=np.float16))
+        return _bn(mb, conv, 4, np.float32, seed=2, epsilon=np.float32(1e-3))  # fp32 parameters (iOS17)
+
+    cp, mp = check_passes(build, [(("S", 3, 2, 2), "fp16")], [CBN])
+    assert "batch_norm" not in op_types(mp)
+
+
+def test_merge_consecutive_paddings_fp16_default_constant_val():
+    # coremltools fails here (it re-creates the default constant_val as fp32); milkit merges
+    from milkit.passes import apply_pass
+    from pass_parity import build_both
+
+    def build(mb, x):
+        return mb.pad(x=mb.pad(x=x, pad=[1, 1], mode="reflect"), pad=[1, 1, 0, 0], mode="reflect")
+
+    cp, mp, _ = build_both(build, [(("S", 2, 6, 8), "fp16")])
+    apply_pass(mp, MCP)
+    mp.validate()
+    pads = [o for o in mp.functions["main"].operations if o.op_type == "pad"]
+    assert len(pads) == 1 and list(pads[0].pad.val) == [1, 1, 1, 1]

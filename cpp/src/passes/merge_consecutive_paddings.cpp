@@ -4,8 +4,8 @@
 // amount is non-zero in both. The new pad ("pad_<n>", with fresh pad and constant_val consts,
 // the first pad's constant_val) goes before the first pad; both old pads are removed. Like
 // coremltools only the function body is looked at (not nested blocks), repeated until nothing
-// changes. coremltools fails when the first pad's output is also a block output; milkit leaves
-// that pair alone.
+// changes. coremltools fails when the first pad's output is also a block output (milkit leaves
+// that pair alone) and when an fp16 pad has the default fp32 constant_val (milkit casts it).
 #include <algorithm>
 
 #include "milkit/builder/builder.h"
@@ -55,7 +55,16 @@ bool try_merge(Builder& b, Block& blk, Operation* p1) {
       Builder::arg("pad", Value::from_ints(a1->value()->dtype(),
                                            {static_cast<int64_t>(final_pad.size())}, final_pad)),
       Builder::arg("mode", Value::scalar_string(mode))};
-  if (c1 && c1->value()) args.push_back(Builder::arg("constant_val", Value(*c1->value())));
+  if (c1 && c1->value()) {
+    // coremltools re-creates the default (fp32) constant_val of an fp16 pad as fp32 and fails;
+    // milkit casts it to the input's dtype instead.
+    Value cv = *c1->value();
+    DataType xdt = p1->input1("x")->type()->dtype();
+    bool floats = (cv.dtype() == DataType::Float32 || cv.dtype() == DataType::Float16) &&
+                  (xdt == DataType::Float32 || xdt == DataType::Float16);
+    if (floats && cv.dtype() != xdt) cv = cv.cast(xdt);
+    args.push_back(Builder::arg("constant_val", std::move(cv)));
+  }
   Var* out = b.create("pad", args).at(0);
   pass_util::replace_var(p2->output(0), out);
   p2->parent()->erase(p2);
