@@ -32,6 +32,14 @@ void register_rank0_expand_dims_swap(PassRegistry& r);
 void register_remove_redundant_ops(PassRegistry& r);
 void register_update_output_dtypes(PassRegistry& r);
 void register_loop_invariant_elimination(PassRegistry& r);
+void register_fuse_linear_bias(PassRegistry& r);
+void register_fuse_matmul_weight_bias(PassRegistry& r);
+void register_fuse_transpose_matmul(PassRegistry& r);
+void register_fuse_conv_bias(PassRegistry& r);
+void register_fuse_conv_scale(PassRegistry& r);
+void register_fuse_conv_batchnorm(PassRegistry& r);
+void register_merge_consecutive_paddings(PassRegistry& r);
+void register_fuse_pad_conv(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -63,6 +71,14 @@ void register_all_passes(PassRegistry& r) {
   register_remove_redundant_ops(r);
   register_update_output_dtypes(r);
   register_loop_invariant_elimination(r);
+  register_fuse_linear_bias(r);
+  register_fuse_matmul_weight_bias(r);
+  register_fuse_transpose_matmul(r);
+  register_fuse_conv_bias(r);
+  register_fuse_conv_scale(r);
+  register_fuse_conv_batchnorm(r);
+  register_merge_consecutive_paddings(r);
+  register_fuse_pad_conv(r);
 }
 
 }  // namespace milkit

@@ -1,0 +1,165 @@
+// common::fuse_conv_batchnorm: conv / conv_transpose followed by its only user batch_norm is
+// folded into the weight and bias, as coremltools does: per output channel i,
+//   scale = gamma[i] / sqrt(variance[i] + epsilon),
+//   weight[i] *= scale,  bias[i] = scale * (bias[i] - mean[i]) + beta[i]
+// (a missing conv bias is zeros). Each step is rounded like numpy: to fp16 when both operands are
+// fp16, else to fp32, and the results to the weight dtype. For conv_transpose the channel rows
+// follow coremltools' (Cout, Cin / groups) view of the transposed weight. The new weight and bias
+// are fresh "const_<n>" ops before the conv; the new conv, named after the batch_norm output,
+// replaces both ops. The conv output must not be a block output and its weight must be known.
+// coremltools fails on a batch_norm without gamma or beta; milkit leaves those unfused. Nested
+// blocks are rewritten until stable before their op; the whole function is repeated until
+// nothing changes.
+#include <algorithm>
+#include <cmath>
+
+#include "milkit/builder/builder.h"
+#include "milkit/passes/pass.h"
+
+namespace milkit {
+
+namespace {
+
+bool is_block_output(const Var* v, const Block* b) {
+  const auto& outs = b->outputs();
+  return std::find(outs.begin(), outs.end(), v) != outs.end();
+}
+
+// A float scalar carrying the numpy dtype it would have (fp16 or fp32).
+struct Num {
+  float v;
+  bool half;
+};
+
+Num rounded(float v, bool half) { return {half ? half_to_float(float_to_half(v)) : v, half}; }
+Num operator+(Num a, Num b) { return rounded(a.v + b.v, a.half && b.half); }
+Num operator-(Num a, Num b) { return rounded(a.v - b.v, a.half && b.half); }
+Num operator*(Num a, Num b) { return rounded(a.v * b.v, a.half && b.half); }
+Num operator/(Num a, Num b) { return rounded(a.v / b.v, a.half && b.half); }
+Num sqrt_of(Num a) { return rounded(std::sqrt(a.v), a.half); }
+
+struct Vec {
+  std::vector<float> v;
+  bool half;
+  Num at(size_t i) const { return {v.at(i), half}; }
+};
+
+bool float_vec(const Var* var, Vec& out) {
+  if (!var || !var->has_value()) return false;
+  const Value& val = *var->value();
+  if (val.dtype() != DataType::Float16 && val.dtype() != DataType::Float32) return false;
+  out.half = val.dtype() == DataType::Float16;
+  out.v.clear();
+  for (int64_t i = 0; i < val.numel(); ++i) out.v.push_back(static_cast<float>(val.as_double(i)));
+  return true;
+}
+
+Operation* match_pattern(Operation* op) {
+  if (op->op_type() != "conv" && op->op_type() != "conv_transpose") return nullptr;
+  Var* out = op->output(0);
+  if (is_block_output(out, op->parent()) || out->uses().size() != 1) return nullptr;
+  Operation* c = out->uses()[0].op;
+  return c->op_type() == "batch_norm" ? c : nullptr;
+}
+
+bool try_transform(Builder& b, Operation* conv, Operation* bn) {
+  Vec gamma, beta, mean, var, eps, w;
+  if (!float_vec(bn->input1("gamma"), gamma) || !float_vec(bn->input1("beta"), beta) ||
+      !float_vec(bn->input1("mean"), mean) || !float_vec(bn->input1("variance"), var) ||
+      !float_vec(bn->input1("epsilon"), eps) || eps.v.size() != 1)
+    return false;
+  if (!float_vec(conv->input1("weight"), w)) return false;
+  const Value& wv = *conv->input1("weight")->value();
+  const auto& ws = wv.shape();
+  if (ws.size() < 3 || ws.size() > 5) return false;
+  Var* g = conv->input1("groups");
+  int64_t groups = g && g->has_value() ? g->value()->as_int(0) : 1;
+  if (groups <= 0) return false;
+  bool deconv = conv->op_type() == "conv_transpose";
+  int64_t cout = deconv ? ws[1] * groups : ws[0];
+  int64_t cin = deconv ? ws[0] : ws[1] * groups;
+  Vec bias{std::vector<float>(static_cast<size_t>(cout), 0.0f), w.half};
+  if (Var* bv = conv->input1("bias")) {
+    if (!bv->has_value()) return false;
+    bias.v.clear();
+    Value c = bv->value()->cast(wv.dtype());
+    for (int64_t i = 0; i < c.numel(); ++i) bias.v.push_back(static_cast<float>(c.as_double(i)));
+  }
+  auto n = static_cast<size_t>(cout);
+  if (bias.v.size() != n || gamma.v.size() < n || beta.v.size() < n || mean.v.size() < n ||
+      var.v.size() < n)
+    return false;
+  int64_t k = 1;
+  for (size_t i = 2; i < ws.size(); ++i) k *= ws[i];
+  int64_t row = deconv ? (cin / groups) * k : static_cast<int64_t>(w.v.size()) / cout;
+  if (row <= 0) return false;
+  std::vector<Num> scale(n);
+  std::vector<double> nb(n);
+  for (size_t i = 0; i < n; ++i) {
+    scale[i] = gamma.at(i) / sqrt_of(var.at(i) + eps.at(0));
+    Num r = scale[i] * (bias.at(i) - mean.at(i)) + beta.at(i);
+    nb[i] = r.v;
+  }
+  // flat index f of the (row-major) weight -> its channel row
+  auto row_of = [&](int64_t f) -> int64_t {
+    if (!deconv) return f / row;
+    int64_t cog = ws[1];
+    int64_t kk = f % k, rest = f / k;
+    int64_t co = rest % cog, ci = rest / cog;
+    return ((co * cin + ci) * k + kk) / row;
+  };
+  std::vector<double> nw(w.v.size());
+  for (size_t f = 0; f < w.v.size(); ++f)
+    nw[f] = (w.at(f) * scale[static_cast<size_t>(row_of(static_cast<int64_t>(f)))]).v;
+  b.set_insertion_point(conv->parent(), conv);
+  b.set_location(conv->location());
+  Var* new_w = b.add_const(std::make_shared<const Value>(Value::from_doubles(wv.dtype(), ws, nw)));
+  Var* new_b =
+      b.add_const(std::make_shared<const Value>(Value::from_doubles(wv.dtype(), {cout}, nb)));
+  std::vector<Arg> args = {Builder::arg("weight", new_w), Builder::arg("bias", new_b)};
+  for (size_t i = 0; i < conv->num_inputs(); ++i) {
+    const std::string& nm = conv->schema().inputs[i].name;
+    if (nm == "weight" || nm == "bias" || conv->input(i).empty()) continue;
+    args.push_back(Builder::arg(nm, conv->input(i)[0]));
+  }
+  Var* out = b.create(conv->op_type(), args, bn->output(0)->name()).at(0);
+  pass_util::replace_var(bn->output(0), out);
+  bn->parent()->erase(bn);
+  conv->parent()->erase(conv);
+  return true;
+}
+
+bool fuse_block(Builder& b, Block& blk) {
+  bool fused = false;
+  for (Operation* op : blk.ops()) {
+    if (op->erased()) continue;
+    for (Block* nb : op->blocks())
+      while (fuse_block(b, *nb)) {
+      }
+    if (!op->blocks().empty()) continue;
+    Operation* bn = match_pattern(op);
+    if (bn && try_transform(b, op, bn)) fused = true;
+  }
+  return fused;
+}
+
+class FuseConvBatchnorm : public Pass {
+ public:
+  void run(Program& p, const PassOptions& opts) override {
+    pass_util::check_options(opts, "common::fuse_conv_batchnorm", {});
+    for (auto& [name, f] : p.functions()) {
+      Builder b(*f);
+      while (fuse_block(b, f->body())) {
+      }
+    }
+  }
+};
+
+}  // namespace
+
+/// Registers common::fuse_conv_batchnorm.
+void register_fuse_conv_batchnorm(PassRegistry& r) {
+  r.add("common::fuse_conv_batchnorm", [] { return std::make_unique<FuseConvBatchnorm>(); });
+}
+
+}  // namespace milkit
