@@ -40,6 +40,8 @@ void register_fuse_conv_scale(PassRegistry& r);
 void register_fuse_conv_batchnorm(PassRegistry& r);
 void register_merge_consecutive_paddings(PassRegistry& r);
 void register_fuse_pad_conv(PassRegistry& r);
+void register_fuse_reduce_mean(PassRegistry& r);
+void register_fuse_elementwise_to_batchnorm(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -79,6 +81,8 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_conv_batchnorm(r);
   register_merge_consecutive_paddings(r);
   register_fuse_pad_conv(r);
+  register_fuse_reduce_mean(r);
+  register_fuse_elementwise_to_batchnorm(r);
 }
 
 }  // namespace milkit
