@@ -42,6 +42,7 @@ void register_merge_consecutive_paddings(PassRegistry& r);
 void register_fuse_pad_conv(PassRegistry& r);
 void register_fuse_reduce_mean(PassRegistry& r);
 void register_fuse_elementwise_to_batchnorm(PassRegistry& r);
+void register_fuse_layernorm_or_instancenorm(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -83,6 +84,7 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_pad_conv(r);
   register_fuse_reduce_mean(r);
   register_fuse_elementwise_to_batchnorm(r);
+  register_fuse_layernorm_or_instancenorm(r);
 }
 
 }  // namespace milkit
