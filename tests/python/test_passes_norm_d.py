@@ -340,3 +340,55 @@ def test_layernorm_removed_op_still_used():
         ct_run(cp, [LN])
     apply_passes(mp, [LN], verify_each=True)
     assert "layer_norm" not in op_types(mp)
+
+
+@pytest.mark.parametrize("dt,npdt", DTYPES)
+@pytest.mark.parametrize("shape", [(2, 3, 8), ("S", "T", 8)])
+@pytest.mark.parametrize("kind", ["instance", "channel_last", "axis_minus3"])
+def test_norm_fp16_and_symbolic(dt, npdt, shape, kind):
+    if kind == "instance":
+        ops = _check(_p2([2, 3], (1, 3, 1, 1), npdt), (shape[0], 3, 5, shape[2]), dt, LN)
+        assert ops == ["instance_norm"]
+    elif kind == "channel_last":
+        ops = _check(_p1([1, 2], (1, 1, 1, 3), npdt), ("S", 5, shape[1], 3), dt, LN)
+        assert ops == ["transpose", "instance_norm", "transpose", "relu"]
+    else:
+        ops = _check(_p1([1], (4,), npdt), (shape[0], 4, 5, 4), dt, LN)
+        assert ops == ["layer_norm", "relu"]
+
+
+@pytest.mark.parametrize("build,shape", [(_p3([-1], np.float32), ("S", 3, 5)),
+                                         (_p5(np.float32, True, (4, 1)), ("S", 4, 5))])
+def test_made_consts_stay_when_fusion_fails(build, shape):
+    # patterns 3 and 5 append gamma / beta consts to the block before the final checks fail
+    cp, mp = check_passes(build, [(shape, "fp32")], [LN])
+    names = [o.name for o in cp.functions["main"].operations]
+    assert names[-2].startswith("_fuse_layernorm") and names[-1].startswith("_fuse_layernorm")
+    assert "layer_norm" not in op_types(mp)
+
+
+def test_instancenorm_pattern_3_fp16_raises():
+    # the made gamma / beta are fp32: both reject an fp16 epsilon
+    cp, mp, _ = build_both(_p3([2, 3], np.float16), [(("S", 3, 5, 6), "fp16")])
+    with pytest.raises(ValueError, match="same data type"):
+        ct_run(cp, [LN])
+    with pytest.raises(TypeError):
+        apply_passes(mp, [LN])
+
+
+def test_layernorm_pattern_5_rank2_const_order():
+    # coremltools leaves the made gamma / beta after the layer_norm; milkit puts them before it
+    cp, mp, _ = build_both(_p5(np.float32, True, (4,)), [(("S", 4), "fp32")])
+    ct_run(cp, [LN])
+    apply_passes(mp, [LN], verify_each=True)
+    assert [t for t in op_types(cp) if t != "const"] == [t for t in op_types(mp) if t != "const"] == ["layer_norm"]
+
+
+def test_instancenorm_pattern_3_channel_last_wrong_gamma():
+    # coremltools sizes gamma from dim 1 (not the channel dim after the transpose) and fuses;
+    # milkit's instance_norm rejects that gamma, so milkit leaves the pattern alone.
+    cp, mp, _ = build_both(_p3([1, 2], np.float32), [(("S", 5, 6, 3), "fp32")])
+    ct_run(cp, [LN])
+    apply_passes(mp, [LN], verify_each=True)
+    assert "instance_norm" in op_types(cp)
+    assert "instance_norm" not in op_types(mp)

@@ -14,7 +14,8 @@
 // Child-op checks follow coremltools' use order (an op reading a var twice counts twice). The
 // new op takes the last matched op's output name (or "<name>_layernorm" / "_instancenorm"
 // between "<name>_transpose_nhwc_nchw" and "<name>_transpose_nchw_nhwc") and goes before it.
-// Where coremltools would raise (a removed op still used elsewhere or returned by a block, an op in
+// Consts patterns 3 and 5 make are appended at the end of the block, as in coremltools (and stay
+// there, unused, when the fusion then fails). Where coremltools would raise (a removed op still used elsewhere or returned by a block, an op in
 // another block) the pattern is skipped. Nested blocks first; repeated until nothing changes.
 #include <algorithm>
 #include <cmath>
@@ -76,18 +77,24 @@ bool known_scalar(const Var* v) { return v->has_value() && v->value()->rank() ==
 // Whether the root var has a known rank.
 bool ranked(const Var* v) { return v->type()->is_tensor() && v->type()->has_rank(); }
 
-// gamma / beta: an existing var, or a value coremltools makes a new const of (patterns 3 and 5).
+// gamma / beta: a var (possibly absent); `made` marks the consts patterns 3 and 5 create.
 struct Param {
   Var* var = nullptr;
-  std::shared_ptr<const Value> val;
-  std::string name;  // name of the const coremltools would make for `val`
-  bool present() const { return var || val; }
-  int rank() const {
-    if (var) return var->type()->is_tensor() ? var->type()->rank() : -1;
-    return val ? val->rank() : -1;
-  }
-  const Value& value() const { return var ? *var->value() : *val; }
+  bool made = false;
+  bool present() const { return var != nullptr; }
+  int rank() const { return var && var->type()->is_tensor() ? var->type()->rank() : -1; }
+  const Value& value() const { return *var->value(); }
 };
+
+// coremltools' mb.const(name=...) inside the pass: a const appended at the end of the block
+// (left there, unused, when the fusion then fails).
+Param made_const(Builder& b, Block& blk, Value v, const std::string& name) {
+  b.set_insertion_point(&blk, nullptr);
+  Param p;
+  p.var = b.add_const(std::make_shared<Value>(std::move(v)), name);
+  p.made = true;
+  return p;
+}
 
 Param of_var(Var* v) {
   Param p;
@@ -144,6 +151,13 @@ bool apply(Builder& b, Block& blk, Operation* reduce, Param gamma, Param beta, V
   }
   if (!inst && !layer) return false;
   if (inst) {
+    // coremltools does not check gamma against the channel count; milkit's instance_norm does.
+    const Dim ch = x->type()->shape()[transpose ? 3 : 1];
+    if (ch->is_const() && (squeezed(gamma.value()).numel() != ch->value() ||
+                           squeezed(beta.value()).numel() != ch->value()))
+      return false;
+  }
+  if (inst) {
     if (gamma.var && gamma.var->op()) remove.push_back(gamma.var->op());
     if (beta.var && beta.var->op()) remove.push_back(beta.var->op());
   }
@@ -174,12 +188,14 @@ bool apply(Builder& b, Block& blk, Operation* reduce, Param gamma, Param beta, V
     for (auto* p : {&gamma, &beta}) {
       const char* key = p == &gamma ? "gamma" : "beta";
       if (!p->present()) continue;
-      if (values_only)
+      if (values_only) {
         a.push_back(Builder::arg(key, Value(p->value())));
-      else if (p->var)
+      } else {
+        // coremltools leaves a made const after its use at the end of the block; milkit moves
+        // it before the new op so the program stays in order.
+        if (p->made) blk.move_before(p->var->op(), end);
         a.push_back(Builder::arg(key, p->var));
-      else
-        a.push_back(Builder::arg(key, b.add_const(p->val, p->name)));
+      }
     }
     a.push_back(Builder::arg("epsilon", eps));
     cur = b.create("layer_norm", a, transpose ? out + "_layernorm" : out)[0];
@@ -360,13 +376,12 @@ bool pattern_3(Builder& b, Block& blk, Operation* rm) {
   const auto& shape = root->type()->shape();
   if (shape.size() < 2 || !shape[1]->is_const()) return false;  // coremltools fails
   int64_t ch = shape[1]->value();
-  Param g, be;
-  g.val = std::make_shared<Value>(
-      Value::from_doubles(DataType::Float32, {1, ch, 1, 1}, std::vector<double>(ch, 1.0)));
-  g.name = "_fuse_layernorm_or_instancenorm_gamma";
-  be.val = std::make_shared<Value>(
-      Value::from_doubles(DataType::Float32, {1, ch, 1, 1}, std::vector<double>(ch, 0.0)));
-  be.name = "_fuse_layernorm_or_instancenorm_beta";
+  Param g = made_const(
+      b, blk, Value::from_doubles(DataType::Float32, {1, ch, 1, 1}, std::vector<double>(ch, 1.0)),
+      "_fuse_layernorm_or_instancenorm_gamma");
+  Param be = made_const(
+      b, blk, Value::from_doubles(DataType::Float32, {1, ch, 1, 1}, std::vector<double>(ch, 0.0)),
+      "_fuse_layernorm_or_instancenorm_beta");
   return apply(b, blk, rm, g, be, eps, add, rem);
 }
 
@@ -486,10 +501,8 @@ bool pattern_5(Builder& b, Block& blk, Operation* rm) {
     }
     std::vector<int64_t> pshape = g.numel() == 1 && bs.numel() != 1 ? bs.shape() : g.shape();
     if (g.numel() == 1 && bs.numel() == 1) pshape = bs.rank() > g.rank() ? bs.shape() : g.shape();
-    gamma.val = std::make_shared<Value>(g);
-    gamma.name = "_fuse_layernorm_gamma";
-    beta.val = std::make_shared<Value>(Value::from_doubles(g.dtype(), pshape, prod));
-    beta.name = "_fuse_layernorm_beta";
+    gamma = made_const(b, blk, g, "_fuse_layernorm_gamma");
+    beta = made_const(b, blk, Value::from_doubles(g.dtype(), pshape, prod), "_fuse_layernorm_beta");
     rem.push_back(ab);
     rem.push_back(mg);
     end = mg;
