@@ -40,6 +40,7 @@ void register_fuse_conv_scale(PassRegistry& r);
 void register_fuse_conv_batchnorm(PassRegistry& r);
 void register_merge_consecutive_paddings(PassRegistry& r);
 void register_fuse_pad_conv(PassRegistry& r);
+void register_guard_negative_gather_indices(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -79,6 +80,7 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_conv_batchnorm(r);
   register_merge_consecutive_paddings(r);
   register_fuse_pad_conv(r);
+  register_guard_negative_gather_indices(r);
 }
 
 }  // namespace milkit
