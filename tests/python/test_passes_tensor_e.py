@@ -37,3 +37,46 @@ def test_guard_negative_unsigned():
 
     _, mp = check_passes(build, [((4, 3), "fp32"), ((2,), "uint16")], [GUARD])
     assert "select" not in op_types(mp)
+
+
+STACKRESHAPE = "common::replace_stack_reshape"
+
+
+@pytest.mark.parametrize("opset", ["iOS15", "iOS17"])
+def test_stack_reshape(opset):
+    def build(mb, x, y):
+        a = mb.stack(values=[x, y], axis=2)  # (1, 5, 2, 3, 4) -> interleaved concat on axis 1
+        b = mb.reshape(x=a, shape=[1, 10, 3, 4])
+        c = mb.stack(values=[x, y], axis=1)  # (1, 2, 5, 3, 4) -> concat on axis 1
+        d = mb.reshape(x=c, shape=[1, 10, 3, 4])
+        return mb.relu(x=b), d
+
+    _, mp = check_passes(build, [((1, 5, 3, 4), "fp32"), ((1, 5, 3, 4), "fp32")], [STACKRESHAPE], opset)
+    assert "stack" not in op_types(mp) and op_types(mp).count("concat") == 2
+
+
+def test_stack_reshape_symbolic():
+    def build(mb, x, y):
+        a = mb.stack(values=[x, y], axis=1)  # (S, 2, 3) -> (S, 6)
+        return mb.reshape(x=a, shape=[-1, 6]), mb.reshape(x=mb.stack(values=[x, y], axis=0), shape=[-1, 3])
+
+    _, mp = check_passes(build, [(("S", 3), "fp32"), (("S", 3), "fp32")], [STACKRESHAPE])
+    assert op_types(mp).count("concat") == 2  # (2, S, 3) -> (2*S, 3) matches too
+
+
+def test_stack_reshape_negative():
+    def build(mb, x, y):
+        a = mb.stack(values=[x, y], axis=3)  # merged away from the stack axis: kept
+        b = mb.reshape(x=a, shape=[2, 5, 3, 4])
+        c = mb.stack(values=[x, y], axis=-3)  # negative axis: kept
+        d = mb.reshape(x=c, shape=[1, 10, 3, 4])
+        e = mb.stack(values=[x, y], axis=1)  # two consumers: kept
+        f = mb.reshape(x=e, shape=[1, 10, 3, 4])
+        g = mb.stack(values=[x, y, x], axis=1)  # tripled: kept
+        h = mb.reshape(x=g, shape=[1, 15, 3, 4])
+        i = mb.stack(values=[x, y], axis=1)  # rank drops by two: kept
+        j = mb.reshape(x=i, shape=[10, 12])
+        return b, d, f, mb.relu(x=e), h, j
+
+    _, mp = check_passes(build, [((1, 5, 3, 4), "fp32"), ((1, 5, 3, 4), "fp32")], [STACKRESHAPE])
+    assert "concat" not in op_types(mp)

@@ -41,6 +41,7 @@ void register_fuse_conv_batchnorm(PassRegistry& r);
 void register_merge_consecutive_paddings(PassRegistry& r);
 void register_fuse_pad_conv(PassRegistry& r);
 void register_guard_negative_gather_indices(PassRegistry& r);
+void register_replace_stack_reshape(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -81,6 +82,7 @@ void register_all_passes(PassRegistry& r) {
   register_merge_consecutive_paddings(r);
   register_fuse_pad_conv(r);
   register_guard_negative_gather_indices(r);
+  register_replace_stack_reshape(r);
 }
 
 }  // namespace milkit
