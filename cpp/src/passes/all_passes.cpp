@@ -42,6 +42,7 @@ void register_merge_consecutive_paddings(PassRegistry& r);
 void register_fuse_pad_conv(PassRegistry& r);
 void register_guard_negative_gather_indices(PassRegistry& r);
 void register_replace_stack_reshape(PassRegistry& r);
+void register_fuse_stack_split(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -83,6 +84,7 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_pad_conv(r);
   register_guard_negative_gather_indices(r);
   register_replace_stack_reshape(r);
+  register_fuse_stack_split(r);
 }
 
 }  // namespace milkit
