@@ -43,6 +43,7 @@ void register_fuse_pad_conv(PassRegistry& r);
 void register_guard_negative_gather_indices(PassRegistry& r);
 void register_replace_stack_reshape(PassRegistry& r);
 void register_fuse_stack_split(PassRegistry& r);
+void register_use_reflection_padding(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -85,6 +86,7 @@ void register_all_passes(PassRegistry& r) {
   register_guard_negative_gather_indices(r);
   register_replace_stack_reshape(r);
   register_fuse_stack_split(r);
+  register_use_reflection_padding(r);
 }
 
 }  // namespace milkit
