@@ -44,6 +44,7 @@ void register_guard_negative_gather_indices(PassRegistry& r);
 void register_replace_stack_reshape(PassRegistry& r);
 void register_fuse_stack_split(PassRegistry& r);
 void register_use_reflection_padding(PassRegistry& r);
+void register_expand_high_rank_reshape_and_transpose(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -87,6 +88,7 @@ void register_all_passes(PassRegistry& r) {
   register_replace_stack_reshape(r);
   register_fuse_stack_split(r);
   register_use_reflection_padding(r);
+  register_expand_high_rank_reshape_and_transpose(r);
 }
 
 }  // namespace milkit
