@@ -232,3 +232,47 @@ def test_expand_high_rank_negative():
 
     _, mp = check_passes(build, [((120,), "fp32"), ((1, 2, 3, 4, 5, "S"), "fp32")], [EXPAND])
     assert op_types(mp).count("transpose") == 4
+
+
+INTERLEAVE = "common::detect_concat_interleave"
+
+
+def _shuffle(mb, vals, axis=-3, s1=None, perm=(0, 2, 1, 3, 4), s2=None):
+    c = mb.concat(values=vals, axis=axis)
+    r = mb.reshape(x=c, shape=s1 or [1, len(vals), 3, 4, 5])
+    t = mb.transpose(x=r, perm=list(perm))
+    return c, r, t, mb.reshape(x=t, shape=s2 or [1, 3 * len(vals), 4, 5])
+
+
+@pytest.mark.parametrize("opset", ["iOS15", "iOS17"])
+def test_concat_interleave(opset):
+    def build(mb, x, y):
+        a = _shuffle(mb, [x, y])[3]
+        b = _shuffle(mb, [x, y, x], axis=1)[3]
+        return mb.relu(x=a), b
+
+    _, mp = check_passes(build, [((1, 3, 4, 5), "fp32"), ((1, 3, 4, 5), "fp32")], [INTERLEAVE], opset)
+    assert op_types(mp).count("concat") == 2 and "transpose" not in op_types(mp)
+
+
+def test_concat_interleave_negative():
+    def build(mb, x, y):
+        c, r, t, a = _shuffle(mb, [x, y])  # concat is a block output
+        b = _shuffle(mb, [x, y], perm=(0, 1, 2, 3, 4))[3]
+        d = _shuffle(mb, [x, y], s1=[1, 2, 3, 20, 1])[3]
+        _, _, t2, e = _shuffle(mb, [x, y])  # transpose is a block output
+        f = _shuffle(mb, [x, y], s2=[1, 6, 20, 1])[3]
+        return c, a, b, d, t2, e, f
+
+    _, mp = check_passes(build, [((1, 3, 4, 5), "fp32"), ((1, 3, 4, 5), "fp32")], [INTERLEAVE])
+    assert op_types(mp).count("transpose") == 5
+
+
+def test_concat_interleave_symbolic():
+    def build(mb, x, y):
+        c = mb.concat(values=[x, y], axis=1)
+        r = mb.reshape(x=c, shape=[-1, 2, 3, 4, 5])
+        return mb.reshape(x=mb.transpose(x=r, perm=[0, 2, 1, 3, 4]), shape=[-1, 6, 4, 5])
+
+    _, mp = check_passes(build, [(("B", 3, 4, 5), "fp32"), (("B", 3, 4, 5), "fp32")], [INTERLEAVE])
+    assert "transpose" in op_types(mp)
