@@ -276,3 +276,46 @@ def test_concat_interleave_symbolic():
 
     _, mp = check_passes(build, [(("B", 3, 4, 5), "fp32"), (("B", 3, 4, 5), "fp32")], [INTERLEAVE])
     assert "transpose" in op_types(mp)
+
+
+PIXEL = "common::concat_to_pixel_shuffle"
+
+
+@pytest.mark.parametrize("opset", ["iOS15", "iOS17"])
+def test_concat_to_pixel_shuffle(opset):
+    def build(mb, a, b, c, d):
+        h0 = mb.concat(values=[a, b], axis=2, interleave=True)
+        h1 = mb.concat(values=[c, d], axis=2, interleave=True)
+        return mb.concat(values=[h0, h1], axis=3, interleave=True)
+
+    spec = ((1, 2, 3, 4), "fp32")
+    _, mp = check_passes(build, [spec] * 4, [PIXEL], opset)
+    assert "pixel_shuffle" in op_types(mp) and op_types(mp).count("concat") == 1
+
+
+def test_concat_to_pixel_shuffle_symbolic():
+    def build(mb, a, b):
+        h0 = mb.concat(values=[a, b], axis=2, interleave=True)
+        h1 = mb.concat(values=[b, a], axis=2, interleave=True)
+        return mb.relu(x=mb.concat(values=[h0, h1], axis=3, interleave=True))
+
+    spec = (("N", 2, "H", "W"), "fp32")
+    _, mp = check_passes(build, [spec] * 2, [PIXEL])
+    assert "pixel_shuffle" in op_types(mp)
+
+
+def test_concat_to_pixel_shuffle_negative():
+    def build(mb, a, b):
+        h0 = mb.concat(values=[a, b], axis=2, interleave=True)
+        h1 = mb.concat(values=[b, a], axis=2, interleave=False)  # not interleaved
+        o1 = mb.concat(values=[h0, h1], axis=3, interleave=True)
+        h2 = mb.concat(values=[a, b], axis=2, interleave=True)
+        o2 = mb.concat(values=[h2, h2], axis=-1, interleave=True)  # axis -1
+        h3 = mb.concat(values=[a, b], axis=3, interleave=True)  # inner axis 3
+        o3 = mb.concat(values=[h3, h3], axis=3, interleave=True)
+        o4 = mb.concat(values=[h2, h0], axis=3, interleave=False)
+        return o1, o2, o3, o4
+
+    spec = ((1, 2, 3, 4), "fp32")
+    _, mp = check_passes(build, [spec] * 2, [PIXEL])
+    assert "pixel_shuffle" not in op_types(mp)
