@@ -1,4 +1,6 @@
-"""Tensor passes against coremltools: guard_negative_gather_indices."""
+"""Tensor passes against coremltools: guard_negative_gather_indices, replace_stack_reshape, fuse_stack_split,
+use_reflection_padding, expand_high_rank_reshape_and_transpose, detect_concat_interleave,
+concat_to_pixel_shuffle."""
 
 import pytest
 from pass_parity import check_passes, op_types
