@@ -43,6 +43,13 @@ void register_fuse_pad_conv(PassRegistry& r);
 void register_fuse_reduce_mean(PassRegistry& r);
 void register_fuse_elementwise_to_batchnorm(PassRegistry& r);
 void register_fuse_layernorm_or_instancenorm(PassRegistry& r);
+void register_guard_negative_gather_indices(PassRegistry& r);
+void register_replace_stack_reshape(PassRegistry& r);
+void register_fuse_stack_split(PassRegistry& r);
+void register_use_reflection_padding(PassRegistry& r);
+void register_expand_high_rank_reshape_and_transpose(PassRegistry& r);
+void register_detect_concat_interleave(PassRegistry& r);
+void register_concat_to_pixel_shuffle(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -85,6 +92,13 @@ void register_all_passes(PassRegistry& r) {
   register_fuse_reduce_mean(r);
   register_fuse_elementwise_to_batchnorm(r);
   register_fuse_layernorm_or_instancenorm(r);
+  register_guard_negative_gather_indices(r);
+  register_replace_stack_reshape(r);
+  register_fuse_stack_split(r);
+  register_use_reflection_padding(r);
+  register_expand_high_rank_reshape_and_transpose(r);
+  register_detect_concat_interleave(r);
+  register_concat_to_pixel_shuffle(r);
 }
 
 }  // namespace milkit
