@@ -90,17 +90,9 @@ bool try_fuse(Builder& b, Block& blk, Operation* concat) {
   return true;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool changed = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty()) continue;
-    if (try_fuse(b, blk, op)) changed = true;
-  }
-  return changed;
+// One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
+bool step(Builder& b, Block& blk, Operation* op) {
+  return try_fuse(b, blk, op);
 }
 
 class DetectConcatInterleave : public Pass {
@@ -108,9 +100,7 @@ class DetectConcatInterleave : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::detect_concat_interleave", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::rewrite_ops(*f, step);
     }
   }
 };

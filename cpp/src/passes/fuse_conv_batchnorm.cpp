@@ -117,11 +117,7 @@ bool try_transform(Builder& b, Operation* conv, Operation* bn) {
   Var* new_b =
       b.add_const(std::make_shared<const Value>(Value::from_doubles(wv.dtype(), {cout}, nb)));
   std::vector<Arg> args = {Builder::arg("weight", new_w), Builder::arg("bias", new_b)};
-  for (size_t i = 0; i < conv->num_inputs(); ++i) {
-    const std::string& nm = conv->schema().inputs[i].name;
-    if (nm == "weight" || nm == "bias" || conv->input(i).empty()) continue;
-    args.push_back(Builder::arg(nm, conv->input(i)[0]));
-  }
+  for (Arg& a : pass_util::inputs_except(*conv, {"weight", "bias"})) args.push_back(std::move(a));
   Var* out = b.create(conv->op_type(), args, bn->output(0)->name()).at(0);
   pass_util::replace_var(bn->output(0), out);
   bn->parent()->erase(bn);
@@ -129,18 +125,10 @@ bool try_transform(Builder& b, Operation* conv, Operation* bn) {
   return true;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty()) continue;
-    Operation* bn = match_pattern(op);
-    if (bn && try_transform(b, op, bn)) fused = true;
-  }
-  return fused;
+// One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
+bool step(Builder& b, Block& /*blk*/, Operation* op) {
+  Operation* bn = match_pattern(op);
+  return bn && try_transform(b, op, bn);
 }
 
 class FuseConvBatchnorm : public Pass {
@@ -148,9 +136,7 @@ class FuseConvBatchnorm : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_conv_batchnorm", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::rewrite_ops(*f, step);
     }
   }
 };

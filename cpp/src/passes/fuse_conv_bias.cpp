@@ -55,15 +55,6 @@ Operation* match_pattern(Operation* op) {
 
 int rank_of(const Var* v) { return static_cast<int>(v->type()->shape().size()); }
 
-// All inputs of `op` except `skip`, as args, in schema order.
-void other_inputs(const Operation* op, const std::vector<std::string>& skip, std::vector<Arg>& args) {
-  for (size_t i = 0; i < op->num_inputs(); ++i) {
-    const std::string& n = op->schema().inputs[i].name;
-    if (op->input(i).empty() || std::find(skip.begin(), skip.end(), n) != skip.end()) continue;
-    args.push_back(Builder::arg(n, op->input(i)[0]));
-  }
-}
-
 bool try_add(Builder& b, Operation* conv, Operation* arith) {
   bool is_sub = arith->op_type() == "sub";
   Var* bias_var = is_sub ? arith->input1("y")
@@ -120,7 +111,7 @@ bool try_add(Builder& b, Operation* conv, Operation* arith) {
   b.set_location(conv->location());
   Var* nbias = b.add_const(std::make_shared<const Value>(std::move(nbv)));
   std::vector<Arg> args = {Builder::arg("bias", nbias)};
-  other_inputs(conv, {"bias"}, args);
+  for (Arg& a : pass_util::inputs_except(*conv, {"bias"})) args.push_back(std::move(a));
   Var* out = b.create(conv->op_type(), args, arith->output(0)->name()).at(0);
   pass_util::replace_var(arith->output(0), out);
   arith->parent()->erase(arith);
@@ -185,12 +176,12 @@ bool try_transpose(Builder& b, Operation* conv) {
   b.set_location(conv->location());
   std::vector<Arg> cargs = {Builder::arg("weight", std::move(nw)),
                             Builder::arg("bias", make(bdt, {static_cast<int64_t>(cb.size())}, cb))};
-  other_inputs(conv, {"weight", "bias"}, cargs);
+  for (Arg& a : pass_util::inputs_except(*conv, {"weight", "bias"})) cargs.push_back(std::move(a));
   Var* nconv = b.create(conv->op_type(), cargs).at(0);
   b.set_insertion_point(tr->parent(), tr);
   b.set_location(tr->location());
   std::vector<Arg> targs = {Builder::arg("x", nconv)};
-  other_inputs(tr, {"x"}, targs);
+  for (Arg& a : pass_util::inputs_except(*tr, {"x"})) targs.push_back(std::move(a));
   Var* out = b.create("transpose", targs, arith->output(0)->name()).at(0);
   pass_util::replace_var(arith->output(0), out);
   arith->parent()->erase(arith);
@@ -199,22 +190,10 @@ bool try_transpose(Builder& b, Operation* conv) {
   return true;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty()) continue;
-    Operation* arith = match_pattern(op);
-    if (arith) {
-      if (try_add(b, op, arith)) fused = true;
-    } else if (try_transpose(b, op)) {
-      fused = true;
-    }
-  }
-  return fused;
+// One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
+bool step(Builder& b, Block& /*blk*/, Operation* op) {
+  if (Operation* arith = match_pattern(op)) return try_add(b, op, arith);
+  return try_transpose(b, op);
 }
 
 class FuseConvBias : public Pass {
@@ -222,9 +201,7 @@ class FuseConvBias : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_conv_bias", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::rewrite_ops(*f, step);
     }
   }
 };

@@ -102,11 +102,7 @@ bool try_transform(Builder& b, Operation* conv, Operation* sop) {
   b.set_location(conv->location());
   std::vector<Arg> args = {Builder::arg("weight", Value::from_doubles(dt, ws, nw)),
                            Builder::arg("bias", Value::from_doubles(dt, {cout}, bv))};
-  for (size_t i = 0; i < conv->num_inputs(); ++i) {
-    const std::string& n = conv->schema().inputs[i].name;
-    if (n == "weight" || n == "bias" || conv->input(i).empty()) continue;
-    args.push_back(Builder::arg(n, conv->input(i)[0]));
-  }
+  for (Arg& a : pass_util::inputs_except(*conv, {"weight", "bias"})) args.push_back(std::move(a));
   Var* out = b.create(conv->op_type(), args, sop->output(0)->name()).at(0);
   pass_util::replace_var(sop->output(0), out);
   sop->parent()->erase(sop);
@@ -114,18 +110,10 @@ bool try_transform(Builder& b, Operation* conv, Operation* sop) {
   return true;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty()) continue;
-    Operation* sop = match_pattern(op);
-    if (sop && try_transform(b, op, sop)) fused = true;
-  }
-  return fused;
+// One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
+bool step(Builder& b, Block& /*blk*/, Operation* op) {
+  Operation* sop = match_pattern(op);
+  return sop && try_transform(b, op, sop);
 }
 
 class FuseConvScale : public Pass {
@@ -133,9 +121,7 @@ class FuseConvScale : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_conv_scale", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::rewrite_ops(*f, step);
     }
   }
 };

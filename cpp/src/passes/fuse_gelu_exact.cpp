@@ -92,18 +92,9 @@ bool try_fuse(Builder& b, Block& blk, Operation* op) {
   return true;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty()) continue;
-    if (op->op_type() != "mul" && op->op_type() != "real_div") continue;
-    fused = try_fuse(b, blk, op) || fused;
-  }
-  return fused;
+// One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
+bool step(Builder& b, Block& blk, Operation* op) {
+  return (op->op_type() == "mul" || op->op_type() == "real_div") && try_fuse(b, blk, op);
 }
 
 class FuseGeluExact : public Pass {
@@ -111,9 +102,7 @@ class FuseGeluExact : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_gelu_exact", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::rewrite_ops(*f, step);
     }
   }
 };

@@ -510,23 +510,13 @@ bool pattern_5(Builder& b, Block& blk, Operation* rm) {
   return apply(b, blk, rm, gamma, beta, eps, end, rem);
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty()) continue;
-    if (op->op_type() == "reduce_mean") {
-      if (pattern_1(b, blk, op) || pattern_2(b, blk, op) || pattern_3(b, blk, op) ||
-          pattern_5(b, blk, op))
-        fused = true;
-    } else if (op->op_type() == "reduce_sum") {
-      if (pattern_4(b, blk, op)) fused = true;
-    }
-  }
-  return fused;
+// One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
+bool step(Builder& b, Block& blk, Operation* op) {
+  if (op->op_type() == "reduce_mean")
+    return pattern_1(b, blk, op) || pattern_2(b, blk, op) || pattern_3(b, blk, op) ||
+           pattern_5(b, blk, op);
+  if (op->op_type() == "reduce_sum") return pattern_4(b, blk, op);
+  return false;
 }
 
 class FuseLayernormOrInstancenorm : public Pass {
@@ -534,9 +524,7 @@ class FuseLayernormOrInstancenorm : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_layernorm_or_instancenorm", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::rewrite_ops(*f, step);
     }
   }
 };

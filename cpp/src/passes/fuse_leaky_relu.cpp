@@ -49,17 +49,9 @@ bool try_fuse(Builder& b, Block& blk, Operation* mul) {
   return true;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty() || op->op_type() != "mul") continue;
-    fused = try_fuse(b, blk, op) || fused;
-  }
-  return fused;
+// One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
+bool step(Builder& b, Block& blk, Operation* op) {
+  return op->op_type() == "mul" && try_fuse(b, blk, op);
 }
 
 class FuseLeakyRelu : public Pass {
@@ -67,9 +59,7 @@ class FuseLeakyRelu : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_leaky_relu", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::rewrite_ops(*f, step);
     }
   }
 };

@@ -74,11 +74,7 @@ bool try_transform(Builder& b, Operation* lin, Operation* arith) {
   std::vector<Arg> args;
   args.push_back(Builder::arg("weight", std::move(new_w)));
   args.push_back(Builder::arg("bias", std::move(new_bias)));
-  for (size_t i = 0; i < lin->num_inputs(); ++i) {
-    const std::string& n = lin->schema().inputs[i].name;
-    if (n == "weight" || n == "bias" || lin->input(i).empty()) continue;
-    args.push_back(Builder::arg(n, lin->input(i)[0]));
-  }
+  for (Arg& a : pass_util::inputs_except(*lin, {"weight", "bias"})) args.push_back(std::move(a));
   Var* nv = b.create("linear", args, arith->output(0)->name()).at(0);
   pass_util::replace_var(arith->output(0), nv);
   arith->parent()->erase(arith);
@@ -86,18 +82,10 @@ bool try_transform(Builder& b, Operation* lin, Operation* arith) {
   return true;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty()) continue;
-    Operation* arith = candidate(op);
-    if (arith && try_transform(b, op, arith)) fused = true;
-  }
-  return fused;
+// One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
+bool step(Builder& b, Block& /*blk*/, Operation* op) {
+  Operation* arith = candidate(op);
+  return arith && try_transform(b, op, arith);
 }
 
 class FuseLinearBias : public Pass {
@@ -105,9 +93,7 @@ class FuseLinearBias : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_linear_bias", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::rewrite_ops(*f, step);
     }
   }
 };

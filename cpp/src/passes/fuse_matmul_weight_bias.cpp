@@ -98,18 +98,10 @@ bool try_transform(Builder& b, Operation* mm, Operation* arith) {
   return true;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty()) continue;
-    Operation* arith = candidate(op);
-    if (arith && try_transform(b, op, arith)) fused = true;
-  }
-  return fused;
+// One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
+bool step(Builder& b, Block& /*blk*/, Operation* op) {
+  Operation* arith = candidate(op);
+  return arith && try_transform(b, op, arith);
 }
 
 class FuseMatmulWeightBias : public Pass {
@@ -117,9 +109,7 @@ class FuseMatmulWeightBias : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_matmul_weight_bias", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::rewrite_ops(*f, step);
     }
   }
 };

@@ -99,18 +99,11 @@ bool try_transform(Builder& b, Operation* pad, const std::vector<Operation*>& tr
   return true;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (op->op_type() != "pad") continue;
-    std::vector<Operation*> ts = match_pattern(op);
-    if (!ts.empty() && try_transform(b, op, ts)) fused = true;
-  }
-  return fused;
+// One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
+bool step(Builder& b, Block& /*blk*/, Operation* op) {
+  if (op->op_type() != "pad") return false;
+  std::vector<Operation*> ts = match_pattern(op);
+  return !ts.empty() && try_transform(b, op, ts);
 }
 
 class FusePadConv : public Pass {
@@ -118,9 +111,7 @@ class FusePadConv : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_pad_conv", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::rewrite_ops(*f, step);
     }
   }
 };

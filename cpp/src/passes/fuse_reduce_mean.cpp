@@ -75,17 +75,9 @@ bool try_fuse(Builder& b, Block& blk, Operation* rs) {
   return true;
 }
 
-bool fuse_block(Builder& b, Block& blk) {
-  bool fused = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
-    for (Block* nb : op->blocks())
-      while (fuse_block(b, *nb)) {
-      }
-    if (!op->blocks().empty() || op->op_type() != "reduce_sum") continue;
-    fused = try_fuse(b, blk, op) || fused;
-  }
-  return fused;
+// One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
+bool step(Builder& b, Block& blk, Operation* op) {
+  return op->op_type() == "reduce_sum" && try_fuse(b, blk, op);
 }
 
 class FuseReduceMean : public Pass {
@@ -93,9 +85,7 @@ class FuseReduceMean : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_reduce_mean", {});
     for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      while (fuse_block(b, f->body())) {
-      }
+      pass_util::rewrite_ops(*f, step);
     }
   }
 };

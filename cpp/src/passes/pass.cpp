@@ -1,5 +1,7 @@
 #include "milkit/passes/pass.h"
 
+#include <algorithm>
+
 #include "milkit/builder/builder.h"
 
 #include <cctype>
@@ -65,34 +67,53 @@ void for_each_block(Function& f, const std::function<void(Block&)>& fn) {
 }
 
 namespace {
-bool fuse_chains_in(Builder& b, Block& blk, const std::function<Operation*(Operation*)>& match,
-                    const std::string& op_type) {
-  bool fused = false;
+bool sweep(Builder& b, Block& blk, const std::function<bool(Builder&, Block&, Operation*)>& step) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
     for (Block* nb : op->blocks())
-      while (fuse_chains_in(b, *nb, match, op_type)) {
+      while (sweep(b, *nb, step)) {
       }
     if (!op->blocks().empty()) continue;
+    if (step(b, blk, op)) changed = true;
+  }
+  return changed;
+}
+}  // namespace
+
+void rewrite_ops(Function& f, const std::function<bool(Builder&, Block&, Operation*)>& step) {
+  Builder b(f);
+  while (sweep(b, f.body(), step)) {
+  }
+}
+
+std::vector<Arg> inputs_except(const Operation& op, std::initializer_list<std::string_view> skip) {
+  std::vector<Arg> args;
+  for (size_t i = 0; i < op.num_inputs(); ++i) {
+    const std::string& n = op.schema().inputs[i].name;
+    if (op.input(i).empty() || std::find(skip.begin(), skip.end(), n) != skip.end()) continue;
+    Arg a;
+    a.name = n;
+    for (Var* v : op.input(i)) a.items.push_back(ArgItem{v, nullptr});
+    a.is_sequence = op.schema().inputs[i].kind == InputKind::Tuple;
+    args.push_back(std::move(a));
+  }
+  return args;
+}
+
+void fuse_unary_chains(Function& f, const std::function<Operation*(Operation*)>& match,
+                       const std::string& op_type) {
+  rewrite_ops(f, [&](Builder& b, Block& blk, Operation* op) {
     Operation* second = match(op);
-    if (!second) continue;
+    if (!second) return false;
     b.set_insertion_point(&blk, op);
     b.set_location(op->location());
     Var* fused_out = b.op(op_type, {{"x", op->input1("x")}}, second->output(0)->name());
     replace_var(second->output(0), fused_out);
     second->parent()->erase(second);
     blk.erase(op);
-    fused = true;
-  }
-  return fused;
-}
-}  // namespace
-
-void fuse_unary_chains(Function& f, const std::function<Operation*(Operation*)>& match,
-                       const std::string& op_type) {
-  Builder b(f);
-  while (fuse_chains_in(b, f.body(), match, op_type)) {
-  }
+    return true;
+  });
 }
 
 bool has_side_effects(const Operation& op) {

@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "milkit/builder/builder.h"
 #include "milkit/ir/ir.h"
 
 namespace milkit {
@@ -66,6 +67,13 @@ namespace pass_util {
 void for_each_block(Function& f, const std::function<void(Block&)>& fn);
 /// Whether an op must be kept even when its outputs are unused (state writes).
 bool has_side_effects(const Operation& op);
+/// The driver of most rewrites: sweeps every block (an op's nested blocks first, each to a fixed
+/// point), calling `step` on each live op that has no nested blocks; repeats the sweep of the
+/// function body until no `step` call reports a change.
+void rewrite_ops(Function& f, const std::function<bool(Builder&, Block&, Operation*)>& step);
+/// The op's present inputs as builder arguments, except the named ones (for rebuilding an op with
+/// some inputs replaced).
+std::vector<Arg> inputs_except(const Operation& op, std::initializer_list<std::string_view> skip);
 /// Replaces every two-op chain that `match` finds (it maps a first op to the second op of the
 /// chain, or nullptr) with one new `op_type` op on the first op's input `x`, taking the second
 /// op's output name and uses; repeats until nothing matches, nested blocks included.
