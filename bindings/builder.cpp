@@ -118,8 +118,25 @@ class OpCaller {
       if (args[i].is_none()) continue;
       add(s.inputs[i].name, args[i]);
     }
+    // control flow: the Python functions that build the blocks
+    std::vector<std::pair<std::string, py::object>> block_fns;
+    if (s.num_blocks > 0) {
+      if (op_type_ == "cond") block_fns = {{"_true_fn", py::none()}, {"_false_fn", py::none()}};
+      else block_fns = {{"_cond", py::none()}, {"_body", py::none()}};
+    }
     for (auto kv : kwargs) {
       std::string key = py::reinterpret_borrow<py::str>(kv.first);
+      bool is_block_fn = false;
+      for (auto& bf : block_fns)
+        if (bf.first == key) {
+          if (!PyCallable_Check(kv.second.ptr()))
+            throw TypeError("mb." + op_type_ + ": '" + key + "' must be a function, got " +
+                            std::string(py::str(py::type::of(kv.second).attr("__name__"))));
+          bf.second = py::reinterpret_borrow<py::object>(kv.second);
+          is_block_fn = true;
+        }
+      if (is_block_fn) continue;
+      if (key == "_existing_blocks") continue;
       if (key == "name") {
         if (!kv.second.is_none()) name = py::str(kv.second);
         continue;
@@ -136,20 +153,47 @@ class OpCaller {
     }
     Builder& b = sc.builder;
     b.set_location(caller_location());
+    BlockBuildFn blocks;
+    if (!block_fns.empty()) {
+      for (auto& bf : block_fns)
+        if (bf.second.is_none()) throw TypeError("mb." + op_type_ + ": missing required input '" + bf.first + "'");
+      auto wrap = [this](py::object f, const std::string& what) -> BlockFn {
+        return [f, what, this](const std::vector<Var*>& ins) {
+          py::tuple a(ins.size());
+          for (size_t i = 0; i < ins.size(); ++i) a[i] = py::cast(handle(ins[i]));
+          py::object r = f(*a);
+          std::vector<Var*> outs;
+          auto one = [&](py::handle o) {
+            if (!py::isinstance<Var>(o))
+              throw TypeError("mb." + op_type_ + ": " + what + " must return Vars, got " +
+                              std::string(py::str(py::type::of(o).attr("__name__"))));
+            outs.push_back(o.cast<Var*>());
+          };
+          if (PyList_Check(r.ptr()) || PyTuple_Check(r.ptr()))
+            for (auto e : py::reinterpret_borrow<py::sequence>(r)) one(e);
+          else
+            one(r);
+          return outs;
+        };
+      };
+      BlockFn f0 = wrap(block_fns[0].second, block_fns[0].first);
+      BlockFn f1 = wrap(block_fns[1].second, block_fns[1].first);
+      blocks = op_type_ == "cond" ? cond_blocks(f0, f1) : while_loop_blocks(f0, f1);
+    }
     std::vector<Var*> outs;
     if (has_before) {
       Block* saved_block = b.block();
       Operation* saved_before = b.before();
       b.set_insertion_point(before_override->parent(), before_override);
       try {
-        outs = b.create(op_type_, out, name);
+        outs = b.create(op_type_, out, name, blocks);
       } catch (...) {
         b.set_insertion_point(saved_block, saved_before);
         throw;
       }
       b.set_insertion_point(saved_block, saved_before);
     } else {
-      outs = b.create(op_type_, out, name);
+      outs = b.create(op_type_, out, name, blocks);
     }
     if (outs.size() == 1) return py::cast(handle(outs[0]));
     py::list l;

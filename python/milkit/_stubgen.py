@@ -56,6 +56,13 @@ class Builder:
 '''
 
 
+# the Python functions that build a control-flow op's blocks (coremltools' keyword names)
+_BLOCK_FNS = {
+    "cond": ["_true_fn: Callable[[], Any]", "_false_fn: Callable[[], Any]"],
+    "while_loop": ["_cond: Callable[..., Var]", "_body: Callable[..., Any]"],
+}
+
+
 def _signature(op: str) -> str:
     newest = _core.op_versions(op)[-1]
     inputs = _core.op_inputs(op, newest)
@@ -71,7 +78,8 @@ def _signature(op: str) -> str:
         params.append(f"{i['name']}: {ann}" + (" = ..." if i["optional"] else ""))
         flags = ", ".join(f for f, on in (("const", i["const"]), ("optional", i["optional"])) if on)
         doc.append(f"{i['name']}: {i['kind']} of {{{i['dtypes']}}}" + (f" ({flags})" if flags else ""))
-    params += ([] if keyword_only else ["*"]) + ["name: str | None = ...", "before_op: Operation | None = ..."]
+    params += ([] if keyword_only else ["*"]) + _BLOCK_FNS.get(op, []) + [
+        "name: str | None = ...", "before_op: Operation | None = ..."]
     # positional use is allowed in input order; keyword use is what coremltools accepts
     sig = f"    @staticmethod\n    def {op}({', '.join(params)}) -> Any:\n"
     sig += '        """' + "; ".join(doc) + '"""\n'

@@ -39,6 +39,9 @@ class Builder:
     @staticmethod
     def const(val: Any, name: str | None = ..., before_op: Operation | None = ...) -> Var: ...
     @staticmethod
+    def _const_symbolic(*, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """"""
+    @staticmethod
     def abs(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}"""
     @staticmethod
@@ -86,6 +89,9 @@ class Builder:
     @staticmethod
     def concat(values: Sequence[_Value], axis: _Value, interleave: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; axis: tensor of {int32} (const); interleave: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def cond(pred: _Value, *, _true_fn: Callable[[], Any], _false_fn: Callable[[], Any], name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """pred: tensor of {bool}"""
     @staticmethod
     def constexpr_affine_dequantize(quantized_data: _Value, zero_point: _Value, scale: _Value, axis: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """quantized_data: tensor of {int8, uint8} (const); zero_point: tensor of {fp32, int8, uint8} (const); scale: tensor of {fp16, fp32} (const); axis: tensor of {int32} (const)"""
@@ -219,6 +225,21 @@ class Builder:
     def linear_activation(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod
+    def list_gather(ls: _Value, indices: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """ls: list of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; indices: tensor of {int32}"""
+    @staticmethod
+    def list_length(ls: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """ls: list of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
+    @staticmethod
+    def list_read(ls: _Value, index: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """ls: list of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; index: tensor of {int32}"""
+    @staticmethod
+    def list_scatter(ls: _Value, indices: _Value, value: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """ls: list of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; indices: tensor of {int32}; value: tensor of {bool, fp16, fp32, int32}"""
+    @staticmethod
+    def list_write(ls: _Value, index: _Value, value: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """ls: list of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; index: tensor of {int32}; value: tensor of {bool, fp16, fp32, int32}"""
+    @staticmethod
     def local_response_norm(x: _Value, size: _Value, alpha: _Value = ..., beta: _Value = ..., k: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; size: tensor of {int32} (const); alpha: tensor of {fp16, fp32} (const, optional); beta: tensor of {fp16, fp32} (const, optional); k: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
@@ -236,6 +257,9 @@ class Builder:
     @staticmethod
     def logical_xor(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool}; y: tensor of {bool}"""
+    @staticmethod
+    def make_list(init_length: _Value = ..., dynamic_length: _Value = ..., *, elem_shape: Sequence[_Value], dtype: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """init_length: tensor of {int32} (optional); dynamic_length: tensor of {bool} (const, optional); elem_shape: tuple of {string, int32}; dtype: tensor of {string} (const, optional)"""
     @staticmethod
     def matmul(x: _Value, y: _Value, transpose_x: _Value = ..., transpose_y: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}; transpose_x: tensor of {bool} (const, optional); transpose_y: tensor of {bool} (const, optional)"""
@@ -455,6 +479,9 @@ class Builder:
     @staticmethod
     def transpose(x: _Value, perm: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; perm: tensor of {int32} (const)"""
+    @staticmethod
+    def while_loop(loop_vars: Sequence[_Value], *, _cond: Callable[..., Var], _body: Callable[..., Any], name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """loop_vars: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
     @staticmethod
     def write_state(input: _Value, data: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """input: state of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; data: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}"""

@@ -340,7 +340,11 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         main_passes = [p for p in main_passes if p not in ("common::add_fp16_cast", "common::add_int16_cast")]
     options = pipeline.get_all_options()
     skipped = list(_core.run_passes(model, main_passes, options, False, True))
-    skipped += _core.run_passes(model, BACKEND_MLPROGRAM_PASSES, options, False, True)
+    # coremltools' _construct_other_pipelines: a DEFAULT pass the main pipeline leaves out is
+    # also left out of the backend pipeline (EMPTY folds nothing anywhere)
+    left_out = set(PassPipeline.DEFAULT.passes) - set(pipeline.passes)
+    backend = [p for p in BACKEND_MLPROGRAM_PASSES if p not in left_out]
+    skipped += _core.run_passes(model, backend, options, False, True)
     if outputs:
         main = model.functions[model.default_function_name]
         if len(outputs) != len(main.outputs):

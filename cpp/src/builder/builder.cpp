@@ -1,6 +1,7 @@
 #include "milkit/builder/builder.h"
 
 #include <algorithm>
+#include <map>
 
 #include "milkit/types/error.h"
 
@@ -98,6 +99,7 @@ void validate(const InferCtx& ic, const OpSchema& s, const std::vector<Var*>& ar
               const std::vector<uint32_t>& starts) {
   for (size_t i = 0; i < s.inputs.size(); ++i) {
     const InputDef& d = s.inputs[i];
+    if (d.any_kind) continue;
     for (uint32_t k = starts[i]; k < starts[i + 1]; ++k) {
       if (!kind_ok(d.kind, args[k]->type()))
         ic.type_error(d.name, "must be " + kind_name(d.kind) + ", got " + args[k]->type()->str() +
@@ -107,7 +109,7 @@ void validate(const InferCtx& ic, const OpSchema& s, const std::vector<Var*>& ar
   // 1. inputs sharing a domain id share a dtype
   for (size_t i = 0; i < s.inputs.size(); ++i) {
     const InputDef& d = s.inputs[i];
-    if (d.domain.empty() || starts[i] == starts[i + 1]) continue;
+    if (d.domain.empty() || d.any_kind || starts[i] == starts[i + 1]) continue;
     DataType first = args[starts[i]]->type()->dtype();
     for (uint32_t k = starts[i] + 1; k < starts[i + 1]; ++k)
       if (args[k]->type()->dtype() != first)
@@ -135,7 +137,7 @@ void validate(const InferCtx& ic, const OpSchema& s, const std::vector<Var*>& ar
   // 3. dtype domains
   for (size_t i = 0; i < s.inputs.size(); ++i) {
     const InputDef& d = s.inputs[i];
-    if (d.kind != InputKind::Tensor && d.kind != InputKind::Tuple) continue;
+    if ((d.kind != InputKind::Tensor && d.kind != InputKind::Tuple) || d.any_kind) continue;
     for (uint32_t k = starts[i]; k < starts[i + 1]; ++k) {
       DataType t = args[k]->type()->dtype();
       if (!d.dtypes.contains(t))
@@ -165,7 +167,7 @@ bool fold_allowed(const std::vector<const Type*>& outs) {
 }  // namespace
 
 std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& args,
-                                  const std::string& given_name) {
+                                  const std::string& given_name, const BlockBuildFn& build_blocks) {
   Context& ctx = fn_->ctx();
   const OpSchema* sp = nullptr;
   if (fn_->opset_auto()) {
@@ -259,6 +261,9 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
       if (any_default) flatten(flat, starts);
     }
 
+    if (s.num_blocks > 0) return create_with_blocks(s, name, std::move(flat), std::move(starts), build_blocks);
+    if (build_blocks) throw TypeError(s.name + " '" + name + "': takes no blocks");
+
     InferCtx ic(ctx, s, name, fn_->opset(), flat, starts, &loc_);
     std::vector<const Type*> out_types = s.infer(ic);
     if (s.num_outputs >= 0 && static_cast<int>(out_types.size()) != s.num_outputs)
@@ -286,6 +291,191 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
     rollback();
     throw;
   }
+}
+
+std::vector<Var*> Builder::create_with_blocks(const OpSchema& s, const std::string& name,
+                                              std::vector<Var*> flat, std::vector<uint32_t> starts,
+                                              const BlockBuildFn& build_blocks) {
+  Context& ctx = fn_->ctx();
+  if (!build_blocks)
+    throw TypeError(s.name + " '" + name + "': needs the functions that build its " +
+                    std::to_string(s.num_blocks) + " blocks");
+  Operation* op = fn_->new_op(s, name, std::move(flat), std::move(starts));
+  op->set_location(loc_);
+  fn_->insert(op, block_, before_);
+  Block* saved_block = block_;
+  Operation* saved_before = before_;
+  Location saved_loc = loc_;
+  try {
+    build_blocks(*this, op);
+    set_insertion_point(saved_block, saved_before);
+    loc_ = saved_loc;
+    if (static_cast<int>(op->blocks().size()) != s.num_blocks)
+      throw Error("internal: " + op->describe() + " built " + std::to_string(op->blocks().size()) +
+                  " blocks, expected " + std::to_string(s.num_blocks));
+    InferCtx ic(ctx, s, name, fn_->opset(), op->args(), op->starts(), &loc_);
+    ic.blocks = &op->blocks();
+    std::vector<const Type*> out_types = s.infer(ic);
+    std::vector<std::shared_ptr<const Value>> out_vals;
+    if (s.value && fold_allowed(out_types) && !s.value(ic, out_vals)) out_vals.clear();
+    for (size_t k = 0; k < out_types.size(); ++k) {
+      std::string oname = name;
+      if (out_types.size() > 1 || s.num_outputs < 0)
+        oname += "_" + (k < s.output_names.size() ? s.output_names[k] : std::to_string(k));
+      Var* out = fn_->add_output(op, oname, out_types[k]);
+      if (k < out_vals.size() && out_vals[k]) out->set_value(std::move(out_vals[k]));
+    }
+  } catch (...) {
+    set_insertion_point(saved_block, saved_before);
+    loc_ = saved_loc;
+    fn_->remove_blocks(op);
+    if (!op->erased()) op->parent()->erase(op);
+    throw;
+  }
+  if (fn_->opset_auto() && static_cast<int>(s.since) > static_cast<int>(fn_->opset())) fn_->set_opset(s.since);
+  return op->outputs();
+}
+
+namespace {
+
+// Whether `v` may be used in block `b`: defined in `b` or in a block enclosing it.
+bool visible_in(const Var* v, const Block* b) {
+  const Block* def = v->op() ? v->op()->parent() : v->input_of();
+  for (const Block* x = b; x; x = x->parent_op() ? x->parent_op()->parent() : nullptr)
+    if (x == def) return true;
+  return false;
+}
+
+}  // namespace
+
+Block* Builder::build_block(Operation* op, const std::vector<Var*>& inputs, const BlockFn& fn) {
+  Block* blk = fn_->add_block(op);
+  for (Var* v : inputs) {
+    if (!v->input_of()) throw Error("internal: block input '" + v->name() + "' is not a block input var");
+    fn_->share_block_input(blk, v);
+  }
+  fill_block(blk, fn);
+  return blk;
+}
+
+void Builder::fill_block(Block* blk, const BlockFn& fn) {
+  Operation* op = blk->parent_op();
+  Block* saved_block = block_;
+  Operation* saved_before = before_;
+  set_insertion_point(blk, nullptr);
+  std::vector<Var*> outs;
+  try {
+    outs = fn(blk->inputs());
+  } catch (...) {
+    set_insertion_point(saved_block, saved_before);
+    throw;
+  }
+  set_insertion_point(saved_block, saved_before);
+  for (Var* v : outs) {
+    if (!v) throw ValueError(op->describe() + ": a block returned no var");
+    const Function* owner = v->op() ? v->op()->function() : v->input_of()->function();
+    if (owner != fn_)
+      throw ValueError(op->describe() + ": block output '" + v->name() + "' belongs to another function");
+    if (!visible_in(v, blk))
+      throw ValueError(op->describe() + ": block output '" + v->name() +
+                       "' is not visible in the block (it is defined in another block)");
+  }
+  blk->set_outputs(outs);
+}
+
+BlockBuildFn cond_blocks(BlockFn true_fn, BlockFn false_fn) {
+  return [t = std::move(true_fn), f = std::move(false_fn)](Builder& b, Operation* op) {
+    b.build_block(op, {}, t);
+    b.build_block(op, {}, f);
+  };
+}
+
+namespace {
+
+bool same_value(const std::shared_ptr<const Value>& a, const std::shared_ptr<const Value>& b) {
+  if (!a && !b) return true;
+  if (!a || !b) return false;
+  return a == b || a->equals(*b);
+}
+
+}  // namespace
+
+BlockBuildFn while_loop_blocks(BlockFn cond_fn, BlockFn body_fn) {
+  return [c = std::move(cond_fn), bd = std::move(body_fn)](Builder& b, Operation* op) {
+    Function& fn = b.function();
+    Context& ctx = fn.ctx();
+    VarSpan lv = op->input("loop_vars");
+    if (lv.empty()) throw ValueError(op->describe() + ": loop_vars must hold at least one var");
+    std::vector<std::string> names;
+    std::map<std::string, int> count;
+    for (Var* v : lv) names.push_back(v->name() + "_x" + std::to_string(count[v->name()]++));
+    std::vector<const Type*> types;
+    std::vector<std::shared_ptr<const Value>> values;
+    for (Var* v : lv) {
+      types.push_back(v->type());
+      values.push_back(v->value());
+    }
+    std::vector<Var*> exits;
+    auto build = [&] {
+      // the cond block's inputs, shared by the body block
+      Block* cb = fn.add_block(op);
+      for (size_t i = 0; i < lv.size(); ++i) {
+        Var* x = fn.add_block_input(cb, names[i], types[i]);
+        if (values[i]) x->set_value(values[i]);
+      }
+      b.fill_block(cb, [&](const std::vector<Var*>& xs) {
+        std::vector<Var*> r = c(xs);
+        if (r.size() != 1 || !r[0]->type()->is_tensor() || r[0]->type()->dtype() != DataType::Bool)
+          throw ValueError(op->describe() + ": _cond must return one bool var" +
+                           (r.size() == 1 ? ", got " + r[0]->type()->str() + " ('" + r[0]->name() + "')"
+                                          : ", got " + std::to_string(r.size()) + " vars"));
+        return r;
+      });
+      b.build_block(op, cb->inputs(), [&](const std::vector<Var*>& xs) {
+        std::vector<Var*> r = bd(xs);
+        if (r.size() != xs.size())
+          throw ValueError(op->describe() + ": _body must return " + std::to_string(xs.size()) +
+                           " vars (one per loop var), got " + std::to_string(r.size()));
+        return r;
+      });
+      exits = op->blocks()[1]->outputs();
+    };
+    build();
+    bool changed = false;
+    for (size_t i = 0; i < lv.size(); ++i) {
+      const Type* tin = types[i];
+      const Type* tout = exits[i]->type();
+      if (!is_subtype(tout, tin)) {
+        if (!tin->is_tensor() || !tout->is_tensor() || tin->dtype() != tout->dtype() || !tin->has_rank() ||
+            !tout->has_rank() || tin->rank() != tout->rank())
+          throw ValueError("loop_vars '" + names[i] + "' changes in the body of while_loop '" + op->name() +
+                           "':\n " + tin->str() + " -> " + tout->str());
+        std::vector<Dim> shape;
+        for (int k = 0; k < tin->rank(); ++k) {
+          Dim x = tin->shape()[k], y = tout->shape()[k];
+          shape.push_back(x == y ? x : ctx.fresh());
+        }
+        types[i] = ctx.tensor(tin->dtype(), shape);
+        changed = true;
+      }
+      if (!same_value(exits[i]->value(), values[i])) {
+        values[i] = nullptr;
+        changed = true;
+      }
+    }
+    if (!changed) return;
+    fn.remove_blocks(op);
+    build();
+    for (size_t i = 0; i < lv.size(); ++i) {
+      if (!is_subtype(exits[i]->type(), types[i]))
+        throw ValueError("Block output " + exits[i]->name() + ": " + exits[i]->type()->str() +
+                         " is not a subtype of block input " + names[i] + ": " + types[i]->str() +
+                         " after factoring shape changes");
+      if (!same_value(exits[i]->value(), values[i]))
+        throw ValueError("Block output " + exits[i]->name() + " is not equal to block input " + names[i] +
+                         " after value changes");
+    }
+  };
 }
 
 std::vector<const Type*> infer_types(Operation* op) {

@@ -222,6 +222,75 @@ Block* Function::add_block(Operation* op) {
   return b;
 }
 
+void Function::share_block_input(Block* b, Var* v) { b->inputs_.push_back(v); }
+
+void Function::remove_blocks(Operation* op) {
+  for (Block* b : op->blocks_) {
+    b->set_outputs({});
+    for (Operation* o = b->last_; o;) {
+      Operation* p = o->prev_;
+      for (Var* out : o->outputs_) {
+        out->uses_.clear();
+        out->block_uses_.clear();
+      }
+      b->erase(o);
+      o = p;
+    }
+    b->parent_op_ = nullptr;
+  }
+  op->blocks_.clear();
+}
+
+void Function::remove_args(Operation* op, size_t input, const std::vector<size_t>& elems) {
+  std::vector<bool> drop(op->args_.size(), false);
+  uint32_t lo = op->starts_.at(input), hi = op->starts_.at(input + 1);
+  for (size_t e : elems) {
+    if (lo + e >= hi) throw ValueError("remove_args: element " + std::to_string(e) + " out of range");
+    drop[lo + e] = true;
+  }
+  if (!op->erased_)
+    for (size_t sl = 0; sl < op->args_.size(); ++sl) remove_use(op->args_[sl], op, static_cast<uint32_t>(sl));
+  std::vector<Var*> args;
+  std::vector<uint32_t> starts(1, 0);
+  for (size_t i = 0; i + 1 < op->starts_.size(); ++i) {
+    for (uint32_t k = op->starts_[i]; k < op->starts_[i + 1]; ++k)
+      if (!drop[k]) args.push_back(op->args_[k]);
+    starts.push_back(static_cast<uint32_t>(args.size()));
+  }
+  op->args_ = std::move(args);
+  op->starts_ = std::move(starts);
+  if (!op->erased_)
+    for (size_t sl = 0; sl < op->args_.size(); ++sl)
+      op->args_[sl]->uses_.push_back(Use{op, static_cast<uint32_t>(sl)});
+}
+
+void Function::remove_outputs(Operation* op, const std::vector<size_t>& idx) {
+  std::vector<bool> drop(op->outputs_.size(), false);
+  for (size_t i : idx) {
+    Var* v = op->outputs_.at(i);
+    if (v->used()) throw ValueError("remove_outputs: output '" + v->name() + "' of " + op->describe() + " is still used");
+    drop[i] = true;
+  }
+  std::vector<Var*> outs;
+  for (size_t i = 0; i < op->outputs_.size(); ++i)
+    if (!drop[i]) {
+      op->outputs_[i]->index_ = static_cast<int>(outs.size());
+      outs.push_back(op->outputs_[i]);
+    } else {
+      op->outputs_[i]->op_ = nullptr;
+    }
+  op->outputs_ = std::move(outs);
+}
+
+void Function::remove_block_inputs(Block* b, const std::vector<size_t>& idx) {
+  std::vector<bool> drop(b->inputs_.size(), false);
+  for (size_t i : idx) drop.at(i) = true;
+  std::vector<Var*> ins;
+  for (size_t i = 0; i < b->inputs_.size(); ++i)
+    if (!drop[i]) ins.push_back(b->inputs_[i]);
+  b->inputs_ = std::move(ins);
+}
+
 void Function::insert(Operation* op, Block* b, Operation* before) {
   if (!op->erased_) throw ValueError("insert: op is already in a block");
   b->link_before(op, before);

@@ -235,6 +235,7 @@ class Reader {
     auto f = std::make_shared<Function>(target_);
     Context& ctx = f->ctx();
     scope_.clear();
+    defined_log_.clear();
     std::unordered_set<std::string> defined_anywhere;
     collect_names(it->second, defined_anywhere);
     for (const auto& in : pf.inputs()) {
@@ -243,7 +244,7 @@ class Reader {
       if (scope_.count(in.name())) fail(w, "duplicate input name");
       const Type* t = input_type(ctx, in, ranges, w);
       ctx.reserve_name(in.name());
-      scope_[in.name()] = f->add_input(in.name(), t);
+      define(in.name(), f->add_input(in.name(), t));
     }
     for (const auto& n : defined_anywhere) ctx.reserve_name(n);
     Builder b(*f);
@@ -294,13 +295,63 @@ class Reader {
   }
 
   void collect_names(const mil::Block& b, std::unordered_set<std::string>& out) {
+    for (const auto& in : b.inputs()) out.insert(in.name());
     for (const auto& op : b.operations()) {
+      for (const auto& nb : op.blocks()) collect_names(nb, out);
       for (const auto& o : op.outputs()) out.insert(o.name());
       auto a = op.attributes().find("name");
       if (a != op.attributes().end() && a->second.has_immediatevalue() &&
           a->second.immediatevalue().tensor().has_strings() &&
           a->second.immediatevalue().tensor().strings().values_size() == 1)
         out.insert(a->second.immediatevalue().tensor().strings().values(0));
+    }
+  }
+
+  // Defines a name in the current scope (undone when the enclosing nested block ends).
+  void define(const std::string& n, Var* v) {
+    scope_[n] = v;
+    pending_.erase(n);
+    defined_log_.push_back(n);
+  }
+
+  // The ops of a nested block: its inputs (shared with the previous block of the op when they
+  // have the same names and types, as while_loop's cond and body blocks do), its ops, its
+  // outputs; names defined inside are dropped from the scope at the end.
+  void nested_block(Builder& b, Function& f, Operation* op, const mil::Block& pb, const std::string& where) {
+    if (!pb.attributes().empty()) fail(where, "attributes on blocks are not supported");
+    size_t mark = defined_log_.size();
+    Block* prev = op->blocks().empty() ? nullptr : op->blocks().back();
+    bool share = prev && static_cast<int>(prev->inputs().size()) == pb.inputs_size();
+    for (int i = 0; i < pb.inputs_size(); ++i) {
+      const auto& in = pb.inputs(i);
+      const std::string w = where + ", block input '" + in.name() + "'";
+      if (in.name().empty()) fail(w, "block input without a name");
+      const Type* t = type(f.ctx(), in.type(), w);
+      if (share && (prev->inputs()[i]->name() != in.name() || prev->inputs()[i]->type() != t)) share = false;
+    }
+    Block* blk = f.add_block(op);
+    for (int i = 0; i < pb.inputs_size(); ++i) {
+      const auto& in = pb.inputs(i);
+      const std::string w = where + ", block input '" + in.name() + "'";
+      Var* v;
+      if (share) {
+        v = prev->inputs()[i];
+        f.share_block_input(blk, v);
+      } else {
+        v = f.add_block_input(blk, in.name(), type(f.ctx(), in.type(), w));
+      }
+      if (scope_.count(in.name()) && !share) fail(w, "var '" + in.name() + "' defined twice");
+      define(in.name(), v);
+    }
+    b.fill_block(blk, [&](const std::vector<Var*>&) {
+      for (int idx = 0; idx < pb.operations_size(); ++idx) operation(b, f, pb.operations(idx), where, idx);
+      std::vector<Var*> outs;
+      for (const auto& n : pb.outputs()) outs.push_back(lookup(n, where + ", block output"));
+      return outs;
+    });
+    while (defined_log_.size() > mark) {
+      scope_.erase(defined_log_.back());
+      defined_log_.pop_back();
     }
   }
 
@@ -412,8 +463,7 @@ class Reader {
     if (!is_compatible_type(outs[0]->type(), declared))
       fail(ow, "declared type " + declared->str() + " does not match the inferred type " + outs[0]->type()->str());
     outs[0]->set_name(o.name());
-    scope_[o.name()] = outs[0];
-    pending_.erase(o.name());
+    define(o.name(), outs[0]);
   }
 
   void operation(Builder& b, Function& f, const mil::Operation& op, const std::string& fwhere, int idx) {
@@ -424,7 +474,6 @@ class Reader {
       where = fwhere + ", op '" + name + "' (" + op.type() + ")";
     }
     if (op.type().empty()) fail(where, "operation without a type");
-    if (op.blocks_size() != 0) fail(where, "nested blocks (control flow) are not supported yet");
     Context& ctx = f.ctx();
     std::vector<Var*> outs;
     const bool is_const = op.type() == "const";
@@ -482,8 +531,18 @@ class Reader {
       std::stable_sort(args.begin(), args.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
       std::vector<Arg> ordered;
       for (auto& [_, a] : args) ordered.push_back(std::move(a));
+      BlockBuildFn blocks;
+      if (op.blocks_size() != s->num_blocks)
+        fail(where, "has " + std::to_string(op.blocks_size()) + " blocks, " + op.type() + " takes " +
+                        std::to_string(s->num_blocks));
+      if (s->num_blocks > 0) {
+        blocks = [&](Builder& bb, Operation* created) {
+          for (int k = 0; k < op.blocks_size(); ++k)
+            nested_block(bb, f, created, op.blocks(k), where + ", block " + std::to_string(k));
+        };
+      }
       try {
-        outs = b.create(op.type(), ordered, name);
+        outs = b.create(op.type(), ordered, name, blocks);
       } catch (const FormatError&) {
         throw;
       } catch (const Error& e) {
@@ -508,8 +567,7 @@ class Reader {
       if (!is_compatible_type(inferred, declared))
         fail(ow, "declared type " + declared->str() + " does not match the inferred type " + inferred->str());
       outs[i]->set_name(o.name());
-      scope_[o.name()] = outs[i];
-      pending_.erase(o.name());
+      define(o.name(), outs[i]);
     }
   }
 
@@ -519,6 +577,7 @@ class Reader {
   Target target_;
   std::unordered_map<std::string, Var*> scope_;
   std::unordered_set<std::string> pending_;
+  std::vector<std::string> defined_log_;
 };
 
 }  // namespace

@@ -100,7 +100,26 @@ std::string var_to_text(const Var& v) {
       s += t->is_scalar() ? "(Scalar)" : "(Tensor)";
       break;
     }
-    case TypeKind::List: s += t->str() + ann + "(List)"; break;
+    case TypeKind::List: {
+      // coremltools' ListVar: List[<length or ?>, (dims, dtype)]
+      std::string len = "?";
+      if (!t->dynamic_length() && t->length()) len = t->length()->str();
+      const Type* e = t->elem();
+      std::string es = "unknown";
+      if (e && e->is_tensor() && e->has_rank()) {
+        // Python's str(shape) without its ")" then the dtype: "(2, 3, fp32)", "(3,fp32)", "(fp32)"
+        const auto& sh = e->shape();
+        es = "(";
+        for (size_t i = 0; i < sh.size(); ++i) es += (i ? ", " : "") + sh[i]->str();
+        if (sh.size() == 1) es += ",";
+        if (sh.size() > 1) es += ", ";
+        es += std::string(dtype_name(e->dtype())) + ")";
+      } else if (e) {
+        es = e->str();
+      }
+      s += "List[" + len + ", " + es + "]" + ann + "(List)";
+      break;
+    }
     case TypeKind::State: s += t->elem()->str() + ann + "(State)"; break;
     default: s += t->str() + ann + "(Scalar)"; break;
   }
@@ -273,7 +292,16 @@ std::string block_to_text(const Block& b, const std::string& indent, int& block_
 
 std::string block_to_text(const Block& b, const std::string& indent, int& block_counter,
                           const ProgramTextOptions& opts) {
-  std::string s = indent + "block" + std::to_string(block_counter++) + "(";
+  // nested blocks are named as coremltools names them: <op>_true / <op>_false (cond),
+  // <op>_cond_block / <op>_body_block (while_loop)
+  std::string bname = "block" + std::to_string(block_counter++);
+  if (const Operation* p = b.parent_op()) {
+    size_t idx = 0;
+    while (idx < p->blocks().size() && p->blocks()[idx] != &b) ++idx;
+    if (p->op_type() == "cond" && idx < 2) bname = p->name() + (idx == 0 ? "_true" : "_false");
+    if (p->op_type() == "while_loop" && idx < 2) bname = p->name() + (idx == 0 ? "_cond_block" : "_body_block");
+  }
+  std::string s = indent + bname + "(";
   if (b.parent_op())
     for (size_t i = 0; i < b.inputs().size(); ++i) s += (i ? ", " : "") + var_to_text(*b.inputs()[i]);
   s += ") {\n";

@@ -296,6 +296,13 @@ Dim SymbolContext::constant(int64_t v) {
   return n;
 }
 
+Dim SymbolContext::symbol_named(const std::string& name) {
+  const Expr* best = nullptr;
+  for (auto& [sym, e] : symbols_)
+    if (sym->name() == name && (!best || sym->id() < best->symbol()->id())) best = e;
+  return best ? best : symbol(Symbol::create(name));
+}
+
 Dim SymbolContext::symbol(const std::shared_ptr<Symbol>& s) {
   auto it = symbols_.find(s.get());
   if (it != symbols_.end()) return it->second;

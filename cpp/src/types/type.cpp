@@ -178,7 +178,9 @@ bool is_compatible_type(const Type* a, const Type* b) {
       }
       return true;
     }
-    case TypeKind::List: return is_compatible_type(a->elem(), b->elem());
+    case TypeKind::List:
+      if (!a->elem() || !b->elem()) return true;
+      return is_compatible_type(a->elem(), b->elem());
     case TypeKind::State: return is_compatible_type(a->elem(), b->elem());
     case TypeKind::Tuple: {
       if (a->elems().size() != b->elems().size()) return false;
@@ -188,6 +190,28 @@ bool is_compatible_type(const Type* a, const Type* b) {
     }
     case TypeKind::Dict:
       return is_compatible_type(a->key(), b->key()) && is_compatible_type(a->value(), b->value());
+  }
+  return false;
+}
+
+bool is_subtype(const Type* a, const Type* b) {
+  if (a == b) return true;
+  if (b->kind() == TypeKind::List) {
+    if (a->kind() != TypeKind::List) return false;
+    if (!b->elem()) return true;
+    return a->elem() && is_subtype(a->elem(), b->elem());
+  }
+  if (a->is_tensor() && b->is_tensor()) {
+    if (a->dtype() != b->dtype()) return false;
+    if (!b->has_rank()) return true;
+    if (!a->has_rank() || a->rank() != b->rank()) return false;
+    for (int i = 0; i < a->rank(); ++i) {
+      Dim x = a->shape()[i], y = b->shape()[i];
+      if (x == y) continue;
+      if (!x->is_const() && !y->is_const()) continue;
+      return false;
+    }
+    return true;
   }
   return false;
 }

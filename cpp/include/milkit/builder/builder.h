@@ -1,6 +1,7 @@
 // milkit/builder/builder.h - creates typed ops: validation, implicit consts, defaults, inference.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,17 @@ struct Arg {
   std::vector<ArgItem> items;  ///< One item, or several for a tuple input.
   bool is_sequence = false;    ///< Given as a Python list/tuple of vars (tuple inputs).
 };
+
+class Builder;
+
+/// Builds the nested blocks of a control-flow op (OpSchema::num_blocks > 0). Called by
+/// Builder::create once the op is in place (inputs bound, no outputs yet), before its type
+/// inference; adds the blocks with Function::add_block.
+using BlockBuildFn = std::function<void(Builder& b, Operation* op)>;
+
+/// The body of one block: receives the block's inputs, creates ops with the builder (its
+/// insertion point is the block), returns the block's outputs.
+using BlockFn = std::function<std::vector<Var*>(const std::vector<Var*>& inputs)>;
 
 /// Creates ops in a function at an insertion point, the way coremltools' Builder does:
 /// op names "<type>_<n>", implicit consts "<op>_<input>_<n>", defaults materialized as consts,
@@ -45,7 +57,13 @@ class Builder {
   Var* add_const(std::shared_ptr<const Value> v, const std::string& name = "");
   /// Creates an op; returns its outputs. `name` empty: "<op_type>_<n>".
   std::vector<Var*> create(std::string_view op_type, std::vector<Arg>& args,
-                           const std::string& name = "");
+                           const std::string& name = "", const BlockBuildFn& blocks = nullptr);
+  /// Adds a block to `op` with `inputs` as its inputs (vars already made by
+  /// Function::add_block_input, or shared), runs `fn` with the insertion point at the block's end
+  /// and sets the block's outputs; each output must be visible in the block.
+  Block* build_block(Operation* op, const std::vector<Var*>& inputs, const BlockFn& fn);
+  /// Runs `fn` on an existing (empty) block of an op and sets the block's outputs.
+  void fill_block(Block* blk, const BlockFn& fn);
   /// Convenience: single-output op from (input name, var) pairs.
   Var* op(std::string_view op_type, std::vector<std::pair<std::string, Var*>> inputs,
           const std::string& name = "");
@@ -55,11 +73,22 @@ class Builder {
   static Arg arg(std::string name, Value v);
 
  private:
+  std::vector<Var*> create_with_blocks(const OpSchema& s, const std::string& name, std::vector<Var*> flat,
+                                       std::vector<uint32_t> starts, const BlockBuildFn& build_blocks);
   Function* fn_;
   Block* block_;
   Operation* before_ = nullptr;
   Location loc_;
 };
+
+/// cond's blocks from two bodies (no block inputs), as coremltools' cond builds them.
+BlockBuildFn cond_blocks(BlockFn true_fn, BlockFn false_fn);
+
+/// while_loop's cond and body blocks, as coremltools builds them: both blocks share inputs
+/// typed (and valued) as the loop vars and named "<var>_x<n>"; when the body changes a loop var's
+/// shape (same rank) or value, the blocks are built again with those dims made symbolic and
+/// the value dropped.
+BlockBuildFn while_loop_blocks(BlockFn cond_fn, BlockFn body_fn);
 
 /// Re-runs type (and value) inference of an existing op, e.g. after a pass changed its inputs;
 /// returns the inferred output types without changing the op.

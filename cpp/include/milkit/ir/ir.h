@@ -252,6 +252,17 @@ class Function : public std::enable_shared_from_this<Function> {
   Var* add_output(Operation* op, std::string name, const Type* type);
   /// Adds a nested block to an op.
   Block* add_block(Operation* op);
+  /// Makes an existing block input also an input of block `b` (while_loop's cond and body
+  /// blocks share their inputs, as in coremltools).
+  void share_block_input(Block* b, Var* v);
+  /// Erases every op of the op's nested blocks and removes the blocks (to rebuild them).
+  void remove_blocks(Operation* op);
+  /// Removes elements `elems` (indices, any order) of the tuple input `input` of an op.
+  void remove_args(Operation* op, size_t input, const std::vector<size_t>& elems);
+  /// Removes outputs `idx` of an op (they must be unused); later outputs are renumbered.
+  void remove_outputs(Operation* op, const std::vector<size_t>& idx);
+  /// Removes inputs `idx` of a nested block (they must be unused by the block's ops and outputs).
+  void remove_block_inputs(Block* b, const std::vector<size_t>& idx);
   /// Inserts a detached op before `before` (nullptr: end of block `b`).
   void insert(Operation* op, Block* b, Operation* before);
   /// Number of live ops over all blocks.

@@ -63,6 +63,7 @@ struct InputDef {
   std::string domain;         ///< Shared type-domain id ("T"): all inputs with it share a dtype.
   bool is_const = false;      ///< Must be known at compile time.
   bool optional = false;      ///< May be left out.
+  bool any_kind = false;      ///< Tuple elements may be of any type (while_loop's loop_vars).
   /// A fixed default materialized as a const when left out (nullptr: none, or computed by
   /// OpSchema::defaults).
   std::shared_ptr<const Value> default_value;
@@ -91,6 +92,7 @@ struct OpSchema {
   InferFn infer;                          ///< Type inference.
   ValueFn value;                          ///< Value inference (optional).
   bool is_constexpr = false;              ///< constexpr_* op: const-like, never folded.
+  int num_blocks = 0;                     ///< Nested blocks a control-flow op has (cond: 2).
   /// Index of an input by name, -1 if unknown.
   int input_index(std::string_view n) const;
   /// "x, y, alpha" for messages.
@@ -111,6 +113,8 @@ class InferCtx {
   const OpSchema& schema;    ///< The op's schema.
   const std::string& op_name;  ///< The op's name.
   Target opset;              ///< The opset being built.
+  /// The op's nested blocks (control-flow ops; built before their type inference runs).
+  const std::vector<Block*>* blocks = nullptr;
 
   /// Whether the named input is present.
   bool has(std::string_view name) const { return !vars(name).empty(); }

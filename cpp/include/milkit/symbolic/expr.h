@@ -130,6 +130,9 @@ class SymbolContext {
   Dim symbol(const std::shared_ptr<Symbol>& s);
   /// A fresh symbol "is<N>"; used only where nothing better is provable.
   Dim fresh();
+  /// The symbol of that name already used in this context, else a new one of that name
+  /// (make_list's string elem_shape entries).
+  Dim symbol_named(const std::string& name);
   /// a + b.
   Dim add(Dim a, Dim b);
   /// a - b.

@@ -114,4 +114,8 @@ class Context : public SymbolContext {
 /// dims agree wherever both are known integers (symbols match anything).
 bool is_compatible_type(const Type* a, const Type* b);
 
+/// coremltools' is_subtype: `a` can stand where `b` is expected. Tensors: same dtype and rank,
+/// and each dim equal, or symbolic in both; lists: subtype element types; otherwise equal.
+bool is_subtype(const Type* a, const Type* b);
+
 }  // namespace milkit
