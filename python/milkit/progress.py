@@ -16,10 +16,12 @@ inside a conversion) draw no bar of their own.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import threading
-from typing import IO, Any, Optional
+import time
+from typing import IO, Any, Dict, Optional
 
 __all__ = ["set_progress", "progress_enabled", "Progress", "progress"]
 
@@ -75,6 +77,15 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
+def _has_size(stream: Any) -> bool:
+    """Whether the stream is a terminal that reports its size."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        return False
+    return size.columns > 0 and size.lines > 0
+
+
 def progress_enabled(file: Optional[IO[str]] = None) -> bool:
     """Whether a long step would draw a bar on `file` (default: stderr) now."""
     mode = _mode()
@@ -111,8 +122,10 @@ class Progress:
         self._done = threading.Event()
         self._thread: Optional[threading.Thread] = None
         self._active = False
+        self._t0 = 0.0
 
     def __enter__(self) -> "Progress":
+        self._t0 = time.time()
         depth = getattr(_local, "depth", 0)
         _local.depth = depth + 1
         if depth == 0 and progress_enabled(self.file):
@@ -154,9 +167,12 @@ class Progress:
         with self._lock:
             if self._done.is_set():
                 return
+            stream = self.file if self.file is not None else sys.stderr
+            # tqdm hides the bar on a terminal that reports no size (a pty without a window size)
+            size: Dict[str, Any] = {"dynamic_ncols": True} if _has_size(stream) else {"ncols": 80, "nrows": 24}
             self.bar = tqdm(total=self.total, desc=self.desc, unit=self.unit, unit_scale=self.unit_scale,
-                            initial=self.n, file=self.file if self.file is not None else sys.stderr,
-                            leave=False, dynamic_ncols=True, mininterval=0.2)
+                            initial=self.n, file=stream, leave=False, mininterval=0.2, **size)
+            self.bar.start_t = self._t0  # the elapsed time counts from the step's start
             if self.postfix:
                 self.bar.set_postfix_str(self.postfix, refresh=False)
             self.bar.refresh()

@@ -199,3 +199,34 @@ def test_load_and_save_show_a_bar(monkeypatch, tmp_path):
     text = sys.stderr.getvalue()
     assert "save copy.mlpackage" in text and "B" in text
     assert milkit.load(tmp_path / "copy.mlpackage") is not None
+
+
+def test_notebook_counts_as_interactive(monkeypatch):
+    import types as pytypes
+
+    class ZMQInteractiveShell:  # the kernel shell's class name is what identifies a notebook
+        pass
+
+    fake = pytypes.ModuleType("IPython")
+    fake.get_ipython = lambda: ZMQInteractiveShell()
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    s = io.StringIO()  # a kernel's stderr is no TTY
+    assert progress.progress_enabled(s)
+    _slow_step(s)
+    assert "slow step" in s.getvalue()
+
+    class TerminalInteractiveShell:  # plain IPython in a terminal: the TTY test decides
+        pass
+
+    fake.get_ipython = lambda: TerminalInteractiveShell()
+    assert not progress.progress_enabled(io.StringIO())
+
+
+def test_cli_no_progress_flag(tmp_path, capsys):
+    from milkit.cli import main
+
+    milkit.save(_prog(), tmp_path / "m.mlpackage")
+    assert progress.progress_enabled(FakeTTY())
+    assert main(["--no-progress", "info", str(tmp_path / "m.mlpackage")]) == 0
+    assert not progress.progress_enabled(FakeTTY())
+    assert "function main" in capsys.readouterr().out

@@ -23,6 +23,11 @@ __all__ = [
     "is_weight",
     "SMALL_CONST_ELEMS",
     "UNSUPPORTED_SUFFIXES",
+    "with_path",
+    "parse_text_file",
+    "dim_fact",
+    "plural",
+    "targets",
 ]
 
 # consts with at most this many elements are printed inline as values (as MIL text does) and
@@ -52,9 +57,6 @@ class Source:
     def is_package(self) -> bool:
         return self.kind in ("mlpackage", "mlmodel")
 
-    @property
-    def kind_label(self) -> str:
-        return {"mlpackage": "ML Program package", "mlmodel": "ML Program model file", "mil": "MIL text"}[self.kind]
 
 
 def with_path(path: str, e: BaseException) -> str:
