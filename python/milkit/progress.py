@@ -160,6 +160,12 @@ class Progress:
                 self.bar.update(n)
 
     def _watch(self) -> None:
+        try:
+            self._draw()
+        except Exception:  # noqa: BLE001 - a bar must never break the work (no tqdm, a closed stream)
+            self._done.set()
+
+    def _draw(self) -> None:
         if self._done.wait(self.delay):
             return
         from tqdm import tqdm

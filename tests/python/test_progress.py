@@ -230,3 +230,10 @@ def test_cli_no_progress_flag(tmp_path, capsys):
     assert main(["--no-progress", "info", str(tmp_path / "m.mlpackage")]) == 0
     assert not progress.progress_enabled(FakeTTY())
     assert "function main" in capsys.readouterr().out
+
+
+def test_a_failing_bar_never_breaks_the_work(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # `from tqdm import tqdm` raises ImportError
+    s = FakeTTY()
+    _slow_step(s)  # no exception, no output
+    assert s.getvalue() == ""
