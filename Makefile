@@ -45,6 +45,7 @@ test-install: deps
 	rm -rf $(BUILD)/venv && $(PYTHON) -m venv --system-site-packages $(BUILD)/venv
 	$(BUILD)/venv/bin/pip install -q --no-build-isolation .
 	cd /tmp && $(CURDIR)/$(BUILD)/venv/bin/python -c "import milkit, sys; assert 'site-packages' in milkit.__file__, milkit.__file__; print('installed', milkit.__file__)"
+	cd /tmp && $(CURDIR)/$(BUILD)/venv/bin/milkit --version
 
 lint: deps
 	$(PYTHON) -m ruff check python tests benchmarks examples

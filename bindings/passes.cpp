@@ -16,6 +16,8 @@ void init_passes(py::module_& m) {
           auto it = options.find(n);
           pm.add(n, it == options.end() ? PassOptions{} : it->second);
         }
+        // C++ only: other Python threads (a progress bar's clock) run meanwhile
+        py::gil_scoped_release release;
         return pm.run(p, verify_each, skip_unknown);
       },
       py::arg("program"), py::arg("names"), py::arg("options") = std::map<std::string, PassOptions>{},

@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include "milkit/serde/mlpackage.h"
+#include "milkit/serde/model_description.h"
 #include "milkit/serde/proto_reader.h"
 #include "milkit/types/error.h"
 #include "milkit/types/target.h"
@@ -45,6 +46,11 @@ void init_serde(py::module_& m) {
   m.def("enumerated_shapes", [](py::bytes b) { return read_enumerated_shapes(std::string(b)); }, py::arg("model_bytes"),
         "The enumerated shapes of each input of a serialized Model proto.");
   m.def("manifest_json", &manifest_json, py::arg("model_id"), py::arg("weights_id"));
+  m.def(
+      "model_description_json",
+      [](py::bytes b, const std::string& source) { return model_description_json(std::string(b), source); },
+      py::arg("model_bytes"), py::arg("source") = "model.mlmodel",
+      "The ModelDescription (metadata, inputs, outputs, states, functions) of a serialized Model proto as JSON.");
 }
 
 }  // namespace milkit::py_bind

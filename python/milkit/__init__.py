@@ -25,6 +25,7 @@ from .convert import (
 from .io import load, save
 from .pipeline import PassPipeline
 from .program import Block, Function, Operation, Program, Var
+from .progress import set_progress
 from .runtime import num_threads, run, set_num_threads
 from .symbolic import SymExpr, get_new_symbol, get_new_variadic_symbol
 from .text import parse, program_to_text, to_text
@@ -81,6 +82,7 @@ __all__ = [
     "run",
     "runtime",
     "set_num_threads",
+    "set_progress",
     "target",
     "to_text",
     "types",

@@ -26,6 +26,7 @@ from typing import Any, Sequence
 from . import _core
 from ._target import AvailableTarget
 from .pipeline import BACKEND_MLPROGRAM_PASSES, PassPipeline
+from .progress import Progress
 
 __all__ = [
     "ComputePrecision",
@@ -139,7 +140,14 @@ class MLModel:
         tmp = tempfile.mkdtemp(prefix=".milkit-save-", dir=parent)
         try:
             staged = os.path.join(tmp, "pkg")
-            shutil.copytree(self.package_path, staged)
+            total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(self.package_path) for f in fs)
+            with Progress(f"save {os.path.basename(path)}", total=total, unit="B", unit_scale=True) as bar:
+                def copy(src: str, dst: str) -> Any:
+                    out = shutil.copy2(src, dst)
+                    bar.update(os.path.getsize(src))
+                    return out
+
+                shutil.copytree(self.package_path, staged, copy_function=copy)
             old = None
             if os.path.exists(path):
                 old = os.path.join(tmp, "old")
@@ -173,9 +181,12 @@ class MLModel:
                 from . import runtime
                 from .io import load
 
-                prog = load(self.package_path)
-                name = self.function_name or prog.default_function_name
-                self._plan = runtime.plan(prog, name)
+                with Progress(f"load {os.path.basename(self.package_path)}", total=2) as bar:
+                    prog = load(self.package_path)
+                    bar.update(1, "plan")
+                    name = self.function_name or prog.default_function_name
+                    self._plan = runtime.plan(prog, name)
+                    bar.update(1)
                 self._fn = prog.functions[name]
                 self._enumerated = _package_enumerated_shapes(self.package_path)
             return self._plan
@@ -214,6 +225,13 @@ class MLModel:
 
 def _package_enumerated_shapes(path: str) -> dict:
     """Input name -> list of enumerated shapes, from the package's model description."""
+    with open(_package_model_path(path), "rb") as f:
+        shapes = _core.enumerated_shapes(f.read())
+    return {k: [list(s) for s in v] for k, v in shapes.items()}
+
+
+def _package_model_path(path: str) -> str:
+    """The model.mlmodel of a package (its Manifest's root item), or `path` itself for a file."""
     import json
 
     model = path
@@ -226,9 +244,7 @@ def _package_enumerated_shapes(path: str) -> dict:
             entry = m.get("itemInfoEntries", {}).get(m.get("rootModelIdentifier", ""), {})
             if "path" in entry:
                 model = os.path.join(path, "Data", entry["path"])
-    with open(model, "rb") as f:
-        shapes = _core.enumerated_shapes(f.read())
-    return {k: [list(s) for s in v] for k, v in shapes.items()}
+    return model
 
 
 def _target_value(t: Any) -> int:
@@ -339,25 +355,31 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
     if compute_precision is ComputePrecision.FLOAT32:
         main_passes = [p for p in main_passes if p not in ("common::add_fp16_cast", "common::add_int16_cast")]
     options = pipeline.get_all_options()
-    skipped = list(_core.run_passes(model, main_passes, options, False, True))
     # coremltools' _construct_other_pipelines: a DEFAULT pass the main pipeline leaves out is
     # also left out of the backend pipeline (EMPTY folds nothing anywhere)
     left_out = set(PassPipeline.DEFAULT.passes) - set(pipeline.passes)
     backend = [p for p in BACKEND_MLPROGRAM_PASSES if p not in left_out]
-    skipped += _core.run_passes(model, backend, options, False, True)
+    all_passes = list(main_passes) + backend
     if outputs:
-        main = model.functions[model.default_function_name]
-        if len(outputs) != len(main.outputs):
-            raise ValueError(f"outputs: {len(outputs)} given, the program has {len(main.outputs)}")
-        for o, v in zip(outputs, main.outputs):
-            if getattr(o, "name", None):
-                v.name = o.name
+        n_out = len(model.functions[model.default_function_name].outputs)
+        if len(outputs) != n_out:
+            raise ValueError(f"outputs: {len(outputs)} given, the program has {n_out}")
+    skipped: list = []
+    with Progress("convert", total=len(all_passes) + 1, unit="pass") as bar:
+        for name in all_passes:  # one at a time, so the bar ticks per pass
+            skipped += _core.run_passes(model, [name], {name: options[name]} if name in options else {}, False, True)
+            bar.update(1, name.split("::")[-1])
+        if outputs:
+            for o, v in zip(outputs, model.functions[model.default_function_name].outputs):
+                if getattr(o, "name", None):
+                    v.name = o.name
+        path = tempfile.mkdtemp(suffix=".mlpackage", dir=package_dir)
+        os.rmdir(path)
+        _core.save_mlpackage(model, path, target, False, enumerated)
+        bar.update(1, "write")
     uniq = sorted(set(skipped))
     if uniq:
         warnings.warn(f"milkit skipped {len(uniq)} passes it does not implement yet: {', '.join(uniq)}",
                       SkippedPassesWarning, stacklevel=2)
-    path = tempfile.mkdtemp(suffix=".mlpackage", dir=package_dir)
-    os.rmdir(path)
-    _core.save_mlpackage(model, path, target, False, enumerated)
     return MLModel(path, is_temp_package=True, mil_program=model, skip_model_load=skip_model_load,
                    skipped_passes=uniq)

@@ -13,6 +13,7 @@ import os
 from typing import Any
 
 from . import _core
+from .progress import Progress
 
 __all__ = ["save", "load"]
 
@@ -34,7 +35,9 @@ def save(program: Any, path: str | os.PathLike, minimum_deployment_target: Any =
     if not isinstance(program, _core.Program):
         raise TypeError(f"milkit.save expects a milkit Program, got {type(program).__name__}")
     target = None if minimum_deployment_target is None else _spec_version(minimum_deployment_target)
-    _core.save_mlpackage(program, os.fspath(path), target)
+    path = os.fspath(path)
+    with Progress(f"save {os.path.basename(path)}"):
+        _core.save_mlpackage(program, path, target)
 
 
 def load(path: str | os.PathLike) -> Any:
@@ -43,4 +46,6 @@ def load(path: str | os.PathLike) -> Any:
     Every op is rebuilt through the builder, so validation and type inference run again; const
     weights borrow a memory mapping of weight.bin. Malformed files raise milkit.FormatError.
     """
-    return _core.load_mlpackage(os.fspath(path))
+    path = os.fspath(path)
+    with Progress(f"load {os.path.basename(path)}"):
+        return _core.load_mlpackage(path)
