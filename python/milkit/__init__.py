@@ -22,6 +22,7 @@ from .convert import (
     convert,
     precision,
 )
+from .graph import show
 from .io import load, save
 from .pipeline import PassPipeline
 from .program import Block, Function, Operation, Program, Var
@@ -81,6 +82,7 @@ __all__ = [
     "run",
     "runtime",
     "set_num_threads",
+    "show",
     "target",
     "to_text",
     "types",

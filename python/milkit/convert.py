@@ -211,6 +211,11 @@ class MLModel:
     def __repr__(self) -> str:
         return f"MLModel({self.package_path!r})"
 
+    def _repr_html_(self) -> str:
+        from .display import mlmodel_html
+
+        return mlmodel_html(self)
+
 
 def _package_enumerated_shapes(path: str) -> dict:
     """Input name -> list of enumerated shapes, from the package's model description."""

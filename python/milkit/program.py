@@ -148,3 +148,34 @@ Var.__neg__ = _neg
 Var.__matmul__ = _matmul
 Var.__rmatmul__ = _rmatmul
 Var.__hash__ = object.__hash__
+
+
+# ---- rich display (Jupyter) and graphs ---------------------------------------------------------
+def _display() -> Any:
+    from . import display
+
+    return display
+
+
+def _prog_to_dot(self: Any, function_name: str | None = None, **options: Any) -> str:
+    """Graphviz DOT source of the program's graph (every function, or ``function_name``); see
+    :func:`milkit.graph.to_dot` for the options."""
+    from .graph import to_dot
+
+    return to_dot(self, function_name=function_name, **options)
+
+
+def _fn_to_dot(self: Any, **options: Any) -> str:
+    """Graphviz DOT source of the function's graph; see :func:`milkit.graph.to_dot`."""
+    from .graph import to_dot
+
+    return to_dot(self, **options)
+
+
+Program._repr_html_ = lambda self: _display().program_html(self)
+Function._repr_html_ = lambda self: _display().function_html(self)
+Block._repr_html_ = lambda self: _display().block_html(self)
+Operation._repr_html_ = lambda self: _display().operation_html(self)
+Var._repr_html_ = lambda self: _display().var_html(self)
+Program.to_dot = _prog_to_dot
+Function.to_dot = _fn_to_dot
