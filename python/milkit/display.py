@@ -27,6 +27,7 @@ __all__ = [
     "var_html",
     "mlmodel_html",
     "format_bytes",
+    "html_page",
 ]
 
 #: MIL text longer than this (characters) is cut at a line end, with a note saying how much is left.
@@ -379,3 +380,19 @@ def mlmodel_html(model: Any) -> str:
     if prog is not None:
         parts.append(program_html(prog))
     return _root("".join(parts))
+
+
+def html_page(obj: Any, graph: bool = False, title: str = "milkit") -> str:
+    """A standalone HTML document showing ``obj``'s display (what a notebook cell shows), and with
+    ``graph=True`` its graph drawn by :func:`milkit.show` (a Program or Function; needs Graphviz).
+    Save it to a file to look at a model in a browser."""
+    body = obj._repr_html_()
+    if graph:
+        from .graph import show
+
+        svg = show(obj).data
+        svg = svg[svg.index("<svg"):]
+        body += f'<div style="margin-top: 12px">{svg}</div>'
+    return ('<!DOCTYPE html><html><head><meta charset="utf-8"/>'
+            f"<title>{_e(title)}</title></head>"
+            f'<body style="margin: 12px; background: white; color: #222">{body}</body></html>')

@@ -119,8 +119,14 @@ class _Fn:
             self.edge_list.append((a, b))
 
     # ---- full drawing ----
+    def _leaf(self, name: str) -> str:
+        """The name without its scope (which the enclosing clusters show)."""
+        if self.sep and self._scope(name):
+            return name.rsplit(self.sep, 1)[-1] or name
+        return name
+
     def _op_label(self, op: Any) -> str:
-        lines = [op.op_type, _short(op.name)]
+        lines = [op.op_type, _short(self._leaf(op.name))]
         if op.outputs:
             lines.append(_type_text(op.outputs[0]) + (f" (+{len(op.outputs) - 1})" if len(op.outputs) > 1 else ""))
         if self.consts == "fold":
@@ -143,7 +149,7 @@ class _Fn:
             nid = self._new_id()
             path = cluster + self._scope(op.name)
             if op.op_type == "const":
-                self.nodes[nid] = (f"const\n{_short(op.name)}\n{_type_text(op.outputs[0])}",
+                self.nodes[nid] = (f"const\n{_short(self._leaf(op.name))}\n{_type_text(op.outputs[0])}",
                                    'shape=note, fillcolor="#f2f2f2", fontsize=8', path)
             else:
                 self.nodes[nid] = (self._op_label(op), "", path)
