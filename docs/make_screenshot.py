@@ -9,9 +9,8 @@ import shutil
 import subprocess
 import tempfile
 
-import numpy as np
-
 import milkit
+import numpy as np
 from milkit import Builder as mb
 from milkit import display, get_new_symbol
 
