@@ -148,7 +148,7 @@ void init_ir(py::module_& m) {
         }
         return d;
       },
-          "A dict: input name -> Var (a tuple of Vars for tuple inputs); inputs not given are absent.")
+          "The inputs, a dict of input name -> Var (a tuple of Vars for tuple inputs); inputs not given are absent.")
       .def_property_readonly("outputs", [](const Operation& op) { return vars_list(op.outputs()); },
           "The output Vars, in order.")
       .def_property_readonly("blocks", [](const Operation& op) {
@@ -297,7 +297,7 @@ void init_ir(py::module_& m) {
         for (auto& [n, f] : p.functions()) d[py::str(n)] = f;
         return d;
       },
-          "A dict: name -> Function, in the order added.")
+          "The functions, a dict of name -> Function, in the order added.")
       .def_property("default_function_name", [](const Program& p) { return p.default_function_name(); },
                     [](Program& p, const std::string& n) { p.set_default_function_name(n); },
           "The function that runs and describes the model by default.")

@@ -28,8 +28,8 @@ html_title = "milkit"
 
 # autodoc: the public API, members in source order, type hints in the description
 autodoc_member_order = "bysource"
-autodoc_typehints = "description"
-autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
+autodoc_typehints = "signature"
+autodoc_default_options = {"show-inheritance": False}
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_use_rtype = False

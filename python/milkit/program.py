@@ -49,7 +49,7 @@ def _prog_add_function(self: Any, name: str, f: Any) -> None:
 
 # ---- Function ----------------------------------------------------------------------------------
 def _fn_inputs(self: Any) -> dict:
-    """A dict: input name -> Var, in order (states included)."""
+    """The inputs, a dict of input name -> Var, in order (states included)."""
     return {v.name: v for v in self._inputs_list}
 
 
