@@ -402,3 +402,21 @@ def test_display_renders_in_headless_chromium(tmp_path):
     assert dark > 200, "no text drawn"
     # the histogram bars (#4a90d9) are drawn
     assert any(abs(p[0] - 0x4A) < 8 and abs(p[1] - 0x90) < 8 and abs(p[2] - 0xD9) < 8 for p in colors)
+
+
+def test_import_milkit_does_not_load_display_or_graphviz():
+    import sys
+
+    code = "import sys, milkit; print([m for m in ('graphviz', 'milkit.display', 'html') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(milkit.__file__))})
+    assert out.stdout.strip() == "[]"
+
+
+def test_show_without_the_graphviz_package_says_what_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "graphviz", None)  # import graphviz -> ImportError
+    with pytest.raises(ImportError, match="pip install graphviz"):
+        milkit.show(_small_prog())
+    assert "digraph" in _small_prog().to_dot()  # DOT needs nothing
