@@ -2,13 +2,14 @@
 PYTHON ?= python3
 BUILD ?= build
 JOBS ?= 2
-APT_PACKAGES = libprotobuf-dev protobuf-compiler nlohmann-json3-dev catch2 ccache cmake ninja-build g++ valgrind libopenblas-dev
+APT_PACKAGES = libprotobuf-dev protobuf-compiler nlohmann-json3-dev catch2 ccache cmake ninja-build g++ valgrind libopenblas-dev \
+  graphviz chromium
 STAMP = $(BUILD)/.deps-stamp
 # ccache hits across build trees (plain CMake build, pip's scikit-build tree, sanitizer tree)
 export CCACHE_BASEDIR = $(CURDIR)
 export CMAKE_BUILD_PARALLEL_LEVEL = $(JOBS)
 
-.PHONY: deps build demo test test-cpp test-python test-notebooks test-install lint bench sanitize sanitize-python clean
+.PHONY: deps build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize sanitize-python clean
 
 deps: $(STAMP)
 
@@ -29,7 +30,7 @@ build: deps
 demo: build
 	PYTHONPATH=python $(PYTHON) examples/demo.py
 
-test: build lint test-cpp test-python test-notebooks test-install
+test: build lint docs test-cpp test-python test-notebooks test-install
 
 test-cpp:
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
@@ -48,7 +49,13 @@ test-install: deps
 	cd /tmp && $(CURDIR)/$(BUILD)/venv/bin/milkit --version
 
 lint: deps
-	$(PYTHON) -m ruff check python tests benchmarks examples
+	$(PYTHON) -m ruff check python tests benchmarks examples docs
+
+# the user docs (Sphinx: guides + reference from the docstrings) into $(BUILD)/docs/html; warnings are errors
+docs: build
+	rm -rf $(BUILD)/docs
+	PYTHONPATH=$(CURDIR)/python $(PYTHON) -m sphinx -W --keep-going -q -b html -d $(BUILD)/docs/doctrees docs $(BUILD)/docs/html
+	@echo "docs: $(BUILD)/docs/html/index.html"
 
 bench: build
 	$(PYTHON) -m pip install -q -r requirements-bench.txt

@@ -65,13 +65,17 @@ py::list find_ops(const Block& b, const std::string& prefix, const std::string& 
 void init_ir(py::module_& m) {
   py::class_<Var, std::shared_ptr<Var>>(m, "Var", "An SSA value: op output or function input.")
       .def_property("name", [](const Var& v) { return v.name(); },
-                    [](Var& v, const std::string& n) { v.set_name(n); })
-      .def("set_name", [](Var& v, const std::string& n) { v.set_name(n); })
-      .def_property_readonly("shape", [](const Var& v) { return shape_to_py(v.type(), fn_of(v)->ctx_ptr()); })
+                    [](Var& v, const std::string& n) { v.set_name(n); },
+          "The var's name (unique in its function).")
+      .def("set_name", [](Var& v, const std::string& n) { v.set_name(n); },
+          "Renames the var.")
+      .def_property_readonly("shape", [](const Var& v) { return shape_to_py(v.type(), fn_of(v)->ctx_ptr()); },
+          "The shape: a tuple of ints and symbolic dims (SymExpr); () for a scalar.")
       .def_property_readonly("rank", [](const Var& v) {
         const Type* t = v.type()->kind() == TypeKind::State ? v.type()->elem() : v.type();
         return t->is_tensor() ? t->rank() : 0;
-      })
+      },
+          "The number of dims (0 for scalars and non-tensors).")
       .def_property_readonly("_dtype_code", [](const Var& v) {
         const Type* t = v.type();
         if (t->kind() == TypeKind::List) t = t->elem();
@@ -92,33 +96,42 @@ void init_ir(py::module_& m) {
       .def_property_readonly("val", [](const Var& v) -> py::object {
         if (!v.has_value()) return py::none();
         return value_to_py(v.value(), fn_of(v)->ctx_ptr());
-      })
+      },
+          "The value known at build time (a numpy array or Python scalar for consts and folded ops), else None.")
       .def_property_readonly("sym_val", [](const Var& v) -> py::object {
         return value_to_py(v.value(), fn_of(v)->ctx_ptr());
-      })
-      .def_property_readonly("op", [](const Var& v) { return handle(v.op()); })
+      },
+          "The value known at build time, with symbolic elements (e.g. a shape with SymExpr dims), else None.")
+      .def_property_readonly("op", [](const Var& v) { return handle(v.op()); },
+          "The Operation producing the var; None for a function or block input.")
       .def_property_readonly("op_output_idx", [](const Var& v) -> py::object {
         if (!v.op()) return py::none();
         return py::int_(v.index());
-      })
+      },
+          "Which output of its op the var is; None for an input.")
       .def_property_readonly("child_ops", [](const Var& v) {
         py::list l;
         for (const Use& u : v.uses()) l.append(handle(u.op));
         return l;
-      })
+      },
+          "The ops that read the var (one entry per use).")
       .def_property_readonly("consuming_blocks", [](const Var& v) {
         py::list l;
         for (Block* b : v.block_uses()) l.append(handle(b));
         return l;
-      })
-      .def("replace_all_uses_with", [](Var& v, Var& other) { v.replace_all_uses_with(&other); })
+      },
+          "The blocks that output the var.")
+      .def("replace_all_uses_with", [](Var& v, Var& other) { v.replace_all_uses_with(&other); },
+          "Makes every op and block that reads this var read the given var instead.")
       .def("__str__", [](const Var& v) { return var_to_text(v); })
       .def("__repr__", [](const Var& v) { return var_to_text(v); });
 
   py::class_<Operation, std::shared_ptr<Operation>>(m, "Operation", "An op in a block.")
-      .def_property_readonly("op_type", [](const Operation& op) { return op.op_type(); })
+      .def_property_readonly("op_type", [](const Operation& op) { return op.op_type(); },
+          "The op's type, e.g. 'conv'.")
       .def_property("name", [](const Operation& op) { return op.name(); },
-                    [](Operation& op, const std::string& n) { op.set_name(n); })
+                    [](Operation& op, const std::string& n) { op.set_name(n); },
+          "The op's name (unique in its function).")
       .def_property_readonly("inputs", [](const Operation& op) {
         py::dict d;
         for (size_t i = 0; i < op.num_inputs(); ++i) {
@@ -134,20 +147,27 @@ void init_ir(py::module_& m) {
           }
         }
         return d;
-      })
-      .def_property_readonly("outputs", [](const Operation& op) { return vars_list(op.outputs()); })
+      },
+          "The inputs, a dict of input name -> Var (a tuple of Vars for tuple inputs); inputs not given are absent.")
+      .def_property_readonly("outputs", [](const Operation& op) { return vars_list(op.outputs()); },
+          "The output Vars, in order.")
       .def_property_readonly("blocks", [](const Operation& op) {
         py::list l;
         for (Block* b : op.blocks()) l.append(handle(b));
         return l;
-      })
-      .def_property_readonly("enclosing_block", [](const Operation& op) { return handle(op.parent()); })
-      .def_property_readonly("opset_version", [](const Operation& op) { return static_cast<int>(op.schema().since); })
+      },
+          "The nested blocks (cond, while_loop), else an empty list.")
+      .def_property_readonly("enclosing_block", [](const Operation& op) { return handle(op.parent()); },
+          "The Block the op is in; None once erased.")
+      .def_property_readonly("opset_version", [](const Operation& op) { return static_cast<int>(op.schema().since); },
+          "The spec version (a milkit.target value) of the op's version in use.")
       .def_property_readonly("location", [](const Operation& op) -> py::object {
         if (!op.location().file) return py::none();
         return py::make_tuple(*op.location().file, op.location().line);
-      })
-      .def_property_readonly("erased", &Operation::erased)
+      },
+          "(file, line) of the Python line that built the op, else None.")
+      .def_property_readonly("erased", &Operation::erased,
+          "Whether the op was removed from its block (its handle stays valid).")
       .def_property_readonly("_function", [](const Operation& op) { return owner_of(op.function()); })
       .def("__getattr__", [](const Operation& op, const std::string& name) -> py::object {
         // coremltools exposes inputs as attributes: op.x, op.weight
@@ -166,18 +186,24 @@ void init_ir(py::module_& m) {
       .def("__repr__", [](const Operation& op) { return op_to_text(op, "  "); });
 
   py::class_<Block, std::shared_ptr<Block>>(m, "Block", "A block of ops.")
-      .def_property_readonly("operations", [](const Block& b) { return ops_of(b); })
-      .def_property_readonly("outputs", [](const Block& b) { return vars_list(b.outputs()); })
-      .def_property_readonly("inputs", [](const Block& b) { return vars_list(b.inputs()); })
-      .def_property_readonly("outer_op", [](const Block& b) { return handle(b.parent_op()); })
+      .def_property_readonly("operations", [](const Block& b) { return ops_of(b); },
+          "The ops of the block, in order (not those of nested blocks).")
+      .def_property_readonly("outputs", [](const Block& b) { return vars_list(b.outputs()); },
+          "The block's output Vars.")
+      .def_property_readonly("inputs", [](const Block& b) { return vars_list(b.inputs()); },
+          "The block's input Vars (a function body has none: see Function.inputs).")
+      .def_property_readonly("outer_op", [](const Block& b) { return handle(b.parent_op()); },
+          "The op owning this nested block; None for a function body.")
       .def("set_outputs", [](Block& b, std::vector<std::shared_ptr<Var>> outs) {
         std::vector<Var*> v;
         for (auto& o : outs) v.push_back(o.get());
         b.set_outputs(v);
-      })
+      },
+          "Sets the block's output Vars.")
       .def("find_ops", [](const Block& b, const std::string& prefix, const std::string& op_type, bool exactly_one) {
         return find_ops(b, prefix, op_type, exactly_one);
-      }, py::arg("prefix") = "", py::arg("op_type") = "", py::arg("exactly_one") = false)
+      }, py::arg("prefix") = "", py::arg("op_type") = "", py::arg("exactly_one") = false,
+          "Ops of the block and its nested blocks whose name starts with prefix and whose type is op_type (empty: any); with exactly_one, raises ValueError unless exactly one matches.")
       .def(
           "replace_uses_of_var_after_op",
           [](Block& b, std::shared_ptr<Operation> anchor_op, std::shared_ptr<Var> old_var,
@@ -205,7 +231,8 @@ void init_ir(py::module_& m) {
           py::arg("anchor_op"), py::arg("old_var"), py::arg("new_var"))
       .def("remove_ops", [](Block& b, std::vector<std::shared_ptr<Operation>> ops) {
         for (auto it = ops.rbegin(); it != ops.rend(); ++it) b.erase(it->get());
-      })
+      },
+          "Erases the ops (last first); each must have no remaining uses.")
       .def("__str__", [](const Block& b) {
         int c = 0;
         return block_to_text(b, "", c);
@@ -214,8 +241,10 @@ void init_ir(py::module_& m) {
   py::class_<Function, std::shared_ptr<Function>>(m, "Function", "A MIL function.")
       .def(py::init([](int opset) { return std::make_shared<Function>(static_cast<Target>(opset)); }))
       .def_property("opset", [](const Function& f) { return static_cast<int>(f.opset()); },
-                    [](Function& f, int o) { f.set_opset(static_cast<Target>(o)); })
-      .def_property("opset_auto", &Function::opset_auto, &Function::set_opset_auto)
+                    [](Function& f, int o) { f.set_opset(static_cast<Target>(o)); },
+          "The spec version (a milkit.target value) the function is typed for.")
+      .def_property("opset_auto", &Function::opset_auto, &Function::set_opset_auto,
+          "Whether the opset follows the ops used (programs built without opset_version).")
       .def("add_input", [](Function& f, const std::string& name, int dtype, py::object shape, bool state) {
         Context& ctx = f.ctx();
         std::vector<Dim> dims;
@@ -224,11 +253,15 @@ void init_ir(py::module_& m) {
         if (state) t = ctx.state(t);
         ctx.reserve_name(name);
         return handle(f.add_input(name, t));
-      }, py::arg("name"), py::arg("dtype"), py::arg("shape"), py::arg("state") = false)
+      }, py::arg("name"), py::arg("dtype"), py::arg("shape"), py::arg("state") = false,
+          "Adds an input of MIL dtype code dtype and the given shape (ints and SymExprs); state=True makes an iOS18 state.")
       .def_property_readonly("inputs", [](const Function& f) { return vars_list(f.inputs()); })
-      .def_property_readonly("outputs", [](const Function& f) { return vars_list(f.body().outputs()); })
-      .def_property_readonly("block", [](Function& f) { return handle(&f.body()); })
-      .def_property_readonly("operations", [](const Function& f) { return ops_of(f.body()); })
+      .def_property_readonly("outputs", [](const Function& f) { return vars_list(f.body().outputs()); },
+          "The function's output Vars.")
+      .def_property_readonly("block", [](Function& f) { return handle(&f.body()); },
+          "The function's body Block.")
+      .def_property_readonly("operations", [](const Function& f) { return ops_of(f.body()); },
+          "The ops of the body, in order (not those of nested blocks).")
       .def("set_outputs", [](Function& f, std::vector<std::shared_ptr<Var>> outs) {
         std::vector<Var*> v;
         for (auto& o : outs) {
@@ -236,13 +269,17 @@ void init_ir(py::module_& m) {
           v.push_back(o.get());
         }
         f.body().set_outputs(v);
-      })
+      },
+          "Sets the function's output Vars (vars of this function).")
       .def("find_ops", [](const Function& f, const std::string& prefix, const std::string& op_type, bool exactly_one) {
         return find_ops(f.body(), prefix, op_type, exactly_one);
-      }, py::arg("prefix") = "", py::arg("op_type") = "", py::arg("exactly_one") = false)
-      .def("num_ops", &Function::num_ops)
+      }, py::arg("prefix") = "", py::arg("op_type") = "", py::arg("exactly_one") = false,
+          "Ops of the function (nested blocks included) whose name starts with prefix and whose type is op_type (empty: any); with exactly_one, raises ValueError unless exactly one matches.")
+      .def("num_ops", &Function::num_ops,
+          "The number of ops, consts and nested ones included.")
       .def("to_str", [](const Function& f, const std::string& name) { return function_to_text(f, name); },
-           py::arg("func_name") = "function")
+           py::arg("func_name") = "function",
+          "The function's MIL text, headed by func_name.")
       .def("__str__", [](const Function& f) { return function_to_text(f, "function"); });
 
   m.def("verify_function", [](const Function& f, const std::string& name, bool strict_names) {
@@ -253,14 +290,17 @@ void init_ir(py::module_& m) {
       .def(py::init([]() { return std::make_shared<Program>(); }))
       .def("add_function", [](Program& p, const std::string& name, std::shared_ptr<Function> f) {
         p.add_function(name, std::move(f));
-      })
+      },
+          "Adds a function under the given name (the first one added is the default).")
       .def_property_readonly("functions", [](const Program& p) {
         py::dict d;
         for (auto& [n, f] : p.functions()) d[py::str(n)] = f;
         return d;
-      })
+      },
+          "The functions, a dict of name -> Function, in the order added.")
       .def_property("default_function_name", [](const Program& p) { return p.default_function_name(); },
-                    [](Program& p, const std::string& n) { p.set_default_function_name(n); })
+                    [](Program& p, const std::string& n) { p.set_default_function_name(n); },
+          "The function that runs and describes the model by default.")
       .def("_attributes", [](const Program& p) { return p.attributes(); })
       .def("_set_attribute", [](Program& p, const std::string& k, const std::string& v) { p.attributes()[k] = v; })
       .def("__str__", [](const Program& p) { return program_to_text(p); });

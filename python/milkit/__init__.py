@@ -22,6 +22,7 @@ from .convert import (
     convert,
     precision,
 )
+from .graph import show
 from .io import load, save
 from .pipeline import PassPipeline
 from .program import Block, Function, Operation, Program, Var
@@ -83,6 +84,7 @@ __all__ = [
     "runtime",
     "set_num_threads",
     "set_progress",
+    "show",
     "target",
     "to_text",
     "types",

@@ -150,6 +150,7 @@ class Builder(metaclass=_BuilderMeta):
     def placeholder(
         shape: Sequence[Any], dtype: Any = None, allow_rank0_input: bool = False, name: str | None = None
     ) -> Placeholder:
+        """An input declaration, like ``TensorSpec`` (coremltools' ``mb.placeholder``)."""
         return Placeholder(shape, dtype, name=name, allow_rank0_input=allow_rank0_input)
 
     @staticmethod

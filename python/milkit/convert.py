@@ -222,6 +222,11 @@ class MLModel:
     def __repr__(self) -> str:
         return f"MLModel({self.package_path!r})"
 
+    def _repr_html_(self) -> str:
+        from .display import mlmodel_html
+
+        return mlmodel_html(self)
+
 
 def _package_enumerated_shapes(path: str) -> dict:
     """Input name -> list of enumerated shapes, from the package's model description."""
@@ -327,7 +332,37 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
             compute_precision: Any = None, skip_model_load: bool = False, compute_units: Any = None,
             package_dir: str | None = None, debug: bool = False, pass_pipeline: PassPipeline | None = None,
             states: Any = None) -> MLModel:
-    """Converts a milkit Program into an ML Program package; see the module docstring."""
+    """Converts a milkit Program into an ML Program package, as ``coremltools.convert`` does for a
+    MIL program (``source="milinternal"``).
+
+    The program is rewritten in place: ``inputs`` are applied to its default function, the main
+    pipeline runs (``pass_pipeline``; without the fp16 passes for FLOAT32), then coremltools'
+    ``backend_mlprogram`` passes; the package is written to a temporary directory that
+    ``MLModel.save`` copies. Passes milkit lacks are skipped and reported
+    (:class:`SkippedPassesWarning`, ``model.skipped_passes``).
+
+    Args:
+        model: the milkit Program.
+        source: ``"auto"`` or ``"milinternal"``.
+        inputs: ``TensorType`` s giving shapes (ints, ``RangeDim``, ``EnumeratedShapes``) and names
+            to the default function's inputs, by name or in order.
+        outputs: names for the outputs (objects with a ``name``), in order.
+        minimum_deployment_target: a ``milkit.target`` (default iOS15); sets the specification
+            version and the opset written.
+        convert_to: ``None`` or ``"mlprogram"``.
+        compute_precision: ``precision.FLOAT16`` (default: fp16 compute and weights) or
+            ``precision.FLOAT32``.
+        skip_model_load: accepted for compatibility (milkit never loads Core ML).
+        package_dir: where the temporary package is made.
+        pass_pipeline: a :class:`PassPipeline` (default ``PassPipeline.DEFAULT``).
+        classifier_config: not supported (must be None).
+        compute_units: kept on the model, unused.
+        debug: unused.
+        states: unused (state inputs come from the program's ``StateTensorSpec`` s).
+
+    Returns:
+        An :class:`MLModel` backed by the temporary package.
+    """
     if not isinstance(model, _core.Program):
         raise TypeError(f"milkit.convert takes a milkit Program (source 'milinternal'), got {type(model).__name__}")
     if source not in ("auto", "milinternal"):

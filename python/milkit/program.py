@@ -17,6 +17,8 @@ Var = _core.Var
 
 # ---- Program -----------------------------------------------------------------------------------
 def _prog_find_ops(self: Any, prefix: str | None = None, op_type: str | None = None, exactly_one: bool = False) -> list:
+    """Ops of every function whose name starts with ``prefix`` and whose type is ``op_type``
+    (None: any); with ``exactly_one``, raises ValueError unless exactly one matches."""
     found = []
     for f in self.functions.values():
         found.extend(f.find_ops(prefix or "", op_type or ""))
@@ -26,6 +28,8 @@ def _prog_find_ops(self: Any, prefix: str | None = None, op_type: str | None = N
 
 
 def _prog_validate(self: Any, check_essential_scope: bool = False) -> None:
+    """Checks every function (SSA, use lists, types agree with inference); raises
+    milkit.VerifyError naming the function and op on the first problem."""
     for name, f in self.functions.items():
         _core.verify_function(f, name)
 
@@ -45,12 +49,14 @@ def _prog_add_function(self: Any, name: str, f: Any) -> None:
 
 # ---- Function ----------------------------------------------------------------------------------
 def _fn_inputs(self: Any) -> dict:
+    """The inputs, a dict of input name -> Var, in order (states included)."""
     return {v.name: v for v in self._inputs_list}
 
 
 Function._inputs_list = Function.inputs
 Function.inputs = property(_fn_inputs)
-Function.opset_version = property(lambda self: _target_of(self.opset))
+Function.opset_version = property(lambda self: _target_of(self.opset),
+                                  doc="The opset as a target (``milkit.target.iOS17``...).")
 Function.__repr__ = lambda self: self.to_str("function")
 
 
@@ -62,15 +68,18 @@ def _target_of(v: int) -> Any:
 
 # ---- Var ---------------------------------------------------------------------------------------
 def _var_dtype(self: Any) -> Any:
+    """The element type (``types.fp32``...); a list's element type for lists."""
     return types.dtype_from_code(self._dtype_code)
 
 
 Var.dtype = property(_var_dtype)
 Var.sym_type = property(types.type_of)
-Var.is_descendant_of_const = property(lambda self: self.val is not None)
+Var.is_descendant_of_const = property(lambda self: self.val is not None,
+                                      doc="Whether the value is known at build time.")
 
 
 def _is_tensor_or_scalar_of(self: Any, dtype: Any) -> bool:
+    """Whether the var is a tensor or scalar of ``dtype`` (a DType or its name)."""
     if isinstance(dtype, str):
         dtype = types.string_to_builtin(dtype)
     return self._kind in ("tensor", "scalar") and self.dtype is dtype
@@ -148,3 +157,34 @@ Var.__neg__ = _neg
 Var.__matmul__ = _matmul
 Var.__rmatmul__ = _rmatmul
 Var.__hash__ = object.__hash__
+
+
+# ---- rich display (Jupyter) and graphs ---------------------------------------------------------
+def _display() -> Any:
+    from . import display
+
+    return display
+
+
+def _prog_to_dot(self: Any, function_name: str | None = None, **options: Any) -> str:
+    """Graphviz DOT source of the program's graph (every function, or ``function_name``); see
+    :func:`milkit.graph.to_dot` for the options."""
+    from .graph import to_dot
+
+    return to_dot(self, function_name=function_name, **options)
+
+
+def _fn_to_dot(self: Any, **options: Any) -> str:
+    """Graphviz DOT source of the function's graph; see :func:`milkit.graph.to_dot`."""
+    from .graph import to_dot
+
+    return to_dot(self, **options)
+
+
+Program._repr_html_ = lambda self: _display().program_html(self)
+Function._repr_html_ = lambda self: _display().function_html(self)
+Block._repr_html_ = lambda self: _display().block_html(self)
+Operation._repr_html_ = lambda self: _display().operation_html(self)
+Var._repr_html_ = lambda self: _display().var_html(self)
+Program.to_dot = _prog_to_dot
+Function.to_dot = _fn_to_dot

@@ -99,7 +99,8 @@ def to_sympy(d: Any) -> Any:
 
 def from_sympy(expr: Any, symbols: dict[str, SymExpr] | None = None) -> Any:
     """A milkit dim from a sympy expression; symbols are matched by name in ``symbols`` or
-    created (sympy's floor, Mod, Min, Max, +, *, integer powers are supported)."""
+    created (sympy's ``floor``, ``Mod``, ``Min``, ``Max``, ``+``, ``*`` and integer powers are
+    supported)."""
     import sympy
 
     symbols = {} if symbols is None else symbols
