@@ -243,8 +243,16 @@ class Frame {
                          std::to_string(actual) + ", outside the range of " + s->name() + " [" +
                          std::to_string(s->lo()) + ", " +
                          (s->hi() == kPosInf ? std::string("inf") : std::to_string(s->hi())) + "]");
-      env_[s] = actual;
+      set_sym(s, actual);
     }
+  }
+
+  // Binds a symbol, logging new bindings so a nested block's run can drop the ones made inside it
+  // (a loop's shapes may change from one iteration to the next).
+  void set_sym(const Symbol* s, int64_t v) {
+    auto r = env_.emplace(s, v);
+    if (r.second) bound_log_.push_back(s);
+    else r.first->second = v;
   }
 
   void check_output(const Step& st, size_t i, const Tensor& t) {
@@ -268,7 +276,7 @@ class Frame {
                            std::to_string(i) + " of shape " + shape_str(t.shape()) + ", its type is " +
                            ty->str());
       } else if (d->kind() == Expr::Kind::Symbol) {
-        env_[d->symbol()] = t.shape()[k];
+        set_sym(d->symbol(), t.shape()[k]);
       }
     }
   }
@@ -337,10 +345,28 @@ class Frame {
     if (inputs.size() != bp.inputs.size())
       throw ValueError("internal error: block " + std::to_string(b) + " of " + st.op->describe() + " takes " +
                        std::to_string(bp.inputs.size()) + " inputs, got " + std::to_string(inputs.size()));
-    for (size_t i = 0; i < inputs.size(); ++i) slots_[bp.inputs[i]] = inputs[i];
+    const size_t mark = bound_log_.size();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Var* v = bp.block->inputs()[i];
+      const Type* t = v->type();
+      const Tensor& x = inputs[i];
+      if (t->is_tensor() && t->has_rank() && !x.is_list()) {
+        if (!x.defined() || x.dtype() != t->dtype() || static_cast<size_t>(x.rank()) != t->shape().size())
+          throw ValueError("internal error: block input '" + v->name() + "' of " + st.op->describe() + " is " +
+                           (x.defined() ? x.describe() : std::string("undefined")) + ", its type is " + t->str());
+        for (size_t k = 0; k < t->shape().size(); ++k)
+          if (!t->shape()[k]->is_const()) bind_symbol(v, k, t->shape()[k], x.shape()[k], "block input");
+      }
+      slots_[bp.inputs[i]] = inputs[i];
+    }
     run_block(bp);
     std::vector<Tensor> r;
     for (int32_t o : bp.outputs) r.push_back(get(o));
+    // symbols bound inside the block are the block's own (a loop rebinds them each iteration)
+    while (bound_log_.size() > mark) {
+      env_.erase(bound_log_.back());
+      bound_log_.pop_back();
+    }
     return r;
   }
 
@@ -348,6 +374,7 @@ class Frame {
   State* state_;
   std::vector<Tensor> slots_;
   std::unordered_map<const Symbol*, int64_t> env_;
+  std::vector<const Symbol*> bound_log_;
   size_t live_ = 0, peak_ = 0;
   Profile* profile_ = nullptr;
 };
@@ -450,14 +477,15 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
     for (const Var* v : rd) last[v] = i;
   }
   auto defined_here = [&](const Var* v) {
-    return (v->op() && v->op()->parent() == &b) || v->input_of() == &b;
+    if (v->op()) return v->op()->parent() == &b;
+    return std::find(b.inputs().begin(), b.inputs().end(), v) != b.inputs().end();  // shared inputs too
   };
   for (auto& kv : last) {
     const Var* v = kv.first;
     if (keep.count(v) || !defined_here(v)) continue;
     int32_t r = refs.count(v) ? refs[v] : kAbsent;
     if (r == kAbsent || is_const_ref(r)) continue;
-    if (v->input_of() == &b && is_function_body) continue;  // function inputs are the caller's
+    if (!v->op() && is_function_body) continue;  // function inputs are the caller's
     bp->steps[kv.second].frees.push_back(r);
   }
   // outputs nobody reads are freed right after they are made

@@ -42,6 +42,17 @@ Tensor Tensor::empty(DataType dt, std::vector<int64_t> shape) {
   return t;
 }
 
+Tensor Tensor::list(std::shared_ptr<const TensorList> items) {
+  Tensor t;
+  t.list_ = items ? std::move(items) : std::make_shared<const TensorList>();
+  return t;
+}
+
+const TensorList& Tensor::items() const {
+  static const TensorList kEmpty;
+  return list_ ? *list_ : kEmpty;
+}
+
 Tensor Tensor::zeros(DataType dt, std::vector<int64_t> shape) {
   Tensor t = empty(dt, std::move(shape));
   std::memset(t.data_, 0, t.nbytes());

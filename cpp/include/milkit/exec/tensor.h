@@ -16,9 +16,20 @@ namespace milkit {
 /// keeps its owner alive. Tensors are immutable once the kernel that made them returns, so views
 /// (reshape, identity) share storage freely. Elements use milkit's unpacked layout: one byte per
 /// bool and sub-byte element, fp16 / bf16 as raw uint16 bits.
+class Tensor;
+/// The elements of a run-time MIL list; an element never written is an undefined Tensor.
+using TensorList = std::vector<Tensor>;
+
 class Tensor {
  public:
   Tensor() = default;
+  /// A run-time MIL list value (list ops); lists are immutable like tensors: list_write makes a
+  /// new list sharing the untouched elements.
+  static Tensor list(std::shared_ptr<const TensorList> items);
+  /// Whether this is a list value.
+  bool is_list() const { return list_ != nullptr; }
+  /// The elements of a list value (empty for a tensor).
+  const TensorList& items() const;
   /// Allocates an uninitialized tensor (64-byte aligned).
   static Tensor empty(DataType dt, std::vector<int64_t> shape);
   /// Allocates a zero-filled tensor.
@@ -32,7 +43,7 @@ class Tensor {
   static Tensor scalar(DataType dt, double v);
 
   /// Whether the tensor holds anything.
-  bool defined() const { return dtype_ != DataType::Unused; }
+  bool defined() const { return dtype_ != DataType::Unused || list_ != nullptr; }
   /// Element type.
   DataType dtype() const { return dtype_; }
   /// Shape (empty for a scalar).
@@ -81,6 +92,7 @@ class Tensor {
   uint8_t* data_ = nullptr;
   std::shared_ptr<const void> holder_;
   bool borrowed_ = false;
+  std::shared_ptr<const TensorList> list_;
 };
 
 /// "(1, 2, 3)".

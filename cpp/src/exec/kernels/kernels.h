@@ -32,5 +32,7 @@ void register_scatter_gather_kernels(KernelRegistry& r);
 void register_constexpr_kernels(KernelRegistry& r);
 /// state.cpp: read_state, write_state, coreml_update_state.
 void register_state_kernels(KernelRegistry& r);
+/// cond, while_loop and the list ops.
+void register_control_flow_kernels(KernelRegistry& r);
 
 }  // namespace milkit
