@@ -17,6 +17,7 @@ void register_all_kernels(KernelRegistry& r) {
   register_scatter_gather_kernels(r);
   register_constexpr_kernels(r);
   register_state_kernels(r);
+  register_image_resizing_kernels(r);
 }
 
 }  // namespace milkit

@@ -32,5 +32,7 @@ void register_scatter_gather_kernels(KernelRegistry& r);
 void register_constexpr_kernels(KernelRegistry& r);
 /// state.cpp: read_state, write_state, coreml_update_state.
 void register_state_kernels(KernelRegistry& r);
+/// image_resizing.cpp: upsample_*, resize_*, resize, crop, crop_resize, resample, affine.
+void register_image_resizing_kernels(KernelRegistry& r);
 
 }  // namespace milkit
