@@ -253,6 +253,9 @@ std::vector<const Type*> crop_infer(InferCtx& ic) {
   const char* names[2] = {"crop_height", "crop_width"};
   for (int k = 0; k < 2; ++k) {
     std::vector<int64_t> v = ic.ints(names[k]);
+    if (ic.val(names[k])->rank() > 1)
+      ic.fail_input(names[k], "must be a list of 2 integers, got shape " +
+                                  ops::ints_str(ic.val(names[k])->shape()));
     if (v.size() != 2)
       ic.fail_input(names[k], "must have 2 elements (" + std::string(names[k]) +
                                   " must have 2 elements. Provided " + std::to_string(v.size()) + ")");
@@ -378,6 +381,7 @@ void add_crop_resize(OpRegistry& r, int version) {  // 0: iOS13, 1: iOS16, 2: iO
     // box_indices defaults to arange(N); N > B would point outside x (coremltools raises)
     s.defaults = [](InferCtx& ic) {
       std::vector<std::pair<std::string, Value>> d;
+      if (ic.has("box_indices")) return d;
       const Type* bt = ic.type("boxes");
       const Type* xt = ic.type("x");
       if (!bt->has_rank() || bt->rank() < 1 || !bt->shape()[0]->is_const()) return d;

@@ -513,6 +513,7 @@ float to_pixel(const Sampler& s, float c, int64_t size) {
   float p = c;
   if (s.coords == Coords::MinusOneToOne) p = s.align_corners ? (c + 1) / 2 * (n - 1) : ((c + 1) * n - 1) / 2;
   else if (s.coords == Coords::ZeroToOne) p = s.align_corners ? c * (n - 1) : c * n - 0.5f;
+  if (std::isnan(p)) return p;
   auto clip = [&](float v) { return std::min(n - 1, std::max(0.0f, v)); };
   switch (s.pad) {
     case Pad::Constant: break;
@@ -627,9 +628,11 @@ void affine_kernel(KernelCtx& k) {
   const int64_t Ho = target(k, "output_height"), Wo = target(k, "output_width");
   const float* td = t.data<float>();
   const bool shared = t.dim(0) == 1;
-  // torch's affine_grid base grid: linspace(-1, 1, n), scaled by (n - 1) / n without align_corners
+  // torch's affine_grid base grid: linspace(-1, 1, n) (0 for n = 1), scaled by (n - 1) / n without
+  // align_corners
   auto base = [&](int64_t i, int64_t n) -> float {
-    const float lin = n == 1 ? -1.0f : -1.0f + 2.0f * static_cast<float>(i) / static_cast<float>(n - 1);
+    if (n == 1) return 0.0f;
+    const float lin = -1.0f + 2.0f * static_cast<float>(i) / static_cast<float>(n - 1);
     return s.align_corners ? lin : lin * static_cast<float>(n - 1) / static_cast<float>(n);
   };
   sample_grid(k, s, x, Ho, Wo, [&](int64_t b, int64_t i, int64_t j, float& px, float& py) {
