@@ -605,23 +605,62 @@ def test_symbolic_shapes_bind() -> None:
     assert_close(y, TF.grid_sample(t(x), t(c), mode="nearest", padding_mode="reflection", align_corners=True).numpy())
 
 
-def _all_image_ops(mb: Any, x: Any, c: Any) -> tuple:
+def _all_image_ops(mb: Any, x: Any, c: Any, ios17: bool = True) -> tuple:
+    boxes = np.array([[0, 1, 3, 4], [1, 1, 2, 5]], F32)
+    if ios17:
+        extra = (mb.resize(x=x, shape=np.array([4, 11], np.int32), resized_dims=U32(2),
+                           interpolation_mode="NEAREST_NEIGHBOR", sampling_mode="UNALIGN_CORNERS"),
+                 mb.crop_resize(x=x, boxes=boxes, box_indices=np.array([1, 0], np.int32), target_height=3,
+                                target_width=2, box_coordinate_mode="CORNERS_WIDTH_FIRST", pad_value=F32(1)))
+    else:
+        roi = np.concatenate([np.array([[1], [0]], F32), boxes], 1).reshape(2, 1, 5, 1, 1)
+        extra = (mb.crop_resize(x=x, roi=roi, target_height=3, target_width=2, box_coordinate_mode="CORNERS_WIDTH_FIRST"),)
     return (
         mb.upsample_nearest_neighbor(x=x, scale_factor_height=2, scale_factor_width=3),
         mb.upsample_bilinear(x=x, scale_factor_height=F32(1.5), scale_factor_width=F32(2), align_corners=False),
         mb.resize_nearest_neighbor(x=x, target_size_height=3, target_size_width=9),
         mb.resize_bilinear(x=x, target_size_height=7, target_size_width=2, sampling_mode="OFFSET_CORNERS"),
-        mb.resize(x=x, shape=np.array([4, 11], np.int32), resized_dims=U32(2), interpolation_mode="NEAREST_NEIGHBOR",
-                  sampling_mode="UNALIGN_CORNERS"),
+        *extra,
         mb.crop(x=x, crop_height=[1, 2], crop_width=[0, 3]),
-        mb.crop_resize(x=x, boxes=np.array([[0, 1, 3, 4], [1, 1, 2, 5]], F32), box_indices=np.array([1, 0], np.int32),
-                       target_height=3, target_width=2, box_coordinate_mode="CORNERS_WIDTH_FIRST", pad_value=F32(1)),
         mb.resample(x=x, coordinates=c, sampling_mode="bilinear", padding_mode="symmetric", padding_value=F32(0),
                     coordinates_mode="normalized_zero_to_one", align_corners=False),
         mb.affine(x=x, transform_matrix=np.array([[0.8, 0.1, 0.0, -0.2, 1.1, 0.1]], F32), output_height=3,
                   output_width=4, sampling_mode="bilinear", padding_mode="constant", padding_value=F32(0),
                   coordinates_mode="normalized_minus_one_to_one", align_corners=True),
     )
+
+
+@pytest.mark.parametrize("opset", ["iOS15", "iOS17"])
+@pytest.mark.parametrize("precision", ["FLOAT32", "FLOAT16"])
+def test_converts_like_coremltools(opset: str, precision: str) -> None:
+    """DEFAULT pipeline: the same proto ops (types, names, inputs, outputs) as coremltools' convert; for FLOAT16 the
+    fp16 pass must leave resample's coordinates alone where fp16 is not allowed (iOS15)."""
+    from parity import _build, _ct, _make_symbols, reset_ct_names
+
+    ctm, _, _, _ = _ct()
+    specs = [((2, 3, 6, 7), "fp32"), ((2, 4, 5, 2), "fp32")]
+
+    def build(mb: Any, x: Any, c: Any) -> tuple:
+        return _all_image_ops(mb, x, c, ios17=opset == "iOS17")
+
+    symtab = _make_symbols(specs)
+    reset_ct_names()
+    cp = _build("ct", build, specs, opset, symtab)
+    mp = _build("mk", build, specs, opset, symtab)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cm = ctm.convert(cp, minimum_deployment_target=getattr(ctm.target, opset), skip_model_load=True,
+                         compute_precision=getattr(ctm.precision, precision))
+        mm = ct.convert(mp, minimum_deployment_target=getattr(ct.target, opset),
+                        compute_precision=getattr(ct.precision, precision))
+
+    def ops(model: Any) -> list:
+        fn = model.get_spec().mlProgram.functions["main"]
+        blk = fn.block_specializations[fn.opset]
+        return [(o.type, [x.name for x in o.outputs], {k: [b.name for b in a.arguments] for k, a in o.inputs.items()})
+                for o in blk.operations]
+
+    assert ops(mm) == ops(cm)
 
 
 @pytest.mark.parametrize("precision", ["FLOAT32", "FLOAT16"])
