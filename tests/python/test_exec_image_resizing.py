@@ -700,3 +700,21 @@ def test_package_round_trip(tmp_path: Any, precision: str) -> None:
     assert {op.op_type for op in back_ct.functions["main"].operations} >= types_used
     for a, b in zip(back_ct.functions["main"].outputs, loaded.functions["main"].outputs):
         assert tuple(a.shape) == tuple(b.shape)
+
+
+@pytest.mark.parametrize("opset", ["iOS15", "iOS17"])
+def test_text_round_trip(opset: str) -> None:
+    from milkit import text
+
+    specs = [mb.TensorSpec(shape=(2, 3, 6, 7), dtype=types.fp32), mb.TensorSpec(shape=(2, 4, 5, 2), dtype=types.fp32)]
+
+    @mb.program(input_specs=specs, opset_version=getattr(ct.target, opset))
+    def prog(x: Any, c: Any) -> Any:
+        return _all_image_ops(mb, x, c, ios17=opset == "iOS17")
+
+    s = text.to_text(prog, consts=True)
+    back = text.parse(s)
+    assert text.to_text(back, consts=True) == s
+    feed = {"x": rand(2, 3, 6, 7), "c": rand(2, 4, 5, 2, seed=4)}
+    for a, b in zip(ct.run(prog, feed).values(), ct.run(back, feed).values()):
+        np.testing.assert_array_equal(a, b)
