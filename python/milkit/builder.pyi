@@ -51,6 +51,9 @@ class Builder:
     def add(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
     @staticmethod
+    def affine(x: _Value, transform_matrix: _Value, output_height: _Value, output_width: _Value, sampling_mode: _Value, padding_mode: _Value, padding_value: _Value, coordinates_mode: _Value, align_corners: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; transform_matrix: tensor of {fp16, fp32}; output_height: tensor of {int32} (const); output_width: tensor of {int32} (const); sampling_mode: tensor of {string} (const); padding_mode: tensor of {string} (const); padding_value: tensor of {fp16, fp32} (const); coordinates_mode: tensor of {string} (const); align_corners: tensor of {bool} (const)"""
+    @staticmethod
     def argsort(x: _Value, axis: _Value = ..., ascending: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); ascending: tensor of {bool} (const, optional)"""
     @staticmethod
@@ -131,6 +134,12 @@ class Builder:
     @staticmethod
     def cosh(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
+    @staticmethod
+    def crop(x: _Value, crop_height: _Value, crop_width: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; crop_height: tensor of {int32} (const); crop_width: tensor of {int32} (const)"""
+    @staticmethod
+    def crop_resize(x: _Value, boxes: _Value, box_indices: _Value = ..., target_height: _Value = ..., target_width: _Value = ..., normalized_coordinates: _Value = ..., spatial_scale: _Value = ..., box_coordinate_mode: _Value = ..., sampling_mode: _Value = ..., pad_value: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; boxes: tensor of {fp16, fp32, uint16}; box_indices: tensor of {int32, uint16} (optional); target_height: tensor of {int32} (const, optional); target_width: tensor of {int32} (const, optional); normalized_coordinates: tensor of {bool} (const, optional); spatial_scale: tensor of {fp32} (const, optional); box_coordinate_mode: tensor of {string} (const, optional); sampling_mode: tensor of {string} (const, optional); pad_value: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
     def cumsum(x: _Value, axis: _Value = ..., exclusive: _Value = ..., reverse: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; axis: tensor of {int32} (const, optional); exclusive: tensor of {bool} (const, optional); reverse: tensor of {bool} (const, optional)"""
@@ -357,11 +366,23 @@ class Builder:
     def relu6(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
+    def resample(x: _Value, coordinates: _Value, sampling_mode: _Value, padding_mode: _Value, padding_value: _Value, coordinates_mode: _Value, align_corners: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; coordinates: tensor of {fp16, fp32, int8, int16, int32, uint8, uint16}; sampling_mode: tensor of {string} (const); padding_mode: tensor of {string} (const); padding_value: tensor of {fp16, fp32} (const); coordinates_mode: tensor of {string} (const); align_corners: tensor of {bool} (const)"""
+    @staticmethod
     def reshape(x: _Value, shape: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; shape: tensor of {int8, int16, int32}"""
     @staticmethod
     def reshape_like(x: _Value, ref_tensors: Sequence[_Value], begins: Sequence[_Value], ends: Sequence[_Value], end_masks: Sequence[_Value], *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; ref_tensors: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; begins: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; ends: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; end_masks: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
+    @staticmethod
+    def resize(x: _Value, shape: _Value, resized_dims: _Value, interpolation_mode: _Value = ..., sampling_mode: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32, int32}; shape: tensor of {int16, int32, uint16, uint32}; resized_dims: tensor of {uint32} (const); interpolation_mode: tensor of {string} (const, optional); sampling_mode: tensor of {string} (const, optional)"""
+    @staticmethod
+    def resize_bilinear(x: _Value, target_size_height: _Value = ..., target_size_width: _Value = ..., sampling_mode: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; target_size_height: tensor of {int32} (const, optional); target_size_width: tensor of {int32} (const, optional); sampling_mode: tensor of {string} (const, optional)"""
+    @staticmethod
+    def resize_nearest_neighbor(x: _Value, target_size_height: _Value, target_size_width: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; target_size_height: tensor of {int32} (const); target_size_width: tensor of {int32} (const)"""
     @staticmethod
     def reverse(x: _Value, axes: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; axes: tensor of {int32} (const, optional)"""
@@ -479,6 +500,12 @@ class Builder:
     @staticmethod
     def transpose(x: _Value, perm: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; perm: tensor of {int32} (const)"""
+    @staticmethod
+    def upsample_bilinear(x: _Value, scale_factor_height: _Value = ..., scale_factor_width: _Value = ..., align_corners: _Value = ..., half_pixel_centers: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; scale_factor_height: tensor of {fp32, int32} (const, optional); scale_factor_width: tensor of {fp32, int32} (const, optional); align_corners: tensor of {bool} (const, optional); half_pixel_centers: tensor of {bool} (const, optional)"""
+    @staticmethod
+    def upsample_nearest_neighbor(x: _Value, scale_factor_height: _Value = ..., scale_factor_width: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; scale_factor_height: tensor of {fp32, int32} (const, optional); scale_factor_width: tensor of {fp32, int32} (const, optional)"""
     @staticmethod
     def while_loop(loop_vars: Sequence[_Value], *, _cond: Callable[..., Var], _body: Callable[..., Any], name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """loop_vars: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""

@@ -17,6 +17,7 @@ void register_all_ops(OpRegistry& r) {
   register_scatter_gather_ops(r);
   register_state_ops(r);
   register_constexpr_ops(r);
+  register_image_resizing_ops(r);
 }
 
 }  // namespace milkit

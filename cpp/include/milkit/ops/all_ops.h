@@ -38,5 +38,7 @@ void register_control_flow_ops(OpRegistry& r);
 void register_state_ops(OpRegistry& r);
 /// constexpr_* compression ops (iOS16 and iOS18 versions).
 void register_constexpr_ops(OpRegistry& r);
+/// upsample_*, resize_*, resize, crop, crop_resize, resample, affine.
+void register_image_resizing_ops(OpRegistry& r);
 
 }  // namespace milkit

@@ -18,6 +18,7 @@ void register_all_kernels(KernelRegistry& r) {
   register_constexpr_kernels(r);
   register_state_kernels(r);
   register_control_flow_kernels(r);
+  register_image_resizing_kernels(r);
 }
 
 }  // namespace milkit

@@ -34,5 +34,7 @@ void register_constexpr_kernels(KernelRegistry& r);
 void register_state_kernels(KernelRegistry& r);
 /// cond, while_loop and the list ops.
 void register_control_flow_kernels(KernelRegistry& r);
+/// image_resizing.cpp: upsample_*, resize_*, resize, crop, crop_resize, resample, affine.
+void register_image_resizing_kernels(KernelRegistry& r);
 
 }  // namespace milkit
