@@ -320,7 +320,7 @@ std::vector<Var*> Builder::create_with_blocks(const OpSchema& s, const std::stri
     if (s.value && fold_allowed(out_types) && !s.value(ic, out_vals)) out_vals.clear();
     for (size_t k = 0; k < out_types.size(); ++k) {
       std::string oname = name;
-      if (out_types.size() > 1 || s.num_outputs < 0)
+      if (out_types.size() > 1)
         oname += "_" + (k < s.output_names.size() ? s.output_names[k] : std::to_string(k));
       Var* out = fn_->add_output(op, oname, out_types[k]);
       if (k < out_vals.size() && out_vals[k]) out->set_value(std::move(out_vals[k]));
@@ -340,9 +340,10 @@ namespace {
 
 // Whether `v` may be used in block `b`: defined in `b` or in a block enclosing it.
 bool visible_in(const Var* v, const Block* b) {
-  const Block* def = v->op() ? v->op()->parent() : v->input_of();
-  for (const Block* x = b; x; x = x->parent_op() ? x->parent_op()->parent() : nullptr)
-    if (x == def) return true;
+  for (const Block* x = b; x; x = x->parent_op() ? x->parent_op()->parent() : nullptr) {
+    if (v->op() ? v->op()->parent() == x : std::find(x->inputs().begin(), x->inputs().end(), v) != x->inputs().end())
+      return true;
+  }
   return false;
 }
 
@@ -482,6 +483,10 @@ std::vector<const Type*> infer_types(Operation* op) {
   Function* fn = op->function();
   InferCtx ic(fn->ctx(), op->schema(), op->name(), fn->opset(), op->args(), op->starts(),
               &op->location());
+  ic.blocks = &op->blocks();
+  if (static_cast<int>(op->blocks().size()) != op->schema().num_blocks)
+    throw ValueError(op->describe() + " has " + std::to_string(op->blocks().size()) + " blocks, " + op->op_type() +
+                     " takes " + std::to_string(op->schema().num_blocks));
   return op->schema().infer(ic);
 }
 

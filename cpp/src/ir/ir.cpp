@@ -276,10 +276,8 @@ void Function::remove_outputs(Operation* op, const std::vector<size_t>& idx) {
     if (!drop[i]) {
       op->outputs_[i]->index_ = static_cast<int>(outs.size());
       outs.push_back(op->outputs_[i]);
-    } else {
-      op->outputs_[i]->op_ = nullptr;
     }
-  op->outputs_ = std::move(outs);
+  op->outputs_ = std::move(outs);  // dropped vars keep op_ (Python handles may still ask)
 }
 
 void Function::remove_block_inputs(Block* b, const std::vector<size_t>& idx) {

@@ -29,9 +29,9 @@ struct Verifier {
     throw VerifyError("function '" + fname + "': " + msg);
   }
 
-  void define(const Var* v) {
+  void define(const Var* v, bool shared_input = false) {
     if (!defined.insert(v).second) fail("var '" + v->name() + "' is defined twice");
-    if (!strict) return;
+    if (!strict || shared_input) return;
     if (!names.insert(v->name()).second) fail("name '" + v->name() + "' is used by two vars");
     if (!is_valid_identifier(v->name()))
       fail("var name '" + v->name() + "' is not a valid MIL identifier");
@@ -39,7 +39,8 @@ struct Verifier {
 
   void block(const Block& b, std::vector<const Var*>& scope_added) {
     for (const Var* v : b.inputs()) {
-      define(v);
+      // while_loop's body block shares the cond block's inputs (already named there)
+      define(v, v->input_of() != &b);
       scope_added.push_back(v);
     }
     size_t n = 0;

@@ -132,7 +132,9 @@ void register_control_flow_ops(OpRegistry& r) {
   {
     // while_loop(loop_vars): blocks[0] (cond) and blocks[1] (body) share inputs typed as the
     // loop vars; the body returns the next values of the loop vars. The outputs are typed as the
-    // body's outputs. Building the blocks (and the rebuild when the body changes a loop var's
+    // blocks' inputs: the loop-carried type, which covers the initial values and every body
+    // result (coremltools types them as the body's outputs, which can name a dim the initial
+    // value does not have, e.g. (is1 + 1, 3) for a loop var that starts as (1, 3)). Building the blocks (and the rebuild when the body changes a loop var's
     // shape or value) is done by while_loop_blocks in the builder.
     OpSchema s;
     s.name = "while_loop";
@@ -165,7 +167,7 @@ void register_control_flow_ops(OpRegistry& r) {
         if (!is_subtype(bb->outputs()[i]->type(), tin))
           ic.fail("body output '" + bb->outputs()[i]->name() + "' of type " + bb->outputs()[i]->type()->str() +
                   " does not fit the block input '" + bb->inputs()[i]->name() + "' of type " + tin->str());
-        out.push_back(bb->outputs()[i]->type());
+        out.push_back(tin);
       }
       return out;
     };

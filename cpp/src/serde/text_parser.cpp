@@ -583,6 +583,18 @@ class Parser {
       expect(Tok::RBrack, "']'");
       return ctx_->list(e, len, true);
     }
+    if (t.kind == Tok::Ident && t.text == "List" && peek(1).kind == Tok::LBrack) {
+      // coremltools' list type: List[<length or ?>, <element type or unknown>]
+      next();
+      next();
+      Dim len = accept(Tok::Question) ? nullptr : expr_sum();
+      expect(Tok::Comma, "','");
+      const Type* e = nullptr;
+      if (peek().kind == Tok::Ident && peek().text == "unknown") next();
+      else e = type();
+      expect(Tok::RBrack, "']'");
+      return ctx_->list(e, len, len == nullptr);
+    }
     if (t.kind == Tok::Ident && t.text == "state" && peek(1).kind == Tok::LParen) {
       next();
       const Type* w = type();
@@ -792,6 +804,7 @@ class Parser {
     ctx_ = &f->ctx();
     fn_ = f.get();
     scope_.clear();
+    scope_log_.clear();
     bound_.clear();
     for (const auto& n : names_) ctx_->reserve_name(n);
     expect(Tok::LParen, "'(' before the function inputs");
@@ -856,6 +869,61 @@ class Parser {
     if (scope_.count(d.name)) fail_at(d.tok, "var '%" + d.name + "' defined twice");
     v->set_name(d.name);
     scope_[d.name] = v;
+    scope_log_.push_back(d.name);
+  }
+
+  // A nested block of `op`: "name(inputs) { ops } -> (outputs)". Its inputs are shared with the
+  // op's previous block when they have the same names and types (while_loop's cond and body
+  // blocks); names defined inside leave the scope at its end.
+  void nested_block(Builder& b, Operation* op) {
+    DepthGuard g(depth_, peek());
+    expect(Tok::Ident, "a nested block such as cond_0_true");
+    expect(Tok::LParen, "'('");
+    std::vector<Decl> ins;
+    if (!accept(Tok::RParen)) {
+      while (true) {
+        ins.push_back(decl());
+        if (ins.back().marker) fail_at(ins.back().tok, "a block input cannot have a known value");
+        if (accept(Tok::RParen)) break;
+        expect(Tok::Comma, "',' or ')'");
+      }
+    }
+    Block* prev = op->blocks().empty() ? nullptr : op->blocks().back();
+    bool share = prev && prev->inputs().size() == ins.size() && !ins.empty();
+    for (size_t i = 0; share && i < ins.size(); ++i)
+      share = prev->inputs()[i]->name() == ins[i].name && prev->inputs()[i]->type() == ins[i].type;
+    Block* blk = fn_->add_block(op);
+    size_t mark = scope_log_.size();
+    for (size_t i = 0; i < ins.size(); ++i) {
+      if (share) {
+        fn_->share_block_input(blk, prev->inputs()[i]);
+        define(ins[i], prev->inputs()[i]);
+      } else {
+        if (scope_.count(ins[i].name)) fail_at(ins[i].tok, "var '%" + ins[i].name + "' defined twice");
+        define(ins[i], fn_->add_block_input(blk, ins[i].name, ins[i].type));
+      }
+    }
+    expect(Tok::LBrace, "'{'");
+    b.fill_block(blk, [&](const std::vector<Var*>&) {
+      while (peek().kind == Tok::VarRef) operation(b);
+      expect(Tok::RBrace, "an op (starting with a var such as '%x') or '}'");
+      expect(Tok::Arrow, "'->' and the block outputs");
+      expect(Tok::LParen, "'('");
+      std::vector<Var*> outs;
+      if (!accept(Tok::RParen)) {
+        while (true) {
+          Token r = expect(Tok::VarRef, "a var such as '%x'");
+          outs.push_back(lookup(r));
+          if (accept(Tok::RParen)) break;
+          expect(Tok::Comma, "',' or ')'");
+        }
+      }
+      return outs;
+    });
+    while (scope_log_.size() > mark) {
+      scope_.erase(scope_log_.back());
+      scope_log_.pop_back();
+    }
   }
 
   void operation(Builder& b) {
@@ -883,8 +951,7 @@ class Parser {
         expect(Tok::Comma, "',' or ')'");
       }
     }
-    if (peek().kind == Tok::Ident && peek().text.rfind("block", 0) == 0 && peek(1).kind == Tok::LParen)
-      fail_at(peek(), "nested blocks (control flow) are not supported: no milkit op takes blocks");
+    blocks_pos_ = pos_;  // nested blocks (control flow) follow the op
     for (size_t i = 0; i < args.size(); ++i)
       for (size_t j = 0; j < i; ++j)
         if (args[i].name.text == args[j].name.text)
@@ -978,7 +1045,13 @@ class Parser {
         return true;
       case TypeKind::State: return unify(decl->elem(), inf->elem(), bind);
       case TypeKind::List:
-        if (!unify(decl->elem(), inf->elem(), bind)) return false;
+        if (decl->dynamic_length() != inf->dynamic_length()) return false;
+        if (!decl->elem() || !inf->elem()) {
+          if (decl->elem() != inf->elem()) return false;
+        } else if (!unify(decl->elem(), inf->elem(), bind)) {
+          return false;
+        }
+        if (decl->dynamic_length() && !decl->length()) return true;  // printed as '?'
         if (!decl->length() || !inf->length()) return decl->length() == inf->length();
         return unify_dim(decl->length(), inf->length(), bind);
       default: return false;
@@ -1065,6 +1138,9 @@ class Parser {
       fail_at(ot, e.what());
     }
     if (s->input_index("name") >= 0) fail_at(ot, "internal: op with an input called 'name'");
+    const size_t blocks_pos = blocks_pos_;
+    if (s->num_blocks == 0 && peek().kind == Tok::Ident && peek(1).kind == Tok::LParen)
+      fail_at(peek(), ot.text + " takes no nested blocks");
     std::string who = ot.text + (name.empty() ? "" : " '" + name + "'");
 
     // arguments: vars now, literals per dtype choice
@@ -1119,8 +1195,17 @@ class Parser {
       }
       if (err.empty()) {
         std::vector<Var*> outs;
+        BlockBuildFn blocks;
+        const size_t bpos = blocks_pos;
+        if (s->num_blocks > 0)
+          blocks = [&, bpos](Builder& bb, Operation* op) {
+            pos_ = bpos;
+            for (int k = 0; k < s->num_blocks; ++k) nested_block(bb, op);
+          };
         try {
-          outs = b.create(ot.text, cur, name);
+          outs = b.create(ot.text, cur, name, blocks);
+        } catch (const FormatError&) {
+          throw;  // an error inside a nested block, already placed
         } catch (const std::exception& e) {  // milkit errors, and bad_alloc from value inference
           err = where(ot.line, ot.col) + e.what();
         }
@@ -1188,6 +1273,8 @@ class Parser {
   Context* ctx_ = nullptr;
   Function* fn_ = nullptr;
   std::unordered_map<std::string, Var*> scope_;
+  std::vector<std::string> scope_log_;  // names in definition order (nested blocks pop theirs)
+  size_t blocks_pos_ = 0;               // token where the current op's nested blocks start
 };
 
 template <class F>

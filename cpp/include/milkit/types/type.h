@@ -115,7 +115,7 @@ class Context : public SymbolContext {
 bool is_compatible_type(const Type* a, const Type* b);
 
 /// coremltools' is_subtype: `a` can stand where `b` is expected. Tensors: same dtype and rank,
-/// and each dim equal, or symbolic in both; lists: subtype element types; otherwise equal.
+/// and each dim equal, or symbolic in `b`; lists: subtype element types; otherwise equal.
 bool is_subtype(const Type* a, const Type* b);
 
 }  // namespace milkit
