@@ -34,6 +34,14 @@ def _prog_validate(self: Any, check_essential_scope: bool = False) -> None:
         _core.verify_function(f, name)
 
 
+def _prog_getitem(self: Any, func_name: str) -> Any:
+    """``prog["main"]``: the function of that name (coremltools' ``Program.__getitem__``)."""
+    functions = self.functions
+    if func_name not in functions:
+        raise KeyError(f"Function {func_name} not found in among functions {functions.keys()}.")
+    return functions[func_name]
+
+
 def _prog_str(self: Any) -> str:
     return _core.Program.__str__(self)
 
@@ -41,6 +49,7 @@ def _prog_str(self: Any) -> str:
 Program.find_ops = _prog_find_ops
 Program.validate = _prog_validate
 Program.__repr__ = _prog_str
+Program.__getitem__ = _prog_getitem
 
 
 def _prog_add_function(self: Any, name: str, f: Any) -> None:

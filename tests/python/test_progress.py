@@ -112,7 +112,7 @@ def test_nested_steps_draw_one_bar():
 
 def test_tqdm_is_imported_lazily():
     code = ("import sys, milkit; from milkit import progress\n"
-            "with progress.Progress('x', total=1) as p: p.update(1)\n"
+            "with progress.Progress('x', total=1, delay=60) as p: p.update(1)\n"
             "print('tqdm' in sys.modules)")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(milkit.__file__)), MILKIT_PROGRESS="force")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)

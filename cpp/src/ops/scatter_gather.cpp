@@ -5,6 +5,7 @@
 
 #include "milkit/ops/all_ops.h"
 #include "milkit/ops/common.h"
+#include "milkit/types/error.h"
 
 namespace milkit {
 
@@ -47,9 +48,10 @@ int64_t checked_axis(InferCtx& ic, int64_t rank, const char* in = "axis") {
 void validate_range(InferCtx& ic, const char* in, const std::vector<int64_t>& idx, Dim bound) {
   for (int64_t k : idx) {
     bool bad = k < 0 || ic.ctx.lt(ic.ctx.constant(k), bound) == Tri::False;
-    if (bad)
-      ic.fail_input(in, "is out of bounds: expected indices between [0, " + bound->str() +
-                            "), but got " + ints_str(idx));
+    if (bad)  // coremltools raises IndexError with this wording
+      throw IndexError(ic.where() + ": input '" + in + "': Indices is out of bounds for `" + ic.schema.name +
+                       "` node " + ic.op_name + ". Expected indices between [0, " + bound->str() +
+                       "), but got " + ints_str(idx) + ".");
   }
 }
 
