@@ -206,6 +206,7 @@ class OpCaller {
 };
 
 py::list schema_info(const OpSchema& s) {
+  // (the fixed defaults; defaults computed from other inputs are not listed)
   py::list inputs;
   for (auto& d : s.inputs) {
     const char* kind = "tensor";
@@ -224,6 +225,8 @@ py::list schema_info(const OpSchema& s) {
     e["domain"] = d.domain;
     e["const"] = d.is_const;
     e["optional"] = d.optional;
+    e["default"] = d.default_value ? value_to_py(d.default_value, nullptr) : py::none();
+    e["any_kind"] = d.any_kind;
     inputs.append(e);
   }
   return inputs;

@@ -18,8 +18,10 @@ import enum
 import numbers
 import os
 import shutil
+import sys
 import tempfile
 import threading
+import time
 import warnings
 from typing import Any, Sequence
 
@@ -326,6 +328,19 @@ def _check_enumerated(name: str, es: EnumeratedShapes, var: Any) -> None:
                                  f"static dim {have}")
 
 
+def _print_pass_times(times: list) -> None:
+    """Per-pass wall times of one convert, slowest first (convert(debug=True) or MILKIT_PASS_TIMES=1)."""
+    total = sum(t for _, t in times) or 1e-9
+    agg: dict = {}
+    for name, t in times:
+        n, s = agg.get(name, (0, 0.0))
+        agg[name] = (n + 1, s + t)
+    lines = [f"milkit convert: {len(times)} pass runs, {total * 1e3:.1f} ms"]
+    for name, (n, t) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
+        lines.append(f"  {name:<52} {t * 1e3:9.2f} ms {100 * t / total:5.1f}%" + (f"  ({n} runs)" if n > 1 else ""))
+    print("\n".join(lines), file=sys.stderr)
+
+
 def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = None,
             outputs: Sequence[Any] | None = None, classifier_config: Any = None,
             minimum_deployment_target: Any = None, convert_to: str | None = None,
@@ -400,9 +415,13 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         if len(outputs) != n_out:
             raise ValueError(f"outputs: {len(outputs)} given, the program has {n_out}")
     skipped: list = []
+    timing = debug or os.environ.get("MILKIT_PASS_TIMES", "") not in ("", "0")
+    times: list = []
     with Progress("convert", total=len(all_passes) + 1, unit="pass") as bar:
         for name in all_passes:  # one at a time, so the bar ticks per pass
+            t0 = time.perf_counter()
             skipped += _core.run_passes(model, [name], {name: options[name]} if name in options else {}, False, True)
+            times.append((name, time.perf_counter() - t0))
             bar.update(1, name.split("::")[-1])
         if outputs:
             for o, v in zip(outputs, model.functions[model.default_function_name].outputs):
@@ -412,6 +431,8 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         os.rmdir(path)
         _core.save_mlpackage(model, path, target, False, enumerated)
         bar.update(1, "write")
+    if timing:
+        _print_pass_times(times)
     uniq = sorted(set(skipped))
     if uniq:
         warnings.warn(f"milkit skipped {len(uniq)} passes it does not implement yet: {', '.join(uniq)}",
