@@ -97,7 +97,7 @@ class OpCaller {
     auto add = [&](const std::string& key, py::handle v) {
       int idx = s.input_index(key);
       if (idx < 0)
-        throw TypeError("mb." + op_type_ + ": unknown argument '" + key + "'; its inputs are: " +
+        throw TypeError("mb." + op_type_ + ": Unknown input '" + key + "' for op '" + op_type_ + "'; its inputs are: " +
                         s.input_names());
       for (auto& a : out)
         if (a.name == key)

@@ -58,7 +58,7 @@ TEST_CASE("builder: errors name op type, op name and input", "[ir]") {
   // the failed op's implicit const was rolled back, its name number was consumed
   CHECK(f->body().size() == 0);
   std::vector<Arg> unknown{Builder::arg("x", x), Builder::arg("z", x)};
-  CHECK_THROWS_WITH(b.create("add", unknown), Catch::Contains("unknown argument 'z'") && Catch::Contains("x, y"));
+  CHECK_THROWS_WITH(b.create("add", unknown), Catch::Contains("Unknown input 'z'") && Catch::Contains("x, y"));
   std::vector<Arg> missing{Builder::arg("x", x)};
   CHECK_THROWS_WITH(b.create("add", missing), Catch::Contains("missing required input 'y'"));
   std::vector<Arg> none;

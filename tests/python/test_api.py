@@ -201,7 +201,7 @@ def test_errors_name_op_input_and_user_line():
     msg = str(e.value)
     assert "add 'add_0'" in msg and "'y'" in msg and "fp16" in msg
     assert f"{os.path.basename(__file__)}:" in msg
-    with pytest.raises(TypeError, match="unknown argument 'z'; its inputs are: x, y"):
+    with pytest.raises(TypeError, match="Unknown input 'z' for op 'add'; its inputs are: x, y"):
         @mb.program(input_specs=[mb.TensorSpec((2,))])
         def prog2(x):
             return mb.add(x=x, z=x)

@@ -64,3 +64,37 @@ def test_program_getitem():
         prog["other"]
     _ct()
     assert isinstance(prog, milkit.Program)
+
+
+def _messages(build, specs, opset):
+    c, m = _both_raise(build, specs, opset)
+    assert c is not None and m is not None, (c, m)
+    assert isinstance(m, type(c)) or isinstance(m, ValueError), (type(c), type(m))
+    return str(c), str(m)
+
+
+def test_error_wording_unknown_input():
+    c, m = _messages(lambda mb, x: mb.topk(x=x, k=2, output_indices_dtype="fp32"), [((4,), "fp32")], "iOS16")
+    assert "Unknown input 'output_indices_dtype' for op 'topk'" in c
+    assert "Unknown input 'output_indices_dtype' for op 'topk'" in m
+
+
+def test_error_wording_reshape_zero():
+    c, m = _messages(lambda mb, x: mb.reshape(x=x, shape=[0, 2]), [((2, 4), "fp32")], "iOS17")
+    assert "Invalid target shape in `reshape` op" in c
+    assert "Invalid target shape in `reshape` op ((2, 4) to [0, 2])" in m
+
+
+def test_error_wording_mixed_dtypes():
+    c, m = _messages(lambda mb, x: mb.matmul(x=x, y=np.ones((4, 2), np.float16)), [((3, 4), "fp32")], "iOS15")
+    want = ("In op, of type matmul, named matmul_0, the named input `y` must have the same data type as the "
+            "named input `x`. However, y has dtype fp16 whereas x has dtype fp32.")
+    assert want in c and want in m
+
+
+def test_error_conv_rank_names_the_problem():
+    # coremltools' message for a rank-2 conv input is accidental (it complains about the dtype of
+    # the strides it made for the missing spatial dims); milkit names the real problem instead
+    c, m = _messages(lambda mb, x: mb.conv(x=x, weight=np.ones((2, 3, 1), np.float32)), [((3, 4), "fp32")], "iOS17")
+    assert "strides" in c
+    assert "input 'x' must have rank >= 3" in m

@@ -154,7 +154,7 @@ def test_arg_errors(op):
     check_error(lambda mb, x: getattr(mb, op)(x=x, output_dtype="int16"), [((3, 4), "fp32")],
                 match=rf"{op} '{op}_0'.*'output_dtype'.*int16")
     check_error(lambda mb, x: getattr(mb, op)(x=x, output_dtype="int32"), [((3, 4), "fp32")], "iOS16",
-                match=r"unknown argument 'output_dtype'")
+                match=r"Unknown input 'output_dtype'")
     check_error(lambda mb, x: getattr(mb, op)(x=x, axis=2), [((3, 4), "fp32")],
                 match=r"'axis' = 2 is out of range for x of rank 2")
     check_error(lambda mb, _: getattr(mb, op)(x=np.float32(1.0)), [((1,), "fp32")], match=r"rank >= 1")

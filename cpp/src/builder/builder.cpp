@@ -120,9 +120,10 @@ void validate(const InferCtx& ic, const OpSchema& s, const std::vector<Var*>& ar
       if (e.domain != d.domain || starts[j] == starts[j + 1]) continue;
       DataType other = args[starts[j]]->type()->dtype();
       if (other != first)
-        ic.type_error(d.name, "has dtype " + std::string(dtype_name(first)) + " whereas '" + e.name +
-                                  "' has dtype " + std::string(dtype_name(other)) +
-                                  " (both must share type domain " + d.domain + ")");
+        ic.type_error(d.name, "In op, of type " + s.name + ", named " + ic.op_name + ", the named input `" + d.name +
+                                  "` must have the same data type as the named input `" + e.name + "`. However, " +
+                                  d.name + " has dtype " + std::string(dtype_name(first)) + " whereas " + e.name +
+                                  " has dtype " + std::string(dtype_name(other)) + ".");
     }
   }
   // 2. const inputs
@@ -184,7 +185,7 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
   for (size_t a = 0; a < args.size(); ++a) {
     int i = s.input_index(args[a].name);
     if (i < 0)
-      throw TypeError(s.name + " '" + name + "': unknown argument '" + args[a].name +
+      throw TypeError(s.name + " '" + name + "': Unknown input '" + args[a].name + "' for op '" + s.name +
                       "'; its inputs are: " + s.input_names());
     if (given[i] >= 0)
       throw TypeError(s.name + " '" + name + "': argument '" + args[a].name + "' given twice");

@@ -159,8 +159,8 @@ std::vector<const Type*> reshape_infer(InferCtx& ic, bool ios17) {
   }
   Dim vol = c.product(out);
   if (provably_ne(c, total, vol))
-    ic.fail("cannot reshape x of shape " + from + " (" + total->str() + " elements) to shape " +
-            req + " (" + vol->str() + " elements)");
+    ic.fail("Invalid target shape in `reshape` op (" + from + " to " + req + "): cannot reshape x of " +
+            total->str() + " elements to " + vol->str() + " elements");
   return {c.tensor(dt, out)};
 }
 
