@@ -328,6 +328,46 @@ def _check_enumerated(name: str, es: EnumeratedShapes, var: Any) -> None:
                                  f"static dim {have}")
 
 
+def _update_output_dtypes(model: Any, outputs: Sequence[Any]) -> None:
+    """coremltools' update_output_dtypes for ``convert(outputs=[TensorType(dtype=...)])``: an output
+    whose dtype differs from the requested one is renamed "<name>_type_<dtype>" and a cast to the
+    requested dtype takes its name. An output that is also an input keeps its dtype (a warning)."""
+    from . import types
+    from .builder import Builder as mb
+    from .builder import _as_dtype
+
+    fn = model.functions[model.default_function_name]
+    inputs = set(fn.inputs)  # input names
+    new_outputs = []
+    changed = False
+    for o, v in zip(outputs, fn.outputs):
+        want = getattr(o, "dtype", None)
+        if want is None or v._kind not in ("tensor", "scalar"):
+            new_outputs.append(v)
+            continue
+        want_t = _as_dtype(want)
+        if want_t == v.dtype:
+            new_outputs.append(v)
+            continue
+        if v.name in inputs and v.op is None:
+            warnings.warn(f"Output var '{v.name}' is also an input var, hence the dtype cannot be changed: "
+                          f"output var '{v.name}' remains dtype {types.builtin_to_string(v.dtype)}", stacklevel=3)
+            new_outputs.append(v)
+            continue
+        name = v.name
+        v.name = f"{name}_type_{types.builtin_to_string(v.dtype)}"
+        _core._push_scope(fn)
+        try:
+            c = mb.cast(x=v, dtype=types.builtin_to_string(want_t))
+        finally:
+            _core._pop_scope()
+        c.name = name
+        new_outputs.append(c)
+        changed = True
+    if changed:
+        fn.set_outputs(new_outputs)
+
+
 def _print_pass_times(times: list) -> None:
     """Per-pass wall times of one convert, slowest first (convert(debug=True) or MILKIT_PASS_TIMES=1)."""
     total = sum(t for _, t in times) or 1e-9
@@ -420,6 +460,8 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
     with Progress("convert", total=len(all_passes) + 1, unit="pass") as bar:
         for name in all_passes:  # one at a time, so the bar ticks per pass
             t0 = time.perf_counter()
+            if name == "common::update_output_dtypes" and outputs:
+                _update_output_dtypes(model, outputs)
             skipped += _core.run_passes(model, [name], {name: options[name]} if name in options else {}, False, True)
             times.append((name, time.perf_counter() - t0))
             bar.update(1, name.split("::")[-1])

@@ -181,3 +181,39 @@ def test_coremltools_fp16_package_round_trips(opset, tmp_path):
     wa = os.path.join(str(src), "Data", "com.apple.CoreML", "weights", "weight.bin")
     wb = os.path.join(str(out), "Data", "com.apple.CoreML", "weights", "weight.bin")
     assert open(wa, "rb").read() == open(wb, "rb").read()
+
+
+def test_output_dtypes_are_applied():
+    # convert(outputs=[TensorType(dtype=...)]) casts the outputs as coremltools'
+    # update_output_dtypes does (the old output is renamed "<name>_type_<dtype>"; a cast takes its
+    # name). coremltools itself ignores `outputs` for a MIL program (source "milinternal"); milkit
+    # applies what the user asked for.
+    from milkit import Builder as mb
+
+    def make():
+        @mb.program(input_specs=[mb.TensorSpec(shape=(2, 3))], opset_version=milkit.target.iOS17)
+        def prog(x):
+            return mb.relu(x=x), mb.cast(x=x, dtype="int32"), x
+
+        return prog
+
+    x = np.array([[-1.5, 0.25, 2.0], [3.0, -4.0, 0.5]], np.float32)
+    for precision in (milkit.precision.FLOAT32, milkit.precision.FLOAT16):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            m = milkit.convert(make(), minimum_deployment_target=milkit.target.iOS17, compute_precision=precision,
+                               outputs=[milkit.TensorType(name="a", dtype=np.float16),
+                                        milkit.TensorType(name="b", dtype=np.float32),
+                                        milkit.TensorType(dtype=np.float16)])
+        assert any("is also an input var" in str(e.message) for e in w)
+        spec = m.get_spec()
+        dts = [o.type.multiArrayType.dataType for o in spec.description.output]
+        fp16, fp32 = 65552, 65568
+        assert dts == [fp16, fp32, fp32]  # "c" is the input x: its dtype cannot change
+        out = m.predict({"x": x})
+        assert out["a"].dtype == np.float16 and out["b"].dtype == np.float32
+        np.testing.assert_array_equal(out["a"], np.maximum(x, 0).astype(np.float16))
+        np.testing.assert_array_equal(out["b"], x.astype(np.int32).astype(np.float32))
+        text = milkit.to_text(m.get_program())
+        assert "relu_0_type_fp32" in text or precision is milkit.precision.FLOAT16
+        assert "cast_0_type_int32" in text
