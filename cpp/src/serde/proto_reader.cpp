@@ -327,7 +327,9 @@ class Reader {
       const std::string w = where + ", block input '" + in.name() + "'";
       if (in.name().empty()) fail(w, "block input without a name");
       const Type* t = type(f.ctx(), in.type(), w);
-      if (share && (prev->inputs()[i]->name() != in.name() || prev->inputs()[i]->type() != t)) share = false;
+      // (the proto keeps no symbol identity: a symbolic dim reads as a fresh symbol in each block)
+      if (share && (prev->inputs()[i]->name() != in.name() || !is_compatible_type(prev->inputs()[i]->type(), t)))
+        share = false;
     }
     Block* blk = f.add_block(op);
     for (int i = 0; i < pb.inputs_size(); ++i) {
