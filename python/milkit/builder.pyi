@@ -147,6 +147,9 @@ class Builder:
     def depth_to_space(x: _Value, block_size: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; block_size: tensor of {int32} (const)"""
     @staticmethod
+    def dequantize(input: _Value, zero_point: _Value = ..., *, scale: _Value, axis: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """input: tensor of {int8, uint8}; zero_point: tensor of {int8, uint8} (const, optional); scale: tensor of {fp16, fp32} (const); axis: tensor of {int32} (const, optional)"""
+    @staticmethod
     def einsum(values: Sequence[_Value], equation: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; equation: tensor of {string} (const)"""
     @staticmethod
@@ -200,6 +203,9 @@ class Builder:
     @staticmethod
     def greater_equal(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32, int32}; y: tensor of {fp16, fp32, int32}"""
+    @staticmethod
+    def gru(x: _Value, initial_h: _Value, weight_ih: _Value, weight_hh: _Value, bias: _Value = ..., direction: _Value = ..., output_sequence: _Value = ..., recurrent_activation: _Value = ..., activation: _Value = ..., reset_after: _Value = ..., input_bias: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; initial_h: tensor of {fp16, fp32}; weight_ih: tensor of {fp16, fp32} (const); weight_hh: tensor of {fp16, fp32} (const); bias: tensor of {fp16, fp32} (const, optional); direction: tensor of {string} (const, optional); output_sequence: tensor of {bool} (const, optional); recurrent_activation: tensor of {string} (const, optional); activation: tensor of {string} (const, optional); reset_after: tensor of {bool} (const, optional); input_bias: tensor of {fp16, fp32} (const, optional)"""
     @staticmethod
     def identity(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: list_or_tensor of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}"""
@@ -267,6 +273,9 @@ class Builder:
     def logical_xor(x: _Value, y: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool}; y: tensor of {bool}"""
     @staticmethod
+    def lstm(x: _Value, initial_h: _Value, initial_c: _Value, weight_ih: _Value, weight_hh: _Value, bias: _Value = ..., peephole: _Value = ..., weight_ih_back: _Value = ..., weight_hh_back: _Value = ..., bias_back: _Value = ..., peephole_back: _Value = ..., direction: _Value = ..., output_sequence: _Value = ..., recurrent_activation: _Value = ..., cell_activation: _Value = ..., activation: _Value = ..., clip: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; initial_h: tensor of {fp16, fp32}; initial_c: tensor of {fp16, fp32}; weight_ih: tensor of {fp16, fp32} (const); weight_hh: tensor of {fp16, fp32} (const); bias: tensor of {fp16, fp32} (const, optional); peephole: tensor of {fp16, fp32} (const, optional); weight_ih_back: tensor of {fp16, fp32} (const, optional); weight_hh_back: tensor of {fp16, fp32} (const, optional); bias_back: tensor of {fp16, fp32} (const, optional); peephole_back: tensor of {fp16, fp32} (const, optional); direction: tensor of {string} (const, optional); output_sequence: tensor of {bool} (const, optional); recurrent_activation: tensor of {string} (const, optional); cell_activation: tensor of {string} (const, optional); activation: tensor of {string} (const, optional); clip: tensor of {fp16, fp32} (const, optional)"""
+    @staticmethod
     def make_list(init_length: _Value = ..., dynamic_length: _Value = ..., *, elem_shape: Sequence[_Value], dtype: _Value = ..., name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """init_length: tensor of {int32} (optional); dynamic_length: tensor of {bool} (const, optional); elem_shape: tuple of {string, int32}; dtype: tensor of {string} (const, optional)"""
     @staticmethod
@@ -314,6 +323,21 @@ class Builder:
     @staticmethod
     def prelu(x: _Value, alpha: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const)"""
+    @staticmethod
+    def quantize(input: _Value, zero_point: _Value = ..., *, scale: _Value, axis: _Value = ..., output_dtype: _Value, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """input: tensor of {fp16, fp32}; zero_point: tensor of {int8, uint8} (const, optional); scale: tensor of {fp16, fp32} (const); axis: tensor of {int32} (const, optional); output_dtype: tensor of {string} (const)"""
+    @staticmethod
+    def random_bernoulli(shape: _Value, seed: _Value = ..., prob: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """shape: tensor of {int32}; seed: tensor of {int32} (const, optional); prob: tensor of {fp16, fp32} (const, optional)"""
+    @staticmethod
+    def random_categorical(x: _Value, mode: _Value = ..., size: _Value = ..., seed: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; mode: tensor of {string} (const, optional); size: tensor of {int32} (const, optional); seed: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def random_normal(shape: _Value, mean: _Value = ..., stddev: _Value = ..., seed: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """shape: tensor of {int32}; mean: tensor of {fp16, fp32} (const, optional); stddev: tensor of {fp16, fp32} (const, optional); seed: tensor of {int32} (const, optional)"""
+    @staticmethod
+    def random_uniform(shape: _Value, low: _Value = ..., high: _Value = ..., seed: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """shape: tensor of {int32}; low: tensor of {fp16, fp32} (const, optional); high: tensor of {fp16, fp32} (const, optional); seed: tensor of {int32} (const, optional)"""
     @staticmethod
     def range_1d(end: _Value, start: _Value, step: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """end: tensor of {fp16, fp32, int32}; start: tensor of {fp16, fp32, int32}; step: tensor of {fp16, fp32, int32}"""
@@ -390,11 +414,17 @@ class Builder:
     def reverse_sequence(x: _Value, lengths: _Value, seq_axis: _Value = ..., batch_axis: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {bool, fp16, fp32, int8, int16, int32, uint8, uint16}; lengths: tensor of {int8, int16, int32}; seq_axis: tensor of {int32} (const, optional); batch_axis: tensor of {int32} (const, optional)"""
     @staticmethod
+    def rnn(x: _Value, initial_h: _Value, weight_ih: _Value, weight_hh: _Value, bias: _Value = ..., direction: _Value = ..., output_sequence: _Value = ..., activation: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {fp16, fp32}; initial_h: tensor of {fp16, fp32}; weight_ih: tensor of {fp16, fp32} (const); weight_hh: tensor of {fp16, fp32} (const); bias: tensor of {fp16, fp32} (const, optional); direction: tensor of {string} (const, optional); output_sequence: tensor of {bool} (const, optional); activation: tensor of {string} (const, optional)"""
+    @staticmethod
     def round(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}"""
     @staticmethod
     def rsqrt(x: _Value, epsilon: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; epsilon: tensor of {fp16, fp32} (const, optional)"""
+    @staticmethod
+    def scaled_dot_product_attention(query: _Value, key: _Value, value: _Value, attn_mask: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """query: tensor of {fp16, fp32}; key: tensor of {fp16, fp32}; value: tensor of {fp16, fp32}; attn_mask: tensor of {bool, fp16, fp32} (optional)"""
     @staticmethod
     def scaled_tanh(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""

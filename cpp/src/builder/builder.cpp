@@ -66,7 +66,15 @@ namespace {
 bool is_const_like(const Var* v) {
   if (v->has_value()) return true;
   const Operation* p = v->op();
-  return p && p->schema().is_constexpr;
+  if (!p) return false;
+  if (p->schema().is_constexpr) return true;
+  // coremltools (Var._propagate_constness_upstream): a dequantize of a compile-time input is
+  // a constant too (quantized weights); its scale / zero_point are const inputs already
+  if (p->op_type() == "dequantize") {
+    int i = p->schema().input_index("input");
+    return i >= 0 && p->starts()[i + 1] > p->starts()[i] && is_const_like(p->args()[p->starts()[i]]);
+  }
+  return false;
 }
 
 std::string kind_name(InputKind k) {

@@ -18,6 +18,10 @@ void register_all_ops(OpRegistry& r) {
   register_state_ops(r);
   register_constexpr_ops(r);
   register_image_resizing_ops(r);
+  register_recurrent_ops(r);
+  register_random_ops(r);
+  register_transformers_ops(r);
+  register_quantization_ops(r);
 }
 
 }  // namespace milkit

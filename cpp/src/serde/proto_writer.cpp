@@ -233,7 +233,15 @@ class Writer {
         VarSpan vs = o.input(i);
         if (vs.empty()) continue;
         auto& arg = (*out->mutable_inputs())[s.inputs[i].name];
-        for (Var* v : vs) arg.add_arguments()->set_name(v->name());
+        for (Var* v : vs) {
+          // coremltools' _check_invalid_const_tensor_input: a const input must be bound to a
+          // const or a constexpr output in the file (a dequantize of a constant, which the
+          // builder accepts as coremltools does, must become constexpr_affine_dequantize first)
+          if (s.inputs[i].is_const && !v->value() && !(v->op() && v->op()->schema().is_constexpr))
+            throw ValueError(" input '" + s.inputs[i].name + "' (" + v->name() +
+                             ") must be const or constexpr ops");
+          arg.add_arguments()->set_name(v->name());
+        }
       }
     }
     for (const auto& [k, v] : o.attributes()) {

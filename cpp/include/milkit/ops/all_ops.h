@@ -40,5 +40,13 @@ void register_state_ops(OpRegistry& r);
 void register_constexpr_ops(OpRegistry& r);
 /// upsample_*, resize_*, resize, crop, crop_resize, resample, affine.
 void register_image_resizing_ops(OpRegistry& r);
+/// gru, lstm, rnn.
+void register_recurrent_ops(OpRegistry& r);
+/// random_bernoulli, random_categorical, random_normal, random_uniform.
+void register_random_ops(OpRegistry& r);
+/// scaled_dot_product_attention (iOS18).
+void register_transformers_ops(OpRegistry& r);
+/// quantize, dequantize (iOS17).
+void register_quantization_ops(OpRegistry& r);
 
 }  // namespace milkit

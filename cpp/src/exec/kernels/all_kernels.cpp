@@ -19,6 +19,10 @@ void register_all_kernels(KernelRegistry& r) {
   register_state_kernels(r);
   register_control_flow_kernels(r);
   register_image_resizing_kernels(r);
+  register_recurrent_kernels(r);
+  register_random_kernels(r);
+  register_transformers_kernels(r);
+  register_quantization_kernels(r);
 }
 
 }  // namespace milkit

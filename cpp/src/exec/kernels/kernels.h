@@ -36,5 +36,13 @@ void register_state_kernels(KernelRegistry& r);
 void register_control_flow_kernels(KernelRegistry& r);
 /// image_resizing.cpp: upsample_*, resize_*, resize, crop, crop_resize, resample, affine.
 void register_image_resizing_kernels(KernelRegistry& r);
+/// recurrent.cpp: gru, lstm, rnn.
+void register_recurrent_kernels(KernelRegistry& r);
+/// random.cpp: random_bernoulli, random_categorical, random_normal, random_uniform.
+void register_random_kernels(KernelRegistry& r);
+/// transformers.cpp: scaled_dot_product_attention.
+void register_transformers_kernels(KernelRegistry& r);
+/// quantization.cpp: quantize, dequantize.
+void register_quantization_kernels(KernelRegistry& r);
 
 }  // namespace milkit
