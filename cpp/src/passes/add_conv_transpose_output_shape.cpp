@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -41,6 +42,7 @@ class AddConvTransposeOutputShape : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::add_conv_transpose_output_shape", {});
     for (auto& [name, f] : p.functions()) {
+      if (!pass_util::has_op_type(*f, {"conv_transpose"})) continue;
       Builder b(*f);
       handle_block(b, f->body());
     }

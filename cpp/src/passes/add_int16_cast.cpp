@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -45,6 +46,12 @@ class AddInt16Cast : public Pass {
     pass_util::check_options(opts, "common::add_int16_cast", {});
     target_ = DataType::Int16;
     for (auto& [name, f] : p.functions()) {
+      // nothing can change before iOS17 (cast lacks int16 / uint16, topk lacks
+      // output_indices_dtype), nor in a function without these ops (the target dtype changes
+      // only while visiting them)
+      if (f->opset() < Target::iOS17 ||
+          !pass_util::has_op_type(*f, {"gather", "gather_along_axis", "gather_nd", "squeeze", "topk"}))
+        continue;
       Builder b(*f);
       builder_ = &b;
       cast_ok_ = f->opset() >= Target::iOS17;  // cast supports int16 / uint16 from iOS17

@@ -13,7 +13,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
-#include "milkit/passes/replace_util.h"
+#include "milkit/passes/match_util.h"
 
 namespace milkit {
 
@@ -49,6 +49,7 @@ class CanonicalizeInplacePattern : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::canonicalize_inplace_pattern", {});
     for (auto& [name, f] : p.functions()) {
+      if (!pass_util::has_op_type(*f, {"coreml_update_state"})) continue;
       Builder b(*f);
       apply_block(b, f->body());
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -98,6 +99,7 @@ class ExpandDynamicLinear : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::expand_dynamic_linear", {});
     for (auto& [name, f] : p.functions()) {
+      if (!pass_util::has_op_type(*f, {"linear"})) continue;
       Builder b(*f);
       expand_block(b, f->body());
     }

@@ -20,7 +20,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
-#include "milkit/passes/replace_util.h"
+#include "milkit/passes/match_util.h"
 
 namespace milkit {
 
@@ -149,7 +149,8 @@ class FuseDilatedConv : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_dilated_conv", {});
-    for (auto& [name, f] : p.functions()) pass_util::rewrite_ops(*f, step);
+    for (auto& [name, f] : p.functions())
+      if (pass_util::has_op_type(*f, {"space_to_batch"})) pass_util::rewrite_ops(*f, step);
   }
 };
 

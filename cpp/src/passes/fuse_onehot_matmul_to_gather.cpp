@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -76,7 +77,8 @@ class FuseOnehotMatmulToGather : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_onehot_matmul_to_gather", {});
-    for (auto& [name, f] : p.functions()) pass_util::rewrite_ops(*f, step);
+    for (auto& [name, f] : p.functions())
+      if (pass_util::has_op_type(*f, {"one_hot"})) pass_util::rewrite_ops(*f, step);
   }
 };
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -232,9 +233,12 @@ class FusePrelu : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_prelu", {});
+    std::vector<Function*> fns;  // both patterns need relu
+    for (auto& [name, f] : p.functions())
+      if (pass_util::has_op_type(*f, {"relu"})) fns.push_back(f.get());
     int pattern = 1;
     for (const auto* pat : {&kPattern1, &kPattern2}) {
-      for (auto& [name, f] : p.functions()) {
+      for (Function* f : fns) {
         Builder b(*f);
         while (fuse_one(b, f->body(), *pat, pattern)) {
         }

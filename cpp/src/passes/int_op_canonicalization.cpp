@@ -12,7 +12,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
-#include "milkit/passes/replace_util.h"
+#include "milkit/passes/match_util.h"
 
 namespace milkit {
 
@@ -87,6 +87,7 @@ class IntOpCanonicalization : public Pass {
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::int_op_canonicalization", {});
     for (auto& [name, f] : p.functions()) {
+      if (!pass_util::has_op_type(*f, {"dequantize"})) continue;
       Builder b(*f);
       canonicalize_block(b, f->body());
     }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "milkit/passes/pass.h"
-#include "milkit/passes/replace_util.h"
+#include "milkit/passes/match_util.h"
 
 namespace milkit {
 
@@ -40,7 +40,8 @@ class PreferStateInDownstream : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::prefer_state_in_downstream", {});
-    for (auto& [name, f] : p.functions()) apply_block(f->body());
+    for (auto& [name, f] : p.functions())
+      if (pass_util::has_op_type(*f, {"coreml_update_state"})) apply_block(f->body());
   }
 };
 

@@ -1,8 +1,9 @@
-// Guarded var replacement shared by passes (coremltools' Var.can_be_replaced_by_var and
-// Block.replace_uses_of_var_after_op).
-#include "milkit/passes/replace_util.h"
+// Helpers for pattern passes: a quick op-type scan, and guarded var replacement (coremltools'
+// Var.can_be_replaced_by_var and Block.replace_uses_of_var_after_op).
+#include "milkit/passes/match_util.h"
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -69,7 +70,22 @@ bool is_after(const Operation* anchor, const Operation* op) {
   return false;
 }
 
+bool block_has(const Block& b, std::initializer_list<const char*> types) {
+  for (const Operation* op = b.front(); op; op = op->next()) {
+    const std::string& t = op->op_type();
+    for (const char* want : types)
+      if (std::strcmp(t.c_str(), want) == 0) return true;
+    for (const Block* nb : op->blocks())
+      if (block_has(*nb, types)) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+bool has_op_type(const Function& f, std::initializer_list<const char*> types) {
+  return block_has(f.body(), types);
+}
 
 bool can_be_replaced(const Var* old_var, const Var* new_var) {
   std::unordered_map<const Var*, std::set<const Var*>> memo;

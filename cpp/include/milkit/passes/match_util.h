@@ -1,10 +1,18 @@
-// milkit/passes/replace_util.h - coremltools' guarded var replacement, for passes.
+// milkit/passes/match_util.h - helpers for pattern passes: a quick op-type scan and coremltools'
+// guarded var replacement.
 #pragma once
+
+#include <initializer_list>
 
 #include "milkit/ir/ir.h"
 
 namespace milkit {
 namespace pass_util {
+
+/// Whether any op of the function (nested blocks included) has one of the given types. One walk
+/// of the op lists without allocating: passes whose patterns start at (or contain) an op of these
+/// types return early on programs without one.
+bool has_op_type(const Function& f, std::initializer_list<const char*> types);
 
 /// coremltools' Var.can_be_replaced_by_var: every constexpr_* output that `old_var` depends on
 /// (its nonreplaceable_vars_upstream; the outputs of shape ops stop the walk) is also a dependency
