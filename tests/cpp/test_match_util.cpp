@@ -18,10 +18,11 @@ std::shared_ptr<Function> make_fn(Target t) {
 }
 
 Var* affine(Builder& b, const std::string& name) {
-  std::vector<Arg> a = {Builder::arg("quantized_data", Value::from_ints(DataType::UInt8, {4}, {1, 2, 3, 4})),
-                        Builder::arg("zero_point", Value::scalar_int(DataType::UInt8, 1)),
-                        Builder::arg("scale", Value::scalar_float(DataType::Float32, 0.5)),
-                        Builder::arg("axis", Value::scalar_int(DataType::Int32, 0))};
+  std::vector<Arg> a = {
+      Builder::arg("quantized_data", Value::from_ints(DataType::UInt8, {4}, {1, 2, 3, 4})),
+      Builder::arg("zero_point", Value::scalar_int(DataType::UInt8, 1)),
+      Builder::arg("scale", Value::scalar_float(DataType::Float32, 0.5)),
+      Builder::arg("axis", Value::scalar_int(DataType::Int32, 0))};
   return b.create("constexpr_affine_dequantize", a, name).at(0);
 }
 
@@ -70,5 +71,6 @@ TEST_CASE("replace_uses_after moves only later uses and renames a function outpu
   CHECK(late->op()->input1("y") == anchor);
   CHECK(fn->body().outputs()[2] == anchor);
   CHECK(anchor->name() == "a");  // as coremltools: the output keeps its name (a shares it)
-  CHECK_THROWS_AS(pass_util::replace_uses_after(anchor->op(), late, x), ValueError);  // input rename
+  CHECK_THROWS_AS(pass_util::replace_uses_after(anchor->op(), late, x),
+                  ValueError);  // input rename
 }

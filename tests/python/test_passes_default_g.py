@@ -53,7 +53,7 @@ def _numbers(build, specs, opset, names=(INT16,), lo=0, hi=3):
     apply_passes(after, list(names), None, verify_each=True)
     rng = np.random.default_rng(0)
     feed = {}
-    for k, ((shape, dt), name) in enumerate(zip(specs, ["x"] + [f"x{n}" for n in range(1, len(specs))])):
+    for (shape, dt), name in zip(specs, ["x"] + [f"x{n}" for n in range(1, len(specs))]):
         shape = [3 if isinstance(d, str) else d for d in shape]
         npdt = {"int32": np.int32, "uint16": np.uint16, "fp16": np.float16}.get(dt, np.float32)
         feed[name] = (rng.integers(lo, hi, size=shape) if "int" in dt else rng.uniform(0, 5, shape)).astype(npdt)
@@ -235,3 +235,42 @@ def test_default_pipeline_runs_these_passes():
             "common::distributive_quantized_binary_op_scale_normalization",
             "common::canonicalize_quantized_lut_pattern"}
     assert set(m.skipped_passes) <= rest
+
+
+def test_default_pipeline_parity():
+    """coremltools' DEFAULT pipeline (the passes milkit has) on a program where the new passes fire."""
+    import milkit
+    from milkit.passes import pass_names
+
+    have = set(pass_names())
+    names = [n for n in milkit.PassPipeline.DEFAULT.passes if n in have]
+    rng = np.random.RandomState(0)
+    w2 = rng.randn(4, 3, 3, 3).astype(np.float32)
+    w1 = rng.randn(4, 4, 1, 3).astype(np.float32)
+    alpha = rng.randn(4, 1, 1).astype(np.float32)
+    table = rng.randn(6, 8).astype(np.float32)
+
+    def build(mb, x, i, s):
+        y = mb.space_to_batch(x=x, block_shape=[2, 2], paddings=[[2, 2], [2, 2]])
+        y = mb.batch_to_space(x=mb.conv(x=y, weight=w2), block_shape=[2, 2], crops=[[0, 0], [0, 0]])
+        y = mb.add(x=mb.relu(x=y), y=mb.mul(x=mb.relu(x=mb.mul(x=y, y=-1.0)), y=alpha))  # prelu
+        y = mb.reduce_mean(x=y, axes=[2])  # (1, 4, 8)
+        c = mb.conv(x=mb.expand_dims(x=y, axes=[2]), weight=w1, pad_type="same")
+        y = mb.squeeze(x=c, axes=[2])  # (1, 4, 8)
+        e = mb.matmul(x=mb.one_hot(indices=i, one_hot_vector_size=6, on_value=1.0, off_value=0.0), y=table)
+        g = mb.gather(x=y, indices=i, axis=1)  # (1, 2, 8)
+        r = mb.read_state(input=s)
+        u = mb.add(x=r, y=mb.cast(x=mb.reduce_sum(x=e, axes=[0], keep_dims=True), dtype="fp16"))
+        out = mb.add(x=g, y=mb.cast(x=u, dtype="fp32"))
+        mb.coreml_update_state(state=s, value=u)
+        return out
+
+    specs = [((1, 3, 8, 8), "fp32"), ((2,), "int32"), ((1, 8), "fp16", "state")]
+    # (numbers: one_hot gives zeros for indices outside [0, 6) where the gather it becomes wraps or
+    # fails, and add_int16_cast wraps negative ones)
+    cp, mp = check_passes(build, specs, names, opset="iOS18", numbers=False)
+    ops = _ops(mp)
+    assert _ops(cp) == ops
+    for gone in ("space_to_batch", "expand_dims", "one_hot", "mul"):
+        assert gone not in ops
+    assert "prelu" in ops and "gather" in ops

@@ -31,9 +31,13 @@ namespace {
 
 const std::set<std::string> kOps = {"gather", "gather_along_axis", "gather_nd", "squeeze", "topk"};
 
-bool is_int32(const Var* v) { return v->type()->is_tensor() && v->type()->dtype() == DataType::Int32; }
+bool is_int32(const Var* v) {
+  return v->type()->is_tensor() && v->type()->dtype() == DataType::Int32;
+}
 
-bool is_string(const Var* v) { return v->type()->is_tensor() && v->type()->dtype() == DataType::String; }
+bool is_string(const Var* v) {
+  return v->type()->is_tensor() && v->type()->dtype() == DataType::String;
+}
 
 std::string string_of(const Var* v) {
   if (!v->has_value() || v->value()->string_values().empty()) return "";
@@ -50,7 +54,8 @@ class AddInt16Cast : public Pass {
       // output_indices_dtype), nor in a function without these ops (the target dtype changes
       // only while visiting them)
       if (f->opset() < Target::iOS17 ||
-          !pass_util::has_op_type(*f, {"gather", "gather_along_axis", "gather_nd", "squeeze", "topk"}))
+          !pass_util::has_op_type(*f,
+                                  {"gather", "gather_along_axis", "gather_nd", "squeeze", "topk"}))
         continue;
       Builder b(*f);
       builder_ = &b;
@@ -92,7 +97,8 @@ class AddInt16Cast : public Pass {
         else
           return false;
       } else if (src->op_type() == "cast") {
-        target_ = src->input1("x")->type()->dtype() == DataType::UInt16 ? DataType::UInt16 : DataType::Int16;
+        target_ = src->input1("x")->type()->dtype() == DataType::UInt16 ? DataType::UInt16
+                                                                        : DataType::Int16;
       }
     }
     const std::string& t = op->op_type();
@@ -147,7 +153,8 @@ class AddInt16Cast : public Pass {
             continue;
           }
           builder_->set_insertion_point(op->parent(), op);
-          std::vector<Arg> cargs{Builder::arg("x", v), Builder::arg("dtype", Value::scalar_string(dt))};
+          std::vector<Arg> cargs{Builder::arg("x", v),
+                                 Builder::arg("dtype", Value::scalar_string(dt))};
           Var* c = builder_->create("cast", cargs, cname).at(0);
           item.var = c;
           if (shared) cache[cname] = c;
@@ -164,7 +171,8 @@ class AddInt16Cast : public Pass {
       Var* nv = outs[k];
       if (is_int32(old_out) && !is_int32(nv)) {
         builder_->set_insertion_point(op->parent(), op);
-        std::vector<Arg> cargs{Builder::arg("x", nv), Builder::arg("dtype", Value::scalar_string("int32"))};
+        std::vector<Arg> cargs{Builder::arg("x", nv),
+                               Builder::arg("dtype", Value::scalar_string("int32"))};
         nv = builder_->create("cast", cargs, nv->name() + "_to_int32").at(0);
       }
       pass_util::replace_var(old_out, nv);

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
-#include "milkit/passes/pass.h"
 #include "milkit/passes/match_util.h"
+#include "milkit/passes/pass.h"
 
 namespace milkit {
 
@@ -28,14 +28,16 @@ void apply_block(Builder& b, Block& blk) {
     std::vector<Operation*> updates;
     for (Var* out : op->outputs())
       for (const Use& u : out->uses())
-        if (u.op->op_type() == "coreml_update_state" && u.op->parent() == &blk) updates.push_back(u.op);
+        if (u.op->op_type() == "coreml_update_state" && u.op->parent() == &blk)
+          updates.push_back(u.op);
     if (updates.empty()) continue;
     Operation* after = op;  // each new update goes after the previous one
     for (Operation* u : updates) {
       if (u->erased()) continue;
       b.set_insertion_point(&blk, after->next());
       b.set_location(u->location());
-      Var* nu = b.op("coreml_update_state", {{"state", u->input1("state")}, {"value", u->input1("value")}});
+      Var* nu = b.op("coreml_update_state",
+                     {{"state", u->input1("state")}, {"value", u->input1("value")}});
       after = nu->op();
       if (!pass_util::can_be_replaced(u->output(0), nu)) continue;
       pass_util::replace_var(u->output(0), nu);

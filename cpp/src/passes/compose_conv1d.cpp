@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
-#include "milkit/passes/pass.h"
 #include "milkit/passes/match_util.h"
+#include "milkit/passes/pass.h"
 
 namespace milkit {
 
@@ -36,7 +36,8 @@ Operation* only_child(const Operation* op, const char* type) {
 // The single axis of an expand_dims / squeeze given as a one-element list, if it is a or b.
 bool one_axis_in(const Operation* op, int64_t a, int64_t b, int64_t& axis) {
   Var* ax = op->input1("axes");
-  if (!ax || !ax->has_value() || ax->value()->rank() != 1 || ax->value()->numel() != 1) return false;
+  if (!ax || !ax->has_value() || ax->value()->rank() != 1 || ax->value()->numel() != 1)
+    return false;
   axis = ax->value()->as_int(0);
   return axis == a || axis == b;
 }
@@ -138,7 +139,8 @@ bool try_pattern2(Builder& b, Block& blk, Operation* ex) {
   Var* nconv = make_conv1d(b, blk, conv, nt1, conv->output(0)->name());
   b.set_insertion_point(&blk, t2);
   b.set_location(t2->location());
-  std::vector<Arg> t2args = {Builder::arg("x", nconv), Builder::arg("perm", Value::int_list({0, 2, 1}))};
+  std::vector<Arg> t2args = {Builder::arg("x", nconv),
+                             Builder::arg("perm", Value::int_list({0, 2, 1}))};
   Var* out = b.create("transpose", t2args, sq->output(0)->name()).at(0);
   if (!pass_util::can_be_replaced(sq->output(0), out)) return false;
   pass_util::replace_var(sq->output(0), out);

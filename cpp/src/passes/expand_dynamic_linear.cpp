@@ -1,6 +1,6 @@
 // common::expand_dynamic_linear: a linear whose weight or bias is not the output of a const or
-// constexpr_* op (only a descendant of consts, e.g. a cast of a constexpr output that was neither
-// folded nor fused) becomes matmul / add, as coremltools does:
+// constexpr_* op (a compile-time value computed by another op, e.g. a cast that const_elimination
+// has not folded) becomes matmul / add, as coremltools does:
 //   static weight, dynamic bias: linear(x, weight) (automatic name) -> add(., bias) named after
 //     the linear;
 //   dynamic weight: matmul(x, weight, transpose_y=True) (automatic name), then add(., bias) named
@@ -81,7 +81,8 @@ void expand(Builder& b, Block& blk, Operation* op) {
     std::vector<Arg> margs = {Builder::arg("x", x), Builder::arg("y", w),
                               Builder::arg("transpose_y", Value::scalar_bool(true))};
     result = b.create("matmul", margs).at(0);
-    if (bias && (!b_static || bias_nonzero(bias))) result = b.op("add", {{"x", result}, {"y", bias}}, op->name());
+    if (bias && (!b_static || bias_nonzero(bias)))
+      result = b.op("add", {{"x", result}, {"y", bias}}, op->name());
   }
   pass_util::replace_var(op->output(0), result);
   blk.erase(op);

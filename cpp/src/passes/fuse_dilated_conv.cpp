@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
-#include "milkit/passes/pass.h"
 #include "milkit/passes/match_util.h"
+#include "milkit/passes/pass.h"
 
 namespace milkit {
 
@@ -103,7 +103,8 @@ bool step(Builder& b, Block& blk, Operation* stb) {
     if (!it->has_rank() || it->rank() != 4 || !wt->has_rank() || wt->rank() != 4) return false;
     Dim h = it->shape()[2], w = it->shape()[3], kh = wt->shape()[2], kw = wt->shape()[3];
     if (!h->is_const() || !w->is_const() || !kh->is_const() || !kw->is_const()) return false;
-    if (d.size() != 2 || pad.size() != 4 || crop.size() != 4) return false;
+    if (d.size() != 2 || pad.size() != 4 || crop.size() != 4 || d[0] <= 0 || d[1] <= 0)
+      return false;
     same = uses_same_padding(h->value(), w->value(), kh->value(), kw->value(), d, pad, crop);
     if (!same) return false;
   }
@@ -131,7 +132,8 @@ bool step(Builder& b, Block& blk, Operation* stb) {
     Operation* made = out->op();
     std::vector<Operation*> consts;
     for (Var* a : made->args())
-      if (a->op() && a->op()->op_type() == "const" && a->uses().size() == 1) consts.push_back(a->op());
+      if (a->op() && a->op()->op_type() == "const" && a->uses().size() == 1)
+        consts.push_back(a->op());
     blk.erase(made);
     for (Operation* c : consts) blk.erase(c);
     return false;

@@ -54,12 +54,14 @@ bool step(Builder& b, Block& blk, Operation* oh) {
   b.set_location(mm->location());
   Var* idx = indices;
   if (blk.function()->opset() >= Target::iOS17) {
-    std::vector<Arg> ge = {Builder::arg("x", idx), Builder::arg("y", Value::scalar_int(DataType::Int32, 0))};
+    std::vector<Arg> ge = {Builder::arg("x", idx),
+                           Builder::arg("y", Value::scalar_int(DataType::Int32, 0))};
     Var* cond = b.create("greater_equal", ge).at(0);
     Var* shape = b.op("shape", {{"x", w}});
-    std::vector<Arg> sl = {Builder::arg("x", shape), Builder::arg("begin", Value::int_list({0})),
-                           Builder::arg("end", Value::int_list({0})),
-                           Builder::arg("squeeze_mask", Value::from_ints(DataType::Bool, {1}, {1}))};
+    std::vector<Arg> sl = {
+        Builder::arg("x", shape), Builder::arg("begin", Value::int_list({0})),
+        Builder::arg("end", Value::int_list({0})),
+        Builder::arg("squeeze_mask", Value::from_ints(DataType::Bool, {1}, {1}))};
     Var* rows = b.create("slice_by_index", sl).at(0);
     Var* plus = b.op("add", {{"x", idx}, {"y", rows}});
     idx = b.op("select", {{"cond", cond}, {"a", idx}, {"b", plus}});

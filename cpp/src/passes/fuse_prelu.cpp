@@ -38,19 +38,13 @@ struct PNode {
 };
 
 // Index 0 is the root var (no op); its children are the ops reading it.
-const std::vector<PNode> kPattern1 = {{"", "", {1, 4}},
-                                      {"neg", "mul", {2}},
-                                      {"relu1", "relu", {3}},
-                                      {"alpha_mul", "mul", {5}},
-                                      {"relu2", "relu", {5}},
-                                      {"out_op", "add", {}}};
-const std::vector<PNode> kPattern2 = {{"", "", {1}},
-                                      {"transpose", "transpose", {2, 5}},
-                                      {"neg", "mul", {3}},
-                                      {"relu1", "relu", {4}},
-                                      {"alpha_mul", "mul", {6}},
-                                      {"relu2", "relu", {6}},
-                                      {"out_op", "add", {}}};
+const std::vector<PNode> kPattern1 = {{"", "", {1, 4}},       {"neg", "mul", {2}},
+                                      {"relu1", "relu", {3}}, {"alpha_mul", "mul", {5}},
+                                      {"relu2", "relu", {5}}, {"out_op", "add", {}}};
+const std::vector<PNode> kPattern2 = {
+    {"", "", {1}},          {"transpose", "transpose", {2, 5}}, {"neg", "mul", {3}},
+    {"relu1", "relu", {4}}, {"alpha_mul", "mul", {6}},          {"relu2", "relu", {6}},
+    {"out_op", "add", {}}};
 
 struct Match {
   std::map<std::string, Operation*> by_name;
@@ -195,8 +189,9 @@ void transform(Builder& b, Block& blk, const Match& m, int pattern, Var* root) {
   std::vector<Arg> args = {Builder::arg("x", root), Builder::arg("alpha", alpha)};
   Var* out = b.create("prelu", args, pattern == 1 ? out_name : "").at(0);
   if (pattern == 2) {
-    std::vector<Arg> targs = {Builder::arg("x", out),
-                              Builder::arg("perm", Value(*m.at("transpose")->input1("perm")->value()))};
+    std::vector<Arg> targs = {
+        Builder::arg("x", out),
+        Builder::arg("perm", Value(*m.at("transpose")->input1("perm")->value()))};
     out = b.create("transpose", targs, out_name).at(0);
   }
   pass_util::replace_var(last->output(0), out);

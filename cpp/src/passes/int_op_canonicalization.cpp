@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
-#include "milkit/passes/pass.h"
 #include "milkit/passes/match_util.h"
+#include "milkit/passes/pass.h"
 
 namespace milkit {
 
@@ -98,7 +98,8 @@ class IntOpCanonicalization : public Pass {
 
 /// Registers common::int_op_canonicalization.
 void register_int_op_canonicalization(PassRegistry& r) {
-  r.add("common::int_op_canonicalization", [] { return std::make_unique<IntOpCanonicalization>(); });
+  r.add("common::int_op_canonicalization",
+        [] { return std::make_unique<IntOpCanonicalization>(); });
 }
 
 }  // namespace milkit

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "milkit/passes/pass.h"
 #include "milkit/passes/match_util.h"
+#include "milkit/passes/pass.h"
 
 namespace milkit {
 
@@ -26,7 +26,8 @@ void apply_block(Block& blk) {
     for (Block* nb : op->blocks()) apply_block(*nb);
     if (op->op_type() != "coreml_update_state") continue;
     Var* value = op->input1("value");
-    if (!blk.parent_op() && contains(blk.outputs(), value) && contains(blk.inputs(), value)) continue;
+    if (!blk.parent_op() && contains(blk.outputs(), value) && contains(blk.inputs(), value))
+      continue;
     bool other = false;
     for (const Use& u : value->uses())
       if (u.op != op && u.op->op_type() != "coreml_update_state") other = true;
@@ -49,7 +50,8 @@ class PreferStateInDownstream : public Pass {
 
 /// Registers common::prefer_state_in_downstream.
 void register_prefer_state_in_downstream(PassRegistry& r) {
-  r.add("common::prefer_state_in_downstream", [] { return std::make_unique<PreferStateInDownstream>(); });
+  r.add("common::prefer_state_in_downstream",
+        [] { return std::make_unique<PreferStateInDownstream>(); });
 }
 
 }  // namespace milkit
