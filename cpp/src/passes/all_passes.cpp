@@ -51,6 +51,17 @@ void register_expand_high_rank_reshape_and_transpose(PassRegistry& r);
 void register_detect_concat_interleave(PassRegistry& r);
 void register_concat_to_pixel_shuffle(PassRegistry& r);
 
+void register_fuse_dilated_conv(PassRegistry& r);
+void register_compose_conv1d(PassRegistry& r);
+void register_fuse_prelu(PassRegistry& r);
+void register_fuse_onehot_matmul_to_gather(PassRegistry& r);
+void register_expand_dynamic_linear(PassRegistry& r);
+void register_add_conv_transpose_output_shape(PassRegistry& r);
+void register_int_op_canonicalization(PassRegistry& r);
+void register_add_int16_cast(PassRegistry& r);
+void register_canonicalize_inplace_pattern(PassRegistry& r);
+void register_prefer_state_in_downstream(PassRegistry& r);
+
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
   register_const_elimination(r);
@@ -99,6 +110,16 @@ void register_all_passes(PassRegistry& r) {
   register_expand_high_rank_reshape_and_transpose(r);
   register_detect_concat_interleave(r);
   register_concat_to_pixel_shuffle(r);
+  register_fuse_dilated_conv(r);
+  register_compose_conv1d(r);
+  register_fuse_prelu(r);
+  register_fuse_onehot_matmul_to_gather(r);
+  register_expand_dynamic_linear(r);
+  register_add_conv_transpose_output_shape(r);
+  register_int_op_canonicalization(r);
+  register_add_int16_cast(r);
+  register_canonicalize_inplace_pattern(r);
+  register_prefer_state_in_downstream(r);
 }
 
 }  // namespace milkit

@@ -1,0 +1,29 @@
+// milkit/passes/match_util.h - helpers for pattern passes: a quick op-type scan and coremltools'
+// guarded var replacement.
+#pragma once
+
+#include <initializer_list>
+
+#include "milkit/ir/ir.h"
+
+namespace milkit {
+namespace pass_util {
+
+/// Whether any op of the function (nested blocks included) has one of the given types. One walk
+/// of the op lists without allocating: passes whose patterns start at (or contain) an op of these
+/// types return early on programs without one.
+bool has_op_type(const Function& f, std::initializer_list<const char*> types);
+
+/// coremltools' Var.can_be_replaced_by_var: every constexpr_* output that `old_var` depends on
+/// (its nonreplaceable_vars_upstream; the outputs of shape ops stop the walk) is also a dependency
+/// of `new_var`. Walks only the ancestors of the two vars.
+bool can_be_replaced(const Var* old_var, const Var* new_var);
+
+/// coremltools' Block.replace_uses_of_var_after_op with an anchor op that does not produce
+/// `old_var`: the ops after `anchor` in its block (and the ops of their nested blocks) read
+/// `new_var` instead of `old_var`, and so do the outputs of the anchor's block and of the nested
+/// blocks of those later ops; a function output keeps its name (see replace_var).
+void replace_uses_after(Operation* anchor, Var* old_var, Var* new_var);
+
+}  // namespace pass_util
+}  // namespace milkit
