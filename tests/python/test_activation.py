@@ -70,7 +70,7 @@ def test_params_other_dtype_from_ios17(op):
     a = VALUES.astype(np.float16)
     check(lambda mb, x: getattr(mb, op)(x=a, **kw), [((1,), "fp32")], ["iOS17", "iOS18"])
     check_error(lambda mb, x: getattr(mb, op)(x=x, **kw), [((2,), "fp16")], opset="iOS16",
-                match=rf"{op} '{op}_0'.*'alpha'.*fp32.*'x'.*fp16")
+                match=rf"{op} '{op}_0'.*'alpha'.*alpha has dtype fp32 whereas x has dtype fp16")
 
 
 @pytest.mark.parametrize("op", ALPHA_BETA)

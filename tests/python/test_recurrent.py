@@ -134,7 +134,7 @@ def test_gru_ios18_inputs() -> None:
               _specs("fp32", 1), ["iOS18"])
         # unknown before iOS18
         check_error(lambda mb, x, h, kw=kw: mb.gru(x=x, initial_h=h, weight_ih=G_IH, weight_hh=G_HH, **kw),
-                    _specs("fp32", 1), "iOS17", match=r"gru.*unknown argument 'reset_after'|gru.*unknown argument 'input_bias'")
+                    _specs("fp32", 1), "iOS17", match=r"gru.*Unknown input 'reset_after'|gru.*Unknown input 'input_bias'")
     ih, hh, ib = _f16(G_IH, G_HH, G_IB)
     check(lambda mb, x, h: mb.gru(x=x, initial_h=h, weight_ih=ih, weight_hh=hh, input_bias=ib, reset_after=True,
                                   output_sequence=True), _specs("fp16", 1), ALL_OPSETS)

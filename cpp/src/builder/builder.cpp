@@ -128,7 +128,9 @@ void validate(const InferCtx& ic, const OpSchema& s, const std::vector<Var*>& ar
       if (e.domain != d.domain || starts[j] == starts[j + 1]) continue;
       DataType other = args[starts[j]]->type()->dtype();
       if (other != first)
-        ic.type_error(d.name, "In op, of type " + s.name + ", named " + ic.op_name + ", the named input `" + d.name +
+        ic.type_error(d.name, "has dtype " + std::string(dtype_name(first)) + " whereas '" + e.name + "' has dtype " +
+                                  std::string(dtype_name(other)) + " (both must share type domain " + d.domain +
+                                  "). In op, of type " + s.name + ", named " + ic.op_name + ", the named input `" + d.name +
                                   "` must have the same data type as the named input `" + e.name + "`. However, " +
                                   d.name + " has dtype " + std::string(dtype_name(first)) + " whereas " + e.name +
                                   " has dtype " + std::string(dtype_name(other)) + ".");
