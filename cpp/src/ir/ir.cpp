@@ -131,6 +131,19 @@ void Block::unlink(Operation* op) {
   --size_;
 }
 
+void Block::clear() {
+  set_outputs({});
+  for (Operation* o = last_; o;) {
+    Operation* p = o->prev_;
+    for (Var* out : o->outputs_) {
+      out->uses_.clear();
+      out->block_uses_.clear();
+    }
+    erase(o);
+    o = p;
+  }
+}
+
 void Block::erase(Operation* op) {
   if (op->parent_ != this || op->erased_) throw ValueError("erase: op is not in this block");
   for (Var* out : op->outputs_)
@@ -138,18 +151,7 @@ void Block::erase(Operation* op) {
       throw ValueError("cannot erase " + op->describe() + ": output '" + out->name() +
                        "' is still used");
   // erase nested blocks' ops, last first
-  for (Block* b : op->blocks_) {
-    b->set_outputs({});
-    for (Operation* o = b->last_; o;) {
-      Operation* p = o->prev_;
-      for (Var* out : o->outputs_) {
-        out->uses_.clear();
-        out->block_uses_.clear();
-      }
-      b->erase(o);
-      o = p;
-    }
-  }
+  for (Block* b : op->blocks_) b->clear();
   for (size_t s = 0; s < op->args_.size(); ++s) remove_use(op->args_[s], op, static_cast<uint32_t>(s));
   unlink(op);
   op->erased_ = true;
@@ -226,16 +228,7 @@ void Function::share_block_input(Block* b, Var* v) { b->inputs_.push_back(v); }
 
 void Function::remove_blocks(Operation* op) {
   for (Block* b : op->blocks_) {
-    b->set_outputs({});
-    for (Operation* o = b->last_; o;) {
-      Operation* p = o->prev_;
-      for (Var* out : o->outputs_) {
-        out->uses_.clear();
-        out->block_uses_.clear();
-      }
-      b->erase(o);
-      o = p;
-    }
+    b->clear();
     b->parent_op_ = nullptr;
   }
   op->blocks_.clear();

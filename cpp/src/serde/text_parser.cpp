@@ -836,6 +836,11 @@ class Parser {
     next();
     expect(Tok::LBrace, "'{'");
     while (peek().kind == Tok::VarRef) operation(b);
+    blk.set_outputs(block_end());
+  }
+
+  // "} -> (%a, %b)": the end of a block and its outputs.
+  std::vector<Var*> block_end() {
     expect(Tok::RBrace, "an op (starting with a var such as '%x') or '}'");
     expect(Tok::Arrow, "'->' and the block outputs");
     expect(Tok::LParen, "'('");
@@ -848,7 +853,7 @@ class Parser {
         expect(Tok::Comma, "',' or ')'");
       }
     }
-    blk.set_outputs(outs);
+    return outs;
   }
 
   Var* lookup(const Token& t) {
@@ -906,19 +911,7 @@ class Parser {
     expect(Tok::LBrace, "'{'");
     b.fill_block(blk, [&](const std::vector<Var*>&) {
       while (peek().kind == Tok::VarRef) operation(b);
-      expect(Tok::RBrace, "an op (starting with a var such as '%x') or '}'");
-      expect(Tok::Arrow, "'->' and the block outputs");
-      expect(Tok::LParen, "'('");
-      std::vector<Var*> outs;
-      if (!accept(Tok::RParen)) {
-        while (true) {
-          Token r = expect(Tok::VarRef, "a var such as '%x'");
-          outs.push_back(lookup(r));
-          if (accept(Tok::RParen)) break;
-          expect(Tok::Comma, "',' or ')'");
-        }
-      }
-      return outs;
+      return block_end();
     });
     while (scope_log_.size() > mark) {
       scope_.erase(scope_log_.back());

@@ -196,6 +196,8 @@ class Block {
   std::vector<Operation*> ops() const;
   /// Unlinks `op`, drops its uses; its outputs must be unused. The object stays alive.
   void erase(Operation* op);
+  /// Erases every op (last first, with the uses among them) and the outputs.
+  void clear();
   /// Moves `op` to just before `before` (nullptr: the end).
   void move_before(Operation* op, Operation* before);
 
