@@ -50,6 +50,7 @@ void register_use_reflection_padding(PassRegistry& r);
 void register_expand_high_rank_reshape_and_transpose(PassRegistry& r);
 void register_detect_concat_interleave(PassRegistry& r);
 void register_concat_to_pixel_shuffle(PassRegistry& r);
+void register_reduce_transposes(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -99,6 +100,7 @@ void register_all_passes(PassRegistry& r) {
   register_expand_high_rank_reshape_and_transpose(r);
   register_detect_concat_interleave(r);
   register_concat_to_pixel_shuffle(r);
+  register_reduce_transposes(r);
 }
 
 }  // namespace milkit
