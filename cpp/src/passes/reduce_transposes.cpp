@@ -35,7 +35,9 @@
 //   un-transposed var, e.g. matmul(x=a, y=transpose(a)));
 // - a cancelling transpose whose output is a function output gets an identity instead of
 //   renaming its input when that input is itself a function output that keeps no materialized
-//   transpose (coremltools renames it and the other output loses its name);
+//   transpose, or already took another output's name while an earlier transpose was removed
+//   (coremltools renames it, forgetting renames made for other transposes, and an output loses
+//   its name);
 // - a reduce op without axes stops the transpose (coremltools raises KeyError);
 // - transposes that meet at an axis-update op whose result is unused are decided together
 //   (coremltools may remove one and keep the other, leaving an op with mismatched inputs);
@@ -57,19 +59,26 @@ namespace {
 
 using Perm = std::vector<int64_t>;
 
+/// Splits a space-separated list of names.
+std::unordered_set<std::string> name_set(const std::string& names) {
+  std::unordered_set<std::string> s;
+  size_t i = 0;
+  while (i < names.size()) {
+    size_t j = names.find(' ', i);
+    if (j == std::string::npos) j = names.size();
+    if (j > i) s.insert(names.substr(i, j - i));
+    i = j + 1;
+  }
+  return s;
+}
+
+/// coremltools' _UNARY_LIKE_OP_TYPES: one non-const input "x", one output, rank kept.
 const std::unordered_set<std::string>& unary_like_ops() {
-  static const std::unordered_set<std::string> s = {
-      "relu",         "log",          "relu6",       "abs",
-      "acos",         "asin",         "atan",        "atanh",
-      "ceil",         "clip",         "cos",         "cosh",
-      "erf",          "exp",          "exp2",        "floor",
-      "identity",     "logical_not",  "round",       "rsqrt",
-      "sign",         "sin",          "sinh",        "sqrt",
-      "square",       "pow",          "tan",         "tanh",
-      "threshold",    "clamped_relu", "elu",         "gelu",
-      "leaky_relu",   "linear_activation", "scaled_tanh", "sigmoid",
-      "sigmoid_hard", "softplus",     "softplus_parametric", "softsign",
-      "thresholded_relu"};
+  static const std::unordered_set<std::string> s = name_set(
+      "relu log relu6 abs acos asin atan atanh ceil clip cos cosh erf exp exp2 floor identity "
+      "logical_not round rsqrt sign sin sinh sqrt square pow tan tanh threshold clamped_relu elu "
+      "gelu leaky_relu linear_activation scaled_tanh sigmoid sigmoid_hard softplus "
+      "softplus_parametric softsign thresholded_relu");
   return s;
 }
 
@@ -82,10 +91,9 @@ AxisKind axis_kind(const std::string& t) {
   if (t == "add" || t == "mul" || t == "sub" || t == "real_div" || t == "maximum" || t == "minimum")
     return AxisKind::Binary;
   if (t.compare(0, 7, "reduce_") == 0) {
-    static const std::unordered_set<std::string> r = {
-        "reduce_l1_norm",   "reduce_l2_norm", "reduce_max",  "reduce_log_sum",
-        "reduce_log_sum_exp", "reduce_mean",  "reduce_min",  "reduce_prod",
-        "reduce_sum",       "reduce_sum_square"};
+    static const std::unordered_set<std::string> r = name_set(
+        "reduce_l1_norm reduce_l2_norm reduce_max reduce_log_sum reduce_log_sum_exp reduce_mean "
+        "reduce_min reduce_prod reduce_sum reduce_sum_square");
     if (r.count(t)) return AxisKind::Reduce;
   }
   return AxisKind::None;
@@ -380,7 +388,8 @@ class Optimizer {
     AxisInfo ai;
     ai.perm = *perm;
     if (!can_pass(op, ai)) return materialize(op);
-    std::sort(all.begin(), all.end(), [&](Operation* a, Operation* b) { return pos_[a] < pos_[b]; });
+    std::sort(all.begin(), all.end(),
+              [&](Operation* a, Operation* b) { return pos_[a] < pos_[b]; });
     all.erase(std::unique(all.begin(), all.end()), all.end());
     for (Operation* st : all) info(st).axis_ops.push_back(op);
     auto nl = std::make_shared<const Lazy>(Lazy{ai.perm, all});
@@ -436,7 +445,8 @@ class Optimizer {
         if (lx && ly) return true;  // both transposed the same way
         Var* tin = lx ? x : y;
         Var* other = lx ? y : x;
-        ai.other_slot = static_cast<int>(op->starts()[static_cast<size_t>(op->input_index(lx ? "y" : "x"))]);
+        ai.other_slot =
+            static_cast<int>(op->starts()[static_cast<size_t>(op->input_index(lx ? "y" : "x"))]);
         const Type* tt = tin->type();
         const Type* ot = other->type();
         if (!tt->has_rank() || !ot->is_tensor() || !ot->has_rank()) return false;
@@ -451,11 +461,13 @@ class Optimizer {
         if (ones == rank || ones == rank - 1) return true;  // a reshape does it
         Perm inv = inverse(perm);
         for (int64_t i = 0; i < rank; ++i)
-          if (inv[static_cast<size_t>(i)] != i && os[static_cast<size_t>(inv[static_cast<size_t>(i)])] != 1)
+          if (inv[static_cast<size_t>(i)] != i &&
+              os[static_cast<size_t>(inv[static_cast<size_t>(i)])] != 1)
             return false;
         return true;
       }
-      case AxisKind::None: break;
+      case AxisKind::None:
+        break;
     }
     return false;
   }
@@ -527,13 +539,16 @@ class Optimizer {
         std::vector<int64_t> np;
         new_pads(op, perm, np);
         Var* pad = op->input1("pad");
-        new_const_for(op, pad, Value::from_ints(pad->value()->dtype(), {static_cast<int64_t>(np.size())}, np));
+        new_const_for(
+            op, pad,
+            Value::from_ints(pad->value()->dtype(), {static_cast<int64_t>(np.size())}, np));
         break;
       }
       case AxisKind::Reduce: {
         Var* axes = op->input1("axes");
         std::vector<int64_t> na;
-        for (int64_t a : axes->value()->to_ints()) na.push_back(perm[static_cast<size_t>(norm(a, rank))]);
+        for (int64_t a : axes->value()->to_ints())
+          na.push_back(perm[static_cast<size_t>(norm(a, rank))]);
         new_const_for(op, axes, Value::int_list(na));
         break;
       }
@@ -554,7 +569,8 @@ class Optimizer {
         } else {
           b_.set_insertion_point(&blk_, op);
           b_.set_location(op->location());
-          std::vector<Arg> args = {Builder::arg("x", other), Builder::arg("shape", Value::int_list(ns))};
+          std::vector<Arg> args = {Builder::arg("x", other),
+                                   Builder::arg("shape", Value::int_list(ns))};
           Var* r = b_.create("reshape", args)[0];
           key_new(r->op(), op);
           op->set_arg(static_cast<size_t>(ai.other_slot), r);
@@ -562,7 +578,8 @@ class Optimizer {
         }
         break;
       }
-      case AxisKind::None: break;
+      case AxisKind::None:
+        break;
     }
   }
 
@@ -601,7 +618,8 @@ class Optimizer {
     std::vector<Operation*> extra;
     for (auto& [st, si] : starts_)
       if (!si.key && with_key.count(find(parent, st))) extra.push_back(st);
-    std::sort(extra.begin(), extra.end(), [&](Operation* a, Operation* b) { return pos_[a] < pos_[b]; });
+    std::sort(extra.begin(), extra.end(),
+              [&](Operation* a, Operation* b) { return pos_[a] < pos_[b]; });
     keys_.insert(keys_.end(), extra.begin(), extra.end());
     std::unordered_map<Operation*, int64_t> n_starts, n_cancels, n_mats;
     std::unordered_set<Operation*> seen_c, seen_m;
