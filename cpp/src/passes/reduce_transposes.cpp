@@ -177,6 +177,9 @@ struct StartInfo {
 struct AxisInfo {
   Perm perm;
   int other_slot = -1;  ///< Binary ops: the slot of the input that is not lazy (-1: both are).
+  int other_rank = 0;                        ///< Its rank when visited.
+  std::vector<int64_t> other_shape;          ///< Its shape broadcast to the rank of the op.
+  std::shared_ptr<const Value> other_value;  ///< Its value when known.
   bool updated = false;
 };
 
@@ -454,9 +457,14 @@ class Optimizer {
         for (Dim d : ot->shape())
           if (!d->is_const()) return false;
         if (ot->rank() > rank) return false;
-        if (other->has_value()) return true;  // a known value: transposed
         std::vector<int64_t> os(static_cast<size_t>(rank - ot->rank()), 1);
         for (Dim d : ot->shape()) os.push_back(d->value());
+        ai.other_rank = ot->rank();
+        ai.other_shape = os;
+        if (other->has_value()) {  // a known value: transposed
+          ai.other_value = other->value();
+          return true;
+        }
         int64_t ones = std::count(os.begin(), os.end(), int64_t{1});
         if (ones == rank || ones == rank - 1) return true;  // a reshape does it
         Perm inv = inverse(perm);
@@ -554,16 +562,16 @@ class Optimizer {
       }
       case AxisKind::Binary: {
         if (ai.other_slot < 0) break;
+        // what the other input was when visited (an earlier rewrite may have rewired it to a var
+        // whose type is not inferred again yet)
         Var* other = op->args()[static_cast<size_t>(ai.other_slot)];
-        const Type* ot = other->type();
-        if (ot->rank() == 0) break;
-        std::vector<int64_t> os(static_cast<size_t>(rank - ot->rank()), 1);
-        for (Dim d : ot->shape()) os.push_back(d->value());
+        if (ai.other_rank == 0) break;
+        const std::vector<int64_t>& os = ai.other_shape;
         Perm inv = inverse(perm);
         std::vector<int64_t> ns;
         for (int64_t i : inv) ns.push_back(os[static_cast<size_t>(i)]);
-        if (other->has_value()) {
-          Var* c = insert_const(op, transpose_value(other->value()->reshaped(os), inv));
+        if (ai.other_value) {
+          Var* c = insert_const(op, transpose_value(ai.other_value->reshaped(os), inv));
           op->set_arg(static_cast<size_t>(ai.other_slot), c);
           touched_.push_back(op);
         } else {
