@@ -144,6 +144,8 @@ Value transpose_value(const Value& v, const Perm& perm) {
   return ops::take_elements(v, idx, shape);
 }
 
+const std::string kTranspose = "transpose";
+
 bool is_const_op(const Var* v) { return v->op() && v->op()->op_type() == "const"; }
 
 /// Ordering key of an op: (position, 0) for ops there before the pass; ops inserted before an
@@ -238,7 +240,7 @@ class Optimizer {
     int64_t n = 0;
     for (Operation* op = blk_.front(); op; op = op->next()) {
       if (!op->blocks().empty()) return;  // only flat blocks
-      if (op->op_type() == "transpose") transposes.push_back(op);
+      if (op->op_type() == kTranspose) transposes.push_back(op);
       ++n;
     }
     if (transposes.empty()) {  // nothing can change: only the sinks' names are used up
@@ -290,7 +292,7 @@ class Optimizer {
     const std::string& t = op->op_type();
     if (sink_set_.count(op)) {
       materialize(op);
-    } else if (t == "transpose") {
+    } else if (t == kTranspose) {
       visit_transpose(op);
     } else if (t == "const") {
       // plain
