@@ -447,6 +447,19 @@ def test_several_starts_meeting():
     assert _check(build, [((1, 2, 3, 4), "fp32"), ((1, 2, 3, 4), "fp32")]) == ["relu", "add", "exp"]
 
 
+def test_starts_meeting_at_an_unused_op_kept():
+    """Two transposes meet at an unused add; the one with a materializing op stays (1 start, 1
+    materializing op), so both stay, as in coremltools."""
+
+    def build(mb, x, y):
+        a = mb.transpose(x=x, perm=TO_NHWC)
+        b = mb.transpose(x=y, perm=TO_NHWC)
+        mb.add(x=a, y=b)
+        return mb.layer_norm(x=a, axes=[-1])
+
+    _unchanged(build, [((1, 2, 3, 4), "fp32"), ((1, 2, 3, 4), "fp32")])
+
+
 # ---- blocks ---------------------------------------------------------------------------------
 
 

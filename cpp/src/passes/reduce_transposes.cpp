@@ -39,8 +39,10 @@
 //   (coremltools renames it, forgetting renames made for other transposes, and an output loses
 //   its name);
 // - a reduce op without axes stops the transpose (coremltools raises KeyError);
-// - transposes that meet at an axis-update op whose result is unused are decided together
-//   (coremltools may remove one and keep the other, leaving an op with mismatched inputs);
+// - transposes that meet at an axis-update op whose result is unused are decided together when
+//   coremltools would remove one and keep the other (leaving that op with mismatched inputs:
+//   it raises or computes something else): removed when, all counted together, fewer
+//   transposes get materialized than are removed;
 // - an add / mul / ... remembers which input was the "other" one when it was visited
 //   (coremltools looks again when updating, after earlier rewrites may have changed it).
 #include <algorithm>
@@ -179,7 +181,7 @@ struct StartInfo {
 struct AxisInfo {
   Perm perm;
   int other_slot = -1;  ///< Binary ops: the slot of the input that is not lazy (-1: both are).
-  int other_rank = 0;                        ///< Its rank when visited.
+  int other_rank = 0;   ///< Its rank when visited.
   std::vector<int64_t> other_shape;          ///< Its shape broadcast to the rank of the op.
   std::shared_ptr<const Value> other_value;  ///< Its value when known.
   bool updated = false;
@@ -600,16 +602,10 @@ class Optimizer {
     return a;
   }
 
-  void decide() {
-    for (Operation* st : mat_keys_) {
-      StartInfo& si = info(st);
-      if (!si.key) {
-        si.key = true;
-        keys_.push_back(st);
-      }
-    }
-    // connected components of starting transposes, cancelling transposes and materializing ops
-    std::unordered_map<Operation*, Operation*> parent;
+  /// Connected components of the starts through their cancelling transposes and materializing
+  /// ops (and the axis-update ops they pass when `with_axis_ops`).
+  using Parent = std::unordered_map<Operation*, Operation*>;
+  void join_all(Parent& parent, bool with_axis_ops) {
     for (auto& [st, si] : starts_) parent[st] = st;
     std::unordered_map<Operation*, Operation*> first_start;  // a neighbour op -> one of its starts
     auto join = [&](Operation* st, Operation* o) {
@@ -619,34 +615,69 @@ class Optimizer {
     for (auto& [st, si] : starts_) {
       for (Operation* c : si.cancels) join(st, c);
       for (size_t e : si.edges) join(st, edges_[e].op);
-      for (Operation* a : si.axis_ops) join(st, a);  // milkit: see the header
+      if (with_axis_ops)
+        for (Operation* a : si.axis_ops) join(st, a);
     }
-    // coremltools processes the starts with cancelling or materializing ops; a start that only
-    // meets them at an axis-update op (its result unused) goes with them
-    std::unordered_set<Operation*> with_key;
-    for (Operation* st : keys_) with_key.insert(find(parent, st));
-    std::vector<Operation*> extra;
+  }
+
+  /// Starts, cancelling transposes and materializing ops of a component; its transposes are
+  /// removed when fewer get materialized than are removed.
+  struct Counts {
+    int64_t starts = 0, cancels = 0, mats = 0;
+    bool remove() const { return mats < starts + cancels; }
+  };
+  std::unordered_map<Operation*, Counts> count(Parent& parent, const std::vector<Operation*>& sts) {
+    std::unordered_map<Operation*, Counts> n;
+    std::unordered_set<Operation*> seen_c, seen_m;
+    for (Operation* st : sts) {
+      Counts& c = n[find(parent, st)];
+      ++c.starts;
+      StartInfo& si = info(st);
+      for (Operation* o : si.cancels)
+        if (seen_c.insert(o).second) ++c.cancels;
+      for (size_t e : si.edges)
+        if (seen_m.insert(edges_[e].op).second) ++c.mats;
+    }
+    return n;
+  }
+
+  void decide() {
+    for (Operation* st : mat_keys_) {
+      StartInfo& si = info(st);
+      if (!si.key) {
+        si.key = true;
+        keys_.push_back(st);
+      }
+    }
+    // coremltools: connected components of the starts with cancelling or materializing ops
+    // (keys), their cancelling transposes and materializing ops; each removed or kept whole
+    Parent p1;
+    join_all(p1, false);
+    std::unordered_map<Operation*, Counts> n1 = count(p1, keys_);
+    // milkit: starts that also meet at axis-update ops (their results unused) must be decided
+    // together; when coremltools' decisions disagree there, decide the group by the same count
+    Parent p2;
+    join_all(p2, true);
+    std::unordered_map<Operation*, int> verdict;  // group root -> 1 remove, 0 keep, -1 mixed
+    for (Operation* st : keys_) {
+      Operation* r = find(p2, st);
+      int v = n1[find(p1, st)].remove() ? 1 : 0;
+      auto [it, fresh] = verdict.emplace(r, v);
+      if (!fresh && it->second != v) it->second = -1;
+    }
+    std::vector<Operation*> all = keys_, extra;
     for (auto& [st, si] : starts_)
-      if (!si.key && with_key.count(find(parent, st))) extra.push_back(st);
+      if (!si.key && verdict.count(find(p2, st))) extra.push_back(st);
     std::sort(extra.begin(), extra.end(),
               [&](Operation* a, Operation* b) { return pos_[a] < pos_[b]; });
-    keys_.insert(keys_.end(), extra.begin(), extra.end());
-    std::unordered_map<Operation*, int64_t> n_starts, n_cancels, n_mats;
-    std::unordered_set<Operation*> seen_c, seen_m;
-    for (Operation* st : keys_) {
-      Operation* r = find(parent, st);
-      ++n_starts[r];
-      StartInfo& si = info(st);
-      for (Operation* c : si.cancels)
-        if (seen_c.insert(c).second) ++n_cancels[r];
-      for (size_t e : si.edges)
-        if (seen_m.insert(edges_[e].op).second) ++n_mats[r];
+    all.insert(all.end(), extra.begin(), extra.end());
+    std::unordered_map<Operation*, Counts> n2 = count(p2, all);
+    for (Operation* st : all) {
+      Operation* r = find(p2, st);
+      int v = verdict[r];
+      if (v == 1 || (v == -1 && n2[r].remove())) to_remove_.insert(st);
     }
-    // removed only when fewer transposes get materialized than are removed
-    for (Operation* st : keys_) {
-      Operation* r = find(parent, st);
-      if (n_mats[r] < n_starts[r] + n_cancels[r]) to_remove_.insert(st);
-    }
+    keys_ = std::move(all);
   }
 
   // ---- rewrite -----------------------------------------------------------------------------
