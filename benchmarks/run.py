@@ -4,7 +4,9 @@
 - build: the @mb.program trace, per op (benchmarks/bench_build.py);
 - predict: milkit's interpreter against torch eager and onnxruntime (benchmarks/bench_predict.py);
 - convert + save: ../shared/bench/compare.py (chain of 10,000 adds and the 12-layer transformer
-  with a symbolic sequence, fp16), which also reports peak RSS.
+  with a symbolic sequence, fp16), which also reports peak RSS;
+- convert + save of a 24-layer transformer in the NCHW conv layout with transposes
+  (benchmarks/compare.py convformer; it also checks both write the same op types).
 """
 
 import os
@@ -32,6 +34,8 @@ def main() -> None:
         ]
     else:
         print(f"({COMPARE} not found: convert benchmarks skipped)")
+    cmds.append([sys.executable, os.path.join(HERE, "compare.py"), "convformer", "--layers", "24", "--hidden",
+                 "512", "--precision", "fp16"])
     for c in cmds:
         print("$", " ".join(os.path.relpath(x) if x.endswith(".py") else x for x in c[1:]), flush=True)
         subprocess.run(c, check=True, env=env)

@@ -21,7 +21,8 @@ FP16_PART = [  # the part of PassPipeline.DEFAULT from dedup_op_and_var_names on
     "common::dead_code_elimination", "common::const_elimination", "common::cast_optimization",
     "common::dead_code_elimination", "common::const_elimination", "common::const_deduplication",
     "common::dead_code_elimination", "common::const_deduplication", "common::noop_elimination",
-    "common::dedup_op_and_var_names", "common::topological_reorder", "common::dead_code_elimination",
+    "common::dedup_op_and_var_names", "common::reduce_transposes", "common::topological_reorder",
+    "common::dead_code_elimination",
 ]
 
 

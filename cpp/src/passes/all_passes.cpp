@@ -50,6 +50,7 @@ void register_use_reflection_padding(PassRegistry& r);
 void register_expand_high_rank_reshape_and_transpose(PassRegistry& r);
 void register_detect_concat_interleave(PassRegistry& r);
 void register_concat_to_pixel_shuffle(PassRegistry& r);
+void register_reduce_transposes(PassRegistry& r);
 
 void register_fuse_dilated_conv(PassRegistry& r);
 void register_compose_conv1d(PassRegistry& r);
@@ -120,6 +121,7 @@ void register_all_passes(PassRegistry& r) {
   register_add_int16_cast(r);
   register_canonicalize_inplace_pattern(r);
   register_prefer_state_in_downstream(r);
+  register_reduce_transposes(r);
 }
 
 }  // namespace milkit

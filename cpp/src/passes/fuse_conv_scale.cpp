@@ -83,9 +83,32 @@ bool try_transform(Builder& b, Operation* conv, Operation* sop) {
     if (static_cast<int64_t>(bv.size()) != cout) return false;
   }
   for (size_t i = 0; i < bv.size(); ++i) bv[i] *= s[scalar ? 0 : i];
-  std::vector<double> nw = wv.to_doubles();
   int64_t k = 1;
   for (size_t i = 2; i < ws.size(); ++i) k *= ws[i];
+  if (dt == DataType::Float32 && !deconv && wv.raw()) {
+    // fp32 conv weights straight from the buffer: a float product rounds exactly like the
+    // double product rounded to fp32 below (and like numpy)
+    const int64_t n = wv.numel();
+    const int64_t per = n / cout;
+    std::vector<uint8_t> bytes(static_cast<size_t>(n) * sizeof(float));
+    const float* src = reinterpret_cast<const float*>(wv.raw());
+    float* dst = reinterpret_cast<float*>(bytes.data());
+    for (int64_t c = 0; c < cout; ++c) {
+      const float sc = static_cast<float>(s[scalar ? 0 : static_cast<size_t>(c)]);
+      for (int64_t i = c * per; i < (c + 1) * per; ++i) dst[i] = src[i] * sc;
+    }
+    b.set_insertion_point(conv->parent(), conv);
+    b.set_location(conv->location());
+    std::vector<Arg> args = {Builder::arg("weight", Value(dt, ws, Buffer::take(std::move(bytes)))),
+                             Builder::arg("bias", Value::from_doubles(dt, {cout}, bv))};
+    for (Arg& a : pass_util::inputs_except(*conv, {"weight", "bias"})) args.push_back(std::move(a));
+    Var* out = b.create(conv->op_type(), args, sop->output(0)->name()).at(0);
+    pass_util::replace_var(sop->output(0), out);
+    sop->parent()->erase(sop);
+    conv->parent()->erase(conv);
+    return true;
+  }
+  std::vector<double> nw = wv.to_doubles();
   if (scalar) {
     for (double& e : nw) e *= s[0];
   } else if (!deconv) {
