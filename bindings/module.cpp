@@ -72,4 +72,5 @@ PYBIND11_MODULE(_core, m) {
   init_serde(m);
   init_text(m);
   init_exec(m);
+  init_frontends(m);
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os as _os
 
-from . import _core, models, runtime, types
+from . import _core, frontends, models, runtime, types
 from ._target import AvailableTarget, target
 from .builder import Builder, Placeholder, StateTensorSpec, TensorSpec
 from .convert import (
@@ -54,6 +54,7 @@ __all__ = [
     "TensorType",
     "convert",
     "load",
+    "frontends",
     "models",
     "parse",
     "precision",

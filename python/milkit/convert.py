@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 import warnings
-from typing import Any, Sequence
+from typing import Any, Dict, List, Sequence, Tuple
 
 from . import _core
 from ._target import AvailableTarget
@@ -418,10 +418,16 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
     Returns:
         An :class:`MLModel` backed by the temporary package.
     """
+    if source not in ("auto", "milinternal", "onnx"):
+        raise ValueError(f"source {source!r} is not supported; milkit converts its own Programs and ONNX models")
+    from .frontends import onnx as _onnx
+
+    if source == "onnx" or (source == "auto" and _onnx.is_onnx_source(model)):
+        model, _info = _onnx.import_model(model, int(AvailableTarget.iOS15) if minimum_deployment_target is None
+                                          else _target_value(minimum_deployment_target))
     if not isinstance(model, _core.Program):
-        raise TypeError(f"milkit.convert takes a milkit Program (source 'milinternal'), got {type(model).__name__}")
-    if source not in ("auto", "milinternal"):
-        raise ValueError(f"source {source!r} is not supported; milkit converts its own Programs")
+        raise TypeError(f"milkit.convert takes a milkit Program (source 'milinternal') or an ONNX model "
+                        f"(a .onnx path or a ModelProto), got {type(model).__name__}")
     if convert_to not in (None, "mlprogram"):
         raise ValueError(f"convert_to={convert_to!r} is not supported: milkit writes ML Programs only")
     if classifier_config is not None:
@@ -440,6 +446,33 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         raise ValueError(f"Invalid value of the argument 'compute_precision': {compute_precision}")
     enumerated = _apply_input_types(model, inputs) if inputs else {}
 
+    if outputs:
+        n_out = len(model.functions[model.default_function_name].outputs)
+        if len(outputs) != n_out:
+            raise ValueError(f"outputs: {len(outputs)} given, the program has {n_out}")
+    with Progress("convert", total=_pipeline_length(pass_pipeline, compute_precision) + 1, unit="pass") as bar:
+        skipped, times = _run_pipeline(model, pass_pipeline, compute_precision, outputs, bar)
+        if outputs:
+            for o, v in zip(outputs, model.functions[model.default_function_name].outputs):
+                if getattr(o, "name", None):
+                    v.name = o.name
+        path = tempfile.mkdtemp(suffix=".mlpackage", dir=package_dir)
+        os.rmdir(path)
+        _core.save_mlpackage(model, path, target, False, enumerated)
+        bar.update(1, "write")
+    timing = debug or os.environ.get("MILKIT_PASS_TIMES", "") not in ("", "0")
+    if timing:
+        _print_pass_times(times)
+    uniq = sorted(set(skipped))
+    if uniq:
+        warnings.warn(f"milkit skipped {len(uniq)} passes it does not implement yet: {', '.join(uniq)}",
+                      SkippedPassesWarning, stacklevel=2)
+    return MLModel(path, is_temp_package=True, mil_program=model, skip_model_load=skip_model_load,
+                   skipped_passes=uniq)
+
+
+def _pipeline_passes(pass_pipeline: Any, compute_precision: Any) -> Tuple[List[str], Dict[str, Any]]:
+    """The passes convert runs (main pipeline, then the backend's) and their options."""
     pipeline = PassPipeline.DEFAULT if pass_pipeline is None else pass_pipeline
     main_passes = pipeline.passes
     if compute_precision is ComputePrecision.FLOAT32:
@@ -449,35 +482,33 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
     # also left out of the backend pipeline (EMPTY folds nothing anywhere)
     left_out = set(PassPipeline.DEFAULT.passes) - set(pipeline.passes)
     backend = [p for p in BACKEND_MLPROGRAM_PASSES if p not in left_out]
-    all_passes = list(main_passes) + backend
-    if outputs:
-        n_out = len(model.functions[model.default_function_name].outputs)
-        if len(outputs) != n_out:
-            raise ValueError(f"outputs: {len(outputs)} given, the program has {n_out}")
+    return list(main_passes) + backend, options
+
+
+def _pipeline_length(pass_pipeline: Any, compute_precision: Any) -> int:
+    return len(_pipeline_passes(pass_pipeline, compute_precision)[0])
+
+
+def _run_pipeline(model: Any, pass_pipeline: Any, compute_precision: Any, outputs: Any = None,
+                  bar: Any = None) -> Tuple[List[str], List[Tuple[str, float]]]:
+    """Runs convert's passes on `model` in place; returns (skipped passes, per-pass seconds)."""
+    all_passes, options = _pipeline_passes(pass_pipeline, compute_precision)
     skipped: list = []
-    timing = debug or os.environ.get("MILKIT_PASS_TIMES", "") not in ("", "0")
     times: list = []
-    with Progress("convert", total=len(all_passes) + 1, unit="pass") as bar:
-        for name in all_passes:  # one at a time, so the bar ticks per pass
-            t0 = time.perf_counter()
-            if name == "common::update_output_dtypes" and outputs:
-                _update_output_dtypes(model, outputs)
-            skipped += _core.run_passes(model, [name], {name: options[name]} if name in options else {}, False, True)
-            times.append((name, time.perf_counter() - t0))
+    for name in all_passes:  # one at a time, so the bar ticks per pass
+        t0 = time.perf_counter()
+        if name == "common::update_output_dtypes" and outputs:
+            _update_output_dtypes(model, outputs)
+        skipped += _core.run_passes(model, [name], {name: options[name]} if name in options else {}, False, True)
+        times.append((name, time.perf_counter() - t0))
+        if bar is not None:
             bar.update(1, name.split("::")[-1])
-        if outputs:
-            for o, v in zip(outputs, model.functions[model.default_function_name].outputs):
-                if getattr(o, "name", None):
-                    v.name = o.name
-        path = tempfile.mkdtemp(suffix=".mlpackage", dir=package_dir)
-        os.rmdir(path)
-        _core.save_mlpackage(model, path, target, False, enumerated)
-        bar.update(1, "write")
-    if timing:
-        _print_pass_times(times)
-    uniq = sorted(set(skipped))
-    if uniq:
-        warnings.warn(f"milkit skipped {len(uniq)} passes it does not implement yet: {', '.join(uniq)}",
-                      SkippedPassesWarning, stacklevel=2)
-    return MLModel(path, is_temp_package=True, mil_program=model, skip_model_load=skip_model_load,
-                   skipped_passes=uniq)
+    return skipped, times
+
+
+def _run_pipeline_only(model: Any, minimum_deployment_target: Any, compute_precision: Any,
+                       pass_pipeline: Any = None) -> List[str]:
+    """convert's passes without writing a package (the ONNX backend runs the result in memory)."""
+    if compute_precision is None:
+        compute_precision = ComputePrecision.FLOAT16
+    return _run_pipeline(model, pass_pipeline, compute_precision)[0]

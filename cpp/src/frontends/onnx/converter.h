@@ -1,0 +1,182 @@
+// The ONNX importer's internals: tensor decoding, the conversion context handed to each
+// operator's converter, and the operator table. Only the files of frontends/onnx include this.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "milkit/builder/builder.h"
+#include "milkit/frontends/onnx.h"
+#include "milkit/ir/value.h"
+#include "onnx.pb.h"
+
+namespace milkit {
+namespace onnx_detail {
+
+/// Where external data is resolved and the mapped files shared between tensors.
+struct ExternalData {
+  std::string base_dir;                                         ///< Folder paths are resolved in.
+  std::unordered_map<std::string, std::shared_ptr<const void>> maps;  ///< Path -> mapping.
+  std::unordered_map<std::string, size_t> sizes;                ///< Path -> file size.
+};
+
+/// The MIL dtype an ONNX element type becomes (ints -> int32, double/bf16 -> fp32), or nullopt
+/// for types MIL cannot hold (strings, complex, fp8).
+std::optional<DataType> mil_dtype(int onnx_type);
+/// ONNX's name of an element type ("FLOAT", "INT64").
+std::string onnx_type_name(int onnx_type);
+/// Decodes a TensorProto into a value of its own dtype (int64 and double are kept; fp16/bf16 as
+/// bits). Raw data is borrowed from `keep` (the parsed model); external data is mapped.
+/// Throws FormatError naming the tensor when its data does not match its shape.
+Value decode_tensor(const onnx::TensorProto& t, ExternalData& ext, const std::shared_ptr<const void>& keep,
+                    const std::string& what);
+/// A value narrowed to what MIL holds: int64/uint/int8/16 -> int32 (range-checked: ValueError
+/// naming `what` if out of range), double/bf16 -> fp32. Bool, int32, fp16 and fp32 are unchanged.
+Value narrow(const Value& v, const std::string& what);
+
+class Converter;
+/// Converts one node: reads inputs and attributes through `cv`, builds ops, sets the outputs.
+using ConvertFn = std::function<void(Converter& cv, const onnx::NodeProto& node)>;
+/// Operator type -> converter, for the default domain.
+using OpTable = std::unordered_map<std::string, ConvertFn>;
+/// The table (filled once by the register_* functions of each family file).
+const OpTable& op_table();
+
+void register_elementwise(OpTable& t);
+void register_nn(OpTable& t);
+void register_tensor(OpTable& t);
+void register_reduction(OpTable& t);
+void register_control_flow(OpTable& t);
+void register_sequence_rnn(OpTable& t);
+void register_resize(OpTable& t);
+
+/// Names visible in one graph (subgraphs see their parents').
+struct Scope {
+  Scope* parent = nullptr;
+  std::unordered_map<std::string, Var*> vars;
+  std::unordered_map<std::string, std::shared_ptr<const Value>> consts;  ///< Not yet materialized.
+};
+
+/// The conversion context: the builder, the names in scope, attribute and input helpers.
+class Converter {
+ public:
+  Converter(Builder& b, int64_t opset, ExternalData& ext, std::shared_ptr<const void> keep,
+            const std::unordered_map<std::string, const onnx::FunctionProto*>& functions);
+
+  Builder& b;            ///< Where ops go.
+  int64_t opset;         ///< The default domain's opset version.
+  ExternalData& ext;     ///< External data of the model.
+  std::shared_ptr<const void> keep;  ///< Keeps the parsed model (and borrowed raw data) alive.
+  const std::unordered_map<std::string, const onnx::FunctionProto*>& functions;  ///< Local functions.
+  Scope* scope = nullptr;  ///< The innermost graph's names.
+
+  /// The deployment target of the program.
+  Target target() const { return b.function().opset(); }
+  /// Types, symbols and names.
+  Context& ctx() const { return b.function().ctx(); }
+
+  // ---- inputs -------------------------------------------------------------------------------
+  /// Whether input `i` is given (present and not the empty name).
+  static bool has(const onnx::NodeProto& n, int i) { return i < n.input_size() && !n.input(i).empty(); }
+  /// Input `i` as a var (consts are materialized, narrowed, on first use).
+  Var* in(const onnx::NodeProto& n, int i);
+  /// A name as a var.
+  Var* var(const std::string& name);
+  /// Whether a name is defined in scope.
+  bool defined(const std::string& name) const;
+  /// Input `i`'s compile-time value (the ONNX const in its own dtype, or a var's known value).
+  const Value* value(const onnx::NodeProto& n, int i);
+  /// Input `i` as integers; ValueError naming the node when it is not known at import time.
+  std::vector<int64_t> ints(const onnx::NodeProto& n, int i, const char* what);
+  /// Input `i` as doubles (must be known).
+  std::vector<double> doubles(const onnx::NodeProto& n, int i, const char* what);
+
+  // ---- attributes ---------------------------------------------------------------------------
+  /// The attribute, or nullptr.
+  static const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name);
+  /// Integer attribute (`def` when absent).
+  static int64_t ai(const onnx::NodeProto& n, const std::string& name, int64_t def);
+  /// Float attribute.
+  static float af(const onnx::NodeProto& n, const std::string& name, float def);
+  /// String attribute.
+  static std::string as(const onnx::NodeProto& n, const std::string& name, const std::string& def);
+  /// Integer list attribute (`def` when absent).
+  static std::vector<int64_t> aints(const onnx::NodeProto& n, const std::string& name,
+                                    std::vector<int64_t> def = {});
+  /// Float list attribute.
+  static std::vector<float> afloats(const onnx::NodeProto& n, const std::string& name,
+                                    std::vector<float> def = {});
+
+  // ---- outputs ------------------------------------------------------------------------------
+  /// Binds node output `i` to `v` (named after the ONNX value when `v` was made by this node).
+  void out(const onnx::NodeProto& n, int i, Var* v);
+  /// Binds a name to a compile-time value without making an op (Constant and folded nodes).
+  void out_const(const onnx::NodeProto& n, int i, Value v);
+  /// Whether node output `i` is wanted (present and not empty).
+  static bool wants(const onnx::NodeProto& n, int i) { return i < n.output_size() && !n.output(i).empty(); }
+
+  // ---- building -----------------------------------------------------------------------------
+  /// A single-output op.
+  Var* op(std::string_view type, std::vector<Arg> args);
+  /// An op with several outputs.
+  std::vector<Var*> ops(std::string_view type, std::vector<Arg> args);
+  /// A const var.
+  Var* c(Value v);
+  /// int32 rank-1 const.
+  Var* ci(const std::vector<int64_t>& v) { return c(Value::int_list(v)); }
+  /// Scalar const of dtype `dt`.
+  Var* cs(double v, DataType dt);
+  /// Argument helpers.
+  static Arg a(std::string name, Var* v) { return Builder::arg(std::move(name), v); }
+  static Arg a(std::string name, Value v) { return Builder::arg(std::move(name), std::move(v)); }
+  static Arg ai32(std::string name, int64_t v) { return a(std::move(name), Value::scalar_int(DataType::Int32, v)); }
+  static Arg aints32(std::string name, const std::vector<int64_t>& v) { return a(std::move(name), Value::int_list(v)); }
+  static Arg abool(std::string name, bool v) { return a(std::move(name), Value::scalar_bool(v)); }
+  static Arg astr(std::string name, std::string v) { return a(std::move(name), Value::scalar_string(std::move(v))); }
+  static Arg af32(std::string name, double v) { return a(std::move(name), Value::scalar_float(DataType::Float32, v)); }
+
+  /// A var's dtype.
+  static DataType dtype(Var* v) { return v->type()->dtype(); }
+  /// A var's rank; ValueError naming the node when the rank is unknown.
+  int rank(const onnx::NodeProto& n, Var* v) const;
+  /// A var's shape.
+  static const std::vector<Dim>& shape(Var* v) { return v->type()->shape(); }
+  /// The shape as integers when every dim is known.
+  static std::optional<std::vector<int64_t>> static_shape(Var* v) {
+    if (!v->type()->has_rank()) return std::nullopt;
+    std::vector<int64_t> r;
+    for (Dim d : v->type()->shape()) {
+      if (!d->is_const()) return std::nullopt;
+      r.push_back(d->value());
+    }
+    return r;
+  }
+  /// Normalizes a possibly negative axis against `rank`; ValueError naming the node if out of range.
+  int64_t axis(const onnx::NodeProto& n, int64_t a, int64_t rank) const;
+  /// Casts to `dt` if needed.
+  Var* cast(Var* v, DataType dt);
+  /// A ValueError naming the node.
+  [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const;
+
+  /// Converts the nodes of a graph in this scope (topologically sorted first).
+  void convert_nodes(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, const std::string& where);
+  /// Converts one node (dispatch by op type, or a local function).
+  void convert_node(const onnx::NodeProto& n);
+  /// Adds a graph's initializers to the current scope.
+  void add_initializers(const onnx::GraphProto& g);
+
+ private:
+  std::unordered_set<const Var*> bound_;  // vars already bound to an ONNX name
+};
+
+/// A label for a node in messages: "node 'name' (Op)" or "node #i (Op)".
+std::string node_label(const onnx::NodeProto& n);
+
+}  // namespace onnx_detail
+}  // namespace milkit

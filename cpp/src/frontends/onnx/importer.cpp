@@ -1,0 +1,507 @@
+// The ONNX importer: ModelProto parsing and checks, graph inputs and outputs with symbolic dims,
+// topological order, the conversion context, local functions, and the unsupported-op report.
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "converter.h"
+#include "milkit/types/error.h"
+
+namespace milkit {
+namespace onnx_detail {
+
+using onnx::AttributeProto;
+using onnx::NodeProto;
+
+std::string node_label(const NodeProto& n) {
+  std::string op = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "." + n.op_type();
+  if (!n.name().empty()) return "node '" + n.name() + "' (" + op + ")";
+  if (n.output_size() && !n.output(0).empty()) return op + " node with output '" + n.output(0) + "'";
+  return op + " node";
+}
+
+const OpTable& op_table() {
+  static const OpTable t = [] {
+    OpTable t;
+    register_elementwise(t);
+    register_nn(t);
+    register_tensor(t);
+    register_reduction(t);
+    register_control_flow(t);
+    register_sequence_rnn(t);
+    register_resize(t);
+    return t;
+  }();
+  return t;
+}
+
+Converter::Converter(Builder& b_, int64_t opset_, ExternalData& ext_, std::shared_ptr<const void> keep_,
+                     const std::unordered_map<std::string, const onnx::FunctionProto*>& fns)
+    : b(b_), opset(opset_), ext(ext_), keep(std::move(keep_)), functions(fns) {}
+
+void Converter::fail(const NodeProto& n, const std::string& msg) const {
+  throw ValueError("ONNX " + node_label(n) + ": " + msg);
+}
+
+bool Converter::defined(const std::string& name) const {
+  for (Scope* s = scope; s; s = s->parent)
+    if (s->vars.count(name) || s->consts.count(name)) return true;
+  return false;
+}
+
+Var* Converter::var(const std::string& name) {
+  for (Scope* s = scope; s; s = s->parent) {
+    auto it = s->vars.find(name);
+    if (it != s->vars.end()) return it->second;
+    auto ct = s->consts.find(name);
+    if (ct != s->consts.end()) {
+      // materialize in the outermost block that can see it: consts are hoisted by passes anyway
+      Value v = narrow(*ct->second, "tensor '" + name + "'");
+      Var* out = b.add_const(std::make_shared<const Value>(std::move(v)), "");
+      scope->vars[name] = out;
+      bound_.insert(out);
+      return out;
+    }
+  }
+  throw FormatError("ONNX value '" + name + "' is used but never defined");
+}
+
+Var* Converter::in(const NodeProto& n, int i) {
+  if (!has(n, i)) fail(n, "input " + std::to_string(i) + " is required");
+  return var(n.input(i));
+}
+
+const Value* Converter::value(const NodeProto& n, int i) {
+  if (!has(n, i)) return nullptr;
+  const std::string& name = n.input(i);
+  for (Scope* s = scope; s; s = s->parent) {
+    auto ct = s->consts.find(name);
+    if (ct != s->consts.end()) return ct->second.get();
+    auto it = s->vars.find(name);
+    if (it != s->vars.end()) {
+      auto& v = it->second->value();
+      return v && !v->is_symbolic() ? v.get() : nullptr;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> Converter::ints(const NodeProto& n, int i, const char* what) {
+  const Value* v = value(n, i);
+  if (!v) fail(n, std::string(what) + " (input '" + (has(n, i) ? n.input(i) : "") + "') must be known at conversion time");
+  return v->to_ints();
+}
+
+std::vector<double> Converter::doubles(const NodeProto& n, int i, const char* what) {
+  const Value* v = value(n, i);
+  if (!v) fail(n, std::string(what) + " (input '" + (has(n, i) ? n.input(i) : "") + "') must be known at conversion time");
+  return v->to_doubles();
+}
+
+const AttributeProto* Converter::attr(const NodeProto& n, const std::string& name) {
+  for (auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+int64_t Converter::ai(const NodeProto& n, const std::string& name, int64_t def) {
+  auto* a = attr(n, name);
+  return a ? a->i() : def;
+}
+
+float Converter::af(const NodeProto& n, const std::string& name, float def) {
+  auto* a = attr(n, name);
+  return a ? a->f() : def;
+}
+
+std::string Converter::as(const NodeProto& n, const std::string& name, const std::string& def) {
+  auto* a = attr(n, name);
+  return a ? a->s() : def;
+}
+
+std::vector<int64_t> Converter::aints(const NodeProto& n, const std::string& name, std::vector<int64_t> def) {
+  auto* a = attr(n, name);
+  return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : def;
+}
+
+std::vector<float> Converter::afloats(const NodeProto& n, const std::string& name, std::vector<float> def) {
+  auto* a = attr(n, name);
+  return a ? std::vector<float>(a->floats().begin(), a->floats().end()) : def;
+}
+
+void Converter::out(const NodeProto& n, int i, Var* v) {
+  if (!wants(n, i)) return;
+  // name the var after the ONNX value when this node made it
+  if (!bound_.count(v) && v->op() && !v->input_of()) v->set_name(n.output(i));
+  bound_.insert(v);
+  scope->vars[n.output(i)] = v;
+}
+
+void Converter::out_const(const NodeProto& n, int i, Value v) {
+  if (!wants(n, i)) return;
+  scope->consts[n.output(i)] = std::make_shared<const Value>(std::move(v));
+}
+
+Var* Converter::op(std::string_view type, std::vector<Arg> args) {
+  auto outs = b.create(type, args);
+  return outs.at(0);
+}
+
+std::vector<Var*> Converter::ops(std::string_view type, std::vector<Arg> args) { return b.create(type, args); }
+
+Var* Converter::c(Value v) { return b.add_const(std::make_shared<const Value>(std::move(v)), ""); }
+
+Var* Converter::cs(double v, DataType dt) {
+  if (is_float(dt)) return c(Value::scalar_float(dt, v));
+  if (dt == DataType::Bool) return c(Value::scalar_bool(v != 0));
+  return c(Value::scalar_int(dt, static_cast<int64_t>(v)));
+}
+
+int Converter::rank(const NodeProto& n, Var* v) const {
+  if (!v->type()->has_rank()) fail(n, "the rank of '" + v->name() + "' is not known");
+  return v->type()->rank();
+}
+
+int64_t Converter::axis(const NodeProto& n, int64_t a, int64_t r) const {
+  if (a < -r || a >= r) fail(n, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+  return a < 0 ? a + r : a;
+}
+
+Var* Converter::cast(Var* v, DataType dt) {
+  if (dtype(v) == dt) return v;
+  return op("cast", {a("x", v), astr("dtype", std::string(dtype_name(dt)))});
+}
+
+void Converter::add_initializers(const onnx::GraphProto& g) {
+  for (auto& t : g.initializer()) {
+    if (t.name().empty()) throw FormatError("ONNX graph '" + g.name() + "' has an initializer without a name");
+    scope->consts[t.name()] = std::make_shared<const Value>(decode_tensor(t, ext, keep, "initializer '" + t.name() + "'"));
+  }
+  if (g.sparse_initializer_size())
+    throw ValueError("ONNX graph '" + g.name() + "': sparse initializers are not supported (first: '" +
+                     g.sparse_initializer(0).values().name() + "')");
+}
+
+void Converter::convert_nodes(const google::protobuf::RepeatedPtrField<NodeProto>& nodes, const std::string& where) {
+  // topological order (ONNX requires it; exporters sometimes don't): Kahn over names produced here
+  size_t n = static_cast<size_t>(nodes.size());
+  std::unordered_map<std::string, size_t> producer;
+  for (size_t i = 0; i < n; ++i)
+    for (auto& o : nodes[static_cast<int>(i)].output())
+      if (!o.empty()) {
+        if (producer.count(o) || defined(o))
+          throw FormatError("ONNX " + where + ": value '" + o + "' is produced twice (by " +
+                            node_label(nodes[static_cast<int>(i)]) + ")");
+        producer[o] = i;
+      }
+  // names a node reads, including those its subgraphs read from the outer scope
+  auto reads = [&](const NodeProto& nd) {
+    std::vector<std::string> r(nd.input().begin(), nd.input().end());
+    std::function<void(const onnx::GraphProto&)> walk = [&](const onnx::GraphProto& g) {
+      for (auto& sn : g.node()) {
+        for (auto& s : sn.input()) r.push_back(s);
+        for (auto& a : sn.attribute()) {
+          if (a.has_g()) walk(a.g());
+          for (auto& sg : a.graphs()) walk(sg);
+        }
+      }
+    };
+    for (auto& a : nd.attribute()) {
+      if (a.has_g()) walk(a.g());
+      for (auto& sg : a.graphs()) walk(sg);
+    }
+    return r;
+  };
+  std::vector<std::vector<size_t>> users(n);
+  std::vector<size_t> pending(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    std::set<size_t> deps;
+    auto& nd = nodes[static_cast<int>(i)];
+    size_t direct = static_cast<size_t>(nd.input_size());
+    auto r = reads(nd);
+    for (size_t k = 0; k < r.size(); ++k) {
+      auto& s = r[k];
+      if (s.empty()) continue;
+      auto it = producer.find(s);
+      if (it != producer.end()) {
+        if (it->second != i) deps.insert(it->second);
+      } else if (k < direct && !defined(s)) {
+        throw FormatError("ONNX " + where + ": " + node_label(nd) + " reads '" + s + "', which is not defined");
+      }
+    }
+    pending[i] = deps.size();
+    for (size_t d : deps) users[d].push_back(i);
+  }
+  std::vector<size_t> ready, order;
+  for (size_t i = 0; i < n; ++i)
+    if (!pending[i]) ready.push_back(i);
+  std::reverse(ready.begin(), ready.end());
+  while (!ready.empty()) {
+    size_t i = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    std::vector<size_t> next;
+    for (size_t u : users[i])
+      if (--pending[u] == 0) next.push_back(u);
+    std::sort(next.rbegin(), next.rend());
+    ready.insert(ready.end(), next.begin(), next.end());
+    std::sort(ready.rbegin(), ready.rend());
+  }
+  if (order.size() != n) {
+    for (size_t i = 0; i < n; ++i)
+      if (pending[i])
+        throw FormatError("ONNX " + where + ": the graph has a cycle through " + node_label(nodes[static_cast<int>(i)]));
+  }
+  for (size_t i : order) convert_node(nodes[static_cast<int>(i)]);
+}
+
+namespace {
+
+// Inlines a call of a model-local function: its inputs, attributes and outputs renamed.
+void inline_function(Converter& cv, const NodeProto& call, const onnx::FunctionProto& f) {
+  Scope inner;
+  inner.parent = nullptr;
+  // the function body sees only its own inputs (functions have no outer scope)
+  for (int i = 0; i < f.input_size(); ++i) {
+    if (i < call.input_size() && !call.input(i).empty()) inner.vars[f.input(i)] = cv.in(call, i);
+  }
+  std::map<std::string, const AttributeProto*> attrs;
+  for (auto& a : call.attribute()) attrs[a.name()] = &a;
+  for (auto& a : f.attribute_proto())
+    if (!attrs.count(a.name())) attrs[a.name()] = &a;
+  // resolve ref_attr_name attributes in a copy of the body
+  onnx::FunctionProto body = f;
+  for (auto& nd : *body.mutable_node()) {
+    auto* as = nd.mutable_attribute();
+    for (int k = as->size() - 1; k >= 0; --k) {
+      auto& at = (*as)[k];
+      if (at.ref_attr_name().empty()) continue;
+      auto it = attrs.find(at.ref_attr_name());
+      if (it == attrs.end()) {
+        as->DeleteSubrange(k, 1);
+      } else {
+        std::string name = at.name();
+        at = *it->second;
+        at.set_name(name);
+      }
+    }
+  }
+  Scope* saved = cv.scope;
+  cv.scope = &inner;
+  cv.convert_nodes(body.node(), "function '" + f.name() + "'");
+  std::vector<Var*> outs;
+  for (int i = 0; i < f.output_size(); ++i) outs.push_back(cv.var(f.output(i)));
+  cv.scope = saved;
+  for (int i = 0; i < call.output_size() && i < static_cast<int>(outs.size()); ++i) cv.out(call, i, outs[static_cast<size_t>(i)]);
+}
+
+}  // namespace
+
+void Converter::convert_node(const NodeProto& n) {
+  const std::string& dom = n.domain();
+  if (!dom.empty() && dom != "ai.onnx") {
+    auto it = functions.find(dom + "\n" + n.op_type());
+    if (it == functions.end()) fail(n, "domain '" + dom + "' is not supported");
+    inline_function(*this, n, *it->second);
+    return;
+  }
+  auto& t = op_table();
+  auto it = t.find(n.op_type());
+  if (it == t.end()) {
+    auto ft = functions.find("\n" + n.op_type());
+    if (ft != functions.end()) {
+      inline_function(*this, n, *ft->second);
+      return;
+    }
+    fail(n, "operator '" + n.op_type() + "' is not supported");
+  }
+  try {
+    it->second(*this, n);
+  } catch (const FormatError&) {
+    throw;
+  } catch (const TypeError& e) {
+    std::string m = e.what();
+    if (m.rfind("ONNX ", 0) == 0) throw;
+    throw TypeError("ONNX " + node_label(n) + ": " + m);
+  } catch (const IndexError& e) {
+    std::string m = e.what();
+    if (m.rfind("ONNX ", 0) == 0) throw;
+    throw IndexError("ONNX " + node_label(n) + ": " + m);
+  } catch (const ValueError& e) {
+    std::string m = e.what();
+    if (m.rfind("ONNX ", 0) == 0) throw;
+    throw ValueError("ONNX " + node_label(n) + ": " + m);
+  }
+  for (int i = 0; i < n.output_size(); ++i)
+    if (!n.output(i).empty() && !defined(n.output(i)))
+      fail(n, "output " + std::to_string(i) + " ('" + n.output(i) + "') is not produced by milkit's conversion");
+}
+
+namespace {
+
+using FnMap = std::unordered_map<std::string, const onnx::FunctionProto*>;
+
+// Every node (subgraphs and local functions included) whose operator milkit cannot express.
+void collect_unsupported(const google::protobuf::RepeatedPtrField<NodeProto>& nodes, const FnMap& fns,
+                         std::vector<std::string>& bad, std::set<const onnx::FunctionProto*>& seen) {
+  auto& t = op_table();
+  for (auto& n : nodes) {
+    bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+    auto ft = fns.find((default_domain ? std::string() : n.domain()) + "\n" + n.op_type());
+    if (ft != fns.end() && !(default_domain && t.count(n.op_type()))) {
+      if (seen.insert(ft->second).second) collect_unsupported(ft->second->node(), fns, bad, seen);
+    } else if (!default_domain || !t.count(n.op_type())) {
+      bad.push_back(node_label(n) + (default_domain ? "" : " in domain '" + n.domain() + "'"));
+    }
+    for (auto& a : n.attribute()) {
+      if (a.has_g()) collect_unsupported(a.g().node(), fns, bad, seen);
+      for (auto& g : a.graphs()) collect_unsupported(g.node(), fns, bad, seen);
+    }
+  }
+}
+
+const Type* value_info_type(Context& ctx, const onnx::ValueInfoProto& vi, const std::string& what) {
+  if (!vi.has_type() || !vi.type().has_tensor_type())
+    throw ValueError(what + " '" + vi.name() + "' is not a tensor (sequences, maps and optionals are not supported)");
+  auto& tt = vi.type().tensor_type();
+  auto dt = mil_dtype(tt.elem_type());
+  if (!dt)
+    throw ValueError(what + " '" + vi.name() + "' has element type " + onnx_type_name(tt.elem_type()) +
+                     ", which Core ML cannot hold");
+  if (!tt.has_shape()) return ctx.tensor_unknown_rank(*dt);
+  std::vector<Dim> dims;
+  for (auto& d : tt.shape().dim()) {
+    if (d.has_dim_value()) {
+      if (d.dim_value() < 0)
+        throw FormatError(what + " '" + vi.name() + "' has a negative dimension " + std::to_string(d.dim_value()));
+      dims.push_back(ctx.constant(d.dim_value()));
+    } else if (d.has_dim_param() && !d.dim_param().empty()) {
+      dims.push_back(ctx.symbol_named(d.dim_param()));
+    } else {
+      dims.push_back(ctx.fresh());
+    }
+  }
+  return ctx.tensor(*dt, dims);
+}
+
+}  // namespace
+
+}  // namespace onnx_detail
+
+using namespace onnx_detail;
+
+std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxImportOptions& options,
+                                     OnnxImportInfo* info) {
+  const std::string& src = options.source;
+  if (size > static_cast<size_t>(INT32_MAX))
+    throw FormatError(src + ": a ModelProto over 2 GB must keep its weights as external data");
+  auto model = std::make_shared<onnx::ModelProto>();
+  if (!model->ParseFromArray(data, static_cast<int>(size)))
+    throw FormatError(src + ": not an ONNX model (the protobuf does not parse; truncated or another format)");
+  if (!model->has_graph()) throw FormatError(src + ": the ONNX model has no graph");
+  int64_t opset = 0;
+  for (auto& o : model->opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  if (opset == 0) opset = model->ir_version() >= 3 ? 0 : 1;
+  if (opset == 0) throw FormatError(src + ": the model imports no opset of the default ONNX domain");
+  if (opset < 7)
+    throw ValueError(src + ": ONNX opset " + std::to_string(opset) +
+                     " is older than milkit supports (7 or later; convert it with onnx.version_converter)");
+  FnMap fns;
+  for (auto& f : model->functions()) fns[f.domain() + "\n" + f.name()] = &f;
+  const auto& g = model->graph();
+  {
+    std::vector<std::string> bad;
+    std::set<const onnx::FunctionProto*> seen;
+    collect_unsupported(g.node(), fns, bad, seen);
+    if (!bad.empty()) {
+      std::ostringstream m;
+      m << src << ": milkit cannot convert " << bad.size() << " node" << (bad.size() > 1 ? "s" : "")
+        << " of this model (opset " << opset << "):";
+      for (auto& b : bad) m << "\n  " << b;
+      throw ValueError(m.str());
+    }
+  }
+  auto fn = std::make_shared<Function>(options.target);
+  Context& ctx = fn->ctx();
+  // reserve every ONNX value name so generated names never take one
+  std::function<void(const onnx::GraphProto&)> reserve = [&](const onnx::GraphProto& gr) {
+    for (auto& n : gr.node()) {
+      for (auto& o : n.output()) ctx.reserve_name(o);
+      for (auto& a : n.attribute()) {
+        if (a.has_g()) reserve(a.g());
+        for (auto& sg : a.graphs()) reserve(sg);
+      }
+    }
+    for (auto& i : gr.input()) ctx.reserve_name(i.name());
+  };
+  reserve(g);
+  Builder b(*fn);
+  ExternalData ext;
+  ext.base_dir = options.base_dir;
+  Converter cv(b, opset, ext, model, fns);
+  Scope top;
+  cv.scope = &top;
+  cv.add_initializers(g);
+  OnnxImportInfo inf;
+  inf.ir_version = model->ir_version();
+  inf.opset = opset;
+  for (auto& vi : g.input()) {
+    if (top.consts.count(vi.name())) continue;  // an initializer listed as an input (IR < 4): a weight
+    if (vi.name().empty()) throw FormatError(src + ": a graph input has no name");
+    const Type* t = value_info_type(ctx, vi, "graph input");
+    top.vars[vi.name()] = fn->add_input(vi.name(), t);
+    inf.input_names.push_back(vi.name());
+    inf.input_types.push_back(vi.type().tensor_type().elem_type());
+  }
+  cv.convert_nodes(g.node(), "graph '" + g.name() + "'");
+  std::vector<Var*> outs;
+  for (auto& vo : g.output()) {
+    if (!cv.defined(vo.name())) throw FormatError(src + ": graph output '" + vo.name() + "' is never produced");
+    Var* v = cv.var(vo.name());
+    // a program output must be an op's output, once
+    bool dup = std::find(outs.begin(), outs.end(), v) != outs.end();
+    if (!v->op() || dup) {
+      v = cv.op("identity", {Converter::a("x", v)});
+      v->set_name(dup || !v->op() ? ctx.free_name(vo.name()) : vo.name());
+    }
+    outs.push_back(v);
+    inf.output_names.push_back(vo.name());
+    inf.output_types.push_back(vo.has_type() && vo.type().has_tensor_type() ? vo.type().tensor_type().elem_type() : 0);
+  }
+  fn->body().set_outputs(outs);
+  if (!model->producer_name().empty()) inf.metadata["producer"] = model->producer_name();
+  if (!model->producer_version().empty()) inf.metadata["producer_version"] = model->producer_version();
+  for (auto& kv : model->metadata_props()) inf.metadata[kv.key()] = kv.value();
+  auto prog = std::make_shared<Program>();
+  prog->add_function("main", fn);
+  if (info) *info = std::move(inf);
+  return prog;
+}
+
+std::shared_ptr<Program> import_onnx_file(const std::string& path, OnnxImportOptions options, OnnxImportInfo* info) {
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  if (!f) throw IOError("cannot open ONNX model '" + path + "'");
+  auto len = f.tellg();
+  if (len < 0) throw IOError("cannot read ONNX model '" + path + "'");
+  std::string bytes(static_cast<size_t>(len), '\0');
+  f.seekg(0);
+  if (!f.read(bytes.data(), len)) throw IOError("cannot read ONNX model '" + path + "'");
+  if (options.base_dir.empty()) {
+    auto slash = path.find_last_of('/');
+    options.base_dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  }
+  if (options.source == "<ModelProto>") options.source = path;
+  return import_onnx(bytes.data(), bytes.size(), options, info);
+}
+
+std::vector<std::string> onnx_supported_ops() {
+  std::vector<std::string> r;
+  for (auto& kv : op_table()) r.push_back(kv.first);
+  std::sort(r.begin(), r.end());
+  return r;
+}
+
+}  // namespace milkit

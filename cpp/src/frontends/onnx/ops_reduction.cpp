@@ -1,0 +1,82 @@
+// ONNX reductions: Reduce* (axes as attribute or input), ArgMax, ArgMin.
+#include <numeric>
+
+#include "converter.h"
+
+namespace milkit {
+namespace onnx_detail {
+
+namespace {
+
+using onnx::NodeProto;
+using C = Converter;
+
+// `axes_input_since`: the opset from which axes are an input (13 for ReduceSum, 18 for the rest).
+void reduce(OpTable& t, const char* onnx, const char* mil, int64_t axes_input_since) {
+  t[onnx] = [mil, axes_input_since](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int r = cv.rank(n, x);
+    std::vector<int64_t> axes;
+    if (cv.opset < axes_input_since) {
+      axes = C::aints(n, "axes");
+    } else if (C::has(n, 1)) {
+      axes = cv.ints(n, 1, "axes");
+    }
+    bool keep = C::ai(n, "keepdims", 1) != 0;
+    if (axes.empty()) {
+      if (C::ai(n, "noop_with_empty_axes", 0) != 0) return cv.out(n, 0, x);
+      axes.resize(static_cast<size_t>(r));
+      std::iota(axes.begin(), axes.end(), 0);
+    }
+    for (auto& a : axes) a = cv.axis(n, a, r);
+    std::string m = mil;
+    Var* in = x;
+    bool is_int = !is_float(C::dtype(x));
+    if (is_int && (m == "reduce_mean" || m == "reduce_l2_norm" || m == "reduce_log_sum" || m == "reduce_log_sum_exp")) {
+      in = cv.cast(x, DataType::Float32);
+    }
+    Var* y = cv.op(m, {C::a("x", in), C::aints32("axes", axes), C::abool("keep_dims", keep)});
+    if (in != x) y = cv.cast(y, C::dtype(x));
+    cv.out(n, 0, y);
+  };
+}
+
+void arg(OpTable& t, const char* onnx, const char* mil) {
+  t[onnx] = [mil](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int r = cv.rank(n, x);
+    int64_t ax = cv.axis(n, C::ai(n, "axis", 0), r);
+    bool keep = C::ai(n, "keepdims", 1) != 0;
+    if (C::ai(n, "select_last_index", 0) != 0) {
+      // the last index of the extreme: reverse the axis, take the first, map back
+      Var* rev = cv.op("reverse", {C::a("x", x), C::aints32("axes", {ax})});
+      Var* i = cv.op(mil, {C::a("x", rev), C::ai32("axis", ax), C::abool("keep_dims", keep)});
+      Var* dim = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", x)})), C::a("indices", Value::scalar_int(DataType::Int32, ax))});
+      Var* last = cv.op("sub", {C::a("x", dim), C::a("y", Value::scalar_int(DataType::Int32, 1))});
+      return cv.out(n, 0, cv.op("sub", {C::a("x", last), C::a("y", i)}));
+    }
+    cv.out(n, 0, cv.op(mil, {C::a("x", x), C::ai32("axis", ax), C::abool("keep_dims", keep)}));
+  };
+}
+
+}  // namespace
+
+void register_reduction(OpTable& t) {
+  reduce(t, "ReduceSum", "reduce_sum", 13);
+  reduce(t, "ReduceMean", "reduce_mean", 18);
+  reduce(t, "ReduceMax", "reduce_max", 18);
+  reduce(t, "ReduceMin", "reduce_min", 18);
+  reduce(t, "ReduceProd", "reduce_prod", 18);
+  reduce(t, "ReduceL1", "reduce_l1_norm", 18);
+  reduce(t, "ReduceL2", "reduce_l2_norm", 18);
+  reduce(t, "ReduceLogSum", "reduce_log_sum", 18);
+  reduce(t, "ReduceLogSumExp", "reduce_log_sum_exp", 18);
+  reduce(t, "ReduceSumSquare", "reduce_sum_square", 18);
+  arg(t, "ArgMax", "reduce_argmax");
+  arg(t, "ArgMin", "reduce_argmin");
+}
+
+void register_sequence_rnn(OpTable& t) { (void)t; }
+
+}  // namespace onnx_detail
+}  // namespace milkit

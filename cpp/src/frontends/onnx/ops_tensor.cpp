@@ -1,0 +1,575 @@
+// ONNX tensor operators: shape manipulation, slicing, gather/scatter, constants, padding, tiling.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "converter.h"
+#include "milkit/types/error.h"
+
+namespace milkit {
+namespace onnx_detail {
+
+namespace {
+
+using onnx::NodeProto;
+using C = Converter;
+
+Var* binary(C& cv, const char* type, Var* x, Var* y) { return cv.op(type, {C::a("x", x), C::a("y", y)}); }
+
+// A rank-1 int32 var from pieces: known ints or (dynamic) rank-1 int32 vars.
+Var* concat_ints(C& cv, const std::vector<Var*>& pieces) {
+  if (pieces.size() == 1) return pieces[0];
+  Arg values{"values", {}, true};
+  for (Var* p : pieces) values.items.push_back(ArgItem{p, nullptr});
+  return cv.op("concat", {values, C::ai32("axis", 0)});
+}
+
+// Axes given as an attribute (before `input_since`) or as input `idx`.
+std::optional<std::vector<int64_t>> axes_of(C& cv, const NodeProto& n, int64_t input_since, int idx) {
+  if (cv.opset < input_since) {
+    if (!C::attr(n, "axes")) return std::nullopt;
+    return C::aints(n, "axes");
+  }
+  if (!C::has(n, idx)) return std::nullopt;
+  return cv.ints(n, idx, "axes");
+}
+
+void reshape(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  std::vector<int64_t> shape;
+  if (cv.opset < 5) {
+    shape = C::aints(n, "shape");
+  } else {
+    const Value* sv = cv.value(n, 1);
+    if (!sv) {
+      // a computed shape (often symbolic): MIL reshape takes it as is
+      cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::a("shape", cv.in(n, 1))}));
+      return;
+    }
+    shape = sv->to_ints();
+  }
+  bool allowzero = C::ai(n, "allowzero", 0) != 0;
+  const auto& xs = C::shape(x);
+  std::vector<Var*> pieces;
+  bool dynamic = false;
+  std::vector<int64_t> run;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    int64_t d = shape[i];
+    if (d == 0 && !allowzero) {
+      if (!x->type()->has_rank() || i >= xs.size()) cv.fail(n, "shape has a 0 at " + std::to_string(i) + " beyond the input's rank");
+      if (xs[i]->is_const()) {
+        run.push_back(xs[i]->value());
+      } else {
+        if (!run.empty()) pieces.push_back(cv.ci(run)), run.clear();
+        Var* s = cv.op("shape", {C::a("x", x)});
+        pieces.push_back(cv.op("slice_by_index", {C::a("x", s), C::aints32("begin", {static_cast<int64_t>(i)}),
+                                                   C::aints32("end", {static_cast<int64_t>(i + 1)})}));
+        dynamic = true;
+      }
+    } else {
+      if (d < -1 || d > INT32_MAX) cv.fail(n, "shape value " + std::to_string(d) + " is not a valid dimension");
+      run.push_back(d);
+    }
+  }
+  if (!dynamic) {
+    cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::aints32("shape", run)}));
+    return;
+  }
+  if (!run.empty()) pieces.push_back(cv.ci(run));
+  cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::a("shape", concat_ints(cv, pieces))}));
+}
+
+void flatten(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  int64_t ax = C::ai(n, "axis", 1);
+  if (ax < 0) ax += r;
+  if (ax < 0 || ax > r) cv.fail(n, "axis " + std::to_string(C::ai(n, "axis", 1)) + " is out of range for rank " + std::to_string(r));
+  if (auto s = C::static_shape(x)) {
+    int64_t lead = 1, rest = 1;
+    for (int i = 0; i < r; ++i) (i < ax ? lead : rest) *= (*s)[static_cast<size_t>(i)];
+    return cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::aints32("shape", {lead, rest})}));
+  }
+  if (ax == 0) return cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::aints32("shape", {1, -1})}));
+  Var* s = cv.op("shape", {C::a("x", x)});
+  Var* lead = cv.op("reduce_prod", {C::a("x", cv.op("slice_by_index", {C::a("x", s), C::aints32("begin", {0}),
+                                                                        C::aints32("end", {ax})})),
+                                    C::aints32("axes", {0}), C::abool("keep_dims", true)});
+  cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::a("shape", concat_ints(cv, {lead, cv.ci({-1})}))}));
+}
+
+void slice(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  std::vector<int64_t> starts, ends, axes, steps;
+  bool dyn = false;
+  if (cv.opset < 10) {
+    starts = C::aints(n, "starts");
+    ends = C::aints(n, "ends");
+    axes = C::aints(n, "axes");
+  } else {
+    dyn = !cv.value(n, 1) || !cv.value(n, 2);
+    if (!dyn) {
+      starts = cv.ints(n, 1, "starts");
+      ends = cv.ints(n, 2, "ends");
+    }
+    if (C::has(n, 3)) axes = cv.ints(n, 3, "axes");
+    if (C::has(n, 4)) steps = cv.ints(n, 4, "steps");
+  }
+  size_t k = dyn ? static_cast<size_t>(C::static_shape(cv.in(n, 1)).value_or(std::vector<int64_t>{-1})[0]) : starts.size();
+  if (dyn && (k > static_cast<size_t>(r))) cv.fail(n, "the number of starts must be known");
+  if (axes.empty())
+    for (size_t i = 0; i < k; ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(k, 1);
+  if (axes.size() != k || steps.size() != k || (!dyn && ends.size() != k))
+    cv.fail(n, "starts, ends, axes and steps must have the same length");
+  std::vector<int64_t> begin(r, 0), end(r, 0), stride(r, 1);
+  std::vector<bool> bmask(r, true), emask(r, true);
+  const auto& xs = C::shape(x);
+  std::vector<int> slot(r, -1);
+  for (size_t i = 0; i < k; ++i) {
+    int64_t a = cv.axis(n, axes[i], r);
+    if (slot[a] >= 0) cv.fail(n, "axis " + std::to_string(axes[i]) + " is sliced twice");
+    slot[a] = static_cast<int>(i);
+    int64_t st = steps[i];
+    if (st == 0) cv.fail(n, "a step of 0");
+    stride[a] = st;
+    if (dyn) {
+      bmask[a] = emask[a] = false;
+      continue;
+    }
+    int64_t s = starts[i], e = ends[i];
+    bool known = xs[a]->is_const();
+    int64_t dim = known ? xs[a]->value() : -1;
+    if (known) {
+      // ONNX clamps: [0, dim] for positive steps, [-1, dim - 1] for negative ones
+      if (s < 0) s += dim;
+      if (e < 0 && e > INT64_MIN) e += dim;
+      if (st > 0) {
+        s = std::clamp<int64_t>(s, 0, dim);
+        e = std::clamp<int64_t>(e, 0, dim);
+        begin[a] = s, bmask[a] = false;
+        if (e >= dim) emask[a] = true;
+        else end[a] = e, emask[a] = false;
+      } else {
+        s = std::clamp<int64_t>(s, -1, dim - 1);
+        e = std::clamp<int64_t>(e, -1, dim - 1);
+        begin[a] = s, bmask[a] = s < 0;
+        if (s < 0) begin[a] = 0, bmask[a] = false, end[a] = 0, emask[a] = false;  // empty
+        else if (e < 0) emask[a] = true;
+        else end[a] = e, emask[a] = false;
+      }
+    } else {
+      // an unknown dim: MIL's slice takes negative indices as numpy does; huge ends mean "to the end"
+      if (st > 0) {
+        bmask[a] = false;
+        begin[a] = std::clamp<int64_t>(s, INT32_MIN, INT32_MAX);
+        if (e >= INT32_MAX) emask[a] = true;
+        else end[a] = std::max<int64_t>(e, INT32_MIN), emask[a] = false;
+      } else {
+        if (s >= INT32_MAX) bmask[a] = true;
+        else begin[a] = std::max<int64_t>(s, INT32_MIN), bmask[a] = false;
+        if (e <= INT32_MIN) emask[a] = true;
+        else end[a] = e, emask[a] = false;
+      }
+    }
+  }
+  auto bools = [](const std::vector<bool>& v) {
+    std::vector<int64_t> i(v.begin(), v.end());
+    return Value::from_ints(DataType::Bool, {static_cast<int64_t>(i.size())}, i);
+  };
+  Var* bvar;
+  Var* evar;
+  if (dyn) {
+    Var* sv = cv.cast(cv.in(n, 1), DataType::Int32);
+    Var* ev = cv.cast(cv.in(n, 2), DataType::Int32);
+    std::vector<Var*> bp, ep;
+    for (int a = 0; a < r; ++a) {
+      if (slot[a] < 0) {
+        bp.push_back(cv.ci({0}));
+        ep.push_back(cv.ci({0}));
+        continue;
+      }
+      auto pick = [&](Var* v) {
+        return cv.op("slice_by_index", {C::a("x", v), C::aints32("begin", {slot[a]}), C::aints32("end", {slot[a] + 1})});
+      };
+      bp.push_back(pick(sv));
+      ep.push_back(pick(ev));
+    }
+    bvar = concat_ints(cv, bp);
+    evar = concat_ints(cv, ep);
+  } else {
+    bvar = cv.ci(begin);
+    evar = cv.ci(end);
+  }
+  cv.out(n, 0, cv.op("slice_by_index", {C::a("x", x), C::a("begin", bvar), C::a("end", evar), C::aints32("stride", stride),
+                                        C::a("begin_mask", bools(bmask)), C::a("end_mask", bools(emask))}));
+}
+
+void split(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  int64_t ax = cv.axis(n, C::ai(n, "axis", 0), r);
+  std::vector<int64_t> sizes;
+  if (cv.opset < 13) sizes = C::aints(n, "split");
+  else if (C::has(n, 1)) sizes = cv.ints(n, 1, "split");
+  int outs = n.output_size();
+  std::vector<Var*> res;
+  if (!sizes.empty()) {
+    if (static_cast<int>(sizes.size()) != outs) cv.fail(n, "split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(outs) + " outputs");
+    res = cv.ops("split", {C::a("x", x), C::aints32("split_sizes", sizes), C::ai32("axis", ax)});
+  } else {
+    Dim d = C::shape(x)[ax];
+    if (d->is_const() && d->value() % outs != 0) {
+      // opset 18: the last chunk is smaller (ceil(dim / n) each)
+      int64_t each = (d->value() + outs - 1) / outs;
+      for (int i = 0; i < outs; ++i) sizes.push_back(std::min(each, d->value() - each * i));
+      res = cv.ops("split", {C::a("x", x), C::aints32("split_sizes", sizes), C::ai32("axis", ax)});
+    } else {
+      res = cv.ops("split", {C::a("x", x), C::ai32("num_splits", outs), C::ai32("axis", ax)});
+    }
+  }
+  for (int i = 0; i < outs; ++i) cv.out(n, i, res[static_cast<size_t>(i)]);
+}
+
+// Normalizes known negative gather indices against the dim (MIL wants them in range).
+Var* gather_indices(C& cv, const NodeProto& n, int idx, Var* x, int64_t axis) {
+  const Value* iv = cv.value(n, idx);
+  Dim d = C::shape(x)[axis];
+  if (iv && d->is_const()) {
+    auto ints = iv->to_ints();
+    bool neg = false;
+    for (auto& v : ints) {
+      if (v < -d->value() || v >= d->value())
+        cv.fail(n, "index " + std::to_string(v) + " is out of range for a dimension of " + std::to_string(d->value()));
+      if (v < 0) v += d->value(), neg = true;
+    }
+    if (neg) return cv.c(Value::from_ints(DataType::Int32, iv->shape(), ints));
+  }
+  return cv.cast(cv.in(n, idx), DataType::Int32);
+}
+
+Value filled(DataType dt, const std::vector<int64_t>& shape, const Value& scalar) {
+  int64_t num = 1;
+  for (auto d : shape) num *= d;
+  if (is_float(dt)) return Value::from_doubles(dt, shape, std::vector<double>(static_cast<size_t>(num), scalar.as_double(0)));
+  return Value::from_ints(dt, shape, std::vector<int64_t>(static_cast<size_t>(num), scalar.as_int(0)));
+}
+
+}  // namespace
+
+void register_tensor(OpTable& t) {
+  t["Reshape"] = reshape;
+  t["Flatten"] = flatten;
+  t["Transpose"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int r = cv.rank(n, x);
+    std::vector<int64_t> perm(static_cast<size_t>(r));
+    std::iota(perm.rbegin(), perm.rend(), 0);
+    perm = C::aints(n, "perm", perm);
+    cv.out(n, 0, cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)}));
+  };
+  t["Squeeze"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int r = cv.rank(n, x);
+    auto axes = axes_of(cv, n, 13, 1);
+    if (!axes) {
+      auto s = C::static_shape(x);
+      if (!s) cv.fail(n, "squeezing every dim of size 1 needs the shape to be known");
+      axes.emplace();
+      for (int i = 0; i < r; ++i)
+        if ((*s)[static_cast<size_t>(i)] == 1) axes->push_back(i);
+    }
+    if (axes->empty()) return cv.out(n, 0, x);
+    for (auto& a : *axes) a = cv.axis(n, a, r);
+    cv.out(n, 0, cv.op("squeeze", {C::a("x", x), C::aints32("axes", *axes)}));
+  };
+  t["Unsqueeze"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    auto axes = axes_of(cv, n, 13, 1);
+    if (!axes || axes->empty()) cv.fail(n, "axes are required");
+    int64_t out_rank = cv.rank(n, x) + static_cast<int64_t>(axes->size());
+    for (auto& a : *axes) a = cv.axis(n, a, out_rank);
+    std::sort(axes->begin(), axes->end());
+    cv.out(n, 0, cv.op("expand_dims", {C::a("x", x), C::aints32("axes", *axes)}));
+  };
+  t["Concat"] = [](C& cv, const NodeProto& n) {
+    Arg values{"values", {}, true};
+    int r = -1;
+    for (int i = 0; i < n.input_size(); ++i) {
+      Var* v = cv.in(n, i);
+      r = cv.rank(n, v);
+      values.items.push_back(ArgItem{v, nullptr});
+    }
+    if (values.items.empty()) cv.fail(n, "needs at least one input");
+    int64_t ax = cv.axis(n, C::ai(n, "axis", 0), r);
+    if (values.items.size() == 1) return cv.out(n, 0, values.items[0].var);
+    cv.out(n, 0, cv.op("concat", {values, C::ai32("axis", ax)}));
+  };
+  t["Split"] = split;
+  t["Slice"] = slice;
+  t["Gather"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int64_t ax = cv.axis(n, C::ai(n, "axis", 0), cv.rank(n, x));
+    Var* idx = gather_indices(cv, n, 1, x, ax);
+    cv.out(n, 0, cv.op("gather", {C::a("x", x), C::a("indices", idx), C::ai32("axis", ax)}));
+  };
+  t["GatherElements"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int64_t ax = cv.axis(n, C::ai(n, "axis", 0), cv.rank(n, x));
+    Var* idx = gather_indices(cv, n, 1, x, ax);
+    cv.out(n, 0, cv.op("gather_along_axis", {C::a("x", x), C::a("indices", idx), C::ai32("axis", ax)}));
+  };
+  t["GatherND"] = [](C& cv, const NodeProto& n) {
+    std::vector<Arg> args = {C::a("x", cv.in(n, 0)), C::a("indices", cv.cast(cv.in(n, 1), DataType::Int32))};
+    int64_t bd = C::ai(n, "batch_dims", 0);
+    if (bd != 0) args.push_back(C::ai32("batch_dims", bd));
+    cv.out(n, 0, cv.op("gather_nd", std::move(args)));
+  };
+  auto scatter_mode = [](C& cv, const NodeProto& n) {
+    std::string red = C::as(n, "reduction", "none");
+    if (red == "none") return std::string("update");
+    if (red == "add" || red == "mul" || red == "max" || red == "min") return red;
+    cv.fail(n, "reduction '" + red + "' is not supported");
+  };
+  t["ScatterND"] = [scatter_mode](C& cv, const NodeProto& n) {
+    cv.out(n, 0, cv.op("scatter_nd", {C::a("data", cv.in(n, 0)), C::a("indices", cv.cast(cv.in(n, 1), DataType::Int32)),
+                                      C::a("updates", cv.in(n, 2)), C::astr("mode", scatter_mode(cv, n))}));
+  };
+  auto scatter_elements = [scatter_mode](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int64_t ax = cv.axis(n, C::ai(n, "axis", 0), cv.rank(n, x));
+    Var* idx = gather_indices(cv, n, 1, x, ax);
+    cv.out(n, 0, cv.op("scatter_along_axis", {C::a("data", x), C::a("indices", idx), C::a("updates", cv.in(n, 2)),
+                                              C::ai32("axis", ax), C::astr("mode", scatter_mode(cv, n))}));
+  };
+  t["ScatterElements"] = scatter_elements;
+  t["Scatter"] = scatter_elements;
+  t["Expand"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    Var* shape = cv.cast(cv.in(n, 1), DataType::Int32);
+    DataType dt = C::dtype(x);
+    if (dt == DataType::Bool) {
+      Var* ones = cv.op("fill", {C::a("shape", shape), C::a("value", Value::scalar_int(DataType::Int32, 1))});
+      Var* y = binary(cv, "mul", cv.cast(x, DataType::Int32), ones);
+      return cv.out(n, 0, cv.cast(y, DataType::Bool));
+    }
+    Var* ones = cv.op("fill", {C::a("shape", shape), C::a("value", is_float(dt) ? Value::scalar_float(dt, 1) : Value::scalar_int(dt, 1))});
+    cv.out(n, 0, binary(cv, "mul", x, ones));
+  };
+  t["Tile"] = [](C& cv, const NodeProto& n) {
+    cv.out(n, 0, cv.op("tile", {C::a("x", cv.in(n, 0)), C::a("reps", cv.cast(cv.in(n, 1), DataType::Int32))}));
+  };
+  t["Pad"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int r = cv.rank(n, x);
+    std::string mode = C::as(n, "mode", "constant");
+    std::vector<int64_t> pads;
+    double value = 0;
+    std::vector<int64_t> axes;
+    if (cv.opset < 11) {
+      pads = C::aints(n, "pads");
+      value = C::af(n, "value", 0);
+    } else {
+      pads = cv.ints(n, 1, "pads");
+      if (C::has(n, 2)) {
+        auto cvv = cv.doubles(n, 2, "constant_value");
+        if (!cvv.empty()) value = cvv[0];
+      }
+      if (C::has(n, 3)) axes = cv.ints(n, 3, "axes");
+    }
+    if (axes.empty())
+      for (int i = 0; i < r; ++i) axes.push_back(i);
+    if (pads.size() != 2 * axes.size()) cv.fail(n, "pads has " + std::to_string(pads.size()) + " values for " + std::to_string(axes.size()) + " axes");
+    std::vector<int64_t> mil(2 * static_cast<size_t>(r), 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t a = cv.axis(n, axes[i], r);
+      mil[2 * a] = pads[i];
+      mil[2 * a + 1] = pads[i + axes.size()];
+    }
+    for (auto p : mil)
+      if (p < 0) cv.fail(n, "negative pads (cropping) are not supported");
+    std::string m = mode == "edge" ? "replicate" : mode;
+    if (m != "constant" && m != "reflect" && m != "replicate") cv.fail(n, "mode '" + mode + "' is not supported");
+    DataType dt = C::dtype(x);
+    std::vector<Arg> args = {C::a("x", x), C::aints32("pad", mil), C::astr("mode", m)};
+    if (m == "constant") args.push_back(C::a("constant_val", is_float(dt) ? Value::scalar_float(dt, value) : Value::scalar_int(dt, static_cast<int64_t>(value))));
+    cv.out(n, 0, cv.op("pad", std::move(args)));
+  };
+  t["Shape"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int r = cv.rank(n, x);
+    int64_t start = C::ai(n, "start", 0), end = C::ai(n, "end", r);
+    if (start < 0) start += r;
+    if (end < 0) end += r;
+    start = std::clamp<int64_t>(start, 0, r);
+    end = std::clamp<int64_t>(end, 0, r);
+    if (auto s = C::static_shape(x)) {
+      std::vector<int64_t> v(s->begin() + start, s->begin() + std::max(start, end));
+      return cv.out_const(n, 0, Value::from_ints(DataType::Int64, {static_cast<int64_t>(v.size())}, v));
+    }
+    Var* s = cv.op("shape", {C::a("x", x)});
+    if (start != 0 || end != r)
+      s = cv.op("slice_by_index", {C::a("x", s), C::aints32("begin", {start}), C::aints32("end", {std::max(start, end)})});
+    cv.out(n, 0, s);
+  };
+  t["Size"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    if (auto s = C::static_shape(x)) {
+      int64_t p = 1;
+      for (auto d : *s) p *= d;
+      return cv.out_const(n, 0, Value::scalar_int(DataType::Int64, p));
+    }
+    cv.out(n, 0, cv.op("reduce_prod", {C::a("x", cv.op("shape", {C::a("x", x)})), C::abool("keep_dims", false)}));
+  };
+  t["ConstantOfShape"] = [](C& cv, const NodeProto& n) {
+    Value scalar = Value::scalar_float(DataType::Float32, 0);
+    if (auto* a = C::attr(n, "value")) {
+      scalar = decode_tensor(a->t(), cv.ext, cv.keep, "ConstantOfShape value");
+      if (scalar.numel() != 1) cv.fail(n, "value must hold one element");
+      scalar = scalar.reshaped({});
+    }
+    Value nv = narrow(scalar, "ConstantOfShape value");
+    if (const Value* sv = cv.value(n, 0)) {
+      auto shape = sv->to_ints();
+      Value full = filled(nv.dtype(), shape, nv);
+      if (scalar.dtype() != nv.dtype()) full = filled(scalar.dtype(), shape, scalar);
+      return cv.out_const(n, 0, std::move(full));
+    }
+    cv.out(n, 0, cv.op("fill", {C::a("shape", cv.cast(cv.in(n, 0), DataType::Int32)), C::a("value", nv)}));
+  };
+  t["Constant"] = [](C& cv, const NodeProto& n) {
+    if (n.attribute_size() != 1) cv.fail(n, "needs exactly one attribute");
+    auto& a = n.attribute(0);
+    const std::string& k = a.name();
+    if (k == "value") return cv.out_const(n, 0, decode_tensor(a.t(), cv.ext, cv.keep, "Constant '" + n.output(0) + "'"));
+    if (k == "value_float") return cv.out_const(n, 0, Value::scalar_float(DataType::Float32, a.f()));
+    if (k == "value_int") return cv.out_const(n, 0, Value::scalar_int(DataType::Int64, a.i()));
+    if (k == "value_floats") {
+      std::vector<double> v(a.floats().begin(), a.floats().end());
+      return cv.out_const(n, 0, Value::from_doubles(DataType::Float32, {static_cast<int64_t>(v.size())}, v));
+    }
+    if (k == "value_ints") {
+      std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+      return cv.out_const(n, 0, Value::from_ints(DataType::Int64, {static_cast<int64_t>(v.size())}, v));
+    }
+    if (k == "value_string") return cv.out_const(n, 0, Value::scalar_string(a.s()));
+    if (k == "value_strings")
+      return cv.out_const(n, 0, Value::strings({a.strings_size()}, std::vector<std::string>(a.strings().begin(), a.strings().end())));
+    cv.fail(n, "attribute '" + k + "' is not supported");
+  };
+  t["Range"] = [](C& cv, const NodeProto& n) {
+    const Value* s = cv.value(n, 0);
+    const Value* l = cv.value(n, 1);
+    const Value* d = cv.value(n, 2);
+    if (s && l && d) {
+      DataType dt = s->dtype();
+      if (is_float(dt)) {
+        double a = s->as_double(0), b = l->as_double(0), st = d->as_double(0);
+        if (st == 0) cv.fail(n, "delta is 0");
+        int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((b - a) / st)));
+        std::vector<double> v(static_cast<size_t>(cnt));
+        for (int64_t i = 0; i < cnt; ++i) v[static_cast<size_t>(i)] = a + static_cast<double>(i) * st;
+        return cv.out_const(n, 0, Value::from_doubles(dt, {cnt}, v));
+      }
+      int64_t a = s->as_int(0), b = l->as_int(0), st = d->as_int(0);
+      if (st == 0) cv.fail(n, "delta is 0");
+      int64_t cnt = std::max<int64_t>(0, (b - a + st + (st > 0 ? -1 : 1)) / st);
+      std::vector<int64_t> v(static_cast<size_t>(cnt));
+      for (int64_t i = 0; i < cnt; ++i) v[static_cast<size_t>(i)] = a + i * st;
+      return cv.out_const(n, 0, Value::from_ints(dt, {cnt}, v));
+    }
+    Var* start = cv.in(n, 0);
+    cv.out(n, 0, cv.op("range_1d", {C::a("start", start), C::a("end", cv.cast(cv.in(n, 1), C::dtype(start))),
+                                    C::a("step", cv.cast(cv.in(n, 2), C::dtype(start)))}));
+  };
+  t["TopK"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int64_t ax = cv.axis(n, C::ai(n, "axis", -1), cv.rank(n, x));
+    int64_t k = cv.opset < 10 ? C::ai(n, "k", 1) : cv.ints(n, 1, "K").at(0);
+    auto outs = cv.ops("topk", {C::a("x", x), C::ai32("k", k), C::ai32("axis", ax),
+                                C::abool("ascending", C::ai(n, "largest", 1) == 0)});
+    cv.out(n, 0, outs[0]);
+    cv.out(n, 1, outs[1]);
+  };
+  t["CumSum"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int64_t ax = cv.axis(n, cv.ints(n, 1, "axis").at(0), cv.rank(n, x));
+    cv.out(n, 0, cv.op("cumsum", {C::a("x", x), C::ai32("axis", ax), C::abool("exclusive", C::ai(n, "exclusive", 0) != 0),
+                                  C::abool("reverse", C::ai(n, "reverse", 0) != 0)}));
+  };
+  t["OneHot"] = [](C& cv, const NodeProto& n) {
+    Var* idx = cv.cast(cv.in(n, 0), DataType::Int32);
+    int64_t depth = static_cast<int64_t>(cv.doubles(n, 1, "depth").at(0));
+    Var* vals = cv.in(n, 2);
+    DataType dt = C::dtype(vals);
+    auto vv = cv.value(n, 2);
+    if (!vv || vv->numel() != 2) cv.fail(n, "values must be a known pair [off, on]");
+    auto mk = [&](int64_t i) { return is_float(dt) ? Value::scalar_float(dt, vv->as_double(i)) : Value::scalar_int(dt, vv->as_int(i)); };
+    int64_t r = cv.rank(n, idx) + 1;
+    int64_t ax = cv.axis(n, C::ai(n, "axis", -1), r);
+    // negative indices count from the end of the depth
+    Var* wrapped = cv.op("select", {C::a("cond", binary(cv, "less", idx, cv.cs(0, DataType::Int32))),
+                                    C::a("a", binary(cv, "add", idx, cv.cs(static_cast<double>(depth), DataType::Int32))),
+                                    C::a("b", idx)});
+    cv.out(n, 0, cv.op("one_hot", {C::a("indices", wrapped), C::ai32("one_hot_vector_size", depth), C::ai32("axis", ax),
+                                   C::a("on_value", mk(1)), C::a("off_value", mk(0))}));
+  };
+  t["NonZero"] = [](C& cv, const NodeProto& n) {
+    Var* nz = cv.op("non_zero", {C::a("x", cv.in(n, 0))});
+    cv.out(n, 0, cv.op("transpose", {C::a("x", nz), C::aints32("perm", {1, 0})}));
+  };
+  t["Einsum"] = [](C& cv, const NodeProto& n) {
+    Arg values{"values", {}, true};
+    for (int i = 0; i < n.input_size(); ++i) values.items.push_back(ArgItem{cv.in(n, i), nullptr});
+    std::string eq = C::as(n, "equation", "");
+    eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+    cv.out(n, 0, cv.op("einsum", {values, C::astr("equation", eq)}));
+  };
+  t["DepthToSpace"] = [](C& cv, const NodeProto& n) {
+    int64_t bs = C::ai(n, "blocksize", 1);
+    Var* x = cv.in(n, 0);
+    if (C::as(n, "mode", "DCR") == "CRD")
+      return cv.out(n, 0, cv.op("pixel_shuffle", {C::a("x", x), C::ai32("upscale_factor", bs)}));
+    cv.out(n, 0, cv.op("depth_to_space", {C::a("x", x), C::ai32("block_size", bs)}));
+  };
+  t["SpaceToDepth"] = [](C& cv, const NodeProto& n) {
+    cv.out(n, 0, cv.op("space_to_depth", {C::a("x", cv.in(n, 0)), C::ai32("block_size", C::ai(n, "blocksize", 1))}));
+  };
+  t["Trilu"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    int r = cv.rank(n, x);
+    auto s = C::static_shape(x);
+    if (!s || r < 2) cv.fail(n, "needs a known shape of rank 2 or more");
+    int64_t k = C::has(n, 1) ? cv.ints(n, 1, "k").at(0) : 0;
+    bool upper = C::ai(n, "upper", 1) != 0;
+    int64_t h = (*s)[r - 2], w = (*s)[r - 1];
+    std::vector<int64_t> m(static_cast<size_t>(h * w));
+    for (int64_t i = 0; i < h; ++i)
+      for (int64_t j = 0; j < w; ++j) m[static_cast<size_t>(i * w + j)] = upper ? (j - i >= k) : (j - i <= k);
+    Var* mask = cv.c(Value::from_ints(DataType::Bool, {h, w}, m));
+    Var* zero = cv.cs(0, C::dtype(x));
+    cv.out(n, 0, cv.op("select", {C::a("cond", mask), C::a("a", x), C::a("b", zero)}));
+  };
+  t["EyeLike"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.in(n, 0);
+    auto s = C::static_shape(x);
+    if (!s || s->size() != 2) cv.fail(n, "needs a known 2-D shape");
+    int64_t k = C::ai(n, "k", 0);
+    DataType dt = C::dtype(x);
+    if (auto* a = C::attr(n, "dtype")) {
+      auto d = mil_dtype(static_cast<int>(a->i()));
+      if (!d) cv.fail(n, "dtype " + onnx_type_name(static_cast<int>(a->i())) + " is not supported");
+      dt = *d;
+    }
+    std::vector<double> v(static_cast<size_t>((*s)[0] * (*s)[1]), 0.0);
+    for (int64_t i = 0; i < (*s)[0]; ++i)
+      if (i + k >= 0 && i + k < (*s)[1]) v[static_cast<size_t>(i * (*s)[1] + i + k)] = 1;
+    cv.out_const(n, 0, Value::from_doubles(dt, *s, v));
+  };
+}
+
+}  // namespace onnx_detail
+}  // namespace milkit
