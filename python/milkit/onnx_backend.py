@@ -14,7 +14,8 @@ minimum_deployment_target=..., compute_precision=...)``).
 
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence, Tuple
+import re
+from typing import Any, Dict, List, Sequence, Tuple
 
 from onnx.backend.base import Backend, BackendRep
 
@@ -25,23 +26,79 @@ _NP_OF_ONNX = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: 
                10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
 
 
-class MilkitRep(BackendRep):
-    """A converted model: ``run(inputs)`` returns the outputs in the graph's order."""
+_NEEDS_CONST = re.compile(r"\(input '([^']+)'\) must be known at conversion time")
 
-    def __init__(self, program: Any, info: Dict[str, Any]) -> None:
+
+def _convert(model: Any, options: Dict[str, Any]) -> Tuple[Any, Dict[str, Any]]:
+    import milkit
+
+    from .convert import _run_pipeline_only
+    from .frontends import onnx as _onnx
+
+    target = options.get("minimum_deployment_target", milkit.target.iOS18)
+    prog, info = _onnx.import_model(model, int(target))
+    _run_pipeline_only(prog, target, options.get("compute_precision", milkit.precision.FLOAT32),
+                       options.get("pass_pipeline"))
+    return prog, info
+
+
+def _with_inputs_as_constants(model: Any, values: Dict[str, Any]) -> Any:
+    """A copy of `model` where the graph inputs in `values` are initializers holding them."""
+    from onnx import numpy_helper
+
+    m = type(model)()
+    m.CopyFrom(model)
+    keep = [i for i in m.graph.input if i.name not in values]
+    del m.graph.input[:]
+    m.graph.input.extend(keep)
+    for name, v in values.items():
+        m.graph.initializer.append(numpy_helper.from_array(v, name))
+    return m
+
+
+class MilkitRep(BackendRep):
+    """A converted model: ``run(inputs)`` returns the outputs in the graph's order.
+
+    Core ML needs some operands at conversion time (axes, pads, sizes, split sizes, k). When a
+    model takes one of those as a graph input, the rep converts at each ``run`` with that input's
+    value folded in (and keeps the program while the value stays the same), so every run computes
+    what the ONNX graph computes for its inputs."""
+
+    def __init__(self, model: Any, options: Dict[str, Any], path: str | None = None) -> None:
+        self.model = model
+        self.path = path  # converted from the file (external data mapped) unless inputs are folded
+        self.options = options
+        self.fixed: List[str] = []  # graph inputs folded into the program
+        self._key: Any = None
+        self.program: Any = None
+        self.info: Dict[str, Any] = {}
+        self._convert({})
+
+    def _convert(self, values: Dict[str, Any]) -> None:
         import milkit
 
-        self.program = program
-        self.info = info
-        self._plan = milkit.runtime.plan(program)
-        self._fn = program.functions[program.default_function_name]
+        graph_inputs = [i.name for i in self.model.graph.input]
+        model = _with_inputs_as_constants(self.model, values) if values else (self.path or self.model)
+        try:
+            self.program, self.info = _convert(model, self.options)
+        except milkit.MilkitValueError as e:
+            m = _NEEDS_CONST.search(str(e))
+            if not m or m.group(1) not in graph_inputs or m.group(1) in self.fixed:
+                raise
+            self.fixed.append(m.group(1))  # converted at run time, with its value folded in
+            self.program = None
+            return
+        self._plan = milkit.runtime.plan(self.program)
+        self._fn = self.program.functions[self.program.default_function_name]
+        self.info["input_names"] = [n for n in graph_inputs if n in self._fn.inputs or n in values]
 
     def run(self, inputs: Any, **kwargs: Any) -> Tuple[Any, ...]:
         import numpy as np
 
         from . import runtime
 
-        names = self.info["input_names"]
+        names = [i.name for i in self.model.graph.input
+                 if i.name not in {t.name for t in self.model.graph.initializer}]
         if isinstance(inputs, dict):
             feed = dict(inputs)
         else:
@@ -50,6 +107,24 @@ class MilkitRep(BackendRep):
             if len(inputs) > len(names):
                 raise ValueError(f"{len(inputs)} inputs given, the model has {len(names)}: {names}")
             feed = dict(zip(names, inputs))
+        if self.fixed:
+            for _ in range(16):
+                missing = [n for n in self.fixed if n not in feed]
+                if missing:
+                    raise ValueError(f"input {missing[0]!r} is needed to convert the model")
+                values = {n: np.asarray(feed[n]) for n in self.fixed}
+                key = tuple((n, v.dtype.str, v.shape, v.tobytes()) for n, v in sorted(values.items()))
+                if key == self._key and self.program is not None:
+                    break
+                before = len(self.fixed)
+                self._convert(values)
+                if self.program is not None:
+                    self._key = key
+                    break
+                if len(self.fixed) == before:
+                    raise RuntimeError("conversion did not converge")
+            for n in self.fixed:
+                feed.pop(n, None)
         fin = self._fn.inputs
         for k, v in list(feed.items()):
             a = np.asarray(v)
@@ -64,9 +139,8 @@ class MilkitRep(BackendRep):
                 a = a.astype(np.int32)
             feed[k] = a
         outs = dict(self._plan.run(runtime.coerce_inputs(self._fn, feed), None))
-        vals = list(outs.values())
         res = []
-        for i, v in enumerate(vals):
+        for i, v in enumerate(outs.values()):
             t = self.info["output_types"][i] if i < len(self.info["output_types"]) else 0
             want = _NP_OF_ONNX.get(t)
             v = np.asarray(v)
@@ -75,22 +149,23 @@ class MilkitRep(BackendRep):
             res.append(v)
         return tuple(res)
 
+
 class MilkitBackend(Backend):
     """ONNX backend running models with milkit's interpreter (CPU)."""
 
     @classmethod
     def prepare(cls, model: Any, device: str = "CPU", **kwargs: Any) -> MilkitRep:
-        import milkit
+        import onnx
 
-        target = kwargs.pop("minimum_deployment_target", milkit.target.iOS18)
-        precision = kwargs.pop("compute_precision", milkit.precision.FLOAT32)
-        passes = kwargs.pop("pass_pipeline", None)
-        from .convert import _run_pipeline_only
-        from .frontends import onnx as _onnx
-
-        prog, info = _onnx.import_model(model, int(target))
-        _run_pipeline_only(prog, target, precision, passes)
-        return MilkitRep(prog, info)
+        path = None
+        if isinstance(model, str):
+            path = model
+            model = onnx.load(model, load_external_data=False)
+        elif isinstance(model, bytes):
+            model = onnx.load_from_string(model)
+        options = {k: kwargs.pop(k) for k in ("minimum_deployment_target", "compute_precision", "pass_pipeline")
+                   if k in kwargs}
+        return MilkitRep(model, options, path)
 
     @classmethod
     def run_model(cls, model: Any, inputs: Any, device: str = "CPU", **kwargs: Any) -> Tuple[Any, ...]:

@@ -65,6 +65,11 @@ def plan(prog: Any, function_name: str | None = None) -> Any:
     return _core.Plan(_function(prog, function_name))
 
 
+def _c_order(arr: Any) -> Any:
+    """A C-ordered array of the same shape (np.ascontiguousarray would make a 0-d array 1-d)."""
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+
+
 def coerce_inputs(fn: Any, data: Mapping[str, Any]) -> dict:
     """The inputs as C-ordered arrays of the declared dtypes. Values of another dtype are cast when
     numpy can do it without losing the kind (fp64 -> fp32, int64 -> int32 within range, int ->
@@ -81,7 +86,7 @@ def coerce_inputs(fn: Any, data: Mapping[str, Any]) -> dict:
         var = inputs.get(name)
         arr = np.asarray(value)
         if var is None or var._kind == "state" or var._dtype_code not in _NP_OF:
-            out[name] = np.ascontiguousarray(arr)  # the interpreter reports the unknown name
+            out[name] = _c_order(arr)  # the interpreter reports the unknown name
             continue
         want = np.dtype(_NP_OF[var._dtype_code])
         if arr.dtype != want:
@@ -96,7 +101,7 @@ def coerce_inputs(fn: Any, data: Mapping[str, Any]) -> dict:
                 raise ValueError(f"input {name!r} has dtype {arr.dtype.name}, which cannot be cast safely to "
                                  f"the model's {want.name}")
             arr = arr.astype(want)
-        out[name] = np.ascontiguousarray(arr)
+        out[name] = _c_order(arr)
     return out
 
 

@@ -55,6 +55,8 @@ void register_reduction(OpTable& t);
 void register_control_flow(OpTable& t);
 void register_sequence_rnn(OpTable& t);
 void register_resize(OpTable& t);
+void register_attention(OpTable& t);
+void register_loss(OpTable& t);
 
 /// Names visible in one graph (subgraphs see their parents').
 struct Scope {

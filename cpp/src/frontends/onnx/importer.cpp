@@ -32,6 +32,8 @@ const OpTable& op_table() {
     register_control_flow(t);
     register_sequence_rnn(t);
     register_resize(t);
+    register_attention(t);
+    register_loss(t);
     return t;
   }();
   return t;
@@ -404,11 +406,7 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
   int64_t opset = 0;
   for (auto& o : model->opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
-  if (opset == 0) opset = model->ir_version() >= 3 ? 0 : 1;
-  if (opset == 0) throw FormatError(src + ": the model imports no opset of the default ONNX domain");
-  if (opset < 7)
-    throw ValueError(src + ": ONNX opset " + std::to_string(opset) +
-                     " is older than milkit supports (7 or later; convert it with onnx.version_converter)");
+  // no default-domain opset: every node is of another domain and is listed below if unsupported
   FnMap fns;
   for (auto& f : model->functions()) fns[f.domain() + "\n" + f.name()] = &f;
   const auto& g = model->graph();

@@ -82,11 +82,10 @@ void loop_op(C& cv, const NodeProto& n) {
     auto& o = body.output(1 + nv + k);
     auto dt = o.has_type() && o.type().has_tensor_type() ? mil_dtype(o.type().tensor_type().elem_type()) : std::nullopt;
     if (!dt || !o.type().tensor_type().has_shape()) cv.fail(n, "scan output '" + o.name() + "' needs a declared type and shape");
+    // the elements' dims are symbols: the body may make them from run-time values
     std::vector<ArgItem> es;
-    for (auto& d : o.type().tensor_type().shape().dim()) {
-      if (d.has_dim_value()) es.push_back(ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_int(DataType::Int32, d.dim_value()))});
-      else cv.fail(n, "scan output '" + o.name() + "' needs a known shape");
-    }
+    for (int d = 0; d < o.type().tensor_type().shape().dim_size(); ++d)
+      es.push_back(ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_string(cv.ctx().free_name("scan" + std::to_string(k) + "_d")))});
     std::vector<Arg> args = {C::a("init_length", Value::scalar_int(DataType::Int32, 0)), Arg{"elem_shape", es, true},
                              C::astr("dtype", std::string(dtype_name(*dt)))};
     loop_vars.push_back(cv.op("make_list", std::move(args)));

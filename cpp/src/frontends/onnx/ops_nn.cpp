@@ -144,11 +144,14 @@ void pool(C& cv, const NodeProto& n, bool is_max) {
     if (d != 1) cv.fail(n, "dilated pooling is not supported by Core ML");
   if (C::wants(n, 1)) cv.fail(n, "the Indices output is not supported");
   Padding p = padding(cv, n, sp);
+  DataType dt = C::dtype(x);
+  if (!is_float(dt)) x = cv.cast(x, DataType::Float32);  // MIL pools floats only
   std::vector<Arg> args = {C::a("x", x), C::aints32("kernel_sizes", kernel), C::aints32("strides", strides),
                            C::astr("pad_type", p.type), C::aints32("pad", p.pad),
                            C::abool("ceil_mode", C::ai(n, "ceil_mode", 0) != 0)};
   if (!is_max) args.push_back(C::abool("exclude_padding_from_average", C::ai(n, "count_include_pad", 0) == 0));
-  cv.out(n, 0, cv.op(is_max ? "max_pool" : "avg_pool", std::move(args)));
+  Var* y = cv.op(is_max ? "max_pool" : "avg_pool", std::move(args));
+  cv.out(n, 0, is_float(dt) ? y : cv.cast(y, dt));
 }
 
 void global_pool(C& cv, const NodeProto& n, const char* reduce) {
@@ -226,13 +229,25 @@ void register_nn(OpTable& t) {
     cv.out(n, 0, binary(cv, "add", y, per_channel(cv, cv.in(n, 2), r)));
   };
   t["LayerNormalization"] = [](C& cv, const NodeProto& n) {
-    if (C::wants(n, 1) || C::wants(n, 2)) cv.fail(n, "the Mean and InvStdDev outputs are not supported");
     Var* x = cv.in(n, 0);
     int r = cv.rank(n, x);
     int64_t ax = cv.axis(n, C::ai(n, "axis", -1), r);
     double eps = C::af(n, "epsilon", 1e-5f);
     std::vector<int64_t> axes;
     for (int64_t i = ax; i < r; ++i) axes.push_back(i);
+    if (C::wants(n, 1) || C::wants(n, 2)) {
+      // the statistics are outputs too: compute them, then normalize with them
+      Var* mean = cv.op("reduce_mean", {C::a("x", x), C::aints32("axes", axes), C::abool("keep_dims", true)});
+      Var* d = binary(cv, "sub", x, mean);
+      Var* var = cv.op("reduce_mean", {C::a("x", binary(cv, "mul", d, d)), C::aints32("axes", axes), C::abool("keep_dims", true)});
+      Var* inv = cv.op("rsqrt", {C::a("x", binary(cv, "add", var, cv.cs(eps, C::dtype(x))))});
+      Var* y = binary(cv, "mul", binary(cv, "mul", d, inv), cv.in(n, 1));
+      if (C::has(n, 2)) y = binary(cv, "add", y, cv.in(n, 2));
+      cv.out(n, 0, y);
+      cv.out(n, 1, mean);
+      cv.out(n, 2, inv);
+      return;
+    }
     auto xs = C::static_shape(x);
     const Value* sv = cv.value(n, 1);
     const Value* bv = C::has(n, 2) ? cv.value(n, 2) : nullptr;

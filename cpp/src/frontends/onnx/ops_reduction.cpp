@@ -31,6 +31,7 @@ void reduce(OpTable& t, const char* onnx, const char* mil, int64_t axes_input_si
     for (auto& a : axes) a = cv.axis(n, a, r);
     std::string m = mil;
     Var* in = x;
+    if (C::dtype(x) == DataType::Bool) in = cv.cast(x, DataType::Int32);
     bool is_int = !is_float(C::dtype(x));
     if (is_int && (m == "reduce_mean" || m == "reduce_l2_norm" || m == "reduce_log_sum" || m == "reduce_log_sum_exp")) {
       in = cv.cast(x, DataType::Float32);

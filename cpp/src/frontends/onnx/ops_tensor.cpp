@@ -258,6 +258,73 @@ Value filled(DataType dt, const std::vector<int64_t>& shape, const Value& scalar
   return Value::from_ints(dt, shape, std::vector<int64_t>(static_cast<size_t>(num), scalar.as_int(0)));
 }
 
+
+// Einsum without ellipsis or repeated letters in one operand: each operand is transposed and
+// expanded to one common letter order, multiplied, and the letters not in the output summed.
+// Two-operand equations MIL's einsum takes go to it (matmul-based) instead.
+void einsum(C& cv, const NodeProto& n) {
+  std::string eq = C::as(n, "equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  std::vector<Var*> ins;
+  for (int i = 0; i < n.input_size(); ++i) ins.push_back(cv.in(n, i));
+  if (eq.find("...") != std::string::npos) cv.fail(n, "ellipsis in the equation is not supported");
+  auto arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow), out;
+  std::vector<std::string> terms;
+  size_t start = 0;
+  for (size_t i = 0; i <= lhs.size(); ++i)
+    if (i == lhs.size() || lhs[i] == ',') terms.push_back(lhs.substr(start, i - start)), start = i + 1;
+  if (terms.size() != ins.size()) cv.fail(n, "the equation has " + std::to_string(terms.size()) + " operands for " + std::to_string(ins.size()) + " inputs");
+  std::string all;
+  for (auto& t : terms)
+    for (char c : t) {
+      if (std::count(t.begin(), t.end(), c) > 1) cv.fail(n, "a letter repeated within one operand (a diagonal) is not supported");
+      if (all.find(c) == std::string::npos) all += c;
+    }
+  if (arrow == std::string::npos) {
+    for (char c : std::string(all.begin(), all.end()))
+      if (std::count(lhs.begin(), lhs.end(), c) == 1) out += c;
+    std::sort(out.begin(), out.end());
+  } else {
+    out = eq.substr(arrow + 2);
+  }
+  if (ins.size() == 2) {
+    Arg values{"values", {ArgItem{ins[0], nullptr}, ArgItem{ins[1], nullptr}}, true};
+    try {
+      return cv.out(n, 0, cv.op("einsum", {values, C::astr("equation", eq)}));
+    } catch (const Error&) {
+      // an equation MIL's einsum does not take: the general form below
+    }
+  }
+  // common order: output letters first, then the summed ones
+  std::string order = out;
+  for (char c : all)
+    if (order.find(c) == std::string::npos) order += c;
+  Var* acc = nullptr;
+  for (size_t k = 0; k < ins.size(); ++k) {
+    const std::string& t = terms[k];
+    if (cv.rank(n, ins[k]) != static_cast<int>(t.size())) cv.fail(n, "operand " + std::to_string(k) + " has rank " + std::to_string(cv.rank(n, ins[k])) + ", its term '" + t + "' has " + std::to_string(t.size()) + " letters");
+    std::vector<int64_t> perm;
+    std::string present;
+    for (char c : order)
+      if (t.find(c) != std::string::npos) perm.push_back(static_cast<int64_t>(t.find(c))), present += c;
+    Var* x = ins[k];
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
+    if (!identity && perm.size() > 1) x = cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)});
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < order.size(); ++i)
+      if (present.find(order[i]) == std::string::npos) axes.push_back(static_cast<int64_t>(i));
+    if (!axes.empty()) x = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", axes)});
+    acc = acc ? binary(cv, "mul", acc, x) : x;
+  }
+  std::vector<int64_t> sum;
+  for (size_t i = out.size(); i < order.size(); ++i) sum.push_back(static_cast<int64_t>(i));
+  if (!sum.empty()) acc = cv.op("reduce_sum", {C::a("x", acc), C::aints32("axes", sum), C::abool("keep_dims", false)});
+  else if (acc == ins[0]) acc = cv.op("identity", {C::a("x", acc)});
+  cv.out(n, 0, acc);
+}
+
 }  // namespace
 
 void register_tensor(OpTable& t) {
@@ -394,9 +461,12 @@ void register_tensor(OpTable& t) {
     std::string m = mode == "edge" ? "replicate" : mode;
     if (m != "constant" && m != "reflect" && m != "replicate") cv.fail(n, "mode '" + mode + "' is not supported");
     DataType dt = C::dtype(x);
-    std::vector<Arg> args = {C::a("x", x), C::aints32("pad", mil), C::astr("mode", m)};
-    if (m == "constant") args.push_back(C::a("constant_val", is_float(dt) ? Value::scalar_float(dt, value) : Value::scalar_int(dt, static_cast<int64_t>(value))));
-    cv.out(n, 0, cv.op("pad", std::move(args)));
+    Var* xf = is_float(dt) ? x : cv.cast(x, DataType::Float32);  // MIL pads floats only
+    DataType ft = C::dtype(xf);
+    std::vector<Arg> args = {C::a("x", xf), C::aints32("pad", mil), C::astr("mode", m)};
+    if (m == "constant") args.push_back(C::a("constant_val", Value::scalar_float(ft, value)));
+    Var* y = cv.op("pad", std::move(args));
+    cv.out(n, 0, xf == x ? y : cv.cast(y, dt));
   };
   t["Shape"] = [](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);
@@ -505,9 +575,11 @@ void register_tensor(OpTable& t) {
     int64_t depth = static_cast<int64_t>(cv.doubles(n, 1, "depth").at(0));
     Var* vals = cv.in(n, 2);
     DataType dt = C::dtype(vals);
-    auto vv = cv.value(n, 2);
-    if (!vv || vv->numel() != 2) cv.fail(n, "values must be a known pair [off, on]");
-    auto mk = [&](int64_t i) { return is_float(dt) ? Value::scalar_float(dt, vv->as_double(i)) : Value::scalar_int(dt, vv->as_int(i)); };
+    auto vv = cv.doubles(n, 2, "values");
+    if (vv.size() != 2) cv.fail(n, "values must hold [off, on]");
+    auto mk = [&](size_t i) {
+      return is_float(dt) ? Value::scalar_float(dt, vv[i]) : Value::scalar_int(dt, static_cast<int64_t>(vv[i]));
+    };
     int64_t r = cv.rank(n, idx) + 1;
     int64_t ax = cv.axis(n, C::ai(n, "axis", -1), r);
     // negative indices count from the end of the depth
@@ -521,13 +593,7 @@ void register_tensor(OpTable& t) {
     Var* nz = cv.op("non_zero", {C::a("x", cv.in(n, 0))});
     cv.out(n, 0, cv.op("transpose", {C::a("x", nz), C::aints32("perm", {1, 0})}));
   };
-  t["Einsum"] = [](C& cv, const NodeProto& n) {
-    Arg values{"values", {}, true};
-    for (int i = 0; i < n.input_size(); ++i) values.items.push_back(ArgItem{cv.in(n, i), nullptr});
-    std::string eq = C::as(n, "equation", "");
-    eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-    cv.out(n, 0, cv.op("einsum", {values, C::astr("equation", eq)}));
-  };
+  t["Einsum"] = einsum;
   t["DepthToSpace"] = [](C& cv, const NodeProto& n) {
     int64_t bs = C::ai(n, "blocksize", 1);
     Var* x = cv.in(n, 0);

@@ -1,0 +1,137 @@
+// ONNX Attention (opset 23+): 3-D or 4-D Q/K/V, past key/value, grouped heads, boolean or
+// additive masks, causal masks aligned bottom-right, softcap, and the qk output modes.
+#include <cmath>
+#include <limits>
+
+#include "converter.h"
+
+namespace milkit {
+namespace onnx_detail {
+
+namespace {
+
+using onnx::NodeProto;
+using C = Converter;
+
+Var* binary(C& cv, const char* type, Var* x, Var* y) { return cv.op(type, {C::a("x", x), C::a("y", y)}); }
+
+// (B, S, heads * H) -> (B, heads, S, H)
+Var* split_heads(C& cv, const NodeProto& n, Var* x, int64_t heads) {
+  if (heads <= 0) cv.fail(n, "3-D inputs need q_num_heads and kv_num_heads");
+  Var* r = cv.op("reshape", {C::a("x", x), C::aints32("shape", {0, 0, heads, -1})});
+  return cv.op("transpose", {C::a("x", r), C::aints32("perm", {0, 2, 1, 3})});
+}
+
+void attention(C& cv, const NodeProto& n) {
+  Var* q = cv.in(n, 0);
+  Var* k = cv.in(n, 1);
+  Var* v = cv.in(n, 2);
+  int r = cv.rank(n, q);
+  if (r != 3 && r != 4) cv.fail(n, "Q must be 3-D or 4-D");
+  if (C::has(n, 6)) cv.fail(n, "nonpad_kv_seqlen is not supported");
+  if (C::ai(n, "left_window_size", -1) >= 0 || C::ai(n, "right_window_size", -1) >= 0)
+    cv.fail(n, "sliding windows are not supported");
+  int64_t qh = C::ai(n, "q_num_heads", 0), kvh = C::ai(n, "kv_num_heads", 0);
+  if (r == 3) {
+    q = split_heads(cv, n, q, qh);
+    k = split_heads(cv, n, k, kvh);
+    v = split_heads(cv, n, v, kvh);
+  }
+  DataType dt = C::dtype(q);
+  Dim hd = C::shape(q)[3];
+  double scale = 0;
+  if (C::attr(n, "scale")) scale = C::af(n, "scale", 1.0f);
+  else if (hd->is_const()) scale = 1.0 / std::sqrt(static_cast<double>(hd->value()));
+  else cv.fail(n, "the head size must be known when no scale is given");
+  if (C::has(n, 4)) k = cv.op("concat", {Arg{"values", {ArgItem{cv.in(n, 4), nullptr}, ArgItem{k, nullptr}}, true}, C::ai32("axis", 2)});
+  if (C::has(n, 5)) v = cv.op("concat", {Arg{"values", {ArgItem{cv.in(n, 5), nullptr}, ArgItem{v, nullptr}}, true}, C::ai32("axis", 2)});
+  cv.out(n, 1, k);
+  cv.out(n, 2, v);
+  Dim qhd = C::shape(q)[1], khd = C::shape(k)[1];
+  if (qhd->is_const() && khd->is_const() && qhd->value() != khd->value()) {
+    int64_t g = qhd->value() / khd->value();
+    if (g * khd->value() != qhd->value()) cv.fail(n, "q heads must be a multiple of kv heads");
+    auto rep = [&](Var* x) {
+      Var* e = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {2})});
+      Var* t = cv.op("tile", {C::a("x", e), C::aints32("reps", {1, 1, g, 1, 1})});
+      return cv.op("reshape", {C::a("x", t), C::aints32("shape", {0, qhd->value(), -1, 0})});
+    };
+    // reshape with 0 copies the dim; the last 0 keeps the head size
+    auto rep4 = [&](Var* x) {
+      auto s = C::static_shape(x);
+      Var* e = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {2})});
+      Var* t = cv.op("tile", {C::a("x", e), C::aints32("reps", {1, 1, g, 1, 1})});
+      if (s) return cv.op("reshape", {C::a("x", t), C::aints32("shape", {(*s)[0], qhd->value(), (*s)[2], (*s)[3]})});
+      return rep(x);
+    };
+    k = rep4(k);
+    v = rep4(v);
+  }
+  double s = std::sqrt(scale);
+  Var* qs = binary(cv, "mul", q, cv.cs(s, dt));
+  Var* ks = binary(cv, "mul", k, cv.cs(s, dt));
+  Var* qk = cv.op("matmul", {C::a("x", qs), C::a("y", ks), C::abool("transpose_y", true)});
+  float softcap = C::af(n, "softcap", 0.0f);
+  if (softcap > 0) {
+    Var* t = cv.op("tanh", {C::a("x", binary(cv, "real_div", qk, cv.cs(softcap, dt)))});
+    qk = binary(cv, "mul", t, cv.cs(softcap, dt));
+  }
+  Var* qk_raw = qk;
+  // the additive bias: mask (bool: -inf where false; padded with -inf up to the kv length) + causal
+  Var* bias = nullptr;
+  double ninf = -std::numeric_limits<double>::infinity();
+  auto qs_shape = C::static_shape(q);
+  auto ks_shape = C::static_shape(k);
+  if (C::has(n, 3)) {
+    Var* m = cv.in(n, 3);
+    if (C::dtype(m) == DataType::Bool)
+      m = cv.op("select", {C::a("cond", m), C::a("a", cv.cs(0, dt)), C::a("b", cv.cs(ninf, dt))});
+    auto ms = C::static_shape(m);
+    if (ms && ks_shape && ms->back() < (*ks_shape)[2]) {
+      std::vector<int64_t> pad(2 * ms->size(), 0);
+      pad.back() = (*ks_shape)[2] - ms->back();
+      m = cv.op("pad", {C::a("x", m), C::aints32("pad", pad), C::a("constant_val", Value::scalar_float(dt, ninf))});
+    }
+    bias = m;
+  }
+  if (C::ai(n, "is_causal", 0) != 0) {
+    if (!qs_shape || !ks_shape) cv.fail(n, "a causal mask needs the sequence lengths to be known");
+    int64_t sq = (*qs_shape)[2], sk = (*ks_shape)[2];
+    int64_t off = C::has(n, 4) ? sk - sq : 0;
+    if (C::has(n, 4)) {
+      auto ps = C::static_shape(cv.in(n, 4));
+      off = ps ? (*ps)[2] : off;
+    }
+    std::vector<double> c(static_cast<size_t>(sq * sk));
+    for (int64_t i = 0; i < sq; ++i)
+      for (int64_t j = 0; j < sk; ++j) c[static_cast<size_t>(i * sk + j)] = j <= i + off ? 0.0 : ninf;
+    Var* cm = cv.c(Value::from_doubles(dt, {sq, sk}, c));
+    bias = bias ? binary(cv, "add", bias, cm) : cm;
+  }
+  Var* with_bias = bias ? binary(cv, "add", qk, bias) : qk;
+  Var* sm = cv.op("softmax", {C::a("x", with_bias), C::ai32("axis", -1)});
+  if (bias) {
+    // rows masked everywhere give 0 (the reference's guard), not NaN
+    Var* mx = cv.op("reduce_max", {C::a("x", bias), C::aints32("axes", {-1}), C::abool("keep_dims", true)});
+    Var* dead = binary(cv, "equal", mx, cv.cs(ninf, dt));
+    sm = cv.op("select", {C::a("cond", dead), C::a("a", cv.cs(0, dt)), C::a("b", sm)});
+  }
+  Var* y = cv.op("matmul", {C::a("x", sm), C::a("y", v)});
+  if (r == 3) {
+    y = cv.op("transpose", {C::a("x", y), C::aints32("perm", {0, 2, 1, 3})});
+    y = cv.op("reshape", {C::a("x", y), C::aints32("shape", {0, 0, -1})});
+  }
+  cv.out(n, 0, y);
+  if (C::wants(n, 3)) {
+    int64_t mode = C::ai(n, "qk_matmul_output_mode", 0);
+    Var* o = mode == 0 || mode == 1 ? qk_raw : mode == 2 ? with_bias : sm;
+    cv.out(n, 3, o);
+  }
+}
+
+}  // namespace
+
+void register_attention(OpTable& t) { t["Attention"] = attention; }
+
+}  // namespace onnx_detail
+}  // namespace milkit
