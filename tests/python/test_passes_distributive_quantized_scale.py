@@ -261,3 +261,17 @@ def test_add_returned_by_a_nested_block_differs_from_coremltools():
     assert [o.inputs["scale"].val for o in cp.functions["main"].operations if o.op_type == "dequantize"][-1] == 1.0
     mp = check_numbers_only(build, specs, NAME)
     assert op_types(mp).count("dequantize") == 2
+
+
+def test_default_pipeline_parity():
+    """coremltools' DEFAULT pipeline (the passes milkit has) on a program where the pass fires."""
+    import milkit
+    from milkit.passes import pass_names
+
+    have = set(pass_names())
+    names = [n for n in milkit.PassPipeline.DEFAULT.passes if n in have]
+    assert NAME[0] in names
+    rng = np.random.default_rng(11)
+    px, py, pz = _params(rng, (2, 3), True), _params(rng, (2, 3), False), _params(rng, (2, 3), False)
+    cp, mp = check_passes(_binary("sub", True, px, py, pz), [((2, 3), "fp32")] * 2, names, opset="iOS17")
+    assert op_types(mp).count("dequantize") == 3  # the old x / y ones are gone

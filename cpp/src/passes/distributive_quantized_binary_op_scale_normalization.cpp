@@ -37,7 +37,7 @@ namespace {
 
 const char* const kName = "common::distributive_quantized_binary_op_scale_normalization";
 
-// The op that is the only reader of `v` when it has type `type` (coremltools' _check_child_op_type).
+// The only reader of `v` when it has type `type` (coremltools' _check_child_op_type).
 Operation* only_reader(Var* v, const char* type) {
   if (v->uses().size() != 1) return nullptr;
   Operation* r = v->uses()[0].op;
@@ -100,8 +100,8 @@ bool out_of_fp16(const std::vector<float>& q) {
 }
 
 // coremltools' try_to_divide: s_x / s_y and s_z / s_y, or false. s_y must be a scalar.
-bool try_divide(const Operation* dx, const Operation* dy, const Operation* qz, bool relu, std::vector<float>& sx,
-                std::vector<float>& sz) {
+bool try_divide(const Operation* dx, const Operation* dy, const Operation* qz, bool relu,
+                std::vector<float>& sx, std::vector<float>& sz) {
   if (dy->input1("axis")) return false;
   std::vector<float> sy;
   if (!scale_of(dx, sx) || !scale_of(dy, sy) || !scale_of(qz, sz) || sy.size() != 1) return false;
@@ -130,18 +130,21 @@ bool transform(Function& f, Operation* op, Match m) {
   Builder b(f);
   b.set_insertion_point(op->parent(), op);
   b.set_location(op->location());
-  std::vector<Arg> ax = {Builder::arg("input", m.dx->input1("input")), Builder::arg("scale", scale_value(m.dx, sx))};
+  std::vector<Arg> ax = {Builder::arg("input", m.dx->input1("input")),
+                        Builder::arg("scale", scale_value(m.dx, sx))};
   add_if(ax, m.dx, "zero_point");
   add_if(ax, m.dx, "axis");
   Var* ndx = b.create("dequantize", ax).at(0);
   const DataType ydt = m.dy->input1("scale")->value()->dtype();
-  std::vector<Arg> ay = {Builder::arg("input", m.dy->input1("input")), Builder::arg("scale", Value::scalar_float(ydt, 1.0))};
+  std::vector<Arg> ay = {Builder::arg("input", m.dy->input1("input")),
+                        Builder::arg("scale", Value::scalar_float(ydt, 1.0))};
   add_if(ay, m.dy, "zero_point");
   Var* ndy = b.create("dequantize", ay).at(0);
 
   b.set_insertion_point(m.qz->parent(), m.qz);
   b.set_location(m.qz->location());
-  std::vector<Arg> aq = {Builder::arg("input", m.qz->input1("input")), Builder::arg("scale", scale_value(m.qz, sz))};
+  std::vector<Arg> aq = {Builder::arg("input", m.qz->input1("input")),
+                        Builder::arg("scale", scale_value(m.qz, sz))};
   add_if(aq, m.qz, "zero_point");
   add_if(aq, m.qz, "axis");
   add_if(aq, m.qz, "output_dtype");
