@@ -231,9 +231,7 @@ def test_default_pipeline_runs_these_passes():
     rest = {"common::reduce_transposes", "common::lower_complex_dialect_ops", "common::image_input_preprocess",
             "mil_backend::insert_image_preprocessing_ops", "common::dequantize_to_constexpr",
             "common::merge_affine_dequantize_with_consecutive_ops",
-            "common::nullify_redundant_quantization_zero_point", "common::dequantize_quantize_pair_elimination",
-            "common::distributive_quantized_binary_op_scale_normalization",
-            "common::canonicalize_quantized_lut_pattern"}
+            "common::nullify_redundant_quantization_zero_point", "common::dequantize_quantize_pair_elimination"}
     assert set(m.skipped_passes) <= rest
 
 

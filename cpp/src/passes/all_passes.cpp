@@ -64,6 +64,8 @@ void register_int_op_canonicalization(PassRegistry& r);
 void register_add_int16_cast(PassRegistry& r);
 void register_canonicalize_inplace_pattern(PassRegistry& r);
 void register_prefer_state_in_downstream(PassRegistry& r);
+void register_distributive_quantized_binary_op_scale_normalization(PassRegistry& r);
+void register_canonicalize_quantized_lut_pattern(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -126,6 +128,8 @@ void register_all_passes(PassRegistry& r) {
   register_canonicalize_inplace_pattern(r);
   register_prefer_state_in_downstream(r);
   register_reduce_transposes(r);
+  register_distributive_quantized_binary_op_scale_normalization(r);
+  register_canonicalize_quantized_lut_pattern(r);
 }
 
 }  // namespace milkit
