@@ -57,6 +57,7 @@ void register_sequence_rnn(OpTable& t);
 void register_resize(OpTable& t);
 void register_attention(OpTable& t);
 void register_loss(OpTable& t);
+void register_extra(OpTable& t);
 
 /// Names visible in one graph (subgraphs see their parents').
 struct Scope {

@@ -34,6 +34,7 @@ const OpTable& op_table() {
     register_resize(t);
     register_attention(t);
     register_loss(t);
+    register_extra(t);
     return t;
   }();
   return t;

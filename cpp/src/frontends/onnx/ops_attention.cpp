@@ -18,8 +18,28 @@ Var* binary(C& cv, const char* type, Var* x, Var* y) { return cv.op(type, {C::a(
 // (B, S, heads * H) -> (B, heads, S, H)
 Var* split_heads(C& cv, const NodeProto& n, Var* x, int64_t heads) {
   if (heads <= 0) cv.fail(n, "3-D inputs need q_num_heads and kv_num_heads");
-  Var* r = cv.op("reshape", {C::a("x", x), C::aints32("shape", {0, 0, heads, -1})});
+  auto s = C::static_shape(x);
+  Var* r;
+  if (s) {
+    r = cv.op("reshape", {C::a("x", x), C::aints32("shape", {(*s)[0], (*s)[1], heads, (*s)[2] / heads})});
+  } else {
+    Var* sh = cv.op("shape", {C::a("x", x)});
+    Var* bs = cv.op("slice_by_index", {C::a("x", sh), C::aints32("begin", {0}), C::aints32("end", {2})});
+    Arg v{"values", {ArgItem{bs, nullptr}, ArgItem{cv.ci({heads, -1}), nullptr}}, true};
+    r = cv.op("reshape", {C::a("x", x), C::a("shape", cv.op("concat", {v, C::ai32("axis", 0)}))});
+  }
   return cv.op("transpose", {C::a("x", r), C::aints32("perm", {0, 2, 1, 3})});
+}
+
+// (B, heads, S, H) -> (B, S, heads * H)
+Var* merge_heads(C& cv, Var* y) {
+  y = cv.op("transpose", {C::a("x", y), C::aints32("perm", {0, 2, 1, 3})});
+  if (auto s = C::static_shape(y))
+    return cv.op("reshape", {C::a("x", y), C::aints32("shape", {(*s)[0], (*s)[1], (*s)[2] * (*s)[3]})});
+  Var* sh = cv.op("shape", {C::a("x", y)});
+  Var* bs = cv.op("slice_by_index", {C::a("x", sh), C::aints32("begin", {0}), C::aints32("end", {2})});
+  Arg v{"values", {ArgItem{bs, nullptr}, ArgItem{cv.ci({-1}), nullptr}}, true};
+  return cv.op("reshape", {C::a("x", y), C::a("shape", cv.op("concat", {v, C::ai32("axis", 0)}))});
 }
 
 void attention(C& cv, const NodeProto& n) {
@@ -51,18 +71,12 @@ void attention(C& cv, const NodeProto& n) {
   if (qhd->is_const() && khd->is_const() && qhd->value() != khd->value()) {
     int64_t g = qhd->value() / khd->value();
     if (g * khd->value() != qhd->value()) cv.fail(n, "q heads must be a multiple of kv heads");
-    auto rep = [&](Var* x) {
-      Var* e = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {2})});
-      Var* t = cv.op("tile", {C::a("x", e), C::aints32("reps", {1, 1, g, 1, 1})});
-      return cv.op("reshape", {C::a("x", t), C::aints32("shape", {0, qhd->value(), -1, 0})});
-    };
-    // reshape with 0 copies the dim; the last 0 keeps the head size
     auto rep4 = [&](Var* x) {
       auto s = C::static_shape(x);
+      if (!s) cv.fail(n, "grouped heads need the key and value shapes to be known");
       Var* e = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {2})});
       Var* t = cv.op("tile", {C::a("x", e), C::aints32("reps", {1, 1, g, 1, 1})});
-      if (s) return cv.op("reshape", {C::a("x", t), C::aints32("shape", {(*s)[0], qhd->value(), (*s)[2], (*s)[3]})});
-      return rep(x);
+      return cv.op("reshape", {C::a("x", t), C::aints32("shape", {(*s)[0], qhd->value(), (*s)[2], (*s)[3]})});
     };
     k = rep4(k);
     v = rep4(v);
@@ -117,10 +131,7 @@ void attention(C& cv, const NodeProto& n) {
     sm = cv.op("select", {C::a("cond", dead), C::a("a", cv.cs(0, dt)), C::a("b", sm)});
   }
   Var* y = cv.op("matmul", {C::a("x", sm), C::a("y", v)});
-  if (r == 3) {
-    y = cv.op("transpose", {C::a("x", y), C::aints32("perm", {0, 2, 1, 3})});
-    y = cv.op("reshape", {C::a("x", y), C::aints32("shape", {0, 0, -1})});
-  }
+  if (r == 3) y = merge_heads(cv, y);
   cv.out(n, 0, y);
   if (C::wants(n, 3)) {
     int64_t mode = C::ai(n, "qk_matmul_output_mode", 0);
