@@ -188,8 +188,10 @@ void register_elementwise(OpTable& t) {
     Var* sp = cv.op("softplus", {C::a("x", x)});
     cv.out(n, 0, binary(cv, "mul", x, cv.op("tanh", {C::a("x", sp)})));
   };
-  t["ThresholdedRelu"] = [](C& cv, const NodeProto& n) {
-    cv.out(n, 0, cv.op("thresholded_relu", {C::a("x", cv.in(n, 0)), C::af32("alpha", C::af(n, "alpha", 1.0f))}));
+  t["ThresholdedRelu"] = [](C& cv, const NodeProto& n) {  // x where x > alpha (strictly), else 0
+    Var* x = cv.in(n, 0);
+    Var* keep = binary(cv, "greater", x, cv.cs(C::af(n, "alpha", 1.0f), C::dtype(x)));
+    cv.out(n, 0, cv.op("select", {C::a("cond", keep), C::a("a", x), C::a("b", cv.cs(0, C::dtype(x)))}));
   };
   t["Clip"] = [](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);

@@ -1,4 +1,5 @@
 // ONNX Resize and Upsample on NCHW images -> MIL's upsample_* / resize_* ops.
+#include <algorithm>
 #include <cmath>
 
 #include "converter.h"
@@ -11,44 +12,191 @@ namespace {
 using onnx::NodeProto;
 using C = Converter;
 
-// Resizes the last two dims of a rank-4 input. `scales` (4 values) or `sizes` (4 values) given.
-void resize2d(C& cv, const NodeProto& n, Var* x, std::vector<double> scales, std::vector<int64_t> sizes,
-              const std::string& mode, const std::string& coord, const std::string& nearest_mode) {
-  auto xs = C::static_shape(x);
-  if (cv.rank(n, x) != 4) cv.fail(n, "only 4-D (N, C, H, W) inputs are supported");
-  if (!scales.empty() && scales.size() != 4) cv.fail(n, "scales must have one value per dim");
-  if (!sizes.empty() && sizes.size() != 4) cv.fail(n, "sizes must have one value per dim");
-  if (!scales.empty() && (scales[0] != 1 || scales[1] != 1)) cv.fail(n, "resizing N or C is not supported");
-  if (!sizes.empty() && xs && (sizes[0] != (*xs)[0] || sizes[1] != (*xs)[1])) cv.fail(n, "resizing N or C is not supported");
-  if (sizes.empty() && xs) sizes = {(*xs)[0], (*xs)[1], static_cast<int64_t>(std::floor((*xs)[2] * scales[2])),
-                                    static_cast<int64_t>(std::floor((*xs)[3] * scales[3]))};
-  if (scales.empty() && xs)
-    scales = {1, 1, static_cast<double>(sizes[2]) / (*xs)[2], static_cast<double>(sizes[3]) / (*xs)[3]};
-  bool int_scales = !scales.empty() && scales[2] == std::floor(scales[2]) && scales[3] == std::floor(scales[3]) &&
-                    scales[2] >= 1 && scales[3] >= 1;
-  if (mode == "nearest") {
-    if (coord == "asymmetric" && nearest_mode == "floor" && int_scales)
-      return cv.out(n, 0, cv.op("upsample_nearest_neighbor",
-                                {C::a("x", x), C::ai32("scale_factor_height", static_cast<int64_t>(scales[2])),
-                                 C::ai32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
-    if (coord == "asymmetric" && nearest_mode == "floor" && !scales.empty())
-      return cv.out(n, 0, cv.op("upsample_nearest_neighbor",
-                                {C::a("x", x), C::af32("scale_factor_height", scales[2]),
-                                 C::af32("scale_factor_width", scales[3])}));
-    cv.fail(n, "nearest resizing with coordinate_transformation_mode '" + coord + "' and nearest_mode '" +
-                   nearest_mode + "' is not supported (asymmetric + floor is)");
+// The source coordinate of output index i along one axis (ONNX's coordinate_transformation_mode).
+double source_coord(const std::string& mode, int64_t i, int64_t in, int64_t out, double scale, double roi_lo,
+                    double roi_hi) {
+  double x = static_cast<double>(i);
+  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  // ONNX's length_resized is in * scale, not rounded
+  double len = static_cast<double>(in) * scale;
+  if (mode == "align_corners") return len == 1 ? 0.0 : x * static_cast<double>(in - 1) / (len - 1);
+  if (mode == "asymmetric") return x / scale;
+  if (mode == "half_pixel_symmetric") {
+    double adj = static_cast<double>(out) / (scale * static_cast<double>(in));
+    double center = static_cast<double>(in) / 2.0;
+    return center * (1 - adj) + (x + 0.5) / scale - 0.5;
   }
-  if (mode != "linear") cv.fail(n, "mode '" + mode + "' is not supported (nearest and linear are)");
-  if (sizes.empty()) cv.fail(n, "linear resizing needs the input's H and W to be known");
-  std::string sm;
-  if (coord == "half_pixel" || coord == "pytorch_half_pixel") sm = "UNALIGN_CORNERS";
-  else if (coord == "align_corners") sm = "STRICT_ALIGN_CORNERS";
-  else if (coord == "asymmetric") sm = "DEFAULT";
-  else cv.fail(n, "linear resizing with coordinate_transformation_mode '" + coord + "' is not supported");
-  if (coord == "pytorch_half_pixel" && (sizes[2] == 1 || sizes[3] == 1))
-    cv.fail(n, "pytorch_half_pixel to an output size of 1 is not supported");
-  cv.out(n, 0, cv.op("resize_bilinear", {C::a("x", x), C::ai32("target_size_height", sizes[2]),
-                                         C::ai32("target_size_width", sizes[3]), C::astr("sampling_mode", sm)}));
+  // tf_crop_and_resize
+  if (out > 1) return roi_lo * (in - 1) + x * (roi_hi - roi_lo) * (in - 1) / static_cast<double>(out - 1);
+  return 0.5 * (roi_lo + roi_hi) * (in - 1);
+}
+
+int64_t nearest_index(const std::string& mode, double x) {
+  double f = std::floor(x);
+  if (mode == "floor") return static_cast<int64_t>(f);
+  if (mode == "ceil") return static_cast<int64_t>(std::ceil(x));
+  if (x - f == 0.5) return static_cast<int64_t>(mode == "round_prefer_ceil" ? f + 1 : f);
+  return static_cast<int64_t>(std::round(x));
+}
+
+// ONNX's cubic convolution weights for distance t (|t| < 2).
+double cubic(double t, double a) {
+  t = std::fabs(t);
+  if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+  return 0;
+}
+
+// Resizes a known-shape input one axis at a time: each output element is a weighted sum of
+// gathered input elements (1 tap nearest, 2 linear, 4 cubic), with indices and weights computed
+// here from ONNX's formulas, so every coordinate mode and rounding rule is exact.
+Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                    const std::vector<double>& scales, const std::string& mode, const std::string& coord,
+                    const std::string& nearest_mode, const std::vector<double>& roi) {
+  DataType dt = C::dtype(x);
+  bool interp = mode != "nearest";
+  Var* y = interp && !is_float(dt) ? cv.cast(x, DataType::Float32) : x;
+  DataType ft = C::dtype(y);
+  double a = C::af(n, "cubic_coeff_a", -0.75f);
+  bool exclude = C::ai(n, "exclude_outside", 0) != 0;
+  double extrapolation = C::af(n, "extrapolation_value", 0.0f);
+  int r = static_cast<int>(in.size());
+  for (int ax = 0; ax < r; ++ax) {
+    int64_t L = in[ax], M = out[ax];
+    double s = scales[ax];
+    double lo = roi.empty() ? 0 : roi[ax], hi = roi.empty() ? 1 : roi[ax + r];
+    if (L == M && s == 1.0 && coord != "tf_crop_and_resize") continue;
+    int taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+    std::vector<std::vector<int64_t>> idx(static_cast<size_t>(taps), std::vector<int64_t>(static_cast<size_t>(M)));
+    std::vector<std::vector<double>> w(static_cast<size_t>(taps), std::vector<double>(static_cast<size_t>(M), 0.0));
+    std::vector<int64_t> outside(static_cast<size_t>(M), 0);
+    for (int64_t i = 0; i < M; ++i) {
+      double xo = source_coord(coord, i, L, M, s, lo, hi);
+      if (coord == "tf_crop_and_resize" && (xo < 0 || xo > L - 1)) outside[static_cast<size_t>(i)] = 1;
+      if (mode == "nearest") {
+        idx[0][static_cast<size_t>(i)] = std::clamp<int64_t>(nearest_index(nearest_mode, xo), 0, L - 1);
+        w[0][static_cast<size_t>(i)] = 1;
+        continue;
+      }
+      double f = std::floor(xo), t = xo - f;
+      int64_t i0 = static_cast<int64_t>(f);
+      if (mode == "linear") {
+        idx[0][static_cast<size_t>(i)] = std::clamp<int64_t>(i0, 0, L - 1);
+        idx[1][static_cast<size_t>(i)] = std::clamp<int64_t>(i0 + 1, 0, L - 1);
+        w[0][static_cast<size_t>(i)] = 1 - t;
+        w[1][static_cast<size_t>(i)] = t;
+        continue;
+      }
+      double sum = 0;
+      for (int k = 0; k < 4; ++k) {
+        int64_t j = i0 - 1 + k;
+        double wk = cubic(t - (k - 1), a);
+        if (exclude && (j < 0 || j >= L)) wk = 0;
+        idx[static_cast<size_t>(k)][static_cast<size_t>(i)] = std::clamp<int64_t>(j, 0, L - 1);
+        w[static_cast<size_t>(k)][static_cast<size_t>(i)] = wk;
+        sum += wk;
+      }
+      if (exclude && sum != 0)
+        for (int k = 0; k < 4; ++k) w[static_cast<size_t>(k)][static_cast<size_t>(i)] /= sum;
+    }
+    std::vector<int64_t> wshape(static_cast<size_t>(r), 1);
+    wshape[static_cast<size_t>(ax)] = M;
+    Var* acc = nullptr;
+    for (int k = 0; k < taps; ++k) {
+      Var* g = cv.op("gather", {C::a("x", y), C::a("indices", Value::int_list(idx[static_cast<size_t>(k)])), C::ai32("axis", ax)});
+      if (taps > 1) g = cv.op("mul", {C::a("x", g), C::a("y", Value::from_doubles(ft, wshape, w[static_cast<size_t>(k)]))});
+      acc = acc ? cv.op("add", {C::a("x", acc), C::a("y", g)}) : g;
+    }
+    if (std::any_of(outside.begin(), outside.end(), [](int64_t v) { return v != 0; })) {
+      Var* mask = cv.c(Value::from_ints(DataType::Bool, wshape, outside));
+      Value ev = is_float(C::dtype(acc)) ? Value::scalar_float(C::dtype(acc), extrapolation) : Value::scalar_int(C::dtype(acc), static_cast<int64_t>(extrapolation));
+      acc = cv.op("select", {C::a("cond", mask), C::a("a", ev), C::a("b", acc)});
+    }
+    y = acc;
+  }
+  if (y == x) y = cv.op("identity", {C::a("x", x)});
+  if (C::dtype(y) != dt) {
+    if (!is_float(dt)) y = cv.op("round", {C::a("x", y)});
+    y = cv.cast(y, dt);
+  }
+  return y;
+}
+
+void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales, std::vector<int64_t> sizes,
+            const std::string& mode, std::string coord, const std::string& nearest_mode, std::vector<double> roi) {
+  int r = cv.rank(n, x);
+  auto xs = C::static_shape(x);
+  auto axes = C::aints(n, "axes");
+  for (auto& a : axes) a = cv.axis(n, a, r);
+  // scales / sizes / roi given for `axes` only: spread them over every dim
+  auto spread = [&](auto v, auto fill) {
+    if (axes.empty() || v.empty()) return v;
+    decltype(v) full(static_cast<size_t>(r), fill);
+    for (size_t i = 0; i < axes.size() && i < v.size(); ++i) full[static_cast<size_t>(axes[i])] = v[i];
+    return full;
+  };
+  if (!axes.empty()) {
+    if (!sizes.empty() && xs) {
+      std::vector<int64_t> full = *xs;
+      for (size_t i = 0; i < axes.size(); ++i) full[static_cast<size_t>(axes[i])] = sizes[i];
+      sizes = full;
+    }
+    scales = spread(scales, 1.0);
+    if (!roi.empty()) {
+      std::vector<double> full(2 * static_cast<size_t>(r), 0.0);
+      for (int i = 0; i < r; ++i) full[static_cast<size_t>(r + i)] = 1.0;
+      for (size_t i = 0; i < axes.size(); ++i) {
+        full[static_cast<size_t>(axes[i])] = roi[i];
+        full[static_cast<size_t>(r + axes[i])] = roi[i + axes.size()];
+      }
+      roi = full;
+    }
+  }
+  if (!scales.empty() && scales.size() != static_cast<size_t>(r)) cv.fail(n, "scales must have one value per dim");
+  if (!sizes.empty() && sizes.size() != static_cast<size_t>(r)) cv.fail(n, "sizes must have one value per dim");
+  if (!xs) {
+    // unknown input size: the integer-scale nearest upsampling Core ML has an op for
+    if (mode == "nearest" && r == 4 && !scales.empty() && scales[0] == 1 && scales[1] == 1 &&
+        scales[2] == std::floor(scales[2]) && scales[3] == std::floor(scales[3]) &&
+        (coord == "asymmetric" || nearest_mode == "floor"))
+      return cv.out(n, 0, cv.op("upsample_nearest_neighbor", {C::a("x", x), C::ai32("scale_factor_height", static_cast<int64_t>(scales[2])),
+                                                                C::ai32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
+    cv.fail(n, "resizing needs the input's shape to be known");
+  }
+  std::vector<int64_t> out(static_cast<size_t>(r));
+  if (!sizes.empty()) {
+    std::string policy = C::as(n, "keep_aspect_ratio_policy", "stretch");
+    scales.assign(static_cast<size_t>(r), 1.0);
+    if (policy == "stretch") {
+      for (int i = 0; i < r; ++i) scales[static_cast<size_t>(i)] = static_cast<double>(sizes[static_cast<size_t>(i)]) / (*xs)[static_cast<size_t>(i)];
+      out = sizes;
+    } else {
+      double sc = policy == "not_larger" ? 1e300 : 0;
+      for (int i = 0; i < r; ++i) {
+        if (!axes.empty() && std::find(axes.begin(), axes.end(), i) == axes.end()) continue;
+        double v = static_cast<double>(sizes[static_cast<size_t>(i)]) / (*xs)[static_cast<size_t>(i)];
+        sc = policy == "not_larger" ? std::min(sc, v) : std::max(sc, v);
+      }
+      for (int i = 0; i < r; ++i) {
+        bool resized = axes.empty() || std::find(axes.begin(), axes.end(), i) != axes.end();
+        scales[static_cast<size_t>(i)] = resized ? sc : 1.0;
+        out[static_cast<size_t>(i)] = resized ? static_cast<int64_t>(std::round(sc * (*xs)[static_cast<size_t>(i)])) : (*xs)[static_cast<size_t>(i)];
+      }
+    }
+  } else {
+    for (int i = 0; i < r; ++i) out[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor((*xs)[static_cast<size_t>(i)] * scales[static_cast<size_t>(i)]));
+  }
+  // Core ML's own op where it is exactly the same: nearest, asymmetric + floor, integer scales
+  bool int_up = r == 4 && scales[0] == 1 && scales[1] == 1 && scales[2] >= 1 && scales[3] >= 1 &&
+                scales[2] == std::floor(scales[2]) && scales[3] == std::floor(scales[3]) &&
+                out[2] == (*xs)[2] * static_cast<int64_t>(scales[2]) && out[3] == (*xs)[3] * static_cast<int64_t>(scales[3]);
+  if (mode == "nearest" && int_up && is_float(C::dtype(x)) &&
+      (coord == "asymmetric" && (nearest_mode == "floor" || scales[2] == 1)))
+    return cv.out(n, 0, cv.op("upsample_nearest_neighbor", {C::a("x", x), C::ai32("scale_factor_height", static_cast<int64_t>(scales[2])),
+                                                              C::ai32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") cv.fail(n, "mode '" + mode + "' is not supported");
+  cv.out(n, 0, resize_general(cv, n, x, *xs, out, scales, mode, coord, nearest_mode, roi));
 }
 
 }  // namespace
@@ -60,21 +208,19 @@ void register_resize(OpTable& t) {
     std::string coord = C::as(n, "coordinate_transformation_mode", "half_pixel");
     std::string nm = C::as(n, "nearest_mode", "round_prefer_floor");
     if (C::ai(n, "antialias", 0) != 0) cv.fail(n, "antialias is not supported");
-    if (C::attr(n, "axes")) cv.fail(n, "the axes attribute is not supported");
-    std::vector<double> scales;
+    std::vector<double> scales, roi;
     std::vector<int64_t> sizes;
     if (cv.opset < 11) {
       scales = cv.doubles(n, 1, "scales");
       coord = "asymmetric";
       nm = "floor";
     } else {
+      if (coord == "tf_crop_and_resize") roi = cv.doubles(n, 1, "roi");
       if (C::has(n, 3)) sizes = cv.ints(n, 3, "sizes");
       else if (C::has(n, 2)) scales = cv.doubles(n, 2, "scales");
       if (scales.empty() && sizes.empty()) cv.fail(n, "needs scales or sizes");
-      if (!sizes.empty() && C::as(n, "keep_aspect_ratio_policy", "stretch") != "stretch")
-        cv.fail(n, "keep_aspect_ratio_policy other than 'stretch' is not supported");
     }
-    resize2d(cv, n, x, scales, sizes, mode, coord, nm);
+    resize(cv, n, x, scales, sizes, mode, coord, nm, roi);
   };
   t["Upsample"] = [](C& cv, const NodeProto& n) {
     std::vector<double> scales;
@@ -83,7 +229,7 @@ void register_resize(OpTable& t) {
     } else {
       scales = cv.doubles(n, 1, "scales");
     }
-    resize2d(cv, n, cv.in(n, 0), scales, {}, C::as(n, "mode", "nearest"), "asymmetric", "floor");
+    resize(cv, n, cv.in(n, 0), scales, {}, C::as(n, "mode", "nearest"), "asymmetric", "floor", {});
   };
 }
 
