@@ -88,7 +88,7 @@ class Builder:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod
     def classify(probabilities: _Value, classes: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
-        """probabilities: tensor of {fp32}; classes: list of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2} (const)"""
+        """probabilities: tensor of {fp32}; classes: list of {string, int64} (const)"""
     @staticmethod
     def clip(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""

@@ -424,3 +424,35 @@ def test_default_pipeline_keeps_a_built_classify(tmp_path):
     out = m.predict({"x": np.array([[3.0, 1.0, 0.0]], np.float32)})
     assert out["classify_0_0"] == "cat"
     assert os.path.isdir(m.package_path)
+
+
+@pytest.mark.parametrize("labels", [LABELS, INT_LABELS], ids=["str", "int64"])
+def test_classify_not_last_writes_its_classes_const_too(labels, tmp_path):
+    # coremltools inlines classify's classes always, and skips their const op only when classify
+    # ends the block (as it always does in a classifier); otherwise the const is written with a
+    # list value. Deliberate difference: coremltools cannot write that const (its types_to_proto
+    # takes the list type itself for the element type of a list of scalars and fails); milkit
+    # writes it as MIL.proto defines it, a ListType of rank-0 tensors with an immediate list.
+    ct, _, _, _ = _ct()
+
+    def build(mb, x):
+        mb.classify(probabilities=x, classes=_classes(mb, labels))
+        return mb.relu(x=x)
+
+    cp, mp = _both(build, [((1, 3), "fp32")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mm = milkit.convert(mp, minimum_deployment_target=milkit.target.iOS15,
+                            compute_precision=milkit.precision.FLOAT32, pass_pipeline=milkit.PassPipeline.EMPTY)
+        with pytest.raises(ValueError, match="Unknown map from SSA type"):
+            ct.convert(cp, skip_model_load=True, minimum_deployment_target=ct.target.iOS15,
+                       compute_precision=ct.precision.FLOAT32, pass_pipeline=ct.PassPipeline.EMPTY)
+    mf = mm.get_spec().mlProgram.functions["main"]
+    ops = mf.block_specializations["CoreML5"].operations
+    assert [op.type for op in ops] == ["const", "classify", "relu"]
+    assert ops[0].attributes["val"].immediateValue.WhichOneof("value") == "list"
+    assert ops[0].outputs[0].type.listType.type.tensorType.rank == 0
+    back = milkit.load(mm.package_path)
+    c = back.find_ops(op_type="const")[0].outputs[0]
+    assert [v if isinstance(v, str) else int(v) for v in c.val] == labels
+    assert c.elem_type.__name__ == ("string" if labels is LABELS else "int64")

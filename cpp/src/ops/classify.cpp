@@ -13,6 +13,7 @@ void register_classify_ops(OpRegistry& r) {
   classes.name = "classes";
   classes.kind = InputKind::List;
   classes.is_const = true;
+  classes.dtypes = {DataType::String, DataType::Int64};  // the element types (checked by inference)
   s.inputs = {in("probabilities", {DataType::Float32}), std::move(classes)};
   s.infer = [](InferCtx& ic) -> std::vector<const Type*> {
     const Type* ct = ic.type("classes");
