@@ -106,7 +106,11 @@ class OpCaller {
       a.name = key;
       std::string what = "mb." + op_type_ + " input '" + key + "'";
       const InputDef& d = s.inputs[idx];
-      if (d.kind == InputKind::Tuple && (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()))) {
+      if (d.kind == InputKind::List && (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()))) {
+        // a Python list for a list input (classify's classes) is a mil_list; its ints are int64,
+        // the label type classify takes (coremltools needs mb.const(val=mil_list([...])) here)
+        a.items.push_back(ArgItem{nullptr, std::make_shared<const Value>(list_value_from_py(v, what, true))});
+      } else if (d.kind == InputKind::Tuple && (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()))) {
         a.is_sequence = true;
         for (auto e : py::reinterpret_borrow<py::sequence>(v)) a.items.push_back(item_from_py(e, what));
       } else {

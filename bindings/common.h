@@ -32,6 +32,13 @@ std::shared_ptr<Block> handle(Block* b);
 
 /// Converts a Python value to a const Value with coremltools' typing rules.
 Value value_from_py(py::handle o, const std::string& what);
+/// A MIL list of scalars from a Python sequence (the elements of a `mil_list`): str elements make
+/// a list of str; integers a list of int64 when the first is an np.int64 or `ints_as_int64`,
+/// else of int32 (coremltools' const typing). Empty or mixed lists raise.
+Value list_value_from_py(py::handle seq, const std::string& what, bool ints_as_int64);
+/// Whether `o` is a `mil_list` (milkit's or coremltools'): an object of that class name with a
+/// list `ls`.
+bool is_mil_list(py::handle o);
 /// Converts a Value to numpy (or a Python scalar for strings).
 py::object value_to_py(const std::shared_ptr<const Value>& v, const std::shared_ptr<SymbolContext>& ctx);
 /// A shape as a Python tuple of ints and Dims.

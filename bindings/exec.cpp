@@ -82,6 +82,31 @@ py::array tensor_to_numpy(const Tensor& t) {
   return a;
 }
 
+/// A run's output as Python: a numpy array; a string tensor as str (rank 0) or an array of str;
+/// a dictionary (classify's probabilities) as a dict of str / int -> float, as Core ML gives them.
+py::object output_to_py(const Tensor& t) {
+  if (t.is_dict()) {
+    const Tensor& keys = t.dict_keys();
+    const Tensor& vals = t.dict_values();
+    py::dict d;
+    for (int64_t i = 0; i < keys.numel(); ++i) {
+      py::object k = keys.dtype() == DataType::String
+                         ? py::object(py::str(keys.string_values()[static_cast<size_t>(i)]))
+                         : py::object(py::int_(static_cast<long long>(keys.data<int64_t>()[i])));
+      d[k] = py::float_(vals.get(i));
+    }
+    return d;
+  }
+  if (t.dtype() == DataType::String) {
+    if (t.rank() == 0) return py::str(t.string_values().at(0));
+    py::list l;
+    for (const auto& s : t.string_values()) l.append(py::str(s));
+    std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+    return py::module_::import("numpy").attr("array")(l).attr("reshape")(py::tuple(py::cast(shape)));
+  }
+  return tensor_to_numpy(t);
+}
+
 }  // namespace
 
 void init_exec(py::module_& m) {
@@ -113,11 +138,12 @@ void init_exec(py::module_& m) {
               in.clear();
             }
             py::list r;
-            for (auto& kv : out) r.append(py::make_tuple(kv.first, tensor_to_numpy(kv.second)));
+            for (auto& kv : out) r.append(py::make_tuple(kv.first, output_to_py(kv.second)));
             return r;
           },
           py::arg("inputs"), py::arg("state") = nullptr,
-          "Runs the function; returns [(output name, array)].")
+          "Runs the function; returns [(output name, array)] (a classifier's label is a str or int, its "
+          "probabilities a dict).")
       .def("make_state", &Plan::make_state, "A zero-filled state object.")
       .def_property_readonly("input_names", &Plan::input_names)
       .def_property_readonly("has_states", &Plan::has_states)

@@ -91,6 +91,17 @@ void init_ir(py::module_& m) {
         }
         return "?";
       })
+      .def_property_readonly("_type_detail", [](const Var& v) -> py::object {
+        // dict: (key dtype code, value dtype code); list of scalars: (length or None, dynamic)
+        const Type* t = v.type();
+        if (t->kind() == TypeKind::Dict)
+          return py::make_tuple(static_cast<int>(t->key()->dtype()), static_cast<int>(t->value()->dtype()));
+        if (t->kind() == TypeKind::List && t->elem() && t->elem()->is_scalar())
+          return py::make_tuple(t->length() && t->length()->is_const() ? py::object(py::int_(t->length()->value()))
+                                                                      : py::object(py::none()),
+                                t->dynamic_length());
+        return py::none();
+      })
       .def_property_readonly("_has_rank", [](const Var& v) { return v.type()->has_rank(); })
       .def_property_readonly("_type_str", [](const Var& v) { return v.type()->str(); })
       .def_property_readonly("val", [](const Var& v) -> py::object {

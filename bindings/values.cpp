@@ -137,9 +137,64 @@ Value from_array(py::array a, const std::string& what) {
 
 }  // namespace
 
+bool is_mil_list(py::handle o) {
+  return std::string(Py_TYPE(o.ptr())->tp_name).find("mil_list") != std::string::npos && py::hasattr(o, "ls") &&
+         PyList_Check(py::getattr(o, "ls").ptr());
+}
+
+Value list_value_from_py(py::handle seq, const std::string& what, bool ints_as_int64) {
+  if (!PyList_Check(seq.ptr()) && !PyTuple_Check(seq.ptr()))
+    throw TypeError(what + ": a list value takes a Python list, got " +
+                    std::string(py::str(py::type::of(seq).attr("__name__"))));
+  py::sequence items = py::reinterpret_borrow<py::sequence>(seq);
+  const size_t n = items.size();
+  if (n == 0) throw ValueError(what + ": 'mil_list' points to an empty list");
+  py::object np_generic = py::reinterpret_borrow<py::object>(np_types().generic);
+  auto is_str = [](py::handle e) { return PyUnicode_Check(e.ptr()) || py::isinstance(e, py::module_::import("numpy").attr("str_")); };
+  auto is_integer = [&](py::handle e) {
+    if (PyBool_Check(e.ptr())) return false;
+    if (PyLong_Check(e.ptr())) return true;
+    return py::isinstance(e, np_generic) && py::str(e.attr("dtype").attr("kind")).cast<std::string>() == "i";
+  };
+  const std::vector<int64_t> shape{static_cast<int64_t>(n)};
+  if (is_str(items[0])) {
+    std::vector<std::string> strs;
+    for (size_t i = 0; i < n; ++i) {
+      if (!is_str(items[i]))
+        throw TypeError(what + ": list elements must share one type; element 0 is a str, element " +
+                        std::to_string(i) + " is " + std::string(py::str(py::type::of(items[i]).attr("__name__"))));
+      strs.push_back(py::str(items[i]).cast<std::string>());
+    }
+    return Value::list_of(Value::strings(shape, std::move(strs)));
+  }
+  if (is_integer(items[0])) {
+    // coremltools: an np.int64 first element keeps int64 (mil_list's special case); other ints
+    // are int32
+    bool i64 = ints_as_int64 || (py::isinstance(items[0], np_generic) &&
+                                 items[0].attr("dtype").attr("itemsize").cast<int>() == 8);
+    std::vector<int64_t> ints;
+    for (size_t i = 0; i < n; ++i) {
+      if (!is_integer(items[i]))
+        throw TypeError(what + ": list elements must share one type; element 0 is an integer, element " +
+                        std::to_string(i) + " is " + std::string(py::str(py::type::of(items[i]).attr("__name__"))));
+      int overflow = 0;
+      py::int_ as_int(items[i]);
+      long long v = PyLong_AsLongLongAndOverflow(as_int.ptr(), &overflow);
+      if (overflow || (!i64 && (v > INT32_MAX || v < INT32_MIN)))
+        throw ValueError(what + ": list element " + std::to_string(i) + " (" + std::string(py::str(items[i])) +
+                         ") does not fit " + (i64 ? "int64" : "int32"));
+      ints.push_back(v);
+    }
+    return Value::list_of(Value::from_ints(i64 ? DataType::Int64 : DataType::Int32, shape, ints));
+  }
+  throw TypeError(what + ": list elements must be str or integers (class labels), got " +
+                  std::string(py::str(py::type::of(items[0]).attr("__name__"))));
+}
+
 Value value_from_py(py::handle o, const std::string& what) {
   PyObject* p = o.ptr();
   PyTypeObject* t = Py_TYPE(p);
+  if (is_mil_list(o)) return list_value_from_py(py::getattr(o, "ls"), what, false);
   if (PyBool_Check(p)) return Value::scalar_bool(p == Py_True);
   if (PyFloat_Check(p)) return Value::scalar_float(DataType::Float32, PyFloat_AsDouble(p));
   if (PyLong_Check(p)) {
@@ -183,6 +238,17 @@ Value value_from_py(py::handle o, const std::string& what) {
 py::object value_to_py(const std::shared_ptr<const Value>& v, const std::shared_ptr<SymbolContext>& ctx) {
   if (!v) return py::none();
   py::module_ np = py::module_::import("numpy");
+  if (v->is_list()) {
+    // coremltools' val of a mil_list const: a Python list of its elements (str, or numpy ints)
+    py::list l;
+    if (v->dtype() == DataType::String) {
+      for (const auto& s : v->string_values()) l.append(py::str(s));
+      return l;
+    }
+    py::object arr = value_to_py(std::make_shared<const Value>(Value(v->dtype(), v->shape(), v->buffer())), ctx);
+    for (int64_t i = 0; i < v->numel(); ++i) l.append(arr[py::int_(i)]);
+    return l;
+  }
   std::vector<py::ssize_t> shape(v->shape().begin(), v->shape().end());
   if (v->dtype() == DataType::String) {
     if (v->rank() == 0) return py::str(v->string_values()[0]);

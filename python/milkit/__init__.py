@@ -12,6 +12,7 @@ from . import _core, frontends, models, runtime, types
 from ._target import AvailableTarget, target
 from .builder import Builder, Placeholder, StateTensorSpec, TensorSpec
 from .convert import (
+    ClassifierConfig,
     ComputePrecision,
     EnumeratedShapes,
     MLModel,
@@ -25,7 +26,7 @@ from .convert import (
 from .graph import show
 from .io import load, save
 from .pipeline import PassPipeline
-from .program import Block, Function, Operation, Program, Var
+from .program import Block, Function, Operation, Program, Var, mil_list
 from .progress import set_progress
 from .runtime import num_threads, run, set_num_threads
 from .symbolic import SymExpr, get_new_symbol, get_new_variadic_symbol
@@ -44,6 +45,7 @@ VerifyError = _core.VerifyError
 __version__ = "0.1.0"
 
 __all__ = [
+    "ClassifierConfig",
     "ComputePrecision",
     "EnumeratedShapes",
     "MLModel",
@@ -80,6 +82,7 @@ __all__ = [
     "VerifyError",
     "get_new_symbol",
     "get_new_variadic_symbol",
+    "mil_list",
     "num_threads",
     "run",
     "runtime",

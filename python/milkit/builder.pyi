@@ -87,6 +87,9 @@ class Builder:
     def clamped_relu(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod
+    def classify(probabilities: _Value, classes: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """probabilities: tensor of {fp32}; classes: list of {string, int64} (const)"""
+    @staticmethod
     def clip(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod

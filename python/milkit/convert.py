@@ -25,12 +25,13 @@ import time
 import warnings
 from typing import Any, Dict, List, Sequence, Tuple
 
-from . import _core
+from . import _core, types
 from ._target import AvailableTarget
 from .pipeline import BACKEND_MLPROGRAM_PASSES, PassPipeline
 from .progress import Progress
 
 __all__ = [
+    "ClassifierConfig",
     "ComputePrecision",
     "precision",
     "RangeDim",
@@ -111,6 +112,116 @@ class TensorType:
         self.shape = shape.shape if isinstance(shape, Shape) else shape
         self.dtype = dtype
         self.default_value = default_value
+
+
+class ClassifierConfig:
+    """Makes ``convert`` produce a classifier (``ct.ClassifierConfig``).
+
+    Args:
+        class_labels: a list of str or int labels, one per element of the probabilities tensor,
+            or the path of a text file with one label per line.
+        predicted_feature_name: the name of the label output (default ``"classLabel"``); the
+            probabilities output is this name plus ``"_probs"``.
+        predicted_probabilities_output: the name of the var holding the probabilities (default:
+            the output of the program's last op that is not a const and has one output).
+    """
+
+    def __init__(self, class_labels: Any, predicted_feature_name: str | None = "classLabel",
+                 predicted_probabilities_output: str | None = None) -> None:
+        self.class_labels = class_labels
+        self.predicted_feature_name = predicted_feature_name
+        self.predicted_probabilities_output = predicted_probabilities_output
+
+
+_RESERVED_NAMES = {"any", "bool", "program", "func", "tensor", "list", "dict", "tuple", "true", "false", "string",
+                   "bf16", "fp16", "fp32", "fp64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                   "uint64", "state"}
+
+
+def _sanitize_name(name: str) -> str:
+    """coremltools' NameSanitizer.sanitize_name for one name: [A-Za-z0-9_] only, a leading "_"
+    before a name not starting with a letter or "_", reserved words get "_workaround"."""
+    import re
+
+    new = re.sub("[^a-zA-Z0-9_]", "_", name)
+    if re.match("[^a-zA-Z_]", new):
+        new = "_" + new
+    if new in _RESERVED_NAMES:
+        new += "_workaround"
+    return new
+
+
+def _add_classify_op(prog: Any, config: ClassifierConfig) -> tuple:
+    """coremltools' _add_classify_op (backend/mil/load.py), run after the passes: a classify op at
+    the end of the main function over the probabilities var (cast to fp32 when needed), whose
+    label and probabilities replace the probabilities among the outputs, first. Returns the
+    names of the two outputs."""
+    import numpy as np
+
+    from .builder import Builder as mb
+    from .program import mil_list
+
+    if prog.default_function_name not in prog.functions:
+        raise ValueError(f"Default function {prog.default_function_name} not found in program")
+    if len(prog.functions) > 1:
+        raise NotImplementedError("classifier model not supported in multi-functions export.")
+    if "main" not in prog.functions:
+        raise ValueError("a classifier needs the program's function 'main'")
+    fn = prog.functions["main"]
+    message = "Class labels must be a list of integers / strings or a file path"
+    labels = config.class_labels
+    if isinstance(labels, str):
+        if not os.path.isfile(labels):
+            raise ValueError(f"Path to class labels ({labels}) does not exist.")
+        with open(labels, encoding="utf-8") as f:
+            classes: list = f.read().splitlines()
+    elif isinstance(labels, list):
+        classes = labels
+        if not all(isinstance(c, (int, str)) and not isinstance(c, bool) for c in classes):
+            raise ValueError(message)
+    else:
+        raise ValueError(message)
+    if not classes:
+        raise ValueError("ClassifierConfig: class_labels is empty")
+
+    ops = fn.operations
+    prob = None
+    if not config.predicted_probabilities_output:
+        # the output of the last non-const op with one output
+        for op in reversed(ops):
+            if op.op_type != "const" and len(op.outputs) == 1:
+                prob = op.outputs[0]
+                break
+        if prob is None:
+            raise ValueError("Unable to determine the tensor in the graph that corresponds to the probabilities "
+                             "for the classifier output")
+    else:
+        want = _sanitize_name(config.predicted_probabilities_output)
+        for op in ops:
+            for out in op.outputs:
+                if out.name == want:
+                    prob = out
+        if prob is None:
+            raise ValueError(f"'predicted_probabilities_output', '{want}', provided in 'ClassifierConfig', "
+                             "does not exist in the MIL program.")
+
+    outputs = list(fn.outputs)
+    if isinstance(classes[0], int):
+        classes = [np.int64(c) for c in classes]
+    _core._push_scope(fn)
+    try:
+        classes_var = mb.const(val=mil_list(classes))
+        if prob.dtype != types.fp32:
+            outputs = [o for o in outputs if o.name != prob.name]
+            prob = mb.cast(x=prob, dtype="fp32", name=prob.name + "_cast_to_fp32")
+        label, probs = mb.classify(probabilities=prob, classes=classes_var)
+    finally:
+        _core._pop_scope()
+    name = "classLabel" if config.predicted_feature_name is None else config.predicted_feature_name
+    label.name = name
+    probs.name = name + "_probs"
+    fn.set_outputs([label, probs] + [o for o in outputs if o.name != prob.name])
+    return label.name, probs.name
 
 
 class MLModel:
@@ -196,7 +307,8 @@ class MLModel:
     def predict(self, data: Any, state: Any = None) -> Any:
         """Runs the model with milkit's interpreter (any OS), as coremltools' ``MLModel.predict``:
         `data` is a dict of input name -> array (a list of dicts runs each and returns a list);
-        returns a dict of output name -> numpy array. Stateful models take
+        returns a dict of output name -> numpy array (a classifier's label is a str or int and its
+        probabilities a dict label -> float, as Core ML returns them). Stateful models take
         ``state=model.make_state()``. Several threads may predict on one model at once."""
         from . import runtime
 
@@ -208,7 +320,7 @@ class MLModel:
             if name in feed and list(feed[name].shape) not in shapes:
                 raise ValueError(f"input {name!r} has shape {tuple(feed[name].shape)}, which is not one of the "
                                  f"model's enumerated shapes {[tuple(s) for s in shapes]}")
-        return dict(plan.run(feed, state))
+        return runtime.outputs_as_coreml(self._fn, plan.run(feed, state))
 
     def make_state(self) -> Any:
         """A fresh state object (zero-filled) for a stateful (iOS18) model."""
@@ -410,7 +522,10 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         skip_model_load: accepted for compatibility (milkit never loads Core ML).
         package_dir: where the temporary package is made.
         pass_pipeline: a :class:`PassPipeline` (default ``PassPipeline.DEFAULT``).
-        classifier_config: not supported (must be None).
+        classifier_config: a :class:`ClassifierConfig`: after the passes a ``classify`` op is
+            added over the probabilities, and the model is described as a classifier (label and
+            probabilities outputs, ``predictedFeatureName`` / ``predictedProbabilitiesName``), as
+            coremltools does.
         compute_units: kept on the model, unused.
         debug: unused.
         states: unused (state inputs come from the program's ``StateTensorSpec`` s).
@@ -430,8 +545,8 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
                         f"(a .onnx path or a ModelProto), got {type(model).__name__}")
     if convert_to not in (None, "mlprogram"):
         raise ValueError(f"convert_to={convert_to!r} is not supported: milkit writes ML Programs only")
-    if classifier_config is not None:
-        raise ValueError("classifier_config is not supported yet")
+    if classifier_config is not None and not isinstance(classifier_config, ClassifierConfig):
+        raise ValueError("`classifier_config` must be of type ClassifierConfig")
     target = (int(AvailableTarget.iOS15) if minimum_deployment_target is None
               else _target_value(minimum_deployment_target))
     if target < int(AvailableTarget.iOS15):
@@ -446,16 +561,20 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         raise ValueError(f"Invalid value of the argument 'compute_precision': {compute_precision}")
     enumerated = _apply_input_types(model, inputs) if inputs else {}
 
-    if outputs:
+    if outputs and classifier_config is None:
         n_out = len(model.functions[model.default_function_name].outputs)
         if len(outputs) != n_out:
             raise ValueError(f"outputs: {len(outputs)} given, the program has {n_out}")
     with Progress("convert", total=_pipeline_length(pass_pipeline, compute_precision) + 1, unit="pass") as bar:
         skipped, times = _run_pipeline(model, pass_pipeline, compute_precision, outputs, bar)
-        if outputs:
+        if outputs and classifier_config is None:
             for o, v in zip(outputs, model.functions[model.default_function_name].outputs):
                 if getattr(o, "name", None):
                     v.name = o.name
+        if classifier_config is not None:
+            # as coremltools (backend load), after every pass: the writer describes classify's
+            # outputs as the predicted feature and probabilities
+            _add_classify_op(model, classifier_config)
         path = tempfile.mkdtemp(suffix=".mlpackage", dir=package_dir)
         os.rmdir(path)
         _core.save_mlpackage(model, path, target, False, enumerated)

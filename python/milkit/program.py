@@ -6,7 +6,7 @@ from typing import Any
 
 from . import _core, types
 
-__all__ = ["Program", "Function", "Block", "Operation", "Var"]
+__all__ = ["Program", "Function", "Block", "Operation", "Var", "mil_list"]
 
 Program = _core.Program
 Function = _core.Function
@@ -77,11 +77,36 @@ def _target_of(v: int) -> Any:
 
 # ---- Var ---------------------------------------------------------------------------------------
 def _var_dtype(self: Any) -> Any:
-    """The element type (``types.fp32``...); a list's element type for lists."""
+    """The element type (``types.fp32``...); a list's element type for lists; the dict type for
+    a dict (as coremltools)."""
+    if self._kind == "dict":
+        return types.type_of(self)
     return types.dtype_from_code(self._dtype_code)
 
 
+def _var_elem_type(self: Any) -> Any:
+    """A list's element type (coremltools' ``ListVar.elem_type``)."""
+    if self._kind != "list":
+        raise AttributeError(f"'Var' {self.name!r} is not a list and has no elem_type")
+    return types.dtype_from_code(self._dtype_code)
+
+
+class mil_list:  # noqa: N801 - coremltools' name
+    """A list value for a const (coremltools' ``mil_list``): ``mb.const(val=mil_list(["cat", "dog"]))``
+    makes a ``list[str, 2]`` const, as classify's ``classes`` takes. Elements are str, or ints
+    (int64 when the first is an ``np.int64``, else int32, as in coremltools)."""
+
+    def __init__(self, ls: Any = None) -> None:
+        self.ls = ls if ls is not None else []
+        if not isinstance(self.ls, list):
+            raise TypeError("Type of 'ls' must be list in the 'mil_list' class")
+
+    def __repr__(self) -> str:
+        return f"mil_list({self.ls!r})"
+
+
 Var.dtype = property(_var_dtype)
+Var.elem_type = property(_var_elem_type)
 Var.sym_type = property(types.type_of)
 Var.is_descendant_of_const = property(lambda self: self.val is not None,
                                       doc="Whether the value is known at build time.")

@@ -105,10 +105,33 @@ def coerce_inputs(fn: Any, data: Mapping[str, Any]) -> dict:
     return out
 
 
+def classifier_labels(fn: Any) -> set:
+    """Names of the function's outputs that are classify labels (returned as Python scalars)."""
+    out = set()
+    for v in fn.outputs:
+        op = v.op
+        if op is not None and op.op_type == "classify" and v.op_output_idx == 0:
+            out.add(v.name)
+    return out
+
+
+def outputs_as_coreml(fn: Any, outs: list) -> dict:
+    """A run's [(name, value)] as a dict; a classifier's int64 label becomes a Python int (its str
+    label is a str already, its probabilities a dict), as Core ML returns them."""
+    labels = classifier_labels(fn)
+    result = {}
+    for name, value in outs:
+        if name in labels and not isinstance(value, str):
+            value = value.item()
+        result[name] = value
+    return result
+
+
 def run(prog: Any, inputs: Mapping[str, Any], function_name: str = "main", state: Any = None,
         num_threads: int | None = None) -> dict:
     """Runs function `function_name` of `prog` on `inputs` (name -> array) and returns the outputs
-    as a dict name -> numpy array, in the function's output order.
+    as a dict name -> numpy array, in the function's output order (a classify label as a str or
+    int, its probabilities as a dict label -> float).
 
     `state` is a ``State`` from ``milkit.runtime.plan(prog).make_state()`` or
     ``MLModel.make_state()`` for programs with state inputs. `num_threads` sets the kernels'
@@ -121,4 +144,4 @@ def run(prog: Any, inputs: Mapping[str, Any], function_name: str = "main", state
         function_name = prog.default_function_name
     fn = _function(prog, function_name)
     p = _core.Plan(fn)
-    return dict(p.run(coerce_inputs(fn, inputs), state))
+    return outputs_as_coreml(fn, p.run(coerce_inputs(fn, inputs), state))

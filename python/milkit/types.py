@@ -482,10 +482,16 @@ def type_of(var: Any) -> Any:
     kind = var._kind
     if kind == "state":
         return state(tensor(_BY_CODE[var._dtype_code], var.shape))
+    if kind == "dict":
+        key, value = var._type_detail
+        return dict(_BY_CODE[key], _BY_CODE[value])
     dt = _BY_CODE[var._dtype_code]
     if kind == "scalar":
         return dt
     if kind == "list":
+        detail = var._type_detail  # a list of scalars (a mil_list const) knows its length
+        if detail is not None:
+            return list(dt, init_length=detail[0], dynamic_length=detail[1])
         return list(dt)
     return tensor(dt, var.shape)
 

@@ -184,3 +184,35 @@ TEST_CASE("exec: every op in the registry, at every opset, has a kernel") {
   INFO("ops without a kernel: " << list);
   REQUIRE(missing.empty());
 }
+
+TEST_CASE("exec: classify gives the label and the dictionary label -> probability") {
+  for (bool ints : {false, true}) {
+    auto f = std::make_shared<Function>(Target::iOS15);
+    Context& c = f->ctx();
+    Var* x = f->add_input("x", c.tensor(DataType::Float32, std::vector<int64_t>{3}));
+    Builder b(*f);
+    Value labels = ints ? Value::from_ints(DataType::Int64, {3}, {7, 3, 11}) : Value::strings({3}, {"a", "b", "c"});
+    std::vector<Arg> args{Builder::arg("probabilities", x), Builder::arg("classes", Value::list_of(labels))};
+    f->body().set_outputs(b.create("classify", args));
+    Plan p(f);
+    Tensor in = Tensor::empty(DataType::Float32, {3});
+    in.mutable_data<float>()[0] = 0.25f;
+    in.mutable_data<float>()[1] = 0.5f;
+    in.mutable_data<float>()[2] = 0.5f;
+    auto out = p.run({{"x", in}});
+    REQUIRE(out.size() == 2);
+    const Tensor& label = out[0].second;
+    REQUIRE(label.rank() == 0);
+    if (ints)
+      CHECK(label.data<int64_t>()[0] == 3);  // the first of the equal maxima
+    else
+      CHECK(label.string_values() == std::vector<std::string>{"b"});
+    const Tensor& d = out[1].second;
+    REQUIRE(d.is_dict());
+    CHECK_FALSE(d.is_list());
+    CHECK(d.dict_values().dtype() == DataType::Float64);
+    CHECK(d.dict_values().get(0) == 0.25);
+    CHECK(d.dict_keys().numel() == 3);
+    CHECK_THROWS_WITH(p.run({{"x", filled({2}, 1.0f)}}), Catch::Contains("input 'x'"));
+  }
+}

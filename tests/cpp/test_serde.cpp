@@ -318,7 +318,9 @@ TEST_CASE("blob: missing file is an IOError", "[serde][blob]") {
 
 #include "milkit/builder/builder.h"
 #include "milkit/serde/mlpackage.h"
+#include "milkit/serde/proto_reader.h"
 #include "milkit/serde/proto_writer.h"
+#include "milkit/serde/text.h"
 
 namespace {
 
@@ -476,4 +478,55 @@ TEST_CASE("package: multifunction programs need iOS18", "[serde][package]") {
   CHECK(q->functions()[1].first == "second");
   CHECK(q->default_function_name() == "second");
   fs::remove_all(dir);
+}
+
+TEST_CASE("package: classify's classes are written inline and read back as a list const", "[serde][package]") {
+  auto f = std::make_shared<Function>(Target::iOS15);
+  Context& c = f->ctx();
+  Var* x = f->add_input("x", c.tensor(DataType::Float32, std::vector<int64_t>{1, 3}));
+  Builder b(*f);
+  Var* classes = b.add_const(std::make_shared<Value>(Value::list_of(Value::strings({3}, {"cat", "dog", "bird"}))));
+  CHECK(classes->type()->str() == "list[string, 3]");
+  CHECK_FALSE(classes->type()->dynamic_length());
+  std::vector<Arg> args{Builder::arg("probabilities", x), Builder::arg("classes", classes)};
+  auto outs = b.create("classify", args);
+  REQUIRE(outs.size() == 2);
+  CHECK(outs[0]->type() == c.scalar(DataType::String));
+  CHECK(outs[1]->type() == c.dict(c.scalar(DataType::String), c.scalar(DataType::Float64)));
+  f->body().set_outputs(outs);
+  Program p;
+  p.add_function("main", f);
+  ProtoWriteOptions opt;
+  opt.target = Target::iOS15;
+  std::string bytes = write_model_proto(p, opt);
+  auto q = read_model_proto(bytes, nullptr, "mem");
+  Function* g = q->function("main");
+  REQUIRE(g);
+  std::vector<std::string> names;
+  for (Operation* o : g->all_ops()) names.push_back(o->op_type() + ":" + o->name());
+  // the const is not written: the reader makes one for the inline literal
+  CHECK(names == std::vector<std::string>{"const:classify_0_classes_0", "classify:classify_0"});
+  Var* back = g->all_ops()[0]->output(0);
+  REQUIRE(back->value());
+  CHECK(back->value()->is_list());
+  CHECK(back->value()->string_values() == std::vector<std::string>{"cat", "dog", "bird"});
+  CHECK(back->value()->equals(*classes->value()));
+  CHECK_FALSE(back->value()->equals(Value::strings({3}, {"cat", "dog", "bird"})));  // a tensor is not a list
+  // writing it again and reading it back gives the same program (the proto's maps have no
+  // fixed byte order, so compare the programs)
+  ProgramTextOptions exact;
+  exact.consts = true;
+  auto r = read_model_proto(write_model_proto(*q, opt), nullptr, "mem2");
+  CHECK(program_to_text(*r, exact) == program_to_text(*q, exact));
+  CHECK(program_to_text(*q, exact).find("List[3, (string)]*(List) = const(val=[\"cat\", \"dog\", \"bird\"]") !=
+        std::string::npos);
+  // a list of int32 is not a classifier label list coremltools can write
+  auto h = std::make_shared<Function>(Target::iOS15);
+  Builder hb(*h);
+  Var* l = hb.add_const(std::make_shared<Value>(Value::list_of(Value::from_ints(DataType::Int32, {2}, {1, 2}))), "l");
+  h->body().set_outputs({l});
+  Program hp;
+  hp.add_function("main", h);
+  CHECK_THROWS_WITH(write_model_proto(hp, opt), Catch::Contains("List element type, int32, not supported"));
+  CHECK_THROWS_AS(Value::list_of(Value::from_ints(DataType::Int64, {2, 1}, {1, 2})), ValueError);
 }

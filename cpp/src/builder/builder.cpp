@@ -43,10 +43,17 @@ Var* Builder::add_const(std::shared_ptr<const Value> v, const std::string& name)
   Context& ctx = fn_->ctx();
   std::string n = name.empty() ? ctx.free_name("const") : name;
   Operation* op = fn_->new_op(*const_schema, n, {}, {0});
-  std::vector<Dim> dims;
-  dims.reserve(v->shape().size());
-  for (int64_t d : v->shape()) dims.push_back(ctx.constant(d));
-  Var* out = fn_->add_output(op, n, ctx.tensor(v->dtype(), dims));
+  const Type* t;
+  if (v->is_list()) {
+    // coremltools' const of a mil_list: list[<element>, n], fixed length
+    t = ctx.list(ctx.scalar(v->dtype()), ctx.constant(v->numel()), false);
+  } else {
+    std::vector<Dim> dims;
+    dims.reserve(v->shape().size());
+    for (int64_t d : v->shape()) dims.push_back(ctx.constant(d));
+    t = ctx.tensor(v->dtype(), dims);
+  }
+  Var* out = fn_->add_output(op, n, t);
   out->set_value(std::move(v));
   op->set_location(loc_);
   fn_->insert(op, block_, before_);

@@ -418,7 +418,7 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
     if (type == "const") {
       Var* v = op->output(0);
       if (!v->value()) throw ValueError(op->describe() + " has no value");
-      if (v->value()->dtype() == DataType::String || v->value()->is_symbolic()) {
+      if (v->value()->dtype() == DataType::String || v->value()->is_symbolic() || v->value()->is_list()) {
         refs[v] = kAbsent;  // a parameter that kernels read from the var's value
         continue;
       }

@@ -48,6 +48,43 @@ Tensor Tensor::list(std::shared_ptr<const TensorList> items) {
   return t;
 }
 
+Tensor Tensor::strings(std::vector<int64_t> shape, std::vector<std::string> s) {
+  Tensor t;
+  t.dtype_ = DataType::String;
+  t.numel_ = shape_numel(shape);
+  if (static_cast<size_t>(t.numel_) != s.size())
+    throw ValueError("a string tensor of shape " + shape_str(shape) + " needs " + std::to_string(t.numel_) +
+                     " strings, got " + std::to_string(s.size()));
+  t.shape_ = std::move(shape);
+  t.strings_ = std::make_shared<const std::vector<std::string>>(std::move(s));
+  return t;
+}
+
+const std::vector<std::string>& Tensor::string_values() const {
+  static const std::vector<std::string> kNone;
+  return strings_ ? *strings_ : kNone;
+}
+
+Tensor Tensor::dict(Tensor keys, Tensor values) {
+  if (keys.rank() != 1 || values.rank() != 1 || keys.numel() != values.numel())
+    throw ValueError("a dictionary needs rank-1 keys and values of one length, got " + keys.describe() + " and " +
+                     values.describe());
+  Tensor t;
+  t.list_ = std::make_shared<const TensorList>(TensorList{std::move(keys), std::move(values)});
+  t.dict_ = true;
+  return t;
+}
+
+const Tensor& Tensor::dict_keys() const {
+  if (!dict_) throw TypeError("not a dictionary value");
+  return (*list_)[0];
+}
+
+const Tensor& Tensor::dict_values() const {
+  if (!dict_) throw TypeError("not a dictionary value");
+  return (*list_)[1];
+}
+
 const TensorList& Tensor::items() const {
   static const TensorList kEmpty;
   return list_ ? *list_ : kEmpty;
@@ -72,7 +109,7 @@ Tensor Tensor::borrow(DataType dt, std::vector<int64_t> shape, const void* data,
 }
 
 Tensor Tensor::from_value(const Value& v) {
-  if (v.dtype() == DataType::String) throw TypeError("a string value is not a run-time tensor");
+  if (v.dtype() == DataType::String) return strings(v.shape(), v.string_values());
   if (v.is_symbolic()) throw ValueError("a symbolic value is not a run-time tensor");
   auto buf = v.buffer();
   const uint8_t* p = buf ? buf->data() : nullptr;
@@ -96,6 +133,8 @@ Tensor Tensor::reshaped(std::vector<int64_t> shape) const {
 }
 
 Value Tensor::to_value() const {
+  if (dict_) throw TypeError("a dictionary is not a compile-time value");
+  if (dtype_ == DataType::String) return Value::strings(shape_, string_values());
   return Value(dtype_, shape_, Buffer::copy(data_, nbytes()));
 }
 

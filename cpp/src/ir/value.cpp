@@ -298,8 +298,15 @@ std::vector<Dim> Value::to_dims(SymbolContext& ctx) const {
   return r;
 }
 
+Value Value::list_of(Value elems) {
+  if (elems.rank() != 1) throw ValueError("a list value takes rank-1 elements, got rank " + std::to_string(elems.rank()));
+  if (elems.is_symbolic()) throw ValueError("a list value cannot hold symbolic elements");
+  elems.list_ = true;
+  return elems;
+}
+
 bool Value::equals(const Value& o) const {
-  if (dtype_ != o.dtype_ || shape_ != o.shape_) return false;
+  if (dtype_ != o.dtype_ || shape_ != o.shape_ || list_ != o.list_) return false;
   if (dtype_ == DataType::String) return strings_ == o.strings_;
   if (is_symbolic() || o.is_symbolic()) return dims_ == o.dims_;
   if (nbytes() != o.nbytes()) return false;

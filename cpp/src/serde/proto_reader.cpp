@@ -113,9 +113,45 @@ class Reader {
     }
   }
 
+  // An immediate list of scalars (coremltools' create_list_scalarvalue: classify's classes).
+  std::shared_ptr<const Value> list_value(const mil::Value& pv, const std::string& where) {
+    const auto& lt = pv.type().listtype();
+    if (lt.type().type_case() != mil::ValueType::kTensorType || lt.type().tensortype().rank() != 0 ||
+        lt.type().tensortype().dimensions_size() != 0)
+      fail(where, "only lists of scalars are supported as values");
+    const DataType dt = dtype_of(lt.type().tensortype().datatype(), where);
+    if (pv.value_case() != mil::Value::kImmediateValue ||
+        pv.immediatevalue().value_case() != mil::Value::ImmediateValue::kList)
+      fail(where, "a list value must be an immediate list");
+    const auto& items = pv.immediatevalue().list().values();
+    if (lt.length().dimension_case() == mil::Dimension::kConstant &&
+        lt.length().constant().size() != static_cast<uint64_t>(items.size()))
+      fail(where, "list holds " + std::to_string(items.size()) + " values, its type declares length " +
+                      std::to_string(lt.length().constant().size()));
+    std::vector<std::string> strs;
+    std::vector<int64_t> ints;
+    std::vector<double> doubles;
+    for (int i = 0; i < items.size(); ++i) {
+      const std::string ew = where + ", list element " + std::to_string(i);
+      if (items[i].type().type_case() != mil::ValueType::kTensorType) fail(ew, "a list element must be a scalar");
+      auto e = value(items[i], ew);
+      if (e->rank() != 0 || e->dtype() != dt)
+        fail(ew, "element of type " + std::string(dtype_name(e->dtype())) + " (rank " + std::to_string(e->rank()) +
+                     ") in a list of " + std::string(dtype_name(dt)) + " scalars");
+      if (dt == DataType::String) strs.push_back(e->string_values()[0]);
+      else if (is_float(dt)) doubles.push_back(e->as_double(0));
+      else ints.push_back(e->as_int(0));
+    }
+    const std::vector<int64_t> shape{static_cast<int64_t>(items.size())};
+    if (dt == DataType::String) return std::make_shared<const Value>(Value::list_of(Value::strings(shape, strs)));
+    if (is_float(dt)) return std::make_shared<const Value>(Value::list_of(Value::from_doubles(dt, shape, doubles)));
+    return std::make_shared<const Value>(Value::list_of(Value::from_ints(dt, shape, ints)));
+  }
+
   std::shared_ptr<const Value> value(const mil::Value& pv, const std::string& where) {
+    if (pv.type().type_case() == mil::ValueType::kListType) return list_value(pv, where);
     if (pv.type().type_case() != mil::ValueType::kTensorType)
-      fail(where, "only tensor values are supported");
+      fail(where, "only tensor and list values are supported");
     const auto& tt = pv.type().tensortype();
     DataType dt = dtype_of(tt.datatype(), where);
     std::vector<int64_t> shape = const_shape(tt, where);
@@ -221,7 +257,7 @@ class Reader {
 
   std::string string_value(const mil::Value& v, const std::string& where) {
     auto val = value(v, where);
-    if (val->dtype() != DataType::String || val->numel() != 1) fail(where, "expected a string scalar");
+    if (val->dtype() != DataType::String || val->numel() != 1 || val->is_list()) fail(where, "expected a string scalar");
     return val->string_values()[0];
   }
 

@@ -96,10 +96,33 @@ class Writer {
     out->mutable_immediatevalue()->mutable_tensor()->mutable_strings()->add_values(s);
   }
 
+  // coremltools' create_list_scalarvalue: a list of scalars (classify's classes) is a ListType
+  // of rank-0 tensors with a constant length, and one immediate scalar Value per element.
+  void list_value(const Value& v, mil::Value* out, const std::string& what) {
+    const DataType dt = v.dtype();
+    if (dt != DataType::String && dt != DataType::Int64)
+      throw ValueError(what + ": List element type, " + std::string(dtype_name(dt)) +
+                       ", not supported yet (lists of str or int64 only)");
+    auto* lt = out->mutable_type()->mutable_listtype();
+    set_tensor_type(lt->mutable_type()->mutable_tensortype(), dt, {});
+    lt->mutable_length()->mutable_constant()->set_size(static_cast<uint64_t>(v.numel()));
+    auto* lv = out->mutable_immediatevalue()->mutable_list();
+    for (int64_t i = 0; i < v.numel(); ++i) {
+      if (dt == DataType::String)
+        string_scalar(v.string_values()[static_cast<size_t>(i)], lv->add_values());
+      else
+        value(Value::scalar_int(dt, v.as_int(i)), lv->add_values(), what);
+    }
+  }
+
   void value(const Value& v, mil::Value* out, const std::string& what) {
     const DataType dt = v.dtype();
     if (v.is_symbolic())
       throw ValueError(what + ": a symbolic value cannot be serialized");
+    if (v.is_list()) {
+      list_value(v, out, what);
+      return;
+    }
     if (dt == DataType::BFloat16 || dt == DataType::Float8E4M3FN || dt == DataType::Float8E5M2 ||
         dt == DataType::Unused)
       throw ValueError(what + ": consts of dtype " + std::string(dtype_name(dt)) +
@@ -233,6 +256,12 @@ class Writer {
         VarSpan vs = o.input(i);
         if (vs.empty()) continue;
         auto& arg = (*out->mutable_inputs())[s.inputs[i].name];
+        if (o.op_type() == "classify" && s.inputs[i].name == "classes") {
+          // coremltools binds classify's classes as a literal value, not by name
+          if (!vs[0]->value()) throw ValueError(" input 'classes' (" + vs[0]->name() + ") must be a const list");
+          value(*vs[0]->value(), arg.add_arguments()->mutable_value(), " input 'classes'");
+          continue;
+        }
         for (Var* v : vs) {
           // coremltools' _check_invalid_const_tensor_input: a const input must be bound to a
           // const or a constexpr output in the file (a dequantize of a constant, which the
@@ -263,7 +292,20 @@ class Writer {
         nvt->set_name(v->name());
         type(v->type(), nvt->mutable_type());
       }
+    // coremltools' create_block: when the block ends with classify, the const holding its
+    // classes is not written (its value is inlined into classify), and may feed nothing else
+    const Operation* classes_const = nullptr;
+    if (const Operation* last = b.back(); last && last->op_type() == "classify") {
+      const Var* cv = last->input1("classes");
+      if (cv && cv->op() && cv->op()->op_type() == "const") {
+        if (cv->uses().size() != 1)
+          throw ValueError(last->describe() + ": Classify's labels/classes should be input to only 1 op (classify), '" +
+                           cv->name() + "' has " + std::to_string(cv->uses().size()) + " uses");
+        classes_const = cv->op();
+      }
+    }
     for (Operation* o = b.front(); o; o = o->next()) {
+      if (o == classes_const) continue;
       if (o->op_type() == "coreml_update_state")
         update_state(*o, out);
       else if (feeds_only_constexprs(*o))
@@ -421,9 +463,34 @@ class Writer {
   /// Enumerated shapes apply to the function being described (the default one) only.
   void set_enumerated(const std::map<std::string, EnumeratedShapesSpec>* e) { enumerated_ = e; }
 
+  static bool is_classify_output(const Var* v, int index) {
+    return v->op() && v->op()->op_type() == "classify" && v->index() == index;
+  }
+
   void output_feature(Var* v, spec::FeatureDescription* fd) {
     fd->set_name(v->name());
     const Type* t = v->type();
+    if (t->kind() == TypeKind::Dict) {
+      // coremltools' get_func_output: a dictionary keyed by str or int64 (classify's probabilities)
+      auto* dt = fd->mutable_type()->mutable_dictionarytype();
+      const Type* k = t->key();
+      if (k->is_scalar() && k->dtype() == DataType::String)
+        dt->mutable_stringkeytype();
+      else if (k->is_scalar() && k->dtype() == DataType::Int64)
+        dt->mutable_int64keytype();
+      else
+        throw ValueError("output '" + v->name() + "': Dictionary key type not supported (" + k->str() + ")");
+      return;
+    }
+    if (is_classify_output(v, 0) && t->is_scalar()) {
+      // the predicted label is a primitive feature, not a multi-array (coremltools' classifier
+      // description: stringType or int64Type by the type of the class labels)
+      if (t->dtype() == DataType::Int64)
+        fd->mutable_type()->mutable_int64type();
+      else
+        fd->mutable_type()->mutable_stringtype();
+      return;
+    }
     if (!t->is_tensor()) throw ValueError("output '" + v->name() + "' has unsupported type " + t->str());
     auto* at = fd->mutable_type()->mutable_multiarraytype();
     at->set_datatype(io_dtype(v, true));
@@ -440,6 +507,11 @@ class Writer {
         input_feature(f, v, d->add_input());
     }
     for (Var* v : f.body().outputs()) output_feature(v, d->add_output());
+    // a classifier: classify's label and probabilities are the predicted feature / probabilities
+    for (Var* v : f.body().outputs()) {
+      if (is_classify_output(v, 0)) d->set_predictedfeaturename(v->name());
+      if (is_classify_output(v, 1)) d->set_predictedprobabilitiesname(v->name());
+    }
   }
 
  private:

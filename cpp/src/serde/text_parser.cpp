@@ -601,6 +601,16 @@ class Parser {
       if (!w->is_tensor()) fail_at(t, "a state must wrap a tensor type");
       return ctx_->state(w);
     }
+    if (t.kind == Tok::Ident && t.text == "dict" && peek(1).kind == Tok::LBrack) {
+      // dict[<key type>, <value type>] (classify's probabilities)
+      next();
+      next();
+      const Type* k = type();
+      expect(Tok::Comma, "','");
+      const Type* v = type();
+      expect(Tok::RBrack, "']'");
+      return ctx_->dict(k, v);
+    }
     if (t.kind == Tok::Ident && (t.text == "tuple" || t.text == "dict"))
       fail_at(t, t.text + " types are not supported");
     if (t.kind == Tok::Ident) return ctx_->scalar(expect_dtype());
@@ -642,7 +652,8 @@ class Parser {
     if (k.text == "Tensor") {
       if (!t->is_tensor() || t->is_scalar()) fail_at(k, "a (Tensor) needs a tensor type, got " + t->str());
     } else if (k.text == "Scalar") {
-      if (!t->is_scalar()) fail_at(k, "a (Scalar) needs a scalar type, got " + t->str());
+      if (!t->is_scalar() && t->kind() != TypeKind::Dict)
+        fail_at(k, "a (Scalar) needs a scalar or dict type, got " + t->str());
     } else if (k.text == "List") {
       if (t->kind() != TypeKind::List) fail_at(k, "a (List) needs a list type, got " + t->str());
     } else if (k.text == "State") {
@@ -973,6 +984,10 @@ class Parser {
     }
     if (!val) fail_at(ot, "const without 'val'");
     const Type* t = d.type;
+    if (t->kind() == TypeKind::List) {
+      define(d, list_const(b, d, *val, name, ot));
+      return;
+    }
     if (!t->is_tensor() || !t->is_static())
       fail_at(d.tok, "a const needs a tensor type with a static shape, got " + t->str());
     std::vector<int64_t> shape;
@@ -1017,6 +1032,45 @@ class Parser {
     }
     if (out->type() != t) fail_at(d.tok, "declared type " + t->str() + " but the value has type " + out->type()->str());
     define(d, out);
+  }
+
+  // A const list of scalars (coremltools' mil_list): "List[3, (string)]" with a rank-1 literal.
+  Var* list_const(Builder& b, const Decl& d, const ParsedArg& val, const std::string& name, const Token& ot) {
+    const Type* t = d.type;
+    const Type* e = t->elem();
+    if (!e || !e->is_scalar() || t->dynamic_length() || !t->length() || !t->length()->is_const())
+      fail_at(d.tok, "a const list needs a fixed length and scalar elements, got " + t->str());
+    const int64_t n = t->length()->value();
+    const DataType dt = e->dtype();
+    std::shared_ptr<const Value> v;
+    if (val.val.kind == ArgVal::Elided) {
+      if (val.val.elided != static_cast<uint64_t>(n))
+        fail_at(val.val.tok, "elided value of " + std::to_string(val.val.elided) + " elements, the declared type " +
+                                 t->str() + " has " + std::to_string(n));
+      if (static_cast<uint64_t>(n) * 8 > kMaxElidedBytes) fail_at(val.val.tok, "elided value too large");
+      if (dt == DataType::String)
+        v = std::make_shared<const Value>(Value::strings({n}, std::vector<std::string>(static_cast<size_t>(n))));
+      else
+        v = std::make_shared<const Value>(Value::from_ints(dt, {n}, std::vector<int64_t>(static_cast<size_t>(n))));
+    } else if (val.val.kind == ArgVal::Literal) {
+      const LitTensor& l = val.val.lit;
+      if (l.shape != std::vector<int64_t>{n})
+        fail_at(val.val.tok, "value of shape " + shape_str(l.shape) + " for declared type " + t->str());
+      std::string err;
+      v = lit_value(l, dt, *ctx_, err);
+      if (!v) throw FormatError(err);
+      if (v->is_symbolic()) fail_at(val.val.tok, "a const value must be fully known");
+    } else {
+      fail_at(val.val.tok, "expected the const value");
+    }
+    Var* out;
+    try {
+      out = b.add_const(std::make_shared<const Value>(Value::list_of(*v)), name.empty() ? d.name : name);
+    } catch (const Error& ex) {
+      fail_at(ot, ex.what());
+    }
+    if (out->type() != t) fail_at(d.tok, "declared type " + t->str() + " but the value has type " + out->type()->str());
+    return out;
   }
 
   static std::string shape_str(const std::vector<int64_t>& s) {
@@ -1066,6 +1120,17 @@ class Parser {
                                    const std::vector<ParsedArg>& args) {
     LitClass c = classify(a.val.lit);
     std::vector<DataType> out;
+    if (d.kind == InputKind::List) {
+      // a literal list for a list input (classify's classes): str, or ints as int64 (the label
+      // types classify takes) before int32
+      switch (c) {
+        case LitClass::Str: return {DataType::String};
+        case LitClass::Int: case LitClass::Empty: return {DataType::Int64, DataType::Int32};
+        case LitClass::Float: return {DataType::Float32};
+        case LitClass::Bool: return {DataType::Bool};
+        default: return {DataType::String};
+      }
+    }
     auto add = [&](DataType t) {
       for (DataType x : out)
         if (x == t) return;
@@ -1180,6 +1245,14 @@ class Parser {
       for (size_t k = 0; k < lit_args.size() && err.empty(); ++k) {
         auto v = lit_value(lit_args[k]->val.lit, cands[k][choice[k]], *ctx_, err);
         if (!v) break;
+        if (s->inputs[static_cast<size_t>(s->input_index(lit_args[k]->name.text))].kind == InputKind::List) {
+          if (v->rank() != 1 || v->is_symbolic()) {
+            err = where(lit_args[k]->val.tok.line, lit_args[k]->val.tok.col) +
+                  "a list input takes a one-dimensional list of known values";
+            break;
+          }
+          v = std::make_shared<const Value>(Value::list_of(*v));
+        }
         try {
           cur[lit_slots[k]].items[0] = ArgItem{b.add_const(v, const_names[k]), nullptr};
         } catch (const Error& e) {

@@ -27,7 +27,20 @@ class Tensor {
   /// new list sharing the untouched elements.
   static Tensor list(std::shared_ptr<const TensorList> items);
   /// Whether this is a list value.
-  bool is_list() const { return list_ != nullptr; }
+  bool is_list() const { return list_ != nullptr && !dict_; }
+  /// A string tensor (classify's predicted label); strings have no raw bytes.
+  static Tensor strings(std::vector<int64_t> shape, std::vector<std::string> s);
+  /// The elements of a string tensor (empty otherwise).
+  const std::vector<std::string>& string_values() const;
+  /// A run-time dictionary (classify's probabilities): entry i maps keys[i] to values[i]; both
+  /// are rank-1 tensors of one length, keys distinct.
+  static Tensor dict(Tensor keys, Tensor values);
+  /// Whether this is a dictionary value.
+  bool is_dict() const { return dict_; }
+  /// The keys of a dictionary (throws for anything else).
+  const Tensor& dict_keys() const;
+  /// The values of a dictionary (throws for anything else).
+  const Tensor& dict_values() const;
   /// The elements of a list value (empty for a tensor).
   const TensorList& items() const;
   /// Allocates an uninitialized tensor (64-byte aligned).
@@ -92,7 +105,9 @@ class Tensor {
   uint8_t* data_ = nullptr;
   std::shared_ptr<const void> holder_;
   bool borrowed_ = false;
-  std::shared_ptr<const TensorList> list_;
+  std::shared_ptr<const TensorList> list_;  // list items; for a dict: {keys, values}
+  std::shared_ptr<const std::vector<std::string>> strings_;
+  bool dict_ = false;
 };
 
 /// "(1, 2, 3)".

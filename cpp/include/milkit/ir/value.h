@@ -82,6 +82,10 @@ class Value {
   static Value int_list(const std::vector<int64_t>& v, DataType dt = DataType::Int32) {
     return from_ints(dt, {static_cast<int64_t>(v.size())}, v);
   }
+  /// A MIL list of scalars (coremltools' `mil_list`, e.g. classify's classes): the elements of
+  /// the rank-1 value `elems`, typed list[<dtype>, n] rather than a tensor. Throws ValueError
+  /// when `elems` is not rank 1 or is symbolic.
+  static Value list_of(Value elems);
 
   /// Element type.
   DataType dtype() const { return dtype_; }
@@ -93,6 +97,9 @@ class Value {
   int64_t numel() const { return numel_; }
   /// Whether some elements are symbolic.
   bool is_symbolic() const { return !dims_.empty(); }
+  /// Whether this is a list of scalars (list_of) rather than a tensor; its elements are those
+  /// of a rank-1 value (shape {n}).
+  bool is_list() const { return list_; }
   /// The raw element storage (nullptr for strings and symbolic values).
   const uint8_t* raw() const { return buffer_ ? buffer_->data() : nullptr; }
   /// The shared buffer.
@@ -115,7 +122,7 @@ class Value {
   std::vector<double> to_doubles() const;
   /// All elements as dims.
   std::vector<Dim> to_dims(SymbolContext& ctx) const;
-  /// Same dtype, shape and bits (or strings, or dims).
+  /// Same dtype, shape, list-ness and bits (or strings, or dims).
   bool equals(const Value& o) const;
   /// The value cast to another dtype, with numpy's conversion rules.
   Value cast(DataType to) const;
@@ -131,6 +138,7 @@ class Value {
   std::shared_ptr<const Buffer> buffer_;
   std::vector<std::string> strings_;
   std::vector<Dim> dims_;
+  bool list_ = false;
 };
 
 /// Product of a shape; throws ValueError on negative dims or overflow.

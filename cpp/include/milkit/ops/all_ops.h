@@ -48,5 +48,7 @@ void register_random_ops(OpRegistry& r);
 void register_transformers_ops(OpRegistry& r);
 /// quantize, dequantize (iOS17).
 void register_quantization_ops(OpRegistry& r);
+/// classify (the classifier output op).
+void register_classify_ops(OpRegistry& r);
 
 }  // namespace milkit

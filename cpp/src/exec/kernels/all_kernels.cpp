@@ -23,6 +23,7 @@ void register_all_kernels(KernelRegistry& r) {
   register_random_kernels(r);
   register_transformers_kernels(r);
   register_quantization_kernels(r);
+  register_classify_kernels(r);
 }
 
 }  // namespace milkit

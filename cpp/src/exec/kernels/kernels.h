@@ -44,5 +44,7 @@ void register_random_kernels(KernelRegistry& r);
 void register_transformers_kernels(KernelRegistry& r);
 /// quantization.cpp: quantize, dequantize.
 void register_quantization_kernels(KernelRegistry& r);
+/// classify.
+void register_classify_kernels(KernelRegistry& r);
 
 }  // namespace milkit
