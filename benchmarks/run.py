@@ -5,6 +5,8 @@
 - predict: milkit's interpreter against torch eager and onnxruntime (benchmarks/bench_predict.py);
 - convert + save: ../shared/bench/compare.py (chain of 10,000 adds and the 12-layer transformer
   with a symbolic sequence, fp16), which also reports peak RSS;
+- ONNX import: convert + save of resnet18 and vit_b_16 from .onnx against a plain read and write of
+  the weights and onnxruntime's session creation (benchmarks/bench_onnx.py);
 - convert + save of a 24-layer transformer in the NCHW conv layout with transposes
   (benchmarks/compare.py convformer; it also checks both write the same op types).
 """
@@ -34,6 +36,7 @@ def main() -> None:
         ]
     else:
         print(f"({COMPARE} not found: convert benchmarks skipped)")
+    cmds.append([sys.executable, os.path.join(HERE, "bench_onnx.py"), "--runs", "3"])
     cmds.append([sys.executable, os.path.join(HERE, "compare.py"), "convformer", "--layers", "24", "--hidden",
                  "512", "--precision", "fp16"])
     for c in cmds:

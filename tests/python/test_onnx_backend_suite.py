@@ -6,13 +6,8 @@ list itself is held to the issue's rates."""
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("onnx")
-
-from onnx_suite import node_case_ops, node_test_class, read_xfail  # noqa: E402
-
 import milkit  # noqa: E402
+from onnx_suite import node_case_ops, node_test_class, read_xfail  # noqa: E402
 
 OnnxBackendNodeModelTest = node_test_class()
 

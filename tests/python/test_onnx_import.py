@@ -7,14 +7,12 @@ import os
 import subprocess
 import sys
 
-import numpy as np
-import pytest
-from onnx_util import check, make_model, milkit_run
-
-onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
-
 import milkit  # noqa: E402
+import numpy as np
+import onnx  # noqa: E402
+import pytest
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx_util import check, make_model, milkit_run
 
 F = TensorProto.FLOAT
 RNG = np.random.default_rng(0)
@@ -138,7 +136,8 @@ def test_int_ops_and_int64_outputs():
 
 
 def test_convert_writes_a_package_coremltools_loads(tmp_path):
-    ct = pytest.importorskip("coremltools")
+    import coremltools as ct
+
     p = tmp_path / "mlp.onnx"
     onnx.save(mlp_model(), str(p))
     mlmodel = milkit.convert(str(p), minimum_deployment_target=milkit.target.iOS17,

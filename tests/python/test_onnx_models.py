@@ -7,18 +7,13 @@ from __future__ import annotations
 import os
 import warnings
 
-import numpy as np
-import pytest
-
-torch = pytest.importorskip("torch")
-torchvision = pytest.importorskip("torchvision")
-pytest.importorskip("onnx")
-pytest.importorskip("onnxruntime")
-
-from onnx_util import ort_run  # noqa: E402
-
 import milkit  # noqa: E402
 import milkit.onnx_backend as backend  # noqa: E402
+import numpy as np
+import pytest
+import torch  # noqa: E402
+import torchvision  # noqa: E402
+from onnx_util import ort_run  # noqa: E402
 
 
 def export(model, args, path, dynamic_axes=None, input_names=("x",), output_names=("y",)):
@@ -77,7 +72,8 @@ def test_vit_b_16(tmp_path, seeded):
 
 
 def test_small_bert_dynamic_sequence(tmp_path, seeded):
-    transformers = pytest.importorskip("transformers")
+    import transformers
+
     cfg = transformers.BertConfig(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                   intermediate_size=128, max_position_embeddings=128)
     model = transformers.BertModel(cfg)
@@ -96,7 +92,8 @@ def test_small_bert_dynamic_sequence(tmp_path, seeded):
 
 
 def test_convert_file_and_save(tmp_path, seeded):
-    ct = pytest.importorskip("coremltools")
+    import coremltools as ct
+
     model = torchvision.models.mobilenet_v3_small(weights=None)
     x = torch.randn(1, 3, 128, 128)
     export(model, (x,), tmp_path / "mb.onnx")

@@ -77,7 +77,6 @@ void register_reduction(OpTable& t) {
   arg(t, "ArgMin", "reduce_argmin");
 }
 
-void register_sequence_rnn(OpTable& t) { (void)t; }
 
 }  // namespace onnx_detail
 }  // namespace milkit
