@@ -76,8 +76,18 @@ def test_small_bert_dynamic_sequence(tmp_path, seeded):
 
     cfg = transformers.BertConfig(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                                   intermediate_size=128, max_position_embeddings=128)
-    model = transformers.BertModel(cfg)
-    model.config.return_dict = False
+    bert = transformers.BertModel(cfg).eval()
+
+    class Wrap(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids, attention_mask):
+            out = self.bert(input_ids=input_ids, attention_mask=attention_mask)
+            return out.last_hidden_state, out.pooler_output
+
+    model = Wrap()
     ids = torch.randint(0, 512, (1, 16))
     mask = torch.ones(1, 16, dtype=torch.int64)
     path = tmp_path / "bert.onnx"

@@ -234,6 +234,13 @@ void split(C& cv, const NodeProto& n) {
   for (int i = 0; i < outs; ++i) cv.out(n, i, res[static_cast<size_t>(i)]);
 }
 
+// Runs `f` on a bool tensor as int32 (MIL's gathers take numbers only) and casts back.
+template <class F>
+Var* bool_via_int(C& cv, Var* x, F f) {
+  if (C::dtype(x) != DataType::Bool) return f(x);
+  return cv.cast(f(cv.cast(x, DataType::Int32)), DataType::Bool);
+}
+
 // Normalizes known negative gather indices against the dim (MIL wants them in range).
 Var* gather_indices(C& cv, const NodeProto& n, int idx, Var* x, int64_t axis) {
   const Value* iv = cv.value(n, idx);
@@ -381,19 +388,22 @@ void register_tensor(OpTable& t) {
     Var* x = cv.in(n, 0);
     int64_t ax = cv.axis(n, C::ai(n, "axis", 0), cv.rank(n, x));
     Var* idx = gather_indices(cv, n, 1, x, ax);
-    cv.out(n, 0, cv.op("gather", {C::a("x", x), C::a("indices", idx), C::ai32("axis", ax)}));
+    cv.out(n, 0, bool_via_int(cv, x, [&](Var* xi) { return cv.op("gather", {C::a("x", xi), C::a("indices", idx), C::ai32("axis", ax)}); }));
   };
   t["GatherElements"] = [](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);
     int64_t ax = cv.axis(n, C::ai(n, "axis", 0), cv.rank(n, x));
     Var* idx = gather_indices(cv, n, 1, x, ax);
-    cv.out(n, 0, cv.op("gather_along_axis", {C::a("x", x), C::a("indices", idx), C::ai32("axis", ax)}));
+    cv.out(n, 0, bool_via_int(cv, x, [&](Var* xi) { return cv.op("gather_along_axis", {C::a("x", xi), C::a("indices", idx), C::ai32("axis", ax)}); }));
   };
   t["GatherND"] = [](C& cv, const NodeProto& n) {
-    std::vector<Arg> args = {C::a("x", cv.in(n, 0)), C::a("indices", cv.cast(cv.in(n, 1), DataType::Int32))};
+    Var* idx = cv.cast(cv.in(n, 1), DataType::Int32);
     int64_t bd = C::ai(n, "batch_dims", 0);
-    if (bd != 0) args.push_back(C::ai32("batch_dims", bd));
-    cv.out(n, 0, cv.op("gather_nd", std::move(args)));
+    cv.out(n, 0, bool_via_int(cv, cv.in(n, 0), [&](Var* xi) {
+      std::vector<Arg> args = {C::a("x", xi), C::a("indices", idx)};
+      if (bd != 0) args.push_back(C::ai32("batch_dims", bd));
+      return cv.op("gather_nd", std::move(args));
+    }));
   };
   auto scatter_mode = [](C& cv, const NodeProto& n) {
     std::string red = C::as(n, "reduction", "none");
