@@ -289,7 +289,7 @@ def test_text_file_errors(capsys, files, tmp_path):
     empty.write_text("")
     code, _, err = cli(capsys, "info", empty)
     assert_bad_input(code, err, "empty.mil")
-    for suffix in (".pt2", ".onnx"):
+    for suffix in (".pt2",):
         p = tmp_path / f"model{suffix}"
         p.write_bytes(b"PK\x03\x04")
         code, _, err = cli(capsys, "convert", p, "-o", tmp_path / "o.mlpackage")
@@ -618,3 +618,23 @@ def test_validate_description_mismatch(capsys, files, tmp_path):
     assert "output 'out' is described as INT32, the program's is fp32" in out
     res = json.loads(cli(capsys, "validate", pkg, "--json")[1])
     assert res["checks"]["description"] == "failed" and res["checks"]["plan"] == "ok"
+
+
+def test_convert_onnx(tmp_path, capsys):
+    import onnx
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    src = tmp_path / "relu.onnx"
+    onnx.save(m, str(src))
+    code, out, err = cli(capsys, "convert", src, "-o", tmp_path / "relu.mlpackage", "--target", "iOS17")
+    assert code == 0, err
+    assert "iOS17" in out and os.path.isdir(tmp_path / "relu.mlpackage")
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"PK\x03\x04")
+    code, _, err = cli(capsys, "convert", bad, "-o", tmp_path / "o.mlpackage")
+    assert_bad_input(code, err, "bad.onnx")
+    assert "not an ONNX model" in err

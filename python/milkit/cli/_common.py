@@ -35,7 +35,7 @@ __all__ = [
 SMALL_CONST_ELEMS = 10
 
 # sources other issues will add; named here so the message is clear rather than a parse error
-UNSUPPORTED_SUFFIXES = {".pt2": "PyTorch ExportedProgram (.pt2)", ".onnx": "ONNX (.onnx)", ".pt": "PyTorch (.pt)",
+UNSUPPORTED_SUFFIXES = {".pt2": "PyTorch ExportedProgram (.pt2)", ".pt": "PyTorch (.pt)",
                         ".pth": "PyTorch (.pth)", ".tflite": "TensorFlow Lite (.tflite)", ".h5": "Keras (.h5)"}
 
 

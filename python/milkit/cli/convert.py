@@ -2,8 +2,8 @@
 
 A source kind is a function keyed by the source's suffix (``SOURCES``); it returns the program
 and the ``milkit.convert`` arguments the source implies (input types, deployment target). A
-directory is read as a package and any other file as MIL text. ``.pt2`` and ``.onnx`` are
-reserved for the PyTorch and ONNX importers and say so.
+directory is read as a package and any other file as MIL text; ``.onnx`` goes to the ONNX importer.
+``.pt2`` is reserved for the PyTorch importer and says so.
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ def _from_mil_text(path: str) -> Loaded:
     return load_source(path).program, {}, None
 
 
+def _from_onnx(path: str) -> Loaded:
+    # milkit.convert imports the file itself, at the deployment target (default iOS15, as coremltools)
+    return path, {}, None
+
+
 def _not_supported_yet(kind: str) -> Callable[[str], Loaded]:
     def load(path: str) -> Loaded:
         raise CliError(f"{path}: converting {kind} files is not supported yet; give an .mlpackage or a MIL text "
@@ -59,6 +64,7 @@ SOURCES: Dict[str, Callable[[str], Loaded]] = {
     ".mlmodel": _from_package,
     ".mil": _from_mil_text,
     ".txt": _from_mil_text,
+    ".onnx": _from_onnx,
     **{suffix: _not_supported_yet(kind) for suffix, kind in UNSUPPORTED_SUFFIXES.items()},
 }
 
@@ -77,8 +83,8 @@ def register(sub: Any) -> None:
         description="Converts SRC (an .mlpackage, a model.mlmodel or a MIL text file as written by "
                     "'milkit print --consts' or milkit.to_text(prog, consts=True)) to an ML Program package "
                     "with milkit.convert: the pass pipeline, then the ML Program backend passes. "
-                    ".pt2 and .onnx sources are not supported yet.")
-    p.add_argument("source", metavar="SRC", help="source: .mlpackage, model.mlmodel or MIL text file")
+                    "An .onnx model is imported (default target iOS15). .pt2 sources are not supported yet.")
+    p.add_argument("source", metavar="SRC", help="source: .mlpackage, model.mlmodel, MIL text or .onnx file")
     p.add_argument("-o", "--output", required=True, metavar="OUT.mlpackage", help="the package to write")
     p.add_argument("--precision", choices=("fp16", "fp32"), default="fp16",
                    help="compute precision (default fp16, as coremltools: fp32 ops get fp16 casts)")
@@ -104,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     prog, kwargs, own_target = source_kind(args.source)(args.source)
     if args.target is not None:
         target = milkit.target[args.target]
+    elif isinstance(prog, str):  # an importer's source file (.onnx): coremltools' default target
+        target = milkit.target.iOS15
     else:
         target = milkit.target(max(int(_core.default_package_target(prog)), int(own_target or 0)))
     pipeline = {"default": milkit.PassPipeline.DEFAULT, "empty": milkit.PassPipeline.EMPTY,
@@ -121,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         if issubclass(w.category, milkit.SkippedPassesWarning):
             continue  # reported below, shorter
         sys.stderr.write(f"milkit convert: warning: {w.message}\n")
+    prog = model.get_program()
     n_ops = sum(1 for f in prog.functions.values() for o in f.find_ops() if o.op_type != "const")
     n_skip = len(model.skipped_passes)
     note = f", skipped {n_skip} pass{'es' if n_skip != 1 else ''} milkit lacks" if n_skip else ""
