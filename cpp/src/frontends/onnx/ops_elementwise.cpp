@@ -105,7 +105,10 @@ void register_elementwise(OpTable& t) {
   };
   t["Neg"] = [](C& cv, const NodeProto& n) { cv.out(n, 0, neg(cv, cv.in(n, 0))); };
   simple_unary(t, "Exp", "exp");
-  simple_unary(t, "Log", "log");
+  t["Log"] = [](C& cv, const NodeProto& n) {  // log(0) = -inf, as ONNX (MIL's default epsilon is 1e-45)
+    Var* x = cv.in(n, 0);
+    cv.out(n, 0, cv.op("log", {C::a("x", x), C::a("epsilon", Value::scalar_float(C::dtype(x), 0))}));
+  };
   simple_unary(t, "Sqrt", "sqrt");
   t["Reciprocal"] = [](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);

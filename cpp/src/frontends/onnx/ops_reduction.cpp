@@ -1,4 +1,8 @@
 // ONNX reductions: Reduce* (axes as attribute or input), ArgMax, ArgMin.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "converter.h"
@@ -30,6 +34,30 @@ void reduce(OpTable& t, const char* onnx, const char* mil, int64_t axes_input_si
     }
     for (auto& a : axes) a = cv.axis(n, a, r);
     std::string m = mil;
+    if (auto s = C::static_shape(x)) {
+      bool empty = false;
+      for (auto a : axes) empty |= (*s)[static_cast<size_t>(a)] == 0;
+      if (empty) {
+        // a reduction over nothing: ONNX gives the identity of the reduction
+        double inf = std::numeric_limits<double>::infinity();
+        double id = m == "reduce_max" || m == "reduce_log_sum" || m == "reduce_log_sum_exp" ? -inf
+                    : m == "reduce_min" ? inf : m == "reduce_prod" ? 1.0 : 0.0;
+        std::vector<int64_t> shape;
+        for (int i = 0; i < r; ++i) {
+          bool red = std::find(axes.begin(), axes.end(), i) != axes.end();
+          if (!red) shape.push_back((*s)[static_cast<size_t>(i)]);
+          else if (keep) shape.push_back(1);
+        }
+        int64_t num = 1;
+        for (auto d : shape) num *= d;
+        DataType dt = C::dtype(x);
+        if (dt == DataType::Bool) id = m == "reduce_min" ? 1 : 0;
+        else if (!is_float(dt)) id = std::isinf(id) ? (id > 0 ? INT32_MAX : INT32_MIN) : id;
+        Var* c = cv.c(is_float(dt) ? Value::from_doubles(dt, shape, std::vector<double>(static_cast<size_t>(num), id))
+                                   : Value::from_ints(dt, shape, std::vector<int64_t>(static_cast<size_t>(num), static_cast<int64_t>(id))));
+        return cv.out(n, 0, cv.op("identity", {C::a("x", c)}));
+      }
+    }
     Var* in = x;
     if (C::dtype(x) == DataType::Bool) in = cv.cast(x, DataType::Int32);
     bool is_int = !is_float(C::dtype(x));

@@ -44,8 +44,25 @@ void reshape(C& cv, const NodeProto& n) {
   } else {
     const Value* sv = cv.value(n, 1);
     if (!sv) {
-      // a computed shape (often symbolic): MIL reshape takes it as is
-      cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::a("shape", cv.in(n, 1))}));
+      // a computed shape (often symbolic): MIL's reshape takes it, with ONNX's 0 ("copy the
+      // input's dim") made explicit unless allowzero
+      Var* s = cv.cast(cv.in(n, 1), DataType::Int32);
+      auto ss = C::static_shape(s);
+      bool maybe_zero = !(s->value() && !s->value()->is_symbolic());
+      if (maybe_zero && C::ai(n, "allowzero", 0) == 0 && ss && ss->size() == 1 && x->type()->has_rank() &&
+          !s->value()) {
+        int64_t len = (*ss)[0], xr = x->type()->rank();
+        Var* xs = cv.op("shape", {C::a("x", x)});
+        if (len < xr) {
+          xs = cv.op("slice_by_index", {C::a("x", xs), C::aints32("begin", {0}), C::aints32("end", {len})});
+        } else if (len > xr) {  // a 0 past the input's rank stays 0
+          Arg v{"values", {ArgItem{xs, nullptr}, ArgItem{cv.ci(std::vector<int64_t>(static_cast<size_t>(len - xr), 0)), nullptr}}, true};
+          xs = cv.op("concat", {v, C::ai32("axis", 0)});
+        }
+        Var* zero = cv.op("equal", {C::a("x", s), C::a("y", Value::scalar_int(DataType::Int32, 0))});
+        s = cv.op("select", {C::a("cond", zero), C::a("a", xs), C::a("b", s)});
+      }
+      cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::a("shape", s)}));
       return;
     }
     shape = sv->to_ints();
@@ -466,8 +483,20 @@ void register_tensor(OpTable& t) {
       mil[2 * a] = pads[i];
       mil[2 * a + 1] = pads[i + axes.size()];
     }
-    for (auto p : mil)
-      if (p < 0) cv.fail(n, "negative pads (cropping) are not supported");
+    // negative pads crop: slice those first, then pad the rest
+    bool crop = std::any_of(mil.begin(), mil.end(), [](int64_t p) { return p < 0; });
+    if (crop) {
+      std::vector<int64_t> b(static_cast<size_t>(r), 0), e(static_cast<size_t>(r), 0);
+      std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
+      for (int i = 0; i < r; ++i) {
+        if (mil[2 * i] < 0) b[i] = -mil[2 * i], bm[i] = 0, mil[2 * i] = 0;
+        if (mil[2 * i + 1] < 0) e[i] = mil[2 * i + 1], em[i] = 0, mil[2 * i + 1] = 0;
+      }
+      x = cv.op("slice_by_index", {C::a("x", x), C::aints32("begin", b), C::aints32("end", e),
+                                   C::a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
+                                   C::a("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
+      if (std::all_of(mil.begin(), mil.end(), [](int64_t p) { return p == 0; })) return cv.out(n, 0, x);
+    }
     std::string m = mode == "edge" ? "replicate" : mode;
     if (m != "constant" && m != "reflect" && m != "replicate") cv.fail(n, "mode '" + mode + "' is not supported");
     DataType dt = C::dtype(x);
