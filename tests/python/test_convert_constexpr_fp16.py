@@ -15,6 +15,7 @@ import milkit
 import numpy as np
 import pytest
 from parity import _build, _ct, _make_symbols, check, check_error, reset_ct_names
+from pass_parity import check_passes
 
 _, _, CTYPES, _ = _ct()
 
@@ -180,6 +181,20 @@ def test_fp32_convert_matches_coremltools(build, opset):
     assert list(_block(mm).operations) == list(_block(cm).operations)
     assert _weights(mm) == _weights(cm)
     assert not {"dequantize", "transpose"} & {o.type for o in _block(mm).operations}
+
+
+@pytest.mark.parametrize("build, opset", [(affine_linear, "iOS16"), (affine_two_readers, "iOS16"),
+                                          (affine_conv, "iOS17"), (shift_scale_into_lut, "iOS18"),
+                                          (sparse_shift_scale, "iOS18"), (lut_to_sparse, "iOS18")])
+def test_fp16_passes_one_by_one(build, opset):
+    # after add_fp16_cast alone, casts stand between the constexpr ops and their readers (the
+    # interpreter computes them once when it plans); cast_optimization then joins the cast pairs
+    names = ["common::add_fp16_cast", "common::const_elimination", "common::cast_optimization",
+             "common::dead_code_elimination"]
+    for n in range(1, len(names) + 1):
+        cp, mp = check_passes(build, SPECS, names[:n], opset=opset)
+    assert not [o for o in mp.functions["main"].operations if o.op_type == "cast" and
+                o.inputs["x"].op is not None and o.inputs["x"].op.op_type.startswith("constexpr_")]
 
 
 # ---- the const-ness rule (coremltools' Var.is_descendant_of_const) ---------------------------
