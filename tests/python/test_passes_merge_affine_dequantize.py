@@ -173,3 +173,20 @@ def test_ios18_per_tensor_differs_from_coremltools():
         ct_run(cp, NAME)
     mp = check_numbers_only(build, F32, NAME, opset="iOS18")
     assert _ops(mp) == ["constexpr_affine_dequantize", "reduce_sum", "add"]
+
+
+def test_reader_in_a_nested_block_differs_from_coremltools():
+    # the constexpr op's only reader is inside a cond branch: coremltools builds the new op in the
+    # branch and then fails removing it from the outer block (KeyError); milkit leaves the chain
+    def build(mb, x):
+        w = _per_tensor(mb)
+        p = mb.greater(x=mb.reduce_sum(x=x), y=0.0)
+        return mb.cond(pred=p, _true_fn=lambda: mb.reshape(x=mb.transpose(x=w, perm=[2, 1, 0]), shape=[-1]),
+                       _false_fn=lambda: mb.reshape(x=D.astype(np.float32), shape=[-1]))
+
+    cp, _, _ = build_both(build, F32, "iOS17")
+    with pytest.raises(KeyError):
+        ct_run(cp, NAME)
+    mp = check_numbers_only(build, F32, NAME, opset="iOS17")
+    cond = [o for o in mp.functions["main"].operations if o.op_type == "cond"][0]
+    assert [o.op_type for o in cond.blocks[0].operations if o.op_type != "const"] == ["transpose", "reshape"]

@@ -66,7 +66,8 @@ std::vector<Arg> affine_args(const Operation* op, const Value& data) {
   }
   Value zero = zp ? *zp->value() : Value::scalar_int(data.dtype(), 0);
   return {Builder::arg("quantized_data", data), Builder::arg("zero_point", squeezed(zero)),
-          Builder::arg("scale", squeezed(scale)), Builder::arg("axis", Value::scalar_int(DataType::Int32, axis))};
+          Builder::arg("scale", squeezed(scale)),
+          Builder::arg("axis", Value::scalar_int(DataType::Int32, axis))};
 }
 
 // Empty when coremltools' rewrite would be wrong (see the header).
@@ -100,7 +101,8 @@ std::vector<Arg> blockwise_args(const Operation* op, const Value& data) {
                            Builder::arg("scale", scale)};
   if (has_offset) {
     const Value& z = *zp->value();
-    args.push_back(Builder::arg("offset", Value(dt, scale.shape(), z.reshaped(scale.shape()).buffer())));
+    Value offset(dt, scale.shape(), z.reshaped(scale.shape()).buffer());
+    args.push_back(Builder::arg("offset", std::move(offset)));
   }
   return args;
 }
@@ -118,9 +120,8 @@ bool transform(Function& f, Operation* op) {
   Builder b(f);
   b.set_insertion_point(op->parent(), op);
   b.set_location(op->location());
-  Var* nv = b.create(ios18 ? "constexpr_blockwise_shift_scale" : "constexpr_affine_dequantize", args,
-                     op->name() + "_affine_dequantized")
-                .at(0);
+  const char* type = ios18 ? "constexpr_blockwise_shift_scale" : "constexpr_affine_dequantize";
+  Var* nv = b.create(type, args, op->name() + "_affine_dequantized").at(0);
   pass_util::replace_var(op->output(0), nv);
   op->parent()->erase(op);
   return true;
@@ -146,7 +147,8 @@ class DequantizeToConstexpr : public Pass {
 
 /// Registers common::dequantize_to_constexpr.
 void register_dequantize_to_constexpr(PassRegistry& r) {
-  r.add("common::dequantize_to_constexpr", [] { return std::make_unique<DequantizeToConstexpr>(); });
+  r.add("common::dequantize_to_constexpr",
+        [] { return std::make_unique<DequantizeToConstexpr>(); });
 }
 
 }  // namespace milkit

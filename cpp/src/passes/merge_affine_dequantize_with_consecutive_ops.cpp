@@ -106,8 +106,8 @@ bool try_transform(Function& f, Operation* op) {
   }
   Operation* last = ops.back();
   Var* old_out = last->output(0);
-  std::vector<Arg> args = {Builder::arg("quantized_data", std::move(v)), Builder::arg("zero_point", zp),
-                           Builder::arg("scale", scale)};
+  std::vector<Arg> args = {Builder::arg("quantized_data", std::move(v)),
+                           Builder::arg("zero_point", zp), Builder::arg("scale", scale)};
   const int64_t old_axis = axis->value()->as_int(0);
   const int64_t new_rank = old_out->type()->rank();
   if (!per_tensor)
