@@ -70,19 +70,11 @@ Var* Builder::op(std::string_view op_type, std::vector<std::pair<std::string, Va
 
 namespace {
 
-bool is_const_like(const Var* v) {
-  if (v->has_value()) return true;
-  const Operation* p = v->op();
-  if (!p) return false;
-  if (p->schema().is_constexpr) return true;
-  // coremltools (Var._propagate_constness_upstream): a dequantize of a compile-time input is
-  // a constant too (quantized weights); its scale / zero_point are const inputs already
-  if (p->op_type() == "dequantize") {
-    int i = p->schema().input_index("input");
-    return i >= 0 && p->starts()[i + 1] > p->starts()[i] && is_const_like(p->args()[p->starts()[i]]);
-  }
-  return false;
-}
+// coremltools' rule (Var.is_descendant_of_const): a value, a constexpr output, or an op over such
+// constants (a dequantize of a const, a cast of a constexpr output that add_fp16_cast puts
+// between the constexpr op and its reader; the serializer still requires a const or a constexpr
+// output in the file, which const_elimination and cast_optimization leave)
+bool is_const_like(const Var* v) { return is_descendant_of_const(v); }
 
 std::string kind_name(InputKind k) {
   switch (k) {

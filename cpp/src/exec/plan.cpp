@@ -173,8 +173,19 @@ struct Planner {
     }
   }
 
+  // Const refs computed from constexpr ops (their results, and ops folded over them).
+  std::unordered_set<int32_t> from_constexpr;
+
   // Runs a constexpr op at plan time (its inputs are consts or other constexpr outputs).
   void fold_constexpr(const Operation* op, const KernelDef* kd);
+  // Whether `op` reads only compile-time constants, one at least computed from a constexpr op, and
+  // can run once now: coremltools counts such a result as a constant (Var.is_descendant_of_const;
+  // add_fp16_cast puts a cast between a constexpr op and the op reading it), so a constexpr op may
+  // read it. Ops with blocks, random ops and ops making lists are left to run.
+  bool over_constexpr(const Operation* op) const;
+  // Runs `op` in a throwaway frame and makes its outputs consts; `own_dtypes`: compute in the
+  // op's dtypes (constexpr ops), else as the kernel computes at run time.
+  void fold(const Operation* op, const KernelDef* kd, bool own_dtypes);
 
   std::unique_ptr<BlockPlan> plan_block(const Block& b, bool is_function_body);
 };
@@ -387,8 +398,30 @@ void Planner::fold_constexpr(const Operation* op, const KernelDef* kd) {
     if (r != kAbsent && !is_const_ref(r))
       throw ValueError(op->describe() + ": input '" + v->name() + "' is not a compile-time constant");
   }
+  fold(op, kd, true);
+}
+
+bool Planner::over_constexpr(const Operation* op) const {
+  if (!op->blocks().empty() || op->op_type().rfind("random_", 0) == 0) return false;
+  for (Var* v : op->outputs())
+    if (!v->type()->is_tensor()) return false;
+  bool derived = false;
+  for (Var* v : op->args()) {
+    int32_t r = ref(v);
+    if (r == kAbsent) continue;
+    if (!is_const_ref(r)) return false;
+    derived = derived || from_constexpr.count(r);
+  }
+  return derived;
+}
+
+void Planner::fold(const Operation* op, const KernelDef* kd, bool own_dtypes) {
   std::vector<DataType> dts;
-  for (Var* v : op->outputs()) dts.push_back(v->type()->dtype());
+  for (Var* v : op->outputs()) {
+    DataType dt = v->type()->dtype();
+    if (!own_dtypes && kd->float_compute && dt == DataType::Float16) dt = DataType::Float32;
+    dts.push_back(dt);
+  }
   // a throwaway frame runs the one step
   Frame fr(plan, nullptr);
   Step st;
@@ -402,10 +435,14 @@ void Planner::fold_constexpr(const Operation* op, const KernelDef* kd) {
   bp.steps.push_back(std::move(st));
   // a constexpr op computes in its own dtypes (no fp32 detour)
   KernelDef k = *kd;
-  k.float_compute = false;
+  if (own_dtypes) k.float_compute = false;
   bp.steps[0].kd = &k;
   fr.run_block(bp);
-  for (size_t i = 0; i < op->outputs().size(); ++i) refs[op->outputs()[i]] = add_const(fr.slots_[i], true);
+  for (size_t i = 0; i < op->outputs().size(); ++i) {
+    int32_t r = add_const(fr.slots_[i], true);
+    refs[op->outputs()[i]] = r;
+    from_constexpr.insert(r);
+  }
 }
 
 std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_body) {
@@ -428,6 +465,10 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
     const KernelDef* kd = reg.find(type);
     if (op->schema().is_constexpr) {
       fold_constexpr(op, kd);
+      continue;
+    }
+    if (over_constexpr(op)) {
+      fold(op, kd, false);
       continue;
     }
     // outputs known at compile time (value inference) are constants

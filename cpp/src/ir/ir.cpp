@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <unordered_set>
 
 #include "milkit/ops/registry.h"
 #include "milkit/types/error.h"
@@ -11,6 +12,26 @@ namespace milkit {
 std::string Location::str() const {
   if (!file || line <= 0) return "";
   return *file + ":" + std::to_string(line);
+}
+
+bool is_descendant_of_const(const Var* v) {
+  // iterative (deep chains must not exhaust the stack): the var is a constant unless a block or
+  // function input is reachable through ops that are neither valued nor constexpr
+  auto terminal = [](const Var* x) {
+    return x->has_value() || (x->op() && x->op()->schema().is_constexpr);
+  };
+  if (terminal(v)) return true;
+  std::vector<const Var*> todo{v};
+  std::unordered_set<const Var*> seen{v};
+  while (!todo.empty()) {
+    const Var* x = todo.back();
+    todo.pop_back();
+    const Operation* op = x->op();
+    if (!op) return false;
+    for (const Var* a : op->args())
+      if (!terminal(a) && seen.insert(a).second) todo.push_back(a);
+  }
+  return true;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,6 @@
 // "same_lower" give ceil(n / s); conv_transpose gives s * (n - 1) + ek - pad, or s * n.
 #include <algorithm>
 #include <cctype>
-#include <unordered_map>
 
 #include "milkit/ops/all_ops.h"
 #include "milkit/ops/common.h"
@@ -172,26 +171,6 @@ namespace {
 using ops::ints_str;
 using ops::shape_str;
 
-/// coremltools' Var.is_descendant_of_const: a known value, a constexpr output, or an op whose
-/// inputs all descend from consts.
-bool descends_from_const(const Var* v, std::unordered_map<const Var*, bool>& memo) {
-  if (v->has_value()) return true;
-  const Operation* op = v->op();
-  if (!op) return false;
-  if (op->schema().is_constexpr) return true;
-  auto it = memo.find(v);
-  if (it != memo.end()) return it->second;
-  memo[v] = false;  // cycles cannot happen in SSA, but stay safe
-  bool all = true;
-  for (const Var* a : op->args())
-    if (!descends_from_const(a, memo)) {
-      all = false;
-      break;
-    }
-  memo[v] = all;
-  return all;
-}
-
 /// Defaults depending on the number of spatial dims (x rank - 2).
 std::vector<std::pair<std::string, Value>> spatial_defaults(InferCtx& ic, bool dilations) {
   const Type* t = ic.type("x");
@@ -251,8 +230,7 @@ std::vector<const Type*> conv_infer(InferCtx& ic) {
                                   ic.schema.name + " (use iOS16 or later)");
   std::optional<std::vector<int64_t>> custom_pad;
   if (pad_type == "custom" && ic.has("pad")) custom_pad = ops::int_list(ic, "pad");
-  std::unordered_map<const Var*, bool> memo;
-  if (!descends_from_const(ic.var("weight"), memo) &&
+  if (!is_descendant_of_const(ic.var("weight")) &&
       std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d > 1; }))
     ic.fail("convolution with dynamic (non-const) weights does not support dilations " +
             ints_str(dilations));

@@ -23,6 +23,8 @@ void register_fuse_leaky_relu(PassRegistry& r);
 void register_merge_consecutive_relus(PassRegistry& r);
 void register_dequantize_quantize_pair_elimination(PassRegistry& r);
 void register_nullify_redundant_quantization_zero_point(PassRegistry& r);
+void register_dequantize_to_constexpr(PassRegistry& r);
+void register_merge_affine_dequantize_with_consecutive_ops(PassRegistry& r);
 void register_prelu_to_lrelu(PassRegistry& r);
 void register_select_optimization(PassRegistry& r);
 
@@ -89,6 +91,8 @@ void register_all_passes(PassRegistry& r) {
   register_merge_consecutive_relus(r);
   register_dequantize_quantize_pair_elimination(r);
   register_nullify_redundant_quantization_zero_point(r);
+  register_dequantize_to_constexpr(r);
+  register_merge_affine_dequantize_with_consecutive_ops(r);
   register_prelu_to_lrelu(r);
   register_select_optimization(r);
   register_merge_consecutive_reshapes(r);

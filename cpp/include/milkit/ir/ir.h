@@ -83,6 +83,11 @@ class Var {
   std::shared_ptr<const Value> value_;
 };
 
+/// coremltools' Var.is_descendant_of_const: whether `v` is a compile-time constant, i.e. it has a
+/// known value, is the output of a constexpr_* op, or comes from an op whose inputs are all such
+/// constants (cast(constexpr_affine_dequantize(...)) is one). Function and block inputs are not.
+bool is_descendant_of_const(const Var* v);
+
 /// A contiguous view of vars (one op input: one var, or several for a tuple input).
 struct VarSpan {
   Var* const* ptr = nullptr;  ///< First element.
