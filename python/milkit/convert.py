@@ -539,7 +539,8 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
 
     if source == "onnx" or (source == "auto" and _onnx.is_onnx_source(model)):
         model, _info = _onnx.import_model(model, int(AvailableTarget.iOS15) if minimum_deployment_target is None
-                                          else _target_value(minimum_deployment_target))
+                                          else _target_value(minimum_deployment_target),
+                                          input_dims=_onnx_input_dims(model, inputs))
     if not isinstance(model, _core.Program):
         raise TypeError(f"milkit.convert takes a milkit Program (source 'milinternal') or an ONNX model "
                         f"(a .onnx path or a ModelProto), got {type(model).__name__}")
@@ -631,3 +632,17 @@ def _run_pipeline_only(model: Any, minimum_deployment_target: Any, compute_preci
     if compute_precision is None:
         compute_precision = ComputePrecision.FLOAT16
     return _run_pipeline(model, pass_pipeline, compute_precision)[0]
+
+
+def _onnx_input_dims(model: Any, inputs: Sequence[Any] | None) -> Dict[str, List[int]]:
+    """The dims an importer fixes from ``inputs``: TensorTypes with a name and a shape, their int
+    dims (RangeDims and enumerated shapes are applied to the imported program afterwards)."""
+    out: Dict[str, List[int]] = {}
+    for t in inputs or []:
+        shape = getattr(t, "shape", None)
+        name = getattr(t, "name", None)
+        if not name or shape is None or isinstance(shape, EnumeratedShapes):
+            continue
+        dims = getattr(shape, "shape", shape)
+        out[name] = [d if isinstance(d, int) and not isinstance(d, bool) and d >= 0 else -1 for d in dims]
+    return out
