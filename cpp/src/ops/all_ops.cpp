@@ -22,6 +22,7 @@ void register_all_ops(OpRegistry& r) {
   register_random_ops(r);
   register_transformers_ops(r);
   register_quantization_ops(r);
+  register_complex_dialect_ops(r);
 }
 
 }  // namespace milkit

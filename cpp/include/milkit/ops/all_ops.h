@@ -48,5 +48,8 @@ void register_random_ops(OpRegistry& r);
 void register_transformers_ops(OpRegistry& r);
 /// quantize, dequantize (iOS17).
 void register_quantization_ops(OpRegistry& r);
+/// The complex dialect (complex, complex_real, complex_fft, ..., complex_stft): lowered to core
+/// ops by common::lower_complex_dialect_ops.
+void register_complex_dialect_ops(OpRegistry& r);
 
 }  // namespace milkit
