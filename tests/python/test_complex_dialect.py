@@ -370,6 +370,21 @@ def test_stft_of_complex():
     close(im, want.imag)
 
 
+def test_symbolic_signal_length_lowers():
+    # stft, abs, real / imag need no static size: a symbolic length lowers in both libraries
+    def build(mb, x):
+        return parts(mb, mb.complex_stft(input=x, n_fft=8, hop_length=2)) + (
+            mb.complex_abs(x=mb.complex(real_data=x, imag_data=x)),)
+
+    mp = lower_both(build, [((2, "S"), "fp32")])
+    x = rand(2, 20)
+    re, im, a = run(mp, x)
+    want = _np_stft(x, 8, 2, np.ones(8), True, False)
+    close(re, want.real)
+    close(im, want.imag)
+    close(a, np.abs(x + 1j * x))
+
+
 @pytest.mark.parametrize("shape", [(5,), (2, 3), (2, 1, 4)])
 def test_abs_real_imag(shape):
     def build(mb, x, y):
