@@ -5,15 +5,18 @@
 //
 //   complex(real_data: fp32, imag_data: fp32) -> complex64      (shapes must be equal)
 //   complex_real / complex_imag(data: complex64) -> fp32
-//   complex_fft / complex_ifft / complex_rfft / complex_irfft(data, n?, dim = -1, norm = "backward")
-//   complex_fftn / complex_ifftn / complex_rfftn / complex_irfftn(data, shapes?, dims?, norm)
+//   complex_fft / complex_ifft / complex_rfft / complex_irfft
+//       (data, n?, dim = -1, norm = "backward")
+//   complex_fftn / complex_ifftn / complex_rfftn / complex_irfftn
+//       (data, shapes?, dims?, norm = "backward")
 //   complex_shape(x: complex64) -> int32[rank]                  (value: the shape)
 //   complex_abs(x: complex64) -> fp32
-//   complex_stft(input, n_fft, hop_length?, win_length?, window?, normalized = false, onesided = true)
+//   complex_stft(input, n_fft, hop_length?, win_length?, window?, normalized = false,
+//                onesided = true)
 //
 // Inputs, defaults, dtypes and output shapes follow coremltools' type inference, including its
-// choices: only fft / fftn check `norm`; rfft / rfftn take fp32 only, ifft* / irfft* complex64 only.
-// Dialect ops exist at every opset (coremltools registers them outside the opset versions).
+// choices: only fft / fftn check `norm`; rfft / rfftn take fp32 only, ifft* / irfft* complex64
+// only. Dialect ops exist at every opset (coremltools registers them outside the opset versions).
 #include "milkit/ops/all_ops.h"
 #include "milkit/ops/common.h"
 #include "milkit/ops/fft_util.h"
@@ -40,7 +43,8 @@ FftAxes fft_canonicalize(Context& ctx, const std::vector<Dim>& shape,
   if (sizes) {
     if (!dims) {
       const auto n = static_cast<int64_t>(sizes->size());
-      for (int64_t d = static_cast<int64_t>(rank) - n; d < static_cast<int64_t>(rank); ++d) r.dims.push_back(d);
+      for (int64_t d = static_cast<int64_t>(rank) - n; d < static_cast<int64_t>(rank); ++d)
+        r.dims.push_back(d);
     } else {
       if (sizes->size() != dims->size())
         throw ValueError("shapes and dims must have the same number of elements.");
@@ -58,7 +62,8 @@ FftAxes fft_canonicalize(Context& ctx, const std::vector<Dim>& shape,
     // irfft / irfftn: the input is the one-sided half of a Hermitian signal (rfft's output), so
     // the last axis is restored to 2 * (size - 1)
     if (c2r && !r.dims.empty())
-      r.sizes.back() = ctx.mul(ctx.constant(2), ctx.sub(shape[fft_axis_index(r.dims.back(), rank)], ctx.constant(1)));
+      r.sizes.back() = ctx.mul(
+          ctx.constant(2), ctx.sub(shape[fft_axis_index(r.dims.back(), rank)], ctx.constant(1)));
   }
   return r;
 }
@@ -108,7 +113,8 @@ void check_norm(InferCtx& ic) {
 /// rfftn) then keeps size // 2 + 1 along the last transformed axis.
 std::vector<Dim> fft_shape(InferCtx& ic, const FftAxes& a, bool half_last) {
   std::vector<Dim> out = ops::ranked_shape(ic, "data");
-  for (size_t i = 0; i < a.dims.size(); ++i) out[fft_axis_index(a.dims[i], out.size())] = a.sizes[i];
+  for (size_t i = 0; i < a.dims.size(); ++i)
+    out[fft_axis_index(a.dims[i], out.size())] = a.sizes[i];
   if (half_last) {
     if (a.dims.empty()) ic.fail_input("data", "has no axis to transform");
     Dim& d = out[fft_axis_index(a.dims.back(), out.size())];
@@ -129,7 +135,8 @@ void add_fft(OpRegistry& r, const std::string& name, Fft kind, bool one_d) {
                 in_opt_const("norm", dt::string(), def_str("backward"))};
   else
     s.inputs = {in("data", data_t, "T"), in_opt_const("shapes", dt::int32()),
-                in_opt_const("dims", dt::int32()), in_opt_const("norm", dt::string(), def_str("backward"))};
+                in_opt_const("dims", dt::int32()),
+                in_opt_const("norm", dt::string(), def_str("backward"))};
   s.infer = [kind, one_d](InferCtx& ic) -> Types {
     if (kind == Fft::Fft) check_norm(ic);
     const bool c2r = kind == Fft::Irfft;
@@ -158,7 +165,9 @@ void add_complex(OpRegistry& r) {
 void add_part(OpRegistry& r, const std::string& name, const char* input) {
   OpSchema s = dialect_schema(name);
   s.inputs = {in(input, kComplex, "T")};
-  s.infer = [input](InferCtx& ic) -> Types { return {ops::with_dtype(ic.ctx, ic.type(input), DataType::Float32)}; };
+  s.infer = [input](InferCtx& ic) -> Types {
+    return {ops::with_dtype(ic.ctx, ic.type(input), DataType::Float32)};
+  };
   r.add(std::move(s));
 }
 
@@ -167,11 +176,13 @@ void add_shape(OpRegistry& r) {
   s.inputs = {in("x", kComplex, "T")};
   s.infer = [](InferCtx& ic) -> Types {
     const std::vector<Dim>& shape = ops::ranked_shape(ic, "x");
-    return {ic.ctx.tensor(DataType::Int32, std::vector<int64_t>{static_cast<int64_t>(shape.size())})};
+    return {
+        ic.ctx.tensor(DataType::Int32, std::vector<int64_t>{static_cast<int64_t>(shape.size())})};
   };
   s.value = [](InferCtx& ic, Outs& out) {
     const Type* t = ic.type("x");
-    out.push_back(ops::share(Value::from_dims(DataType::Int32, {static_cast<int64_t>(t->rank())}, t->shape())));
+    out.push_back(ops::share(
+        Value::from_dims(DataType::Int32, {static_cast<int64_t>(t->rank())}, t->shape())));
     return true;
   };
   r.add(std::move(s));
@@ -188,7 +199,8 @@ void add_stft(OpRegistry& r) {
               in_opt_const("onesided", dt::boolean(), def_bool(true))};
   s.infer = [](InferCtx& ic) -> Types {
     const std::vector<Dim>& shape = ops::ranked_shape(ic, "input");
-    if (shape.empty()) ic.fail_input("input", "must have rank 1 (a signal) or 2 (a batch of signals)");
+    if (shape.empty())
+      ic.fail_input("input", "must have rank 1 (a signal) or 2 (a batch of signals)");
     const int64_t n_fft = ic.int_("n_fft");
     if (n_fft <= 0) ic.fail_input("n_fft", "= " + std::to_string(n_fft) + " must be positive");
     // coremltools: hop_length defaults to n_fft // 4 (onesided and normalized are always present)
@@ -198,9 +210,11 @@ void add_stft(OpRegistry& r) {
                                       (ic.has("hop_length") ? "" : " (the default is n_fft // 4)"));
     const int64_t bins = ic.bool_("onesided") ? n_fft / 2 + 1 : n_fft;
     Context& c = ic.ctx;
-    Dim frames = c.add(c.floordiv(c.sub(shape.back(), c.constant(n_fft)), c.constant(hop)), c.constant(1));
+    Dim frames =
+        c.add(c.floordiv(c.sub(shape.back(), c.constant(n_fft)), c.constant(hop)), c.constant(1));
     if (frames->is_const() && frames->value() < 1)
-      ic.fail_input("input", "has " + shape.back()->str() + " samples, fewer than n_fft = " + std::to_string(n_fft));
+      ic.fail_input("input", "has " + shape.back()->str() +
+                                 " samples, fewer than n_fft = " + std::to_string(n_fft));
     std::vector<Dim> out = {c.constant(bins), frames};
     if (shape.size() == 2) out.insert(out.begin(), shape[0]);
     return {c.tensor(DataType::Complex64, out)};

@@ -42,12 +42,14 @@ constexpr const char* kPass = "common::lower_complex_dialect_ops";
 
 bool is_dialect(const Operation* op) { return op->schema().dialect == "complex"; }
 
-bool is_complex_var(const Var* v) { return v->type()->is_tensor() && is_complex(v->type()->dtype()); }
+bool is_complex_var(const Var* v) {
+  return v->type()->is_tensor() && is_complex(v->type()->dtype());
+}
 
 bool is_fft(const std::string& t) {
   static const std::unordered_set<std::string> k = {
-      "complex_fft",   "complex_fftn",   "complex_rfft",  "complex_rfftn", "complex_ifft",
-      "complex_ifftn", "complex_irfft",  "complex_irfftn"};
+      "complex_fft",  "complex_fftn",  "complex_rfft",  "complex_rfftn",
+      "complex_ifft", "complex_ifftn", "complex_irfft", "complex_irfftn"};
   return k.count(t) != 0;
 }
 
@@ -90,29 +92,36 @@ bool bool_input(const Operation* op, const char* name) {
 void check_function(const std::string& fname, Function& f) {
   for (Var* v : f.body().outputs())
     if (is_complex_var(v))
-      throw ValueError(std::string(kPass) + ": function '" + fname + "' output '" + v->name() +
-                       "': MIL doesn't support complex data as model's output, please extract real and "
-                       "imaginary parts explicitly.");
+      throw ValueError(
+          std::string(kPass) + ": function '" + fname + "' output '" + v->name() +
+          "': MIL doesn't support complex data as model's output, please extract real and "
+          "imaginary parts explicitly.");
   Block* body = &f.body();
-  auto lowered_here = [&](const Operation* op) { return op && is_dialect(op) && op->parent() == body; };
+  auto lowered_here = [&](const Operation* op) {
+    return op && is_dialect(op) && op->parent() == body;
+  };
   for (Operation* op : body->ops()) {
     if (!is_dialect(op)) {
       for (Var* v : op->args())
         if (is_complex_var(v))
-          fail(op, "reads complex value '" + v->name() +
-                       "'; complex data can only flow between complex dialect ops (use complex_real / "
-                       "complex_imag to get its parts)");
+          fail(op,
+               "reads complex value '" + v->name() +
+                   "'; complex data can only flow between complex dialect ops (use complex_real / "
+                   "complex_imag to get its parts)");
       continue;
     }
     for (Var* v : op->args())
       if (is_complex_var(v) && !lowered_here(v->op()))
-        fail(op, "reads complex value '" + v->name() + "', which no complex dialect op of the function body makes");
+        fail(op, "reads complex value '" + v->name() +
+                     "', which no complex dialect op of the function body makes");
     for (Var* out : op->outputs()) {
       if (!is_complex_var(out)) continue;
       for (const auto& u : out->uses())
         if (!lowered_here(u.op))
-          fail(u.op, "reads complex value '" + out->name() +
-                         "'; complex data can only flow between complex dialect ops of the function body");
+          fail(
+              u.op,
+              "reads complex value '" + out->name() +
+                  "'; complex data can only flow between complex dialect ops of the function body");
       if (!out->block_uses().empty())
         fail(op, "its complex output '" + out->name() + "' is a block output");
     }
@@ -120,8 +129,10 @@ void check_function(const std::string& fname, Function& f) {
     if (is_fft(t)) {
       const Type* in = op->input1("data")->type();
       if (!fully_known(in))
-        fail(op, "lowering needs the input's shape fully known (it builds the DFT matrices from the sizes), got " +
-                     in->str());
+        fail(op,
+             "lowering needs the input's shape fully known (it builds the DFT matrices from the "
+             "sizes), got " +
+                 in->str());
     } else if (t == "complex_stft") {
       const int64_t n_fft = op->input1("n_fft")->value()->as_int(0);
       if (auto w = opt_int(op, "win_length"); w && *w > n_fft)
@@ -204,7 +215,8 @@ class Lowering {
       half = mk("floor_div", {A("x", n), A("y", f32(2.0))});
       half = mk("add", {A("x", half), A("y", f32(1.0))});
     }
-    Var* tx = mk("range_1d", {A("start", f32(0.0)), A("end", onesided ? half : n), A("step", f32(1.0))});
+    Var* tx =
+        mk("range_1d", {A("start", f32(0.0)), A("end", onesided ? half : n), A("step", f32(1.0))});
     Var* ty = mk("range_1d", {A("start", f32(0.0)), A("end", n), A("step", f32(1.0))});
     tx = mk("reshape", {A("x", tx), A("shape", ints({-1, 1}))});
     ty = mk("reshape", {A("x", ty), A("shape", ints({1, -1}))});
@@ -217,7 +229,8 @@ class Lowering {
   }
 
   // coremltools' _fft_1d: the DFT along `dim` by matrix products.
-  Parts fft_1d(Parts in, std::optional<int64_t> n_opt, int64_t dim, const std::string& norm, bool inverse) {
+  Parts fft_1d(Parts in, std::optional<int64_t> n_opt, int64_t dim, const std::string& norm,
+               bool inverse) {
     const size_t rank = in.re->type()->rank();
     const size_t ax = fft_axis_index(dim, rank);
     const int64_t n = n_opt ? *n_opt : static_dims(in.re)[ax];
@@ -291,7 +304,8 @@ class Lowering {
     const int64_t len = static_dims(re)[ax];
     const int64_t range_end = size % 2 == 0 ? len - 2 : len - 1;
     if (range_end > 0) {
-      Var* mirror = mk("range_1d", {A("start", i32(range_end)), A("end", i32(0)), A("step", i32(-1))});
+      Var* mirror =
+          mk("range_1d", {A("start", i32(range_end)), A("end", i32(0)), A("step", i32(-1))});
       Var* re_m = mk("gather", {A("x", re), A("indices", mirror), A("axis", i32(dim))});
       Var* im_m = mk("gather", {A("x", im), A("indices", mirror), A("axis", i32(dim))});
       im_m = mk("mul", {A("x", im_m), A("y", f32(-1.0))});
@@ -333,7 +347,8 @@ class Lowering {
     sin_base = mk("expand_dims", {A("x", sin_base), A("axes", ints({1}))});
     Var* strides = mk("expand_dims", {A("x", hop), A("axes", ints({0}))});
     auto conv = [&](Var* x, Var* w) {
-      return mk("conv", {A("x", x), A("weight", w), A("strides", strides), A("pad_type", str("valid"))});
+      return mk("conv",
+                {A("x", x), A("weight", w), A("strides", strides), A("pad_type", str("valid"))});
     };
     Var* sig_re = mk("expand_dims", {A("x", re), A("axes", ints({1}))});
     Var* cos_re = conv(sig_re, cos_base);
@@ -363,14 +378,16 @@ class Lowering {
   Parts real_with_zeros(Var* data) {
     Var* shape = mk("shape", {A("x", data)});
     Var* zero = b_.add_const(std::make_shared<const Value>(f32(0.0)));
-    Var* value = mk("cast", {A("x", zero), A("dtype", str(std::string(dtype_name(data->type()->dtype()))))});
+    Var* value =
+        mk("cast", {A("x", zero), A("dtype", str(std::string(dtype_name(data->type()->dtype()))))});
     return {data, mk("fill", {A("shape", shape), A("value", value)})};
   }
 
   void lower(Operation* op) {
     const std::string& t = op->op_type();
     Var* out = op->output(0);
-    const std::string norm = op->input1("norm") ? op->input1("norm")->value()->string_values().at(0) : "";
+    const std::string norm =
+        op->input1("norm") ? op->input1("norm")->value()->string_values().at(0) : "";
     auto done_complex = [&](Parts p) { parts_[out] = p; };
     auto done_real = [&](Var* v) { pass_util::replace_var(out, v); };
     auto data_parts = [&]() {
@@ -392,7 +409,8 @@ class Lowering {
     } else if (t == "complex_fft") {
       done_complex(fft_1d(data_parts(), opt_int(op, "n"), *opt_int(op, "dim"), norm, false));
     } else if (t == "complex_ifft") {
-      done_complex(fft_1d(parts_of(op, op->input1("data")), opt_int(op, "n"), *opt_int(op, "dim"), norm, true));
+      done_complex(fft_1d(parts_of(op, op->input1("data")), opt_int(op, "n"), *opt_int(op, "dim"),
+                          norm, true));
     } else if (t == "complex_rfft") {
       done_complex(rfft_1d(op->input1("data"), opt_int(op, "n"), *opt_int(op, "dim"), norm));
     } else if (t == "complex_fftn" || t == "complex_ifftn") {

@@ -12,8 +12,10 @@ namespace milkit {
 
 /// The transformed axes of an FFT op and the signal size along each.
 struct FftAxes {
-  std::vector<Dim> sizes;     ///< Signal size per transformed axis (symbolic when taken from the input).
-  std::vector<int64_t> dims;  ///< The axes as given (may be negative, Python-style).
+  /// Signal size per transformed axis (symbolic when taken from the input).
+  std::vector<Dim> sizes;
+  /// The axes as given (may be negative, Python-style).
+  std::vector<int64_t> dims;
 };
 
 /// coremltools' fft_canonicalize_shapes_dims (PyTorch's rules): `sizes` (shapes / n) and `dims`
