@@ -141,3 +141,37 @@ TEST_CASE("sanitize_name_strings and noop_elimination", "[passes]") {
   CHECK(s.sanitize("a:b") == "a_b_0_1");
   CHECK(s.sanitize("9x") == "var_9x");
 }
+
+TEST_CASE("lower_complex_dialect_ops: complex64 stays internal, abs(fft) lowers to core ops only", "[passes][complex]") {
+  CHECK(dtype_name(DataType::Complex64) == "complex64");
+  CHECK(dtype_from_name("complex64") == DataType::Complex64);
+  CHECK_FALSE(is_valid_dtype_code(static_cast<int>(DataType::Complex64)));  // never a MIL.proto code
+  CHECK_THROWS_AS(promote_dtypes(DataType::Complex64, DataType::Float32), TypeError);
+  const auto dialect = OpRegistry::instance().dialect_names();
+  CHECK(dialect.size() == 14);
+  for (const auto& n : OpRegistry::instance().names(Target::iOS18)) CHECK(n.rfind("complex", 0) != 0);
+
+  Prog g;
+  Var* c = g.b.op("complex_fft", {{"data", g.x()}});
+  CHECK(c->type()->dtype() == DataType::Complex64);
+  Var* a = g.b.op("complex_abs", {{"x", c}});
+  g.f->body().set_outputs({a});
+  g.run({"common::lower_complex_dialect_ops", "common::dead_code_elimination"});
+  for (Operation* op : g.f->body().ops()) CHECK(op->schema().dialect.empty());
+  CHECK(g.f->body().outputs()[0]->name() == "complex_abs_0");
+  CHECK(g.f->body().outputs()[0]->op()->op_type() == "sqrt");
+  CHECK_NOTHROW(verify(*g.f, "main"));
+}
+
+TEST_CASE("lower_complex_dialect_ops: a complex function output is refused before any change", "[passes][complex]") {
+  Prog g;
+  Var* c = g.b.op("complex", {{"real_data", g.x()}, {"imag_data", g.x()}});
+  g.f->body().set_outputs({c});
+  try {
+    g.run({"common::lower_complex_dialect_ops"});
+    FAIL("complex output accepted");
+  } catch (const ValueError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("complex data as model's output"));
+  }
+  CHECK(g.f->body().outputs()[0] == c);
+}

@@ -68,6 +68,7 @@ void register_canonicalize_inplace_pattern(PassRegistry& r);
 void register_prefer_state_in_downstream(PassRegistry& r);
 void register_distributive_quantized_binary_op_scale_normalization(PassRegistry& r);
 void register_canonicalize_quantized_lut_pattern(PassRegistry& r);
+void register_lower_complex_dialect_ops(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -134,6 +135,7 @@ void register_all_passes(PassRegistry& r) {
   register_reduce_transposes(r);
   register_distributive_quantized_binary_op_scale_normalization(r);
   register_canonicalize_quantized_lut_pattern(r);
+  register_lower_complex_dialect_ops(r);
 }
 
 }  // namespace milkit

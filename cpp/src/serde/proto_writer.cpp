@@ -52,6 +52,9 @@ class Writer {
   void type(const Type* t, mil::ValueType* out) {
     switch (t->kind()) {
       case TypeKind::Tensor: {
+        if (is_complex(t->dtype()))
+          throw ValueError("complex64 data cannot be written to an ML Program (Core ML has no complex type); "
+                           "run common::lower_complex_dialect_ops first");
         auto* tt = out->mutable_tensortype();
         tt->set_datatype(static_cast<mil::DataType>(static_cast<int>(t->dtype())));
         if (!t->has_rank()) {  // pymil's variadic shape: one variadic unknown dim
@@ -242,6 +245,11 @@ class Writer {
 
   void op_body(const Operation& o, mil::Operation* out) {
     static const std::string what;  // prefixed by op() on error
+    if (!o.schema().dialect.empty())
+      throw ValueError(" is a " + o.schema().dialect + " dialect op, which an ML Program cannot hold; run " +
+                       (o.schema().dialect == "complex" ? "common::lower_complex_dialect_ops"
+                                                        : "the pass that lowers it") +
+                       " first (convert and PassPipeline.DEFAULT do)");
     out->set_type(o.op_type());
     string_scalar(o.name(), &(*out->mutable_attributes())["name"]);
     if (o.op_type() == "const") {
