@@ -23,6 +23,7 @@ from .convert import (
     precision,
 )
 from .graph import show
+from .image_types import ColorLayout, ImageType, colorlayout
 from .io import load, save
 from .pipeline import PassPipeline
 from .program import Block, Function, Operation, Program, Var
@@ -44,7 +45,10 @@ VerifyError = _core.VerifyError
 __version__ = "0.1.0"
 
 __all__ = [
+    "ColorLayout",
     "ComputePrecision",
+    "ImageType",
+    "colorlayout",
     "EnumeratedShapes",
     "MLModel",
     "PassPipeline",

@@ -228,8 +228,7 @@ def test_default_pipeline_runs_these_passes():
         m = milkit.convert(prog, minimum_deployment_target=milkit.target.iOS17)
     assert not set(MINE) & set(m.skipped_passes)
     # what DEFAULT still skips is among the passes other parts of the work add
-    rest = {"common::reduce_transposes", "common::lower_complex_dialect_ops", "common::image_input_preprocess",
-            "mil_backend::insert_image_preprocessing_ops", "common::dequantize_to_constexpr",
+    rest = {"common::reduce_transposes", "common::lower_complex_dialect_ops", "common::dequantize_to_constexpr",
             "common::merge_affine_dequantize_with_consecutive_ops",
             "common::nullify_redundant_quantization_zero_point", "common::dequantize_quantize_pair_elimination",
             "common::distributive_quantized_binary_op_scale_normalization",

@@ -23,6 +23,8 @@ void register_fuse_leaky_relu(PassRegistry& r);
 void register_merge_consecutive_relus(PassRegistry& r);
 void register_dequantize_quantize_pair_elimination(PassRegistry& r);
 void register_nullify_redundant_quantization_zero_point(PassRegistry& r);
+void register_image_input_preprocess(PassRegistry& r);
+void register_insert_image_preprocessing_ops(PassRegistry& r);
 void register_prelu_to_lrelu(PassRegistry& r);
 void register_select_optimization(PassRegistry& r);
 
@@ -126,6 +128,8 @@ void register_all_passes(PassRegistry& r) {
   register_canonicalize_inplace_pattern(r);
   register_prefer_state_in_downstream(r);
   register_reduce_transposes(r);
+  register_image_input_preprocess(r);
+  register_insert_image_preprocessing_ops(r);
 }
 
 }  // namespace milkit
