@@ -146,14 +146,16 @@ TEST_CASE("sanitize_name_strings and noop_elimination", "[passes]") {
 #include "milkit/serde/proto_reader.h"
 #include "milkit/serde/proto_writer.h"
 
-TEST_CASE("image inputs: NHWC preprocess, scale and bias ops, description, read back", "[passes][serde]") {
+TEST_CASE("image inputs: NHWC preprocess, scale and bias ops, description, read back",
+          "[passes][serde]") {
   Program p;
   auto fn = std::make_shared<Function>(Target::iOS17);
   Context& ctx = fn->ctx();
   auto hs = Symbol::fresh();
   hs->set_range(4, 16);
   Dim h = ctx.symbol(hs);
-  Var* x = fn->add_input("x", ctx.tensor(DataType::Float32, {ctx.constant(1), h, ctx.constant(5), ctx.constant(3)}));
+  Var* x = fn->add_input(
+      "x", ctx.tensor(DataType::Float32, {ctx.constant(1), h, ctx.constant(5), ctx.constant(3)}));
   p.add_function("main", fn);
   Builder b(*fn);
   Var* r = b.op("relu", {{"x", x}});
@@ -173,8 +175,9 @@ TEST_CASE("image inputs: NHWC preprocess, scale and bias ops, description, read 
   pm.run(p, true);
   std::vector<std::string> ops;
   for (Operation* op : fn->body().ops()) ops.push_back(op->op_type() + ":" + op->name());
-  CHECK(ops == std::vector<std::string>{"const:x__scaled___y_0", "mul:x__scaled__", "const:x__biased___y_0",
-                                        "add:x__biased__", "const:x__transpose_from_nchw___perm_0",
+  CHECK(ops == std::vector<std::string>{"const:x__scaled___y_0", "mul:x__scaled__",
+                                        "const:x__biased___y_0", "add:x__biased__",
+                                        "const:x__transpose_from_nchw___perm_0",
                                         "transpose:x__transpose_from_nchw__", "relu:relu_0"});
   CHECK(x->type()->shape()[1]->value() == 3);  // NCHW now
   CHECK(fn->body().outputs()[1]->name() == "x__transpose_from_nchw__");
@@ -212,6 +215,8 @@ TEST_CASE("image inputs: NHWC preprocess, scale and bias ops, description, read 
   CoreML::Specification::Model m2;
   REQUIRE(m2.ParseFromString(write_model_proto(*back, o)));
   REQUIRE(m2.description().input_size() == 1);
-  CHECK(m2.description().input(0).SerializeAsString() == m.description().input(0).SerializeAsString());
-  CHECK(m2.description().output(1).SerializeAsString() == m.description().output(1).SerializeAsString());
+  CHECK(m2.description().input(0).SerializeAsString() ==
+        m.description().input(0).SerializeAsString());
+  CHECK(m2.description().output(1).SerializeAsString() ==
+        m.description().output(1).SerializeAsString());
 }

@@ -331,10 +331,14 @@ const ImageOutput* Function::image_output(size_t index) const {
 
 const char* color_layout_name(ColorLayout c) {
   switch (c) {
-    case ColorLayout::RGB: return "RGB";
-    case ColorLayout::BGR: return "BGR";
-    case ColorLayout::Grayscale: return "G";
-    case ColorLayout::GrayscaleFloat16: return "G_FLOAT16";
+    case ColorLayout::RGB:
+      return "RGB";
+    case ColorLayout::BGR:
+      return "BGR";
+    case ColorLayout::Grayscale:
+      return "G";
+    case ColorLayout::GrayscaleFloat16:
+      return "G_FLOAT16";
   }
   return "?";
 }
@@ -344,7 +348,8 @@ ColorLayout parse_color_layout(const std::string& s) {
   if (s == "BGR") return ColorLayout::BGR;
   if (s == "G" || s == "GRAYSCALE") return ColorLayout::Grayscale;
   if (s == "G_FLOAT16" || s == "GRAYSCALE_FLOAT16") return ColorLayout::GrayscaleFloat16;
-  throw ValueError("unknown color layout '" + s + "'; expected RGB, BGR, GRAYSCALE or GRAYSCALE_FLOAT16");
+  throw ValueError("unknown color layout '" + s +
+                   "'; expected RGB, BGR, GRAYSCALE or GRAYSCALE_FLOAT16");
 }
 
 int color_channels(ColorLayout c) { return c == ColorLayout::RGB || c == ColorLayout::BGR ? 3 : 1; }

@@ -50,7 +50,8 @@ class ImageInputPreprocess : public Pass {
         in->set_type(f->ctx().tensor(t->dtype(), to_channel_first(nhwc)));
         for (auto& s : im.enumerated_shapes)
           if (s.size() == nhwc.size()) s = to_channel_first(s);
-        if (im.default_shape.size() == nhwc.size()) im.default_shape = to_channel_first(im.default_shape);
+        if (im.default_shape.size() == nhwc.size())
+          im.default_shape = to_channel_first(im.default_shape);
         im.channel_first = true;
 
         const int64_t r = static_cast<int64_t>(nhwc.size());

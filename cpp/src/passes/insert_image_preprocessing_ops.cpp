@@ -29,14 +29,15 @@ class InsertImagePreprocessingOps : public Pass {
         if (im.scale == 1 && !has_bias) continue;
         const Type* t = in->type();
         if (!t->is_tensor())
-          throw ValueError("mil_backend::insert_image_preprocessing_ops: image input '" + in->name() +
-                           "' must be a tensor, got " + t->str());
+          throw ValueError("mil_backend::insert_image_preprocessing_ops: image input '" +
+                           in->name() + "' must be a tensor, got " + t->str());
         const DataType dt = t->dtype();
         b.set_insertion_point(&f->body(), first);
         Var* last = in;
         Operation* reader = nullptr;  // the new op that reads the input itself
         if (im.scale != 1) {
-          std::vector<Arg> args{Builder::arg("x", last), Builder::arg("y", Value::scalar_float(dt, im.scale))};
+          std::vector<Arg> args{Builder::arg("x", last),
+                                Builder::arg("y", Value::scalar_float(dt, im.scale))};
           last = b.create("mul", args, in->name() + "__scaled__").at(0);
           reader = last->op();
         }
@@ -44,19 +45,22 @@ class InsertImagePreprocessingOps : public Pass {
           Value bias = Value::scalar_float(dt, 0);
           if (color_channels(im.color_layout) == 1) {
             if (im.bias.size() != 1)
-              throw ValueError("image input '" + in->name() + "': a grayscale image takes one bias value, got " +
+              throw ValueError("image input '" + in->name() +
+                               "': a grayscale image takes one bias value, got " +
                                std::to_string(im.bias.size()));
             bias = Value::scalar_float(dt, im.bias[0]);
           } else {
             if (im.bias.size() != 3)
-              throw ValueError("image input '" + in->name() + "': an RGB / BGR image takes three bias values, got " +
+              throw ValueError("image input '" + in->name() +
+                               "': an RGB / BGR image takes three bias values, got " +
                                std::to_string(im.bias.size()));
             if (t->rank() == 3)
               bias = Value::from_doubles(dt, {3, 1, 1}, im.bias);
             else if (t->rank() == 4)
               bias = Value::from_doubles(dt, {1, 3, 1, 1}, im.bias);
             else
-              throw ValueError("image input '" + in->name() + "': unsupported rank " + std::to_string(t->rank()) +
+              throw ValueError("image input '" + in->name() + "': unsupported rank " +
+                               std::to_string(t->rank()) +
                                " for an RGB / BGR image input (3 or 4)");
           }
           std::vector<Arg> args{Builder::arg("x", last), Builder::arg("y", std::move(bias))};

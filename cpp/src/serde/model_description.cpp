@@ -71,17 +71,21 @@ json feature_type(const spec::FeatureType& t) {
     }
     case spec::FeatureType::kImageType: {
       const auto& im = t.imagetype();
-      json j{{"kind", "image"}, {"width", im.width()}, {"height", im.height()},
+      json j{{"kind", "image"},
+             {"width", im.width()},
+             {"height", im.height()},
              {"colorSpace", color_space_name(im.colorspace())}};
       if (im.has_enumeratedsizes()) {
         json sizes = json::array();
-        for (const auto& sz : im.enumeratedsizes().sizes()) sizes.push_back(json::array({sz.height(), sz.width()}));
+        for (const auto& sz : im.enumeratedsizes().sizes())
+          sizes.push_back(json::array({sz.height(), sz.width()}));
         j["enumeratedSizes"] = sizes;
       }
       if (im.has_imagesizerange()) {
         const auto& r = im.imagesizerange();
-        j["sizeRange"] = json{{"height", json::array({r.heightrange().lowerbound(), r.heightrange().upperbound()})},
-                              {"width", json::array({r.widthrange().lowerbound(), r.widthrange().upperbound()})}};
+        j["sizeRange"] = json{
+            {"height", json::array({r.heightrange().lowerbound(), r.heightrange().upperbound()})},
+            {"width", json::array({r.widthrange().lowerbound(), r.widthrange().upperbound()})}};
       }
       return j;
     }

@@ -225,8 +225,9 @@ class Reader {
     return val->string_values()[0];
   }
 
-  void function(Program& prog, const std::string& name, const mil::Function& pf, const Ranges& ranges,
-                const google::protobuf::RepeatedPtrField<spec::FeatureDescription>* outputs = nullptr) {
+  void function(
+      Program& prog, const std::string& name, const mil::Function& pf, const Ranges& ranges,
+      const google::protobuf::RepeatedPtrField<spec::FeatureDescription>* outputs = nullptr) {
     const std::string fwhere = "function '" + name + "'";
     if (!pf.attributes().empty()) fail(fwhere, "attributes on functions are not supported");
     auto it = pf.block_specializations().find(pf.opset());
@@ -258,7 +259,8 @@ class Reader {
         for (size_t i = 0; i < outs.size(); ++i)
           if (outs[i]->name() == fd.name())
             f->image_outputs().push_back(
-                ImageOutput{i, layout_of(fd.type().imagetype().colorspace(), fwhere + ", output '" + fd.name() + "'")});
+                ImageOutput{i, layout_of(fd.type().imagetype().colorspace(),
+                                         fwhere + ", output '" + fd.name() + "'")});
       }
     }
     prog.add_function(name, f);
@@ -266,11 +268,16 @@ class Reader {
 
   ColorLayout layout_of(int color_space, const std::string& w) {
     switch (color_space) {
-      case spec::ImageFeatureType_ColorSpace_RGB: return ColorLayout::RGB;
-      case spec::ImageFeatureType_ColorSpace_BGR: return ColorLayout::BGR;
-      case spec::ImageFeatureType_ColorSpace_GRAYSCALE: return ColorLayout::Grayscale;
-      case spec::ImageFeatureType_ColorSpace_GRAYSCALE_FLOAT16: return ColorLayout::GrayscaleFloat16;
-      default: fail(w, "image feature with invalid color space " + std::to_string(color_space));
+      case spec::ImageFeatureType_ColorSpace_RGB:
+        return ColorLayout::RGB;
+      case spec::ImageFeatureType_ColorSpace_BGR:
+        return ColorLayout::BGR;
+      case spec::ImageFeatureType_ColorSpace_GRAYSCALE:
+        return ColorLayout::Grayscale;
+      case spec::ImageFeatureType_ColorSpace_GRAYSCALE_FLOAT16:
+        return ColorLayout::GrayscaleFloat16;
+      default:
+        fail(w, "image feature with invalid color space " + std::to_string(color_space));
     }
     return ColorLayout::RGB;
   }
@@ -285,7 +292,8 @@ class Reader {
       const std::string w = fwhere + ", image input '" + v->name() + "'";
       const auto& it = r->second->type().imagetype();
       const Type* t = v->type();
-      if (!t->is_tensor() || t->rank() < 2) fail(w, "an image input must be a tensor of rank 4, got " + t->str());
+      if (!t->is_tensor() || t->rank() < 2)
+        fail(w, "an image input must be a tensor of rank 4, got " + t->str());
       ImageInput im;
       im.input = i;
       im.color_layout = layout_of(it.colorspace(), w);
@@ -300,7 +308,8 @@ class Reader {
         im.default_shape = full(it.height(), it.width());
         if (it.has_enumeratedsizes())
           for (const auto& sz : it.enumeratedsizes().sizes())
-            im.enumerated_shapes.push_back(full(static_cast<int64_t>(sz.height()), static_cast<int64_t>(sz.width())));
+            im.enumerated_shapes.push_back(
+                full(static_cast<int64_t>(sz.height()), static_cast<int64_t>(sz.width())));
       }
       f.image_inputs().push_back(std::move(im));
     }
@@ -320,8 +329,8 @@ class Reader {
       at = &r->second->type().multiarraytype();
     // an image input's flexible height and width (the last two dims)
     const spec::ImageFeatureType_ImageSizeRange* image_range = nullptr;
-    if (auto r = ranges.find(in.name());
-        r != ranges.end() && r->second->type().has_imagetype() && r->second->type().imagetype().has_imagesizerange())
+    if (auto r = ranges.find(in.name()); r != ranges.end() && r->second->type().has_imagetype() &&
+                                         r->second->type().imagetype().has_imagesizerange())
       image_range = &r->second->type().imagetype().imagesizerange();
     std::vector<Dim> dims;
     for (int i = 0; i < tt.dimensions_size(); ++i) {
@@ -336,7 +345,8 @@ class Reader {
         fail(w, "variadic or unset input dimensions are not supported");
       auto sym = Symbol::fresh();
       const spec::SizeRange* range = nullptr;
-      if (at && at->has_shaperange() && i < at->shaperange().sizeranges_size()) range = &at->shaperange().sizeranges(i);
+      if (at && at->has_shaperange() && i < at->shaperange().sizeranges_size())
+        range = &at->shaperange().sizeranges(i);
       if (image_range && i == tt.dimensions_size() - 2) range = &image_range->heightrange();
       if (image_range && i == tt.dimensions_size() - 1) range = &image_range->widthrange();
       if (range) {

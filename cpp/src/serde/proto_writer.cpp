@@ -424,10 +424,14 @@ class Writer {
   // ---- image features (coremltools' ImageType inputs and outputs) --------------------------
   static spec::ImageFeatureType_ColorSpace color_space(ColorLayout c) {
     switch (c) {
-      case ColorLayout::RGB: return spec::ImageFeatureType_ColorSpace_RGB;
-      case ColorLayout::BGR: return spec::ImageFeatureType_ColorSpace_BGR;
-      case ColorLayout::Grayscale: return spec::ImageFeatureType_ColorSpace_GRAYSCALE;
-      case ColorLayout::GrayscaleFloat16: return spec::ImageFeatureType_ColorSpace_GRAYSCALE_FLOAT16;
+      case ColorLayout::RGB:
+        return spec::ImageFeatureType_ColorSpace_RGB;
+      case ColorLayout::BGR:
+        return spec::ImageFeatureType_ColorSpace_BGR;
+      case ColorLayout::Grayscale:
+        return spec::ImageFeatureType_ColorSpace_GRAYSCALE;
+      case ColorLayout::GrayscaleFloat16:
+        return spec::ImageFeatureType_ColorSpace_GRAYSCALE_FLOAT16;
     }
     return spec::ImageFeatureType_ColorSpace_RGB;
   }
@@ -440,23 +444,26 @@ class Writer {
 
   // coremltools' _validate_image_input_output_shapes (-1: a symbolic dim), plus the tensor dtype
   // Core ML fills or reads (fp32; fp16 for GRAYSCALE_FLOAT16).
-  static void check_image(ColorLayout c, const std::vector<int64_t>& shape, const Var* v, bool input) {
+  static void check_image(ColorLayout c, const std::vector<int64_t>& shape, const Var* v,
+                          bool input) {
     const std::string io = input ? "input" : "output";
     if (shape.size() != 4)
-      throw ValueError("Image " + io + ", '" + v->name() + "', must have rank 4. Instead it has rank " +
-                       std::to_string(shape.size()));
+      throw ValueError("Image " + io + ", '" + v->name() +
+                       "', must have rank 4. Instead it has rank " + std::to_string(shape.size()));
     const int64_t ch = color_channels(c);
     if (shape[0] != 1 || shape[1] != ch)
-      throw ValueError(std::string("Shape of the ") + (ch == 3 ? "RGB/BGR" : "Grayscale") + " image " + io + ", '" +
-                       v->name() + "', must be of kind (1, " + std::to_string(ch) +
-                       ", H, W), i.e., first two dimensions must be (1, " + std::to_string(ch) +
-                       "), instead they are: " + dims_text(shape, 2));
-    const DataType want = c == ColorLayout::GrayscaleFloat16 ? DataType::Float16 : DataType::Float32;
+      throw ValueError(std::string("Shape of the ") + (ch == 3 ? "RGB/BGR" : "Grayscale") +
+                       " image " + io + ", '" + v->name() + "', must be of kind (1, " +
+                       std::to_string(ch) + ", H, W), i.e., first two dimensions must be (1, " +
+                       std::to_string(ch) + "), instead they are: " + dims_text(shape, 2));
+    const DataType want =
+        c == ColorLayout::GrayscaleFloat16 ? DataType::Float16 : DataType::Float32;
     if (v->type()->dtype() != want)
-      throw ValueError("Image " + io + ", '" + v->name() + "' (" + color_layout_name(c) + ") must be " +
-                       std::string(dtype_name(want)) + " in the program, not " +
-                       std::string(dtype_name(v->type()->dtype())) +
-                       (input ? "" : "; cast it, or give outputs=[ImageType(...)] to convert, which casts it"));
+      throw ValueError(
+          "Image " + io + ", '" + v->name() + "' (" + color_layout_name(c) + ") must be " +
+          std::string(dtype_name(want)) + " in the program, not " +
+          std::string(dtype_name(v->type()->dtype())) +
+          (input ? "" : "; cast it, or give outputs=[ImageType(...)] to convert, which casts it"));
   }
 
   // [lo, hi] written for a dim: a constant's value, or the symbol's range (an unbounded one gets
@@ -470,13 +477,17 @@ class Writer {
   }
 
   // coremltools' CoreMLProtoExporter.get_func_input for an ImageType input.
-  void image_input_feature(const Function& f, Var* v, const ImageInput& im, spec::FeatureDescription* fd) {
+  void image_input_feature(const Function& f, Var* v, const ImageInput& im,
+                           spec::FeatureDescription* fd) {
     fd->set_name(v->name());
     const Type* t = v->type();
     if (!t->is_tensor() || t->is_scalar())
-      throw ValueError("For the image input, '" + v->name() + "', its type in the MIL program must be tensor. "
-                       "Instead it is " + t->str() + ".");
-    if (!t->has_rank()) throw ValueError("Variable rank model inputs are not supported! ('" + v->name() + "')");
+      throw ValueError("For the image input, '" + v->name() +
+                       "', its type in the MIL program must be tensor. "
+                       "Instead it is " +
+                       t->str() + ".");
+    if (!t->has_rank())
+      throw ValueError("Variable rank model inputs are not supported! ('" + v->name() + "')");
     const bool symbolic = !t->is_static();
     std::vector<int64_t> shape;
     if (symbolic && im.default_shape.size() == t->shape().size()) {
@@ -486,7 +497,8 @@ class Writer {
     }
     check_image(im.color_layout, shape, v, true);
     if (!im.channel_first)
-      throw ValueError("Image input, '" + v->name() + "', must be in the channel_first format "
+      throw ValueError("Image input, '" + v->name() +
+                       "', must be in the channel_first format "
                        "(run common::image_input_preprocess)");
     auto* it = fd->mutable_type()->mutable_imagetype();
     const size_t r = shape.size();
@@ -501,14 +513,15 @@ class Writer {
       std::vector<std::pair<int64_t, int64_t>> sizes;
       for (const auto& s : im.enumerated_shapes) {
         if (s.size() < 2)
-          throw ValueError("image input '" + v->name() + "': enumerated shape " + dims_text(s, s.size()) +
-                           " has rank below 2");
+          throw ValueError("image input '" + v->name() + "': enumerated shape " +
+                           dims_text(s, s.size()) + " has rank below 2");
         std::pair<int64_t, int64_t> hw{s[s.size() - 2], s[s.size() - 1]};
         if (!dups && std::find(sizes.begin(), sizes.end(), hw) != sizes.end()) continue;
         sizes.push_back(hw);
       }
       std::pair<int64_t, int64_t> def{shape[r - 2], shape[r - 1]};
-      if (std::find(sizes.begin(), sizes.end(), def) == sizes.end()) sizes.insert(sizes.begin(), def);
+      if (std::find(sizes.begin(), sizes.end(), def) == sizes.end())
+        sizes.insert(sizes.begin(), def);
       auto* en = it->mutable_enumeratedsizes();
       for (const auto& [h, w] : sizes) {
         auto* sz = en->add_sizes();
@@ -531,9 +544,11 @@ class Writer {
     fd->set_name(v->name());
     const Type* t = v->type();
     if (!t->is_tensor() || t->is_scalar())
-      throw ValueError("Image output, '" + v->name() + "', is a scalar, but it should be a tensor of rank 4");
+      throw ValueError("Image output, '" + v->name() +
+                       "', is a scalar, but it should be a tensor of rank 4");
     if (!t->has_rank())
-      throw ValueError("Variable rank model outputs, that are ImageTypes, are not supported ('" + v->name() + "')");
+      throw ValueError("Variable rank model outputs, that are ImageTypes, are not supported ('" +
+                       v->name() + "')");
     std::vector<int64_t> shape;
     for (Dim d : t->shape()) shape.push_back(d->is_const() ? d->value() : -1);
     check_image(im.color_layout, shape, v, false);
@@ -577,12 +592,14 @@ class Writer {
     }
     for (const ImageInput& im : f.image_inputs())
       if (im.input >= f.inputs().size())
-        throw ValueError("image input index " + std::to_string(im.input) + " is past the function's " +
-                         std::to_string(f.inputs().size()) + " inputs");
+        throw ValueError("image input index " + std::to_string(im.input) +
+                         " is past the function's " + std::to_string(f.inputs().size()) +
+                         " inputs");
     for (const ImageOutput& im : f.image_outputs())
       if (im.output >= f.body().outputs().size())
-        throw ValueError("image output index " + std::to_string(im.output) + " is past the function's " +
-                         std::to_string(f.body().outputs().size()) + " outputs");
+        throw ValueError("image output index " + std::to_string(im.output) +
+                         " is past the function's " + std::to_string(f.body().outputs().size()) +
+                         " outputs");
     for (size_t i = 0; i < f.body().outputs().size(); ++i) {
       Var* v = f.body().outputs()[i];
       if (const ImageOutput* im = f.image_output(i))

@@ -32,7 +32,8 @@ struct ImageInput {
   size_t input = 0;
   /// How Core ML fills the tensor.
   ColorLayout color_layout = ColorLayout::RGB;
-  /// Multiplies the pixels (mil_backend::insert_image_preprocessing_ops: a "<input>__scaled__" mul).
+  /// Multiplies the pixels (mil_backend::insert_image_preprocessing_ops: a "<input>__scaled__"
+  /// mul).
   double scale = 1.0;
   /// Added after scaling, one value per channel (1 for grayscale, 3 for RGB / BGR); empty: none
   /// ("<input>__biased__" add).
