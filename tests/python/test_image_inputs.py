@@ -361,7 +361,7 @@ def test_image_output_fp16_is_cast_to_fp32(tmp_path):
     assert m.get_spec().description.output[0].name == "img"
 
 
-def test_description_errors():
+def test_description_errors(tmp_path):
     from milkit import Builder as mb
 
     def prog_of(shape, dtype=milkit.types.fp32, opset=milkit.target.iOS17):
@@ -393,6 +393,12 @@ def test_description_errors():
             conv(prog_of((1, 3, 5, 6)), outputs=[milkit.ImageType(channel_first=True)])
         with pytest.raises(ValueError, match="no input named"):
             conv(prog_of((1, 3, 5, 6)), inputs=[milkit.ImageType(name="y")])
+        # a scale never put into the program cannot be saved (it would be lost)
+        p = prog_of((1, 3, 5, 6))
+        p.functions["main"].set_input_types([milkit.ImageType(name="x", scale=2.0)])
+        with pytest.raises(ValueError, match="not in the program yet"):
+            milkit.save(p, str(tmp_path / "never.mlpackage"))
+        assert not (tmp_path / "never.mlpackage").exists()
         # a channel-last input left so (no image_input_preprocess) cannot be described
         with pytest.raises(ValueError, match="channel_first format"):
             conv(prog_of((1, 3, 6, 3)), inputs=[milkit.ImageType(name="x", channel_first=False)],

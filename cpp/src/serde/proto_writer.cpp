@@ -500,6 +500,12 @@ class Writer {
       throw ValueError("Image input, '" + v->name() +
                        "', must be in the channel_first format "
                        "(run common::image_input_preprocess)");
+    bool pending = im.scale != 1;
+    for (double b : im.bias) pending |= b != 0;
+    if (pending)
+      throw ValueError("image input '" + v->name() +
+                       "' has a scale or bias that is not in the program yet (run "
+                       "mil_backend::insert_image_preprocessing_ops, as milkit.convert does)");
     auto* it = fd->mutable_type()->mutable_imagetype();
     const size_t r = shape.size();
     it->set_width(shape[r - 1]);
