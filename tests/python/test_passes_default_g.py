@@ -228,8 +228,7 @@ def test_default_pipeline_runs_these_passes():
         m = milkit.convert(prog, minimum_deployment_target=milkit.target.iOS17)
     assert not set(MINE) & set(m.skipped_passes)
     # what DEFAULT still skips is among the passes other parts of the work add
-    rest = {"common::reduce_transposes", "common::image_input_preprocess",
-            "mil_backend::insert_image_preprocessing_ops",
+    rest = {"common::reduce_transposes",
             "common::nullify_redundant_quantization_zero_point", "common::dequantize_quantize_pair_elimination"}
     assert set(m.skipped_passes) <= rest
 

@@ -25,6 +25,8 @@ void register_dequantize_quantize_pair_elimination(PassRegistry& r);
 void register_nullify_redundant_quantization_zero_point(PassRegistry& r);
 void register_dequantize_to_constexpr(PassRegistry& r);
 void register_merge_affine_dequantize_with_consecutive_ops(PassRegistry& r);
+void register_image_input_preprocess(PassRegistry& r);
+void register_insert_image_preprocessing_ops(PassRegistry& r);
 void register_prelu_to_lrelu(PassRegistry& r);
 void register_select_optimization(PassRegistry& r);
 
@@ -136,6 +138,8 @@ void register_all_passes(PassRegistry& r) {
   register_distributive_quantized_binary_op_scale_normalization(r);
   register_canonicalize_quantized_lut_pattern(r);
   register_lower_complex_dialect_ops(r);
+  register_image_input_preprocess(r);
+  register_insert_image_preprocessing_ops(r);
 }
 
 }  // namespace milkit

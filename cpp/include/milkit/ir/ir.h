@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "milkit/ir/image_type.h"
 #include "milkit/ir/value.h"
 #include "milkit/types/target.h"
 #include "milkit/types/type.h"
@@ -278,11 +279,25 @@ class Function : public std::enable_shared_from_this<Function> {
   std::vector<Operation*> all_ops() const;
   /// Finds a var by name in the whole function (linear search).
   Var* find_var(const std::string& name) const;
+  /// Image inputs (coremltools' ImageType inputs), in the order the user gave them.
+  std::vector<ImageInput>& image_inputs() { return image_inputs_; }
+  /// Image inputs, read-only.
+  const std::vector<ImageInput>& image_inputs() const { return image_inputs_; }
+  /// The image description of input `index`, or nullptr.
+  const ImageInput* image_input(size_t index) const;
+  /// Image outputs (coremltools' ImageType outputs).
+  std::vector<ImageOutput>& image_outputs() { return image_outputs_; }
+  /// Image outputs, read-only.
+  const std::vector<ImageOutput>& image_outputs() const { return image_outputs_; }
+  /// The image description of output `index`, or nullptr.
+  const ImageOutput* image_output(size_t index) const;
 
  private:
   std::shared_ptr<Context> ctx_;
   Target opset_;
   bool opset_auto_ = false;
+  std::vector<ImageInput> image_inputs_;
+  std::vector<ImageOutput> image_outputs_;
   Block* body_;
   std::deque<std::unique_ptr<Operation>> ops_;
   std::deque<std::unique_ptr<Var>> vars_;
