@@ -174,6 +174,8 @@ TEST_CASE("lower_complex_dialect_ops: a complex function output is refused befor
     CHECK_THAT(std::string(e.what()), Catch::Contains("complex data as model's output"));
   }
   CHECK(g.f->body().outputs()[0] == c);
+}
+
 #include "Model.pb.h"
 #include "milkit/serde/proto_reader.h"
 #include "milkit/serde/proto_writer.h"

@@ -473,6 +473,8 @@ class Writer {
 
   static bool is_classify_output(const Var* v, int index) {
     return v->op() && v->op()->op_type() == "classify" && v->index() == index;
+  }
+
   // ---- image features (coremltools' ImageType inputs and outputs) --------------------------
   static spec::ImageFeatureType_ColorSpace color_space(ColorLayout c) {
     switch (c) {
@@ -669,11 +671,11 @@ class Writer {
       else
         input_feature(f, v, d->add_input());
     }
-    for (Var* v : f.body().outputs()) output_feature(v, d->add_output());
     // a classifier: classify's label and probabilities are the predicted feature / probabilities
     for (Var* v : f.body().outputs()) {
       if (is_classify_output(v, 0)) d->set_predictedfeaturename(v->name());
       if (is_classify_output(v, 1)) d->set_predictedprobabilitiesname(v->name());
+    }
     for (const ImageInput& im : f.image_inputs())
       if (im.input >= f.inputs().size())
         throw ValueError("image input index " + std::to_string(im.input) +
