@@ -91,6 +91,44 @@ TEST_CASE("ir: replace_all_uses_with, erase, verifier", "[ir]") {
   CHECK_THROWS_WITH(verify(*f, "main"), Catch::Contains("mul 'mul_0'") && Catch::Contains("inference gives"));
 }
 
+TEST_CASE("ir: per-type op counts follow insert and erase, nested blocks included", "[ir]") {
+  auto f = make_fn();
+  Builder b(*f);
+  Var* x = f->inputs()[0];
+  Var* a = b.op("add", {{"x", x}, {"y", x}});
+  CHECK(f->count_ops("add") == 1);
+  CHECK(f->count_ops(op_type_id("add")) == 1);
+  CHECK(f->count_ops("mul") == 0);
+  CHECK(f->count_ops("no_such_op") == 0);
+  CHECK(a->op()->type_id() == op_type_id("add"));
+  CHECK_FALSE(f->has_block_ops());
+  std::vector<Arg> pa{Builder::arg("x", Value::scalar_bool(true))};
+  Var* pred = b.create("identity", pa).at(0);  // a const (implicit) and an identity
+  CHECK(f->count_ops("const") == 1);
+  std::vector<Arg> ca{Builder::arg("pred", pred)};
+  auto branch = [&](const char* t) {
+    return [&, t](const std::vector<Var*>&) { return std::vector<Var*>{b.op(t, {{"x", a}, {"y", x}})}; };
+  };
+  Var* c = b.create("cond", ca, "", cond_blocks(branch("mul"), branch("sub"))).at(0);
+  CHECK(f->has_block_ops());
+  CHECK(f->has_op_type({"mul"}));
+  CHECK(f->has_op_type({"real_div", "sub"}));
+  CHECK_FALSE(f->has_op_type({"real_div", "conv"}));
+  CHECK(f->num_ops() == 6);
+  f->body().erase(c->op());  // its blocks' ops go with it
+  CHECK_FALSE(f->has_block_ops());
+  CHECK(f->count_ops("mul") == 0);
+  CHECK(f->count_ops("sub") == 0);
+  CHECK(f->count_ops("cond") == 0);
+  CHECK(f->num_ops() == 3);
+  f->body().erase(pred->op());
+  f->body().erase(a->op());
+  CHECK(f->count_ops("add") == 0);
+  CHECK(f->count_ops("const") == 1);
+  CHECK(f->num_ops() == 1);
+  CHECK_THROWS_AS(op_type_id("no_such_op"), Error);
+}
+
 TEST_CASE("ir: invalid identifiers are rejected by the verifier", "[ir]") {
   auto f = make_fn();
   Builder b(*f);

@@ -177,6 +177,9 @@ void Block::erase(Operation* op) {
   unlink(op);
   op->erased_ = true;
   op->parent_ = nullptr;
+  --op->function_->type_counts_[op->type_id_];
+  --op->function_->live_ops_;
+  if (op->schema_->num_blocks > 0) --op->function_->block_ops_;
   for (Var* out : op->outputs_) out->value_.reset();  // release weights held by dead consts
 }
 
@@ -217,6 +220,7 @@ Operation* Function::new_op(const OpSchema& schema, std::string name, std::vecto
   ops_.push_back(std::make_unique<Operation>());
   Operation* op = ops_.back().get();
   op->schema_ = &schema;
+  op->type_id_ = schema.type_id;
   op->name_ = std::move(name);
   op->args_ = std::move(args);
   op->starts_ = std::move(starts);
@@ -307,14 +311,24 @@ void Function::insert(Operation* op, Block* b, Operation* before) {
   if (!op->erased_) throw ValueError("insert: op is already in a block");
   b->link_before(op, before);
   op->erased_ = false;
+  uint16_t id = op->type_id_;
+  if (id >= type_counts_.size()) type_counts_.resize(std::max<size_t>(OpRegistry::instance().num_types(), id + 1));
+  ++type_counts_[id];
+  ++live_ops_;
+  if (op->schema_->num_blocks > 0) ++block_ops_;
   for (size_t s = 0; s < op->args_.size(); ++s)
     op->args_[s]->uses_.push_back(Use{op, static_cast<uint32_t>(s)});
 }
 
-size_t Function::num_ops() const {
-  size_t n = 0;
-  for (auto& op : ops_) n += !op->erased_;
-  return n;
+size_t Function::count_ops(std::string_view op_type) const {
+  int id = OpRegistry::instance().type_id(op_type);
+  return id < 0 ? 0 : count_ops(static_cast<uint16_t>(id));
+}
+
+bool Function::has_op_type(std::initializer_list<std::string_view> op_types) const {
+  for (std::string_view t : op_types)
+    if (count_ops(t)) return true;
+  return false;
 }
 
 std::vector<Operation*> Function::all_ops() const {

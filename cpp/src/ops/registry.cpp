@@ -134,9 +134,12 @@ const OpRegistry& OpRegistry::instance() {
 }
 
 void OpRegistry::add(OpSchema schema) {
+  const size_t id = ops_.size();
   auto& versions = ops_[schema.name];
   if (!versions.empty() && versions.back()->since >= schema.since)
     throw Error("internal: op '" + schema.name + "' versions must be registered oldest first");
+  if (id > 0xffff) throw Error("internal: too many op types");
+  schema.type_id = versions.empty() ? static_cast<uint16_t>(id) : versions.front()->type_id;
   versions.push_back(std::make_unique<OpSchema>(std::move(schema)));
 }
 
@@ -150,6 +153,17 @@ const OpSchema* OpRegistry::find(std::string_view name, Target opset) const {
 }
 
 bool OpRegistry::exists(std::string_view name) const { return ops_.find(name) != ops_.end(); }
+
+uint16_t op_type_id(std::string_view name) {
+  int id = OpRegistry::instance().type_id(name);
+  if (id < 0) throw Error("internal: no op named '" + std::string(name) + "'");
+  return static_cast<uint16_t>(id);
+}
+
+int OpRegistry::type_id(std::string_view name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? -1 : it->second.front()->type_id;
+}
 
 std::optional<Target> OpRegistry::introduced(std::string_view name) const {
   auto it = ops_.find(name);

@@ -23,6 +23,7 @@
 #include <optional>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -177,6 +178,7 @@ class CanonicalizeQuantizedLutPattern : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, kName, {});
+    if (!pass_util::has_op_type(p, {"constexpr_lut_to_dense"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) canonicalize_block(*f, f->body());
   }
 };

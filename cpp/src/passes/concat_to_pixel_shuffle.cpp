@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -85,6 +86,7 @@ class ConcatToPixelShuffle : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::concat_to_pixel_shuffle", {});
+    if (!pass_util::has_op_type(p, {"concat"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       for (Operation* op : f->body().ops())

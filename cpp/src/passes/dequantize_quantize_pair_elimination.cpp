@@ -8,6 +8,7 @@
 // that would have to rename a function input is left alone (coremltools' replacement refuses it).
 #include <algorithm>
 
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -68,6 +69,7 @@ class DequantizeQuantizePairElimination : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::dequantize_quantize_pair_elimination", {});
+    if (!pass_util::has_op_type(p, {"dequantize"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) eliminate_block(f->body());
   }
 };

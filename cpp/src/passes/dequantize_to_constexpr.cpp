@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 #include "milkit/types/error.h"
 
@@ -139,6 +140,7 @@ class DequantizeToConstexpr : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::dequantize_to_constexpr", {});
+    if (!pass_util::has_op_type(p, {"dequantize"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) apply_block(*f, f->body());
   }
 };

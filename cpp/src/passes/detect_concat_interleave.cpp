@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -99,6 +100,7 @@ class DetectConcatInterleave : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::detect_concat_interleave", {});
+    if (!pass_util::has_op_type(p, {"concat"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       pass_util::rewrite_ops(*f, step);
     }

@@ -29,6 +29,7 @@
 #include <limits>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -172,6 +173,7 @@ class DistributiveQuantizedBinaryOpScaleNormalization : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, kName, {});
+    if (!pass_util::has_op_type(p, {"quantize"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) normalize_block(*f, f->body());
   }
 };

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -44,6 +45,7 @@ class DivideToMultiply : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::divide_to_multiply", {});
+    if (!pass_util::has_op_type(p, {"real_div"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       rewrite_block(b, f->body());

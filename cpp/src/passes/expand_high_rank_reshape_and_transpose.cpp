@@ -14,6 +14,7 @@
 #include <set>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -149,6 +150,7 @@ class ExpandHighRankReshapeAndTranspose : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::expand_high_rank_reshape_and_transpose", {});
+    if (!pass_util::has_op_type(p, {"reshape"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       while (expand_block(b, f->body())) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -33,6 +34,7 @@ class FuseActivationSilu : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "mil_backend::fuse_activation_silu", {});
+    if (!pass_util::has_op_type(p, {"sigmoid"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       pass_util::fuse_unary_chains(*f, match, "silu");
     }

@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -137,6 +138,7 @@ class FuseConvBatchnorm : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_conv_batchnorm", {});
+    if (!pass_util::has_op_type(p, {"batch_norm"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       pass_util::rewrite_ops(*f, step);
     }

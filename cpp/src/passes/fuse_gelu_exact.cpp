@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -101,6 +102,7 @@ class FuseGeluExact : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_gelu_exact", {});
+    if (!pass_util::has_op_type(p, {"erf"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       pass_util::rewrite_ops(*f, step);
     }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -172,6 +173,7 @@ class FuseGeluTanh : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_gelu_tanh_approximation", {});
+    if (!pass_util::has_op_type(p, {"tanh"})) return;  // nothing to match
     for (const auto* pat : {&kPattern1, &kPattern2})
       for (auto& [name, f] : p.functions()) {
         Builder b(*f);

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -523,6 +524,7 @@ class FuseLayernormOrInstancenorm : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_layernorm_or_instancenorm", {});
+    if (!pass_util::has_op_type(p, {"reduce_mean", "reduce_sum"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       pass_util::rewrite_ops(*f, step);
     }

@@ -3,6 +3,7 @@
 // have exactly one consuming op, the maximum, whose other input is x. The leaky_relu takes the
 // maximum's output name and goes before it. Nested blocks first; repeated until nothing changes.
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -58,6 +59,7 @@ class FuseLeakyRelu : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_leaky_relu", {});
+    if (!pass_util::has_op_type(p, {"maximum"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       pass_util::rewrite_ops(*f, step);
     }

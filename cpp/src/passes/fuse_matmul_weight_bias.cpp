@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -115,6 +116,7 @@ class FuseMatmulWeightBias : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_matmul_weight_bias", {});
+    if (!pass_util::has_op_type(p, {"matmul"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       pass_util::rewrite_ops(*f, step);
     }

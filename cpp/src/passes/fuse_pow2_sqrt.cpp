@@ -7,6 +7,7 @@
 // to 2 everywhere. The abs, named after the sqrt's output, goes before the pow; both are removed.
 // Ops with nested blocks are not matched; their blocks are rewritten until stable first.
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -42,6 +43,7 @@ class FusePow2Sqrt : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "mil_backend::fuse_pow2_sqrt", {});
+    if (!pass_util::has_op_type(p, {"pow"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       pass_util::fuse_unary_chains(*f, match, "abs");
     }

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -50,6 +51,7 @@ class FuseSqueezeExpandDims : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_squeeze_expand_dims", {});
+    if (!pass_util::has_op_type(p, {"squeeze"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       while (fuse_in(b, f->body())) {

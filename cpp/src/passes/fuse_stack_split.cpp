@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -100,6 +101,7 @@ class FuseStackSplit : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_stack_split", {});
+    if (!pass_util::has_op_type(p, {"stack"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       fuse_block(b, f->body());

@@ -5,6 +5,7 @@
 // blocks are rewritten before their op; one sweep. The perm consts of the transposes examined
 // are rewritten to coremltools' canonical form (see swaps_last_two).
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -72,6 +73,7 @@ class FuseTransposeMatmul : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_transpose_matmul", {});
+    if (!pass_util::has_op_type(p, {"matmul"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       fuse_block(b, f->body());

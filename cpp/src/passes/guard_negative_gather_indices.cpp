@@ -9,6 +9,7 @@
 // the old one's uses and the old one is removed. Ops created by the pass are not revisited; nested
 // blocks are handled before the op that owns them.
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -109,6 +110,7 @@ class GuardNegativeGatherIndices : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::guard_negative_gather_indices", {});
+    if (!pass_util::has_op_type(p, {"gather", "gather_nd"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       if (f->opset() < Target::iOS17) continue;
       Builder b(*f);

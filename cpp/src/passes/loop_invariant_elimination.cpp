@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 #include "milkit/types/error.h"
 
@@ -77,6 +78,7 @@ class LoopInvariantElimination : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::loop_invariant_elimination", {});
+    if (!pass_util::has_op_type(p, {"while_loop"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) eliminate_block(*f, f->body());
   }
 };

@@ -70,21 +70,16 @@ bool is_after(const Operation* anchor, const Operation* op) {
   return false;
 }
 
-bool block_has(const Block& b, std::initializer_list<const char*> types) {
-  for (const Operation* op = b.front(); op; op = op->next()) {
-    const std::string& t = op->op_type();
-    for (const char* want : types)
-      if (std::strcmp(t.c_str(), want) == 0) return true;
-    for (const Block* nb : op->blocks())
-      if (block_has(*nb, types)) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
-bool has_op_type(const Function& f, std::initializer_list<const char*> types) {
-  return block_has(f.body(), types);
+bool has_op_type(const Function& f, std::initializer_list<std::string_view> types) {
+  return f.has_op_type(types);
+}
+
+bool has_op_type(const Program& p, std::initializer_list<std::string_view> types) {
+  for (auto& [name, f] : p.functions())
+    if (f->has_op_type(types)) return true;
+  return false;
 }
 
 bool can_be_replaced(const Var* old_var, const Var* new_var) {

@@ -20,6 +20,7 @@
 // - an op in a nested block is not absorbed into a constexpr op outside it.
 #include "milkit/builder/builder.h"
 #include "milkit/ops/common.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -142,6 +143,7 @@ class MergeAffineDequantizeWithConsecutiveOps : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::merge_affine_dequantize_with_consecutive_ops", {});
+    if (!pass_util::has_op_type(p, {"constexpr_affine_dequantize"})) return;  // nothing to match
     for (auto& [name, f] : p.functions())
       while (merge_block(*f, f->body())) {
       }

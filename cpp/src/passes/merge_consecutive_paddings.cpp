@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -85,6 +86,7 @@ class MergeConsecutivePaddings : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::merge_consecutive_paddings", {});
+    if (!pass_util::has_op_type(p, {"pad"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       while (merge_block(b, f->body())) {

@@ -2,6 +2,7 @@
 // output has exactly one consuming op and it is a relu, the second relu's uses (and function-output
 // name) move to the first, and the second is removed. Only the function body is rewritten (not
 // nested blocks, like coremltools); repeated until nothing changes.
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -27,6 +28,7 @@ class MergeConsecutiveRelus : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::merge_consecutive_relus", {});
+    if (!pass_util::has_op_type(p, {"relu"})) return;  // nothing to match
     for (auto& [name, f] : p.functions())
       while (merge_sweep(f->body())) {
       }

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -56,6 +57,7 @@ class MergeConsecutiveReshapes : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::merge_consecutive_reshapes", {});
+    if (!pass_util::has_op_type(p, {"reshape"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       while (merge_block(b, f->body())) {

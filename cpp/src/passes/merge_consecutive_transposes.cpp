@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 #include "milkit/types/error.h"
 
@@ -53,6 +54,7 @@ class MergeConsecutiveTransposes : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::merge_consecutive_transposes", {});
+    if (!pass_util::has_op_type(p, {"transpose"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       while (merge_in(b, f->body())) {

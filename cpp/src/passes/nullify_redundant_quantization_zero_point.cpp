@@ -7,6 +7,7 @@
 //   and with the other 8-bit dtype.
 // Nested blocks first; the function body repeated until the last rule changes nothing.
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -111,6 +112,7 @@ class NullifyRedundantQuantizationZeroPoint : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::nullify_redundant_quantization_zero_point", {});
+    if (!pass_util::has_op_type(p, {"quantize", "dequantize"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) nullify_block(*f, f->body());
   }
 };

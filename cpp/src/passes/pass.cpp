@@ -117,8 +117,9 @@ void fuse_unary_chains(Function& f, const std::function<Operation*(Operation*)>&
 }
 
 bool has_side_effects(const Operation& op) {
-  const std::string& t = op.op_type();
-  return t == "coreml_update_state" || t == "write_state";
+  static const uint16_t kUpdate = op_type_id("coreml_update_state");
+  static const uint16_t kWrite = op_type_id("write_state");
+  return op.type_id() == kUpdate || op.type_id() == kWrite;
 }
 
 bool is_function_output(const Var* v) {

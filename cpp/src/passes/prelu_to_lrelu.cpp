@@ -2,6 +2,7 @@
 // leaky_relu(x, alpha[0]), as coremltools does. The leaky_relu takes the prelu's output name and
 // goes before it; the prelu is removed. Nested blocks first; one sweep.
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -32,6 +33,7 @@ class PreluToLrelu : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::prelu_to_lrelu", {});
+    if (!pass_util::has_op_type(p, {"prelu"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       rewrite_block(b, f->body());

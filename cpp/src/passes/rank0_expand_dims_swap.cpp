@@ -15,6 +15,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/ops/registry.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -103,6 +104,7 @@ class Rank0ExpandDimsSwap : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::rank0_expand_dims_swap", {});
+    if (!pass_util::has_op_type(p, {"expand_dims"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       while (swap_in(b, f->body())) {

@@ -238,6 +238,11 @@ class Optimizer {
     std::vector<Var*> uniq;
     for (Var* v : outs)
       if (std::find(uniq.begin(), uniq.end(), v) == uniq.end()) uniq.push_back(v);
+    if (!f_.has_block_ops() && !f_.count_ops(std::string_view("transpose"))) {
+      // flat and nothing to move (the walk below would find the same): only the sinks' names
+      for (size_t i = 0; i < uniq.size(); ++i) f_.ctx().free_name("identity");
+      return;
+    }
     std::vector<Operation*> transposes;
     int64_t n = 0;
     for (Operation* op = blk_.front(); op; op = op->next()) {

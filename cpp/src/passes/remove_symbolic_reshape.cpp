@@ -6,6 +6,7 @@
 // reshape and the op that made the shape are removed. Every block is visited once, nested blocks
 // first for each op. An output of unknown rank raises ValueError (coremltools' variadic check).
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 #include "milkit/types/error.h"
 
@@ -52,6 +53,7 @@ class RemoveSymbolicReshape : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::remove_symbolic_reshape", {});
+    if (!pass_util::has_op_type(p, {"reshape"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       remove_in(b, f->body());

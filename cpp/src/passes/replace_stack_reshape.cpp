@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -64,6 +65,7 @@ class ReplaceStackReshape : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::replace_stack_reshape", {});
+    if (!pass_util::has_op_type(p, {"stack"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       for (Operation* op : f->body().ops())

@@ -11,6 +11,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/ops/common.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -108,6 +109,7 @@ class SelectOptimization : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::select_optimization", {});
+    if (!pass_util::has_op_type(p, {"select"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       rewrite_block(b, f->body());

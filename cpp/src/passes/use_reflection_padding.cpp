@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "milkit/builder/builder.h"
+#include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
@@ -113,6 +114,7 @@ class UseReflectionPadding : public Pass {
  public:
   void run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::use_reflection_padding", {});
+    if (!pass_util::has_op_type(p, {"concat"})) return;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       for (Operation* op : f->body().ops())

@@ -7,9 +7,11 @@
 
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "milkit/ir/image_type.h"
@@ -112,6 +114,9 @@ class Operation {
   const OpSchema& schema() const { return *schema_; }
   /// The op type name ("add").
   const std::string& op_type() const;
+  /// The op type's dense id (OpSchema::type_id): compare with a cached op_type_id("add") instead
+  /// of comparing op_type() strings on hot paths.
+  uint16_t type_id() const { return type_id_; }
   /// The op's name (unique in its function).
   const std::string& name() const { return name_; }
   /// Renames the op.
@@ -174,6 +179,7 @@ class Operation {
   Operation* next_ = nullptr;
   Function* function_ = nullptr;
   Location loc_;
+  uint16_t type_id_ = 0;
   bool erased_ = false;
 };
 
@@ -274,7 +280,19 @@ class Function : public std::enable_shared_from_this<Function> {
   /// Inserts a detached op before `before` (nullptr: end of block `b`).
   void insert(Operation* op, Block* b, Operation* before);
   /// Number of live ops over all blocks.
-  size_t num_ops() const;
+  size_t num_ops() const { return live_ops_; }
+  /// Number of live ops (nested blocks included) whose schema has type id `type_id`
+  /// (OpSchema::type_id); kept up to date by insert and erase, so it costs one load.
+  size_t count_ops(uint16_t type_id) const {
+    return type_id < type_counts_.size() ? type_counts_[type_id] : 0;
+  }
+  /// Number of live ops of the named type (0 for names no op has).
+  size_t count_ops(std::string_view op_type) const;
+  /// Whether any live op (nested blocks included) has one of the given types.
+  bool has_op_type(std::initializer_list<std::string_view> op_types) const;
+  /// Whether any live op is of a type that owns nested blocks (cond, while_loop, ...); when false
+  /// every block of the function is its body.
+  bool has_block_ops() const { return block_ops_ != 0; }
   /// Ops of every block, depth first.
   std::vector<Operation*> all_ops() const;
   /// Finds a var by name in the whole function (linear search).
@@ -302,6 +320,10 @@ class Function : public std::enable_shared_from_this<Function> {
   std::deque<std::unique_ptr<Operation>> ops_;
   std::deque<std::unique_ptr<Var>> vars_;
   std::deque<std::unique_ptr<Block>> blocks_;
+  std::vector<uint32_t> type_counts_;  // live ops per OpSchema::type_id
+  size_t live_ops_ = 0;
+  size_t block_ops_ = 0;  // live ops whose schema has nested blocks
+  friend class Block;
 };
 
 /// A program: named functions (one is the default), and program attributes.

@@ -97,6 +97,9 @@ struct OpSchema {
   /// opset like coremltools' namespaced registrations; a pass lowers them to core ops, and
   /// neither the writer nor the interpreter accepts them.
   std::string dialect;
+  /// Dense id of the op type, shared by every version of the op (set by OpRegistry::add; indexes
+  /// Function's per-type op counts).
+  uint16_t type_id = 0;
   /// Index of an input by name, -1 if unknown.
   int input_index(std::string_view n) const;
   /// "x, y, alpha" for messages.
@@ -180,10 +183,18 @@ class OpRegistry {
   std::vector<std::string> dialect_names() const;
   /// Every version of an op.
   std::vector<const OpSchema*> versions(std::string_view name) const;
+  /// The type id of an op name (OpSchema::type_id), -1 when no op has that name.
+  int type_id(std::string_view name) const;
+  /// Number of distinct op types (type ids are 0 .. num_types() - 1).
+  size_t num_types() const { return ops_.size(); }
 
  private:
   std::map<std::string, std::vector<std::unique_ptr<OpSchema>>, std::less<>> ops_;
 };
+
+/// The type id (OpSchema::type_id) of a registered op name; throws for unknown names. Cheap
+/// enough to call once and cache: `static const uint16_t kAdd = op_type_id("add");`.
+uint16_t op_type_id(std::string_view name);
 
 /// Helpers shared by op definitions.
 namespace dt {

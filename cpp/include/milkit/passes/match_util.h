@@ -3,16 +3,19 @@
 #pragma once
 
 #include <initializer_list>
+#include <string_view>
 
 #include "milkit/ir/ir.h"
 
 namespace milkit {
 namespace pass_util {
 
-/// Whether any op of the function (nested blocks included) has one of the given types. One walk
-/// of the op lists without allocating: passes whose patterns start at (or contain) an op of these
-/// types return early on programs without one.
-bool has_op_type(const Function& f, std::initializer_list<const char*> types);
+/// Whether any op of the function (nested blocks included) has one of the given types. Reads the
+/// function's per-type op counts (no walk): passes whose patterns start at (or contain) an op of
+/// these types return early on programs without one.
+bool has_op_type(const Function& f, std::initializer_list<std::string_view> types);
+/// Whether any function of the program has an op of one of the given types (see above).
+bool has_op_type(const Program& p, std::initializer_list<std::string_view> types);
 
 /// coremltools' Var.can_be_replaced_by_var: every constexpr_* output that `old_var` depends on
 /// (its nonreplaceable_vars_upstream; the outputs of shape ops stop the walk) is also a dependency
