@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include "milkit/frontends/onnx.h"
+#include "milkit/frontends/torch.h"
 #include "milkit/types/error.h"
 
 namespace milkit::py_bind {
@@ -32,9 +33,77 @@ OnnxImportOptions options(int target, const std::string& base_dir, const std::st
   return o;
 }
 
+py::dict torch_info_dict(const TorchImportInfo& i) {
+  py::dict d;
+  d["input_names"] = i.input_names;
+  d["output_names"] = i.output_names;
+  d["state_names"] = i.state_names;
+  d["dialect"] = i.dialect;
+  d["schema_version"] = py::make_tuple(i.schema_major, i.schema_minor);
+  d["torch_version"] = i.torch_version;
+  return d;
+}
+
+TorchImportOptions torch_options(int target, const std::string& source, std::map<std::string, std::vector<int64_t>> dims) {
+  TorchImportOptions o;
+  auto t = target_from_spec(target);
+  if (!t) throw ValueError("unknown deployment target (specification version " + std::to_string(target) + ")");
+  o.target = *t;
+  o.source = source;
+  o.input_dims = std::move(dims);
+  return o;
+}
+
+// {fqn: (array, dtype name)} -> values borrowing the arrays' memory (contiguous, as torch stores it)
+TorchTensors torch_tensors(const py::dict& d) {
+  TorchTensors r;
+  for (auto kv : d) {
+    std::string name = kv.first.cast<std::string>();
+    py::tuple tup = kv.second.cast<py::tuple>();
+    py::array a = py::array::ensure(tup[0], py::array::c_style);
+    if (!a) throw TypeError("weight '" + name + "' is not an array");
+    std::string dn = tup[1].cast<std::string>();
+    auto dt = dtype_from_name(dn);
+    if (!dt) throw ValueError("weight '" + name + "' has unknown dtype '" + dn + "'");
+    std::vector<int64_t> shape(static_cast<size_t>(a.ndim()));
+    for (py::ssize_t i = 0; i < a.ndim(); ++i) shape[static_cast<size_t>(i)] = a.shape(i);
+    int64_t numel = 1;
+    for (auto s : shape) numel *= s;
+    size_t nbytes = static_cast<size_t>(a.nbytes());
+    if (nbytes != static_cast<size_t>(numel) * static_cast<size_t>(dtype_storage_bytes(*dt)))
+      throw ValueError("weight '" + name + "' holds " + std::to_string(nbytes) + " bytes, its shape and dtype need " +
+                       std::to_string(numel * dtype_storage_bytes(*dt)));
+    auto* keep = new py::object(a);
+    std::shared_ptr<const void> owner(keep, [](const void* p) {
+      py::gil_scoped_acquire gil;
+      delete static_cast<const py::object*>(p);
+    });
+    r[name] = std::make_shared<const Value>(*dt, shape, Buffer::borrow(a.data(), nbytes, std::move(owner)));
+  }
+  return r;
+}
+
 }  // namespace
 
 void init_frontends(py::module_& m) {
+  m.def(
+      "import_torch_export",
+      [](py::bytes text, py::dict weights, py::dict constants, int target, std::map<std::string, std::vector<int64_t>> dims,
+         const std::string& source) {
+        TorchTensors w = torch_tensors(weights), c = torch_tensors(constants);
+        std::string s = text;
+        TorchImportInfo info;
+        std::shared_ptr<Program> p;
+        {
+          py::gil_scoped_release release;
+          p = import_torch_export(s, w, c, torch_options(target, source, dims), &info);
+        }
+        return py::make_tuple(p, torch_info_dict(info));
+      },
+      py::arg("json"), py::arg("weights"), py::arg("constants"), py::arg("target"),
+      py::arg("input_dims") = std::map<std::string, std::vector<int64_t>>{}, py::arg("source") = "<ExportedProgram>",
+      "Imports a serialized ExportedProgram (JSON bytes) with its weights ({fqn: (array, dtype)}); returns (program, info).");
+  m.def("torch_supported_ops", &torch_supported_ops, "The ATen operators the torch.export importer converts.");
   m.def(
       "import_onnx_bytes",
       [](py::buffer data, int target, const std::string& base_dir, const std::string& source,

@@ -599,17 +599,25 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
     Returns:
         An :class:`MLModel` backed by the temporary package.
     """
-    if source not in ("auto", "milinternal", "onnx"):
-        raise ValueError(f"source {source!r} is not supported; milkit converts its own Programs and ONNX models")
+    if source not in ("auto", "milinternal", "onnx", "pytorch"):
+        raise ValueError(f"source {source!r} is not supported; milkit converts its own Programs, "
+                         f"torch.export programs (.pt2) and ONNX models")
     from .frontends import onnx as _onnx
+    from .frontends import torch as _torch
 
+    import_target = (int(AvailableTarget.iOS15) if minimum_deployment_target is None
+                     else _target_value(minimum_deployment_target))
     if source == "onnx" or (source == "auto" and _onnx.is_onnx_source(model)):
-        model, _info = _onnx.import_model(model, int(AvailableTarget.iOS15) if minimum_deployment_target is None
-                                          else _target_value(minimum_deployment_target),
-                                          input_dims=_onnx_input_dims(model, inputs))
+        model, _info = _onnx.import_model(model, import_target, input_dims=_importer_input_dims(model, inputs))
+    elif source == "pytorch" or (source == "auto" and _torch.is_torch_source(model)):
+        if not _torch.is_torch_source(model):
+            raise TypeError(f"source 'pytorch' takes a torch.export ExportedProgram or a .pt2 path, got "
+                            f"{type(model).__name__} (trace the model with torch.export.export first)")
+        model, _info = _torch.import_model(model, import_target, input_dims=_importer_input_dims(model, inputs))
     if not isinstance(model, _core.Program):
-        raise TypeError(f"milkit.convert takes a milkit Program (source 'milinternal') or an ONNX model "
-                        f"(a .onnx path or a ModelProto), got {type(model).__name__}")
+        raise TypeError(f"milkit.convert takes a milkit Program (source 'milinternal'), a torch.export "
+                        f"program (an ExportedProgram or a .pt2 path) or an ONNX model (a .onnx path or a "
+                        f"ModelProto), got {type(model).__name__}")
     if convert_to not in (None, "mlprogram"):
         raise ValueError(f"convert_to={convert_to!r} is not supported: milkit writes ML Programs only")
     if classifier_config is not None and not isinstance(classifier_config, ClassifierConfig):
@@ -702,7 +710,7 @@ def _run_pipeline_only(model: Any, minimum_deployment_target: Any, compute_preci
     return _run_pipeline(model, pass_pipeline, compute_precision)[0]
 
 
-def _onnx_input_dims(model: Any, inputs: Sequence[Any] | None) -> Dict[str, List[int]]:
+def _importer_input_dims(model: Any, inputs: Sequence[Any] | None) -> Dict[str, List[int]]:
     """The dims an importer fixes from ``inputs``: TensorTypes with a name and a shape, their int
     dims (RangeDims and enumerated shapes are applied to the imported program afterwards)."""
     out: Dict[str, List[int]] = {}

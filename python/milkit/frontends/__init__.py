@@ -1,7 +1,7 @@
-"""Importers from other model formats (ONNX), each reading its format in C++ (see DESIGN.md)."""
+"""Importers from other model formats (ONNX, torch.export), each reading its format in C++ (see DESIGN.md)."""
 
 from __future__ import annotations
 
-from . import onnx
+from . import onnx, torch
 
-__all__ = ["onnx"]
+__all__ = ["onnx", "torch"]

@@ -1,0 +1,601 @@
+// The torch.export importer's conversion context: argument access by schema name, dtypes and
+// promotion, SymInts as milkit dims, writes through views, and node dispatch.
+#include "converter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "milkit/types/error.h"
+
+namespace milkit {
+namespace torch_detail {
+
+namespace {
+
+const json* find_input(const json& n, std::string_view name) {
+  auto it = n.find("inputs");
+  if (it == n.end() || !it->is_array()) return nullptr;
+  for (auto& in : *it) {
+    auto nm = in.find("name");
+    if (nm != in.end() && nm->is_string() && nm->get_ref<const std::string&>() == name) {
+      auto a = in.find("arg");
+      return a == in.end() ? nullptr : &*a;
+    }
+  }
+  return nullptr;
+}
+
+// The single key of a tagged-union object.
+const std::string& tag(const json& a) {
+  static const std::string none = "as_none";
+  if (!a.is_object() || a.empty()) return none;
+  return a.begin().key();
+}
+
+double json_number(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    if (s == "Infinity" || s == "inf") return INFINITY;
+    if (s == "-Infinity" || s == "-inf") return -INFINITY;
+    if (s == "NaN" || s == "nan") return NAN;
+  }
+  throw FormatError("expected a number, got " + v.dump());
+}
+
+}  // namespace
+
+std::string user_frame(const json& n) {
+  auto md = n.find("metadata");
+  if (md == n.end() || !md->is_object()) return "";
+  auto st = md->find("stack_trace");
+  if (st == md->end() || !st->is_string()) return "";
+  // frames: 'File "path", line N, in fn\n    code'; the user's is the innermost outside torch
+  std::istringstream in(st->get<std::string>());
+  std::string line, best, fallback;
+  std::string cur;
+  while (std::getline(in, line)) {
+    auto p = line.find("File \"");
+    if (p != std::string::npos) {
+      auto q = line.find('"', p + 6);
+      if (q == std::string::npos) continue;
+      std::string file = line.substr(p + 6, q - p - 6);
+      auto l = line.find("line ", q);
+      std::string ln = l == std::string::npos ? "?" : line.substr(l + 5, line.find(',', l) - l - 5);
+      cur = file + ":" + ln;
+      bool library = file.find("site-packages/torch/") != std::string::npos ||
+                     file.find("dist-packages/torch/") != std::string::npos ||
+                     file.rfind("torch/", 0) == 0;
+      fallback = cur;
+      if (!library) best = cur;
+    } else if (!cur.empty()) {
+      auto b = line.find_first_not_of(' ');
+      if (b != std::string::npos) {
+        std::string code = line.substr(b);
+        if (!best.empty() && best.rfind(cur, 0) == 0 && best.size() == cur.size()) best += ": " + code;
+        if (fallback == cur) fallback += ": " + code;
+      }
+      cur.clear();
+    }
+  }
+  return best.empty() ? fallback : best;
+}
+
+std::string Converter::label(const json& n) {
+  std::string target = n.value("target", std::string("?"));
+  if (target.rfind("torch.ops.", 0) == 0) target = target.substr(10);
+  std::string r = "node '" + n.value("name", std::string("?")) + "' (" + target + ")";
+  std::string f = user_frame(n);
+  if (!f.empty()) r += " at " + f;
+  return r;
+}
+
+Converter::Converter(Builder& b_, const json& graph_, const std::string& source_)
+    : b(b_), graph(graph_), source(source_) {}
+
+void Converter::fail(const json& n, const std::string& msg) const {
+  throw ValueError(source + ": " + label(n) + ": " + msg);
+}
+
+Var* Converter::var(const std::string& name) {
+  auto it = vars.find(name);
+  if (it != vars.end()) return it->second;
+  auto ct = consts.find(name);
+  if (ct != consts.end()) {
+    Value v = narrow(*ct->second, "tensor '" + name + "'");
+    auto nm = const_names.find(name);
+    Var* out = b.add_const(std::make_shared<const Value>(std::move(v)),
+                           nm == const_names.end() ? "" : ctx().free_name(nm->second));
+    vars[name] = out;
+    bound_.insert(out);
+    return out;
+  }
+  throw FormatError(source + ": tensor '" + name + "' is used but never defined");
+}
+
+const Value* Converter::known(const std::string& name) {
+  auto ct = consts.find(name);
+  if (ct != consts.end()) return ct->second.get();
+  auto it = vars.find(name);
+  if (it != vars.end()) {
+    auto& v = it->second->value();
+    return v && !v->is_symbolic() ? v.get() : nullptr;
+  }
+  return nullptr;
+}
+
+const json* Converter::arg(const json& n, std::string_view name) {
+  const json* a = find_input(n, name);
+  if (!a || tag(*a) == "as_none") return nullptr;
+  return a;
+}
+
+std::string Converter::tensor_name(const json& n, std::string_view name) {
+  const json* a = arg(n, name);
+  if (!a) return "";
+  const auto& t = tag(*a);
+  if (t == "as_tensor") return (*a)["as_tensor"].value("name", std::string());
+  if (t == "as_optional_tensor") {
+    auto& o = (*a)["as_optional_tensor"];
+    if (o.contains("as_tensor")) return o["as_tensor"].value("name", std::string());
+  }
+  return "";
+}
+
+Var* Converter::opt_tensor(const json& n, std::string_view name) {
+  const json* a = arg(n, name);
+  if (!a) return nullptr;
+  std::string t = tensor_name(n, name);
+  if (t.empty()) fail(n, "argument '" + std::string(name) + "' is not a tensor (" + a->dump() + ")");
+  return var(t);
+}
+
+Var* Converter::tensor(const json& n, std::string_view name) {
+  Var* v = opt_tensor(n, name);
+  if (!v) fail(n, "argument '" + std::string(name) + "' is required");
+  return v;
+}
+
+std::vector<Var*> Converter::tensors(const json& n, std::string_view name) {
+  const json* a = arg(n, name);
+  std::vector<Var*> r;
+  if (!a) return r;
+  const auto& t = tag(*a);
+  if (t == "as_tensors") {
+    for (auto& e : (*a)["as_tensors"]) r.push_back(var(e.at("name").get<std::string>()));
+  } else if (t == "as_optional_tensors") {
+    for (auto& e : (*a)["as_optional_tensors"]) {
+      if (e.contains("as_tensor")) r.push_back(var(e["as_tensor"].at("name").get<std::string>()));
+      else r.push_back(nullptr);
+    }
+  } else if (t == "as_tensor") {
+    r.push_back(var((*a)["as_tensor"].at("name").get<std::string>()));
+  } else {
+    fail(n, "argument '" + std::string(name) + "' is not a list of tensors");
+  }
+  return r;
+}
+
+Dim Converter::sym_dim(const json& a) {
+  const auto& t = tag(a);
+  if (t == "as_int") return ctx().constant(a["as_int"].get<int64_t>());
+  if (t == "as_sym_int") {
+    auto& s = a["as_sym_int"];
+    if (s.contains("as_int")) return ctx().constant(s["as_int"].get<int64_t>());
+    std::string name = s.at("as_name").get<std::string>();
+    auto& svals = graph.at("sym_int_values");
+    auto it = svals.find(name);
+    if (it == svals.end()) throw FormatError(source + ": SymInt '" + name + "' has no value in sym_int_values");
+    if (it->contains("as_int")) return ctx().constant((*it)["as_int"].get<int64_t>());
+    return parse_sym_expr(it->at("as_expr").at("expr_str").get<std::string>(), ctx());
+  }
+  throw FormatError(source + ": expected an int or SymInt, got " + a.dump());
+}
+
+int64_t Converter::i(const json& n, std::string_view name, int64_t def) {
+  auto v = opt_i(n, name);
+  return v ? *v : def;
+}
+
+std::optional<int64_t> Converter::opt_i(const json& n, std::string_view name) {
+  const json* a = arg(n, name);
+  if (!a) return std::nullopt;
+  const auto& t = tag(*a);
+  if (t == "as_bool") return (*a)["as_bool"].get<bool>() ? 1 : 0;
+  if (t == "as_int" || t == "as_sym_int") {
+    Dim d = sym_dim(*a);
+    if (!d->is_const()) fail(n, "argument '" + std::string(name) + "' is the symbolic size " + d->str() + ", which must be known here");
+    return d->value();
+  }
+  if (t == "as_float") return static_cast<int64_t>(json_number((*a)["as_float"]));
+  fail(n, "argument '" + std::string(name) + "' is not an int (" + a->dump() + ")");
+}
+
+double Converter::f(const json& n, std::string_view name, double def) {
+  const json* a = arg(n, name);
+  if (!a) return def;
+  const auto& t = tag(*a);
+  if (t == "as_float") return json_number((*a)["as_float"]);
+  if (t == "as_int") return static_cast<double>((*a)["as_int"].get<int64_t>());
+  if (t == "as_bool") return (*a)["as_bool"].get<bool>() ? 1.0 : 0.0;
+  if (t == "as_sym_int") {
+    Dim d = sym_dim(*a);
+    if (d->is_const()) return static_cast<double>(d->value());
+  }
+  fail(n, "argument '" + std::string(name) + "' is not a known number (" + a->dump() + ")");
+}
+
+bool Converter::bo(const json& n, std::string_view name, bool def) {
+  const json* a = arg(n, name);
+  if (!a) return def;
+  const auto& t = tag(*a);
+  if (t == "as_bool") return (*a)["as_bool"].get<bool>();
+  if (t == "as_int") return (*a)["as_int"].get<int64_t>() != 0;
+  fail(n, "argument '" + std::string(name) + "' is not a bool (" + a->dump() + ")");
+}
+
+std::string Converter::s(const json& n, std::string_view name, const std::string& def) {
+  const json* a = arg(n, name);
+  if (!a) return def;
+  if (tag(*a) == "as_string") return (*a)["as_string"].get<std::string>();
+  fail(n, "argument '" + std::string(name) + "' is not a string (" + a->dump() + ")");
+}
+
+std::vector<int64_t> Converter::ints(const json& n, std::string_view name, std::vector<int64_t> def) {
+  const json* a = arg(n, name);
+  if (!a) return def;
+  const auto& t = tag(*a);
+  if (t == "as_ints") return (*a)["as_ints"].get<std::vector<int64_t>>();
+  if (t == "as_int") return {(*a)["as_int"].get<int64_t>()};
+  if (t == "as_sym_ints" || t == "as_sym_int") {
+    std::vector<int64_t> r;
+    for (Dim d : dims(n, name)) {
+      if (!d->is_const()) fail(n, "argument '" + std::string(name) + "' holds the symbolic size " + d->str() + ", which must be known here");
+      r.push_back(d->value());
+    }
+    return r;
+  }
+  fail(n, "argument '" + std::string(name) + "' is not a list of ints (" + a->dump() + ")");
+}
+
+std::vector<double> Converter::floats(const json& n, std::string_view name, std::vector<double> def) {
+  const json* a = arg(n, name);
+  if (!a) return def;
+  const auto& t = tag(*a);
+  std::vector<double> r;
+  if (t == "as_floats") {
+    for (auto& v : (*a)["as_floats"]) r.push_back(json_number(v));
+  } else if (t == "as_ints") {
+    for (auto& v : (*a)["as_ints"]) r.push_back(static_cast<double>(v.get<int64_t>()));
+  } else if (t == "as_float") {
+    r.push_back(json_number((*a)["as_float"]));
+  } else {
+    fail(n, "argument '" + std::string(name) + "' is not a list of floats (" + a->dump() + ")");
+  }
+  return r;
+}
+
+std::vector<Dim> Converter::dims(const json& n, std::string_view name) {
+  const json* a = arg(n, name);
+  std::vector<Dim> r;
+  if (!a) return r;
+  const auto& t = tag(*a);
+  if (t == "as_ints") {
+    for (auto& v : (*a)["as_ints"]) r.push_back(ctx().constant(v.get<int64_t>()));
+  } else if (t == "as_sym_ints") {
+    for (auto& v : (*a)["as_sym_ints"]) {
+      if (v.contains("as_int")) r.push_back(ctx().constant(v["as_int"].get<int64_t>()));
+      else r.push_back(sym_dim(json{{"as_sym_int", v}}));
+    }
+  } else if (t == "as_int" || t == "as_sym_int") {
+    r.push_back(sym_dim(*a));
+  } else {
+    fail(n, "argument '" + std::string(name) + "' is not a list of sizes (" + a->dump() + ")");
+  }
+  return r;
+}
+
+Var* Converter::dim_var(Dim d) {
+  if (d->is_const()) return cs(static_cast<double>(d->value()), DataType::Int32);
+  auto it = dim_vars_.find(d);
+  if (it != dim_vars_.end()) return it->second;
+  Var* r = nullptr;
+  switch (d->kind()) {
+    case Expr::Kind::Symbol: {
+      auto src = sym_sources.find(d->symbol());
+      if (src == sym_sources.end())
+        throw ValueError(source + ": the size " + d->str() + " is not the size of any input (data-dependent sizes are not supported)");
+      Var* in = src->second.first;
+      auto sh = shape_of_.find(in->name());
+      Var* s;
+      if (sh != shape_of_.end()) {
+        s = sh->second;
+      } else {
+        s = op("shape", {a("x", in)});
+        shape_of_[in->name()] = s;
+      }
+      r = op("gather", {a("x", s), ai32("indices", src->second.second), ai32("axis", 0)});
+      break;
+    }
+    case Expr::Kind::Poly: {
+      for (auto& t : d->terms()) {
+        Var* p = nullptr;
+        for (Dim atom : t.atoms) p = p ? op("mul", {a("x", p), a("y", dim_var(atom))}) : dim_var(atom);
+        if (t.coef != 1) p = op("mul", {a("x", p), a("y", Value::scalar_int(DataType::Int32, t.coef))});
+        r = r ? op("add", {a("x", r), a("y", p)}) : p;
+      }
+      if (d->value() != 0) r = op("add", {a("x", r), a("y", Value::scalar_int(DataType::Int32, d->value()))});
+      break;
+    }
+    case Expr::Kind::FloorDiv:
+      r = op("floor_div", {a("x", dim_var(d->args()[0])), a("y", dim_var(d->args()[1]))});
+      break;
+    case Expr::Kind::Mod:
+      r = op("mod", {a("x", dim_var(d->args()[0])), a("y", dim_var(d->args()[1]))});
+      break;
+    case Expr::Kind::Min:
+    case Expr::Kind::Max: {
+      const char* t = d->kind() == Expr::Kind::Min ? "minimum" : "maximum";
+      for (Dim x : d->args()) r = r ? op(t, {a("x", r), a("y", dim_var(x))}) : dim_var(x);
+      break;
+    }
+    default:
+      throw ValueError(source + ": cannot compute the size " + d->str());
+  }
+  dim_vars_[d] = r;
+  return r;
+}
+
+Var* Converter::shape_var(const std::vector<Dim>& ds) {
+  bool all_const = std::all_of(ds.begin(), ds.end(), [](Dim d) { return d->is_const(); });
+  if (all_const) {
+    std::vector<int64_t> v;
+    for (Dim d : ds) v.push_back(d->value());
+    return ci(v);
+  }
+  std::vector<Arg> args;
+  Arg values{"values", {}, true};
+  for (Dim d : ds) {
+    Var* s = d->is_const() ? ci({d->value()}) : op("expand_dims", {a("x", dim_var(d)), aints32("axes", {0})});
+    values.items.push_back(ArgItem{s, nullptr});
+  }
+  args.push_back(std::move(values));
+  args.push_back(ai32("axis", 0));
+  return op("concat", std::move(args));
+}
+
+bool Converter::is_number(const json& n, std::string_view name) {
+  const json* a = arg(n, name);
+  if (!a) return false;
+  const auto& t = tag(*a);
+  return t == "as_int" || t == "as_float" || t == "as_bool" || t == "as_sym_int" || t == "as_sym_float";
+}
+
+double Converter::number(const json& n, std::string_view name, double def) { return f(n, name, def); }
+
+Var* Converter::scalar_or_tensor(const json& n, std::string_view name, DataType dt) {
+  const json* a = arg(n, name);
+  if (!a) fail(n, "argument '" + std::string(name) + "' is required");
+  const auto& t = tag(*a);
+  if (t == "as_tensor" || t == "as_optional_tensor") return cast(tensor(n, name), dt);
+  if (t == "as_sym_int") {
+    Dim d = sym_dim(*a);
+    if (!d->is_const()) return cast(dim_var(d), dt);
+    return cs(static_cast<double>(d->value()), dt);
+  }
+  return cs(f(n, name, 0), dt);
+}
+
+std::optional<DataType> Converter::dtype_arg(const json& n, std::string_view name) {
+  const json* a = arg(n, name);
+  if (!a) return std::nullopt;
+  if (tag(*a) != "as_scalar_type") fail(n, "argument '" + std::string(name) + "' is not a dtype");
+  int st = (*a)["as_scalar_type"].get<int>();
+  auto dt = mil_dtype(st);
+  if (!dt) fail(n, "dtype " + scalar_type_name(st) + " is not supported by Core ML");
+  return dt;
+}
+
+std::vector<std::string> Converter::output_names(const json& n) {
+  std::vector<std::string> r;
+  auto it = n.find("outputs");
+  if (it == n.end()) return r;
+  for (auto& o : *it) {
+    const auto& t = tag(o);
+    if (t == "as_tensor") {
+      r.push_back(o["as_tensor"].value("name", std::string()));
+    } else if (t == "as_tensors") {
+      for (auto& e : o["as_tensors"]) r.push_back(e.value("name", std::string()));
+    } else if (t == "as_optional_tensors") {
+      for (auto& e : o["as_optional_tensors"])
+        r.push_back(e.contains("as_tensor") ? e["as_tensor"].value("name", std::string()) : std::string());
+    } else if (t == "as_optional_tensor") {
+      auto& e = o["as_optional_tensor"];
+      r.push_back(e.contains("as_tensor") ? e["as_tensor"].value("name", std::string()) : std::string());
+    } else {
+      r.push_back("");
+    }
+  }
+  return r;
+}
+
+void Converter::out(const json& n, Var* v, size_t idx) {
+  auto names = output_names(n);
+  if (idx >= names.size() || names[idx].empty()) return;
+  const std::string& name = names[idx];
+  if (!bound_.count(v) && v->op() && !v->input_of() && v->op()->op_type() != "const") v->set_name(name);
+  bound_.insert(v);
+  vars[name] = v;
+}
+
+void Converter::outs(const json& n, const std::vector<Var*>& vs) {
+  for (size_t k = 0; k < vs.size(); ++k)
+    if (vs[k]) out(n, vs[k], k);
+}
+
+std::optional<DataType> Converter::meta_dtype(const std::string& name) const {
+  auto& tv = graph.at("tensor_values");
+  auto it = tv.find(name);
+  if (it == tv.end()) return std::nullopt;
+  return mil_dtype(it->value("dtype", 0));
+}
+
+std::optional<DataType> Converter::out_dtype(const json& n, size_t k) const {
+  auto names = output_names(n);
+  if (k >= names.size() || names[k].empty()) return std::nullopt;
+  return meta_dtype(names[k]);
+}
+
+std::optional<int> Converter::meta_rank(const std::string& name) const {
+  auto& tv = graph.at("tensor_values");
+  auto it = tv.find(name);
+  if (it == tv.end() || !it->contains("sizes")) return std::nullopt;
+  return static_cast<int>((*it)["sizes"].size());
+}
+
+Var* Converter::op(std::string_view type, std::vector<Arg> args) { return b.create(type, args).at(0); }
+
+std::vector<Var*> Converter::ops(std::string_view type, std::vector<Arg> args) { return b.create(type, args); }
+
+Var* Converter::c(Value v) { return b.add_const(std::make_shared<const Value>(std::move(v)), ""); }
+
+Var* Converter::cs(double v, DataType dt) {
+  if (is_float(dt)) return c(Value::scalar_float(dt, v));
+  if (dt == DataType::Bool) return c(Value::scalar_bool(v != 0));
+  return c(Value::scalar_int(dt, static_cast<int64_t>(v)));
+}
+
+int Converter::rank(const json& n, Var* v) const {
+  if (!v->type()->has_rank()) fail(n, "the rank of '" + v->name() + "' is not known");
+  return v->type()->rank();
+}
+
+std::optional<std::vector<int64_t>> Converter::static_shape(Var* v) {
+  if (!v->type()->has_rank()) return std::nullopt;
+  std::vector<int64_t> r;
+  for (Dim d : v->type()->shape()) {
+    if (!d->is_const()) return std::nullopt;
+    r.push_back(d->value());
+  }
+  return r;
+}
+
+int64_t Converter::axis(const json& n, int64_t ax, int64_t r) const {
+  int64_t rr = std::max<int64_t>(r, 1);  // torch allows dim 0 / -1 on a 0-d tensor
+  if (ax < -rr || ax >= rr) fail(n, "dim " + std::to_string(ax) + " is out of range for rank " + std::to_string(r));
+  return ax < 0 ? ax + rr : ax;
+}
+
+Var* Converter::cast(Var* v, DataType dt) {
+  if (dtype(v) == dt) return v;
+  if (auto& val = v->value(); val && !val->is_symbolic() && val->numel() <= 16) return c(val->cast(dt));
+  return op("cast", {a("x", v), astr("dtype", std::string(dtype_name(dt)))});
+}
+
+namespace {
+int category(DataType t) { return t == DataType::Bool ? 0 : is_float(t) ? 2 : 1; }
+int width(DataType t) { return dtype_bits(t); }
+}  // namespace
+
+DataType Converter::promote(Var* x, Var* y) {
+  DataType a = dtype(x), b = dtype(y);
+  if (a == b) return a;
+  bool xs = x->type()->has_rank() && x->type()->rank() == 0;
+  bool ys = y->type()->has_rank() && y->type()->rank() == 0;
+  int ca = category(a), cb = category(b);
+  if (ca != cb) {
+    // the higher category wins; a 0-d float with a non-0-d int gives the default float
+    if (ca > cb) return (xs && !ys && ca == 2) ? DataType::Float32 : a;
+    return (ys && !xs && cb == 2) ? DataType::Float32 : b;
+  }
+  if (xs != ys) return xs ? b : a;
+  return width(a) >= width(b) ? a : b;
+}
+
+std::pair<Var*, Var*> Converter::promoted(const json& n, Var* x, Var* y) {
+  DataType dt = promote(x, y);
+  if (auto od = out_dtype(n); od && *od != DataType::Bool) dt = *od;
+  return {cast(x, dt), cast(y, dt)};
+}
+
+void Converter::assign(const std::string& name, Var* value) {
+  auto vw = views.find(name);
+  if (vw != views.end()) {
+    ViewInfo info = vw->second;
+    Var* base = var(info.base);
+    int r = base->type()->rank();
+    Var* upd = value;
+    if (dtype(upd) != dtype(base)) upd = cast(upd, dtype(base));
+    std::vector<int64_t> begin(static_cast<size_t>(r), 0), end(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
+    std::vector<bool> begin_mask(static_cast<size_t>(r), true), end_mask(static_cast<size_t>(r), true);
+    size_t d = static_cast<size_t>(info.dim);
+    if (info.kind == ViewInfo::Select) {
+      upd = op("expand_dims", {a("x", upd), aints32("axes", {info.dim})});
+      begin[d] = *info.start;
+      end[d] = *info.start + 1;
+      begin_mask[d] = end_mask[d] = false;
+      if (*info.start == -1) end_mask[d] = true;
+    } else {
+      if (info.start) { begin[d] = *info.start; begin_mask[d] = false; }
+      if (info.end) { end[d] = *info.end; end_mask[d] = false; }
+      stride[d] = info.step;
+    }
+    Value bm = Value::from_ints(DataType::Bool, {r}, std::vector<int64_t>(begin_mask.begin(), begin_mask.end()));
+    Value em = Value::from_ints(DataType::Bool, {r}, std::vector<int64_t>(end_mask.begin(), end_mask.end()));
+    Var* nb = op("slice_update", {a("x", base), a("update", upd), aints32("begin", begin), aints32("end", end),
+                                  aints32("stride", stride), a("begin_mask", bm), a("end_mask", em)});
+    assign(info.base, nb);
+    vars[name] = value;
+    return;
+  }
+  auto st = state_inputs.find(name);
+  if (st != state_inputs.end()) {
+    Var* v = value;
+    DataType sdt = st->second->type()->elem()->dtype();
+    if (dtype(v) != sdt) v = cast(v, sdt);
+    v = op("coreml_update_state", {a("state", st->second), a("value", v)});
+    vars[name] = v;
+    return;
+  }
+  vars[name] = value;
+}
+
+void Converter::convert_node(const json& n) {
+  std::string target = n.value("target", std::string());
+  bool inplace = false;
+  const ConvertFn* fn = find_op(target, &inplace);
+  if (!fn) fail(n, "operator '" + target + "' is not supported");
+  try {
+    (*fn)(*this, n);
+  } catch (const FormatError&) {
+    throw;
+  } catch (const TypeError& e) {
+    std::string m = e.what();
+    if (m.rfind(source + ": ", 0) == 0) throw;
+    throw TypeError(source + ": " + label(n) + ": " + m);
+  } catch (const IndexError& e) {
+    std::string m = e.what();
+    if (m.rfind(source + ": ", 0) == 0) throw;
+    throw IndexError(source + ": " + label(n) + ": " + m);
+  } catch (const ValueError& e) {
+    std::string m = e.what();
+    if (m.rfind(source + ": ", 0) == 0) throw;
+    throw ValueError(source + ": " + label(n) + ": " + m);
+  }
+  if (inplace) {
+    // the functional result is written into `self` (and through it into what it views)
+    auto names = output_names(n);
+    std::string self = tensor_name(n, "self");
+    if (self.empty()) self = tensor_name(n, "input");
+    if (!self.empty() && !names.empty() && !names[0].empty() && vars.count(names[0])) {
+      Var* result = vars[names[0]];
+      assign(self, result);
+      // later reads of the output name see the state's updated value too
+      vars[names[0]] = vars[self];
+    }
+  }
+}
+
+}  // namespace torch_detail
+}  // namespace milkit

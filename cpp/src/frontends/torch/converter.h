@@ -1,0 +1,216 @@
+// The torch.export importer's internals: the conversion context handed to each operator's
+// converter (argument access by schema name, torch dtypes and type promotion, SymInts as milkit
+// dims), and the operator table. Only the files of frontends/torch include this.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "milkit/builder/builder.h"
+#include "milkit/frontends/torch.h"
+#include "milkit/ir/value.h"
+
+namespace milkit {
+namespace torch_detail {
+
+using json = nlohmann::json;
+
+/// The MIL dtype a torch ScalarType (schema.py numbering) computes in: ints -> int32,
+/// fp64/bf16 -> fp32, fp16, bool; nullopt for types Core ML cannot hold (complex, fp8, ...).
+std::optional<DataType> mil_dtype(int scalar_type);
+/// The milkit dtype a torch ScalarType is stored in (int64 and bf16 kept), nullopt if none.
+std::optional<DataType> storage_dtype(int scalar_type);
+/// torch's name of a ScalarType ("torch.float32").
+std::string scalar_type_name(int scalar_type);
+/// A value narrowed to what MIL computes in: int64/int16/uint8... -> int32 (range-checked:
+/// ValueError naming `what`), fp64/bf16 -> fp32. Bool, int32, fp16, fp32 unchanged.
+Value narrow(const Value& v, const std::string& what);
+/// Parses a sympy srepr expression ("Mul(Integer(2), Symbol('s0', positive=True))") into a dim of
+/// `ctx`; torch's symbols become named milkit symbols. Throws FormatError on unknown grammar.
+Dim parse_sym_expr(const std::string& s, SymbolContext& ctx);
+
+class Converter;
+/// Converts one node: reads its arguments through `cv`, builds ops, binds its outputs.
+using ConvertFn = std::function<void(Converter& cv, const json& node)>;
+/// Operator key ("aten.add.Tensor" or "aten.add" for every overload) -> converter.
+using OpTable = std::unordered_map<std::string, ConvertFn>;
+/// The table, filled once by the register_* functions of the family files.
+const OpTable& op_table();
+/// The converter for a node target ("torch.ops.aten.add_.Tensor"), or nullptr. In-place
+/// targets (`add_`) resolve to their functional form; `inplace` tells which.
+const ConvertFn* find_op(const std::string& target, bool* inplace = nullptr);
+
+void register_elementwise(OpTable& t);
+void register_nn(OpTable& t);
+void register_tensor(OpTable& t);
+void register_reduction(OpTable& t);
+void register_misc(OpTable& t);
+
+/// A view of another tensor made by slice / select (for writes through the view).
+struct ViewInfo {
+  std::string base;               ///< The tensor name viewed.
+  enum Kind { Slice, Select } kind = Slice;
+  int64_t dim = 0;                ///< Axis.
+  std::optional<int64_t> start;   ///< Slice start (select: the index).
+  std::optional<int64_t> end;     ///< Slice end.
+  int64_t step = 1;               ///< Slice step.
+};
+
+/// The conversion context: the builder, the names bound so far, argument helpers.
+class Converter {
+ public:
+  Converter(Builder& b, const json& graph, const std::string& source);
+
+  Builder& b;           ///< Where ops go.
+  const json& graph;    ///< The graph (tensor_values, sym_int_values).
+  std::string source;   ///< For messages.
+
+  /// The deployment target of the program.
+  Target target() const { return b.function().opset(); }
+  /// Types, symbols and names.
+  Context& ctx() const { return b.function().ctx(); }
+
+  // ---- names ---------------------------------------------------------------------------------
+  std::unordered_map<std::string, Var*> vars;                             ///< Tensor name -> var.
+  std::unordered_map<std::string, std::shared_ptr<const Value>> consts;   ///< Not yet materialized.
+  std::unordered_map<std::string, std::string> const_names;               ///< Name a const gets.
+  std::unordered_map<std::string, std::vector<std::string>> lists;        ///< Tensor-list names.
+  std::unordered_map<std::string, ViewInfo> views;                        ///< Views, for writes.
+  /// Where each input symbol can be read: (input var, axis).
+  std::unordered_map<const Symbol*, std::pair<Var*, int>> sym_sources;
+  /// Names of placeholders that are states (buffers the program mutates) -> state input.
+  std::unordered_map<std::string, Var*> state_inputs;
+  /// State placeholder name -> the name its current value is bound to.
+  std::unordered_map<std::string, std::string> state_current;
+
+  /// The var of a tensor name (consts materialized on first use).
+  Var* var(const std::string& name);
+  /// Whether a tensor name is bound.
+  bool defined(const std::string& name) const { return vars.count(name) || consts.count(name); }
+  /// The compile-time value of a tensor name, or nullptr.
+  const Value* known(const std::string& name);
+
+  // ---- arguments (by schema name) ------------------------------------------------------------
+  /// The node's argument named `name` (nullptr when absent or None).
+  static const json* arg(const json& n, std::string_view name);
+  /// Whether the argument is present and not None.
+  static bool has(const json& n, std::string_view name) { return arg(n, name) != nullptr; }
+  /// A tensor argument (required).
+  Var* tensor(const json& n, std::string_view name);
+  /// A tensor argument or nullptr.
+  Var* opt_tensor(const json& n, std::string_view name);
+  /// The tensor name of a tensor argument ("" if not a tensor).
+  static std::string tensor_name(const json& n, std::string_view name);
+  /// A list of tensors (as_tensors / as_optional_tensors; missing entries are nullptr).
+  std::vector<Var*> tensors(const json& n, std::string_view name);
+  /// An int argument (`def` when absent); SymInts must be known.
+  int64_t i(const json& n, std::string_view name, int64_t def);
+  /// An int argument that may be absent or None.
+  std::optional<int64_t> opt_i(const json& n, std::string_view name);
+  /// A float argument (ints accepted).
+  double f(const json& n, std::string_view name, double def);
+  /// A bool argument.
+  bool bo(const json& n, std::string_view name, bool def);
+  /// A string argument.
+  std::string s(const json& n, std::string_view name, const std::string& def);
+  /// An int list argument (as_ints; known SymInts accepted).
+  std::vector<int64_t> ints(const json& n, std::string_view name, std::vector<int64_t> def = {});
+  /// A float list argument.
+  std::vector<double> floats(const json& n, std::string_view name, std::vector<double> def = {});
+  /// An int list argument as dims (SymInts become their expressions).
+  std::vector<Dim> dims(const json& n, std::string_view name);
+  /// A shape argument as a rank-1 int32 var (a const when every dim is known, else built from
+  /// the input shapes).
+  Var* shape_var(const std::vector<Dim>& dims);
+  /// A scalar (int/float/bool/SymInt) or tensor argument as a var of dtype `dt`.
+  Var* scalar_or_tensor(const json& n, std::string_view name, DataType dt);
+  /// Whether an argument is a Python number (not a tensor).
+  static bool is_number(const json& n, std::string_view name);
+  /// A number argument's value.
+  double number(const json& n, std::string_view name, double def);
+  /// A dtype argument (as_scalar_type), as MIL's compute dtype.
+  std::optional<DataType> dtype_arg(const json& n, std::string_view name);
+  /// A SymInt argument's dim (as_sym_int or as_int).
+  Dim sym_dim(const json& a);
+  /// A dim as an int32 scalar var (built from the input shapes when symbolic).
+  Var* dim_var(Dim d);
+
+  // ---- outputs -------------------------------------------------------------------------------
+  /// The names of a node's outputs (as_tensor, or each of as_tensors; "" for None entries).
+  static std::vector<std::string> output_names(const json& n);
+  /// Binds the node's output `i` to `v` (named after the torch value when made by this node).
+  void out(const json& n, Var* v, size_t i = 0);
+  /// Binds every output.
+  void outs(const json& n, const std::vector<Var*>& vs);
+  /// The torch dtype (MIL compute dtype) of a tensor value from the graph's tensor_values.
+  std::optional<DataType> meta_dtype(const std::string& name) const;
+  /// The MIL dtype of output `i` from tensor_values.
+  std::optional<DataType> out_dtype(const json& n, size_t i = 0) const;
+  /// The declared rank of a tensor value.
+  std::optional<int> meta_rank(const std::string& name) const;
+
+  // ---- building -------------------------------------------------------------------------------
+  /// A single-output op.
+  Var* op(std::string_view type, std::vector<Arg> args);
+  /// An op with several outputs.
+  std::vector<Var*> ops(std::string_view type, std::vector<Arg> args);
+  /// A const var.
+  Var* c(Value v);
+  /// int32 rank-1 const.
+  Var* ci(const std::vector<int64_t>& v) { return c(Value::int_list(v)); }
+  /// Scalar const of dtype `dt`.
+  Var* cs(double v, DataType dt);
+  /// Argument helpers.
+  static Arg a(std::string name, Var* v) { return Builder::arg(std::move(name), v); }
+  static Arg a(std::string name, Value v) { return Builder::arg(std::move(name), std::move(v)); }
+  static Arg ai32(std::string name, int64_t v) { return a(std::move(name), Value::scalar_int(DataType::Int32, v)); }
+  static Arg aints32(std::string name, const std::vector<int64_t>& v) { return a(std::move(name), Value::int_list(v)); }
+  static Arg abool(std::string name, bool v) { return a(std::move(name), Value::scalar_bool(v)); }
+  static Arg astr(std::string name, std::string v) { return a(std::move(name), Value::scalar_string(std::move(v))); }
+  static Arg af32(std::string name, double v) { return a(std::move(name), Value::scalar_float(DataType::Float32, v)); }
+  /// A var's dtype.
+  static DataType dtype(Var* v) { return v->type()->dtype(); }
+  /// A var's rank; ValueError naming the node when unknown.
+  int rank(const json& n, Var* v) const;
+  /// A var's shape.
+  static const std::vector<Dim>& shape(Var* v) { return v->type()->shape(); }
+  /// The shape as integers when every dim is known.
+  static std::optional<std::vector<int64_t>> static_shape(Var* v);
+  /// Normalizes a possibly negative axis against `rank`.
+  int64_t axis(const json& n, int64_t a, int64_t rank) const;
+  /// Casts to `dt` if needed.
+  Var* cast(Var* v, DataType dt);
+  /// torch's result dtype of combining `a` and `b` (0-d tensors count by category only).
+  static DataType promote(Var* a, Var* b);
+  /// Makes `x` and `y` one dtype: the node's output dtype from the graph when it is a float
+  /// result, else torch's promotion.
+  std::pair<Var*, Var*> promoted(const json& n, Var* x, Var* y);
+  /// A ValueError naming the node (its name, target and the user's source line).
+  [[noreturn]] void fail(const json& n, const std::string& msg) const;
+  /// "node 'name' (aten.add.Tensor) at file.py:12".
+  static std::string label(const json& n);
+
+  /// Writes `value` into tensor `name` (an in-place op's result): rebinds the name, writes
+  /// through views into their base, and marks state buffers updated.
+  void assign(const std::string& name, Var* value);
+  /// Converts one node.
+  void convert_node(const json& n);
+
+ private:
+  std::unordered_set<const Var*> bound_;
+  std::unordered_map<const Expr*, Var*> dim_vars_;
+  std::unordered_map<std::string, Var*> shape_of_;  // input var name -> its shape op
+};
+
+/// The user's source line of a node ("file.py:12: code"), or "".
+std::string user_frame(const json& n);
+
+}  // namespace torch_detail
+}  // namespace milkit

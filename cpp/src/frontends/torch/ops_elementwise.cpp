@@ -1,0 +1,495 @@
+// ATen elementwise operators: arithmetic with torch's type promotion and alpha, comparisons,
+// logical ops, unary math, activations, where / masked_fill, clamp.
+#include <cmath>
+
+#include "converter.h"
+
+namespace milkit {
+namespace torch_detail {
+
+namespace {
+
+using C = Converter;
+
+Var* self(C& cv, const json& n) {
+  if (C::has(n, "self")) return cv.tensor(n, "self");
+  return cv.tensor(n, "input");
+}
+
+// The float dtype a float-valued op computes in: the node's output dtype, else fp32.
+DataType float_out(C& cv, const json& n, Var* x) {
+  auto od = cv.out_dtype(n);
+  if (od && is_float(*od)) return *od;
+  return is_float(C::dtype(x)) ? C::dtype(x) : DataType::Float32;
+}
+
+Var* bin(C& cv, const char* op, Var* x, Var* y) { return cv.op(op, {C::a("x", x), C::a("y", y)}); }
+
+// self <op> other, with other a tensor or a number (torch's promotion)
+std::pair<Var*, Var*> operands(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  if (C::is_number(n, "other")) {
+    DataType dt = C::dtype(x);
+    auto od = cv.out_dtype(n);
+    if (od && *od != DataType::Bool) dt = *od;
+    else if (!is_float(dt) && cv.number(n, "other", 0) != std::floor(cv.number(n, "other", 0))) dt = DataType::Float32;
+    return {cv.cast(x, dt), cv.scalar_or_tensor(n, "other", dt)};
+  }
+  Var* y = cv.tensor(n, "other");
+  return cv.promoted(n, x, y);
+}
+
+void arith(OpTable& t, const char* name, const char* mil) {
+  t[name] = [mil](C& cv, const json& n) {
+    auto [x, y] = operands(cv, n);
+    if (C::has(n, "alpha") && cv.f(n, "alpha", 1) != 1)
+      y = bin(cv, "mul", y, cv.cs(cv.f(n, "alpha", 1), C::dtype(y)));
+    cv.out(n, bin(cv, mil, x, y));
+  };
+}
+
+void compare(OpTable& t, const char* name, const char* mil) {
+  t[name] = [mil](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* y;
+    if (C::is_number(n, "other")) {
+      DataType dt = C::dtype(x);
+      double v = cv.number(n, "other", 0);
+      if (!is_float(dt) && v != std::floor(v)) {
+        dt = DataType::Float32;
+        x = cv.cast(x, dt);
+      }
+      y = cv.scalar_or_tensor(n, "other", dt);
+    } else {
+      y = cv.tensor(n, "other");
+      DataType dt = C::promote(x, y);
+      x = cv.cast(x, dt);
+      y = cv.cast(y, dt);
+    }
+    if (C::dtype(x) == DataType::Bool && std::string(mil) != "equal" && std::string(mil) != "not_equal") {
+      x = cv.cast(x, DataType::Int32);
+      y = cv.cast(y, DataType::Int32);
+    }
+    cv.out(n, bin(cv, mil, x, y));
+  };
+}
+
+void logical(OpTable& t, const char* name, const char* mil) {
+  t[name] = [mil](C& cv, const json& n) {
+    Var* x = cv.cast(self(cv, n), DataType::Bool);
+    Var* y = C::is_number(n, "other") ? cv.cs(cv.number(n, "other", 0), DataType::Bool)
+                                       : cv.cast(cv.tensor(n, "other"), DataType::Bool);
+    cv.out(n, bin(cv, mil, x, y));
+  };
+}
+
+// A float op of one input (ints promote to the default float).
+void unary(OpTable& t, const char* name, const char* mil) {
+  t[name] = [mil](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    x = cv.cast(x, float_out(cv, n, x));
+    cv.out(n, cv.op(mil, {C::a("x", x)}));
+  };
+}
+
+// An op that keeps the input dtype (abs, neg of ints are fine in MIL).
+void unary_keep(OpTable& t, const char* name, const char* mil) {
+  t[name] = [mil](C& cv, const json& n) { cv.out(n, cv.op(mil, {C::a("x", self(cv, n))})); };
+}
+
+Var* clip(C& cv, Var* x, std::optional<double> lo, std::optional<double> hi) {
+  DataType dt = C::dtype(x);
+  if (is_float(dt) && lo && hi) return cv.op("clip", {C::a("x", x), C::a("alpha", Value::scalar_float(dt, *lo)),
+                                                     C::a("beta", Value::scalar_float(dt, *hi))});
+  if (lo) x = bin(cv, "maximum", x, cv.cs(*lo, dt));
+  if (hi) x = bin(cv, "minimum", x, cv.cs(*hi, dt));
+  return x;
+}
+
+}  // namespace
+
+void register_elementwise(OpTable& t) {
+  arith(t, "aten.add", "add");
+  arith(t, "aten.sub", "sub");
+  arith(t, "aten.mul", "mul");
+  arith(t, "aten.maximum", "maximum");
+  arith(t, "aten.minimum", "minimum");
+  arith(t, "aten.fmax", "maximum");
+  arith(t, "aten.fmin", "minimum");
+  t["aten.rsub"] = [](C& cv, const json& n) {
+    auto [x, y] = operands(cv, n);
+    if (cv.f(n, "alpha", 1) != 1) x = bin(cv, "mul", x, cv.cs(cv.f(n, "alpha", 1), C::dtype(x)));
+    cv.out(n, bin(cv, "sub", y, x));
+  };
+  t["aten.div"] = [](C& cv, const json& n) {
+    auto [x, y] = operands(cv, n);
+    std::string mode = cv.s(n, "rounding_mode", "");
+    if (mode.empty()) {
+      DataType dt = float_out(cv, n, x);
+      cv.out(n, bin(cv, "real_div", cv.cast(x, dt), cv.cast(y, dt)));
+    } else if (mode == "floor") {
+      if (is_float(C::dtype(x))) cv.out(n, cv.op("floor", {C::a("x", bin(cv, "real_div", x, y))}));
+      else cv.out(n, bin(cv, "floor_div", x, y));
+    } else if (mode == "trunc") {
+      DataType dt = C::dtype(x);
+      Var* q = bin(cv, "real_div", cv.cast(x, DataType::Float32), cv.cast(y, DataType::Float32));
+      Var* tr = cv.op("mul", {C::a("x", cv.op("sign", {C::a("x", q)})),
+                             C::a("y", cv.op("floor", {C::a("x", cv.op("abs", {C::a("x", q)}))}))});
+      cv.out(n, cv.cast(tr, dt));
+    } else {
+      cv.fail(n, "rounding_mode '" + mode + "' is not one of None, 'trunc', 'floor'");
+    }
+  };
+  t["aten.true_divide"] = t["aten.div"];
+  t["aten.floor_divide"] = [](C& cv, const json& n) {
+    auto [x, y] = operands(cv, n);
+    if (is_float(C::dtype(x))) cv.out(n, cv.op("floor", {C::a("x", bin(cv, "real_div", x, y))}));
+    else cv.out(n, bin(cv, "floor_div", x, y));
+  };
+  t["aten.remainder"] = [](C& cv, const json& n) {
+    auto [x, y] = operands(cv, n);
+    // Python's modulo: x - floor(x / y) * y (sign of the divisor)
+    Var* q = is_float(C::dtype(x)) ? cv.op("floor", {C::a("x", bin(cv, "real_div", x, y))}) : bin(cv, "floor_div", x, y);
+    cv.out(n, bin(cv, "sub", x, bin(cv, "mul", q, y)));
+  };
+  t["aten.fmod"] = [](C& cv, const json& n) {
+    auto [x, y] = operands(cv, n);
+    DataType dt = C::dtype(x);
+    Var* xf = cv.cast(x, DataType::Float32);
+    Var* yf = cv.cast(y, DataType::Float32);
+    Var* q = bin(cv, "real_div", xf, yf);
+    Var* tq = cv.op("mul", {C::a("x", cv.op("sign", {C::a("x", q)})),
+                           C::a("y", cv.op("floor", {C::a("x", cv.op("abs", {C::a("x", q)}))}))});
+    cv.out(n, cv.cast(bin(cv, "sub", xf, bin(cv, "mul", tq, yf)), dt));
+  };
+  t["aten.pow"] = [](C& cv, const json& n) {
+    if (!C::has(n, "self") && C::is_number(n, "self")) {
+      // pow.Scalar: number ** tensor
+      Var* e = cv.tensor(n, "exponent");
+      DataType dt = float_out(cv, n, e);
+      cv.out(n, bin(cv, "pow", cv.scalar_or_tensor(n, "self", dt), cv.cast(e, dt)));
+      return;
+    }
+    if (C::is_number(n, "self")) {
+      Var* e = cv.tensor(n, "exponent");
+      DataType dt = float_out(cv, n, e);
+      cv.out(n, bin(cv, "pow", cv.scalar_or_tensor(n, "self", dt), cv.cast(e, dt)));
+      return;
+    }
+    Var* x = self(cv, n);
+    if (C::is_number(n, "exponent")) {
+      double e = cv.number(n, "exponent", 1);
+      DataType dt = C::dtype(x);
+      if (auto od = cv.out_dtype(n)) dt = *od;
+      x = cv.cast(x, dt);
+      if (e == 2) {
+        cv.out(n, bin(cv, "mul", x, x));
+        return;
+      }
+      if (e == 0.5 && is_float(dt)) {
+        cv.out(n, cv.op("sqrt", {C::a("x", x)}));
+        return;
+      }
+      cv.out(n, bin(cv, "pow", x, cv.cs(e, dt)));
+      return;
+    }
+    Var* e = cv.tensor(n, "exponent");
+    auto [a, b] = cv.promoted(n, x, e);
+    cv.out(n, bin(cv, "pow", a, b));
+  };
+  compare(t, "aten.eq", "equal");
+  compare(t, "aten.ne", "not_equal");
+  compare(t, "aten.lt", "less");
+  compare(t, "aten.le", "less_equal");
+  compare(t, "aten.gt", "greater");
+  compare(t, "aten.ge", "greater_equal");
+  logical(t, "aten.logical_and", "logical_and");
+  logical(t, "aten.logical_or", "logical_or");
+  logical(t, "aten.logical_xor", "logical_xor");
+  t["aten.bitwise_and"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (C::dtype(x) != DataType::Bool) cv.fail(n, "bitwise ops are supported on bool tensors only");
+    Var* y = C::is_number(n, "other") ? cv.cs(cv.number(n, "other", 0), DataType::Bool) : cv.cast(cv.tensor(n, "other"), DataType::Bool);
+    cv.out(n, bin(cv, "logical_and", x, y));
+  };
+  t["aten.bitwise_or"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (C::dtype(x) != DataType::Bool) cv.fail(n, "bitwise ops are supported on bool tensors only");
+    Var* y = C::is_number(n, "other") ? cv.cs(cv.number(n, "other", 0), DataType::Bool) : cv.cast(cv.tensor(n, "other"), DataType::Bool);
+    cv.out(n, bin(cv, "logical_or", x, y));
+  };
+  t["aten.bitwise_xor"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (C::dtype(x) != DataType::Bool) cv.fail(n, "bitwise ops are supported on bool tensors only");
+    Var* y = C::is_number(n, "other") ? cv.cs(cv.number(n, "other", 0), DataType::Bool) : cv.cast(cv.tensor(n, "other"), DataType::Bool);
+    cv.out(n, bin(cv, "logical_xor", x, y));
+  };
+  t["aten.__and__"] = t["aten.bitwise_and"];
+  t["aten.__or__"] = t["aten.bitwise_or"];
+  t["aten.logical_not"] = [](C& cv, const json& n) {
+    cv.out(n, cv.op("logical_not", {C::a("x", cv.cast(self(cv, n), DataType::Bool))}));
+  };
+  t["aten.bitwise_not"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (C::dtype(x) != DataType::Bool) cv.fail(n, "bitwise_not is supported on bool tensors only");
+    cv.out(n, cv.op("logical_not", {C::a("x", x)}));
+  };
+
+  unary(t, "aten.sigmoid", "sigmoid");
+  unary(t, "aten.tanh", "tanh");
+  unary(t, "aten.exp", "exp");
+  unary(t, "aten.exp2", "exp2");
+  unary(t, "aten.log", "log");
+  unary(t, "aten.sqrt", "sqrt");
+  unary(t, "aten.rsqrt", "rsqrt");
+  unary(t, "aten.sin", "sin");
+  unary(t, "aten.cos", "cos");
+  unary(t, "aten.tan", "tan");
+  unary(t, "aten.asin", "asin");
+  unary(t, "aten.acos", "acos");
+  unary(t, "aten.atan", "atan");
+  unary(t, "aten.sinh", "sinh");
+  unary(t, "aten.cosh", "cosh");
+  unary(t, "aten.atanh", "atanh");
+  unary(t, "aten.erf", "erf");
+  unary(t, "aten.softsign", "softsign");
+  unary_keep(t, "aten.abs", "abs");
+  unary_keep(t, "aten.relu", "relu");
+  t["aten.floor"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, is_float(C::dtype(x)) ? cv.op("floor", {C::a("x", x)}) : cv.op("identity", {C::a("x", x)}));
+  };
+  t["aten.ceil"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, is_float(C::dtype(x)) ? cv.op("ceil", {C::a("x", x)}) : cv.op("identity", {C::a("x", x)}));
+  };
+  t["aten.trunc"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, cv.op("mul", {C::a("x", cv.op("sign", {C::a("x", x)})),
+                           C::a("y", cv.op("floor", {C::a("x", cv.op("abs", {C::a("x", x)}))}))}));
+  };
+  t["aten.round"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t dec = cv.i(n, "decimals", 0);
+    if (dec == 0) {
+      cv.out(n, cv.op("round", {C::a("x", x)}));
+      return;
+    }
+    double s = std::pow(10.0, static_cast<double>(dec));
+    Var* r = cv.op("round", {C::a("x", bin(cv, "mul", x, cv.cs(s, C::dtype(x))))});
+    cv.out(n, bin(cv, "real_div", r, cv.cs(s, C::dtype(x))));
+  };
+  t["aten.sign"] = [](C& cv, const json& n) { cv.out(n, cv.op("sign", {C::a("x", self(cv, n))})); };
+  t["aten.neg"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, bin(cv, "mul", x, cv.cs(-1, C::dtype(x))));
+  };
+  t["aten.reciprocal"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = float_out(cv, n, x);
+    cv.out(n, bin(cv, "real_div", cv.cs(1, dt), cv.cast(x, dt)));
+  };
+  t["aten.square"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, bin(cv, "mul", x, x));
+  };
+  t["aten.log2"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = float_out(cv, n, x);
+    cv.out(n, bin(cv, "mul", cv.op("log", {C::a("x", cv.cast(x, dt))}), cv.cs(1.0 / std::log(2.0), dt)));
+  };
+  t["aten.log10"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = float_out(cv, n, x);
+    cv.out(n, bin(cv, "mul", cv.op("log", {C::a("x", cv.cast(x, dt))}), cv.cs(1.0 / std::log(10.0), dt)));
+  };
+  t["aten.log1p"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = float_out(cv, n, x);
+    cv.out(n, cv.op("log", {C::a("x", bin(cv, "add", cv.cast(x, dt), cv.cs(1, dt)))}));
+  };
+  t["aten.expm1"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = float_out(cv, n, x);
+    cv.out(n, bin(cv, "sub", cv.op("exp", {C::a("x", cv.cast(x, dt))}), cv.cs(1, dt)));
+  };
+  t["aten.isnan"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, bin(cv, "not_equal", x, x));
+  };
+  t["aten.isinf"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, bin(cv, "equal", cv.op("abs", {C::a("x", x)}), cv.cs(INFINITY, C::dtype(x))));
+  };
+
+  // activations
+  t["aten.gelu"] = [](C& cv, const json& n) {
+    std::string ap = cv.s(n, "approximate", "none");
+    cv.out(n, cv.op("gelu", {C::a("x", self(cv, n)), C::astr("mode", ap == "tanh" ? "TANH_APPROXIMATION" : "EXACT")}));
+  };
+  unary(t, "aten.silu", "silu");
+  t["aten.relu6"] = [](C& cv, const json& n) { cv.out(n, cv.op("relu6", {C::a("x", self(cv, n))})); };
+  t["aten.hardtanh"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    double lo = cv.f(n, "min_val", -1), hi = cv.f(n, "max_val", 1);
+    if (lo == 0 && hi == 6) cv.out(n, cv.op("relu6", {C::a("x", x)}));
+    else cv.out(n, clip(cv, x, lo, hi));
+  };
+  t["aten.hardsigmoid"] = [](C& cv, const json& n) {
+    cv.out(n, cv.op("sigmoid_hard", {C::a("x", self(cv, n)), C::af32("alpha", 1.0 / 6), C::af32("beta", 0.5)}));
+  };
+  t["aten.hardswish"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* h = cv.op("sigmoid_hard", {C::a("x", x), C::a("alpha", Value::scalar_float(C::dtype(x), 1.0 / 6)),
+                                    C::a("beta", Value::scalar_float(C::dtype(x), 0.5))});
+    cv.out(n, bin(cv, "mul", x, h));
+  };
+  t["aten.elu"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    double alpha = cv.f(n, "alpha", 1), scale = cv.f(n, "scale", 1), in_scale = cv.f(n, "input_scale", 1);
+    if (in_scale != 1) x = bin(cv, "mul", x, cv.cs(in_scale, C::dtype(x)));
+    Var* r = cv.op("elu", {C::a("x", x), C::a("alpha", Value::scalar_float(C::dtype(x), alpha))});
+    if (scale != 1) r = bin(cv, "mul", r, cv.cs(scale, C::dtype(x)));
+    cv.out(n, r);
+  };
+  t["aten.selu"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    const double alpha = 1.6732632423543772848170429916717, scale = 1.0507009873554804934193349852946;
+    Var* r = cv.op("elu", {C::a("x", x), C::a("alpha", Value::scalar_float(C::dtype(x), alpha))});
+    cv.out(n, bin(cv, "mul", r, cv.cs(scale, C::dtype(x))));
+  };
+  t["aten.celu"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    double alpha = cv.f(n, "alpha", 1);
+    Var* xs = bin(cv, "real_div", x, cv.cs(alpha, C::dtype(x)));
+    Var* e = cv.op("elu", {C::a("x", xs), C::a("alpha", Value::scalar_float(C::dtype(x), 1.0))});
+    cv.out(n, bin(cv, "mul", e, cv.cs(alpha, C::dtype(x))));
+  };
+  t["aten.leaky_relu"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, cv.op("leaky_relu", {C::a("x", x), C::a("alpha", Value::scalar_float(C::dtype(x), cv.f(n, "negative_slope", 0.01)))}));
+  };
+  t["aten.softplus"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    double beta = cv.f(n, "beta", 1), thr = cv.f(n, "threshold", 20);
+    DataType dt = C::dtype(x);
+    Var* bx = beta == 1 ? x : bin(cv, "mul", x, cv.cs(beta, dt));
+    Var* sp = cv.op("softplus", {C::a("x", bx)});
+    if (beta != 1) sp = bin(cv, "real_div", sp, cv.cs(beta, dt));
+    // torch returns x where beta * x > threshold
+    Var* lin = bin(cv, "greater", bx, cv.cs(thr, dt));
+    cv.out(n, cv.op("select", {C::a("cond", lin), C::a("a", x), C::a("b", sp)}));
+  };
+  t["aten.mish"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, bin(cv, "mul", x, cv.op("tanh", {C::a("x", cv.op("softplus", {C::a("x", x)}))})));
+  };
+  t["aten.log_sigmoid"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* nx = bin(cv, "mul", x, cv.cs(-1, C::dtype(x)));
+    cv.out(n, bin(cv, "mul", cv.op("softplus", {C::a("x", nx)}), cv.cs(-1, C::dtype(x))));
+  };
+  t["aten.log_sigmoid_forward"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* nx = bin(cv, "mul", x, cv.cs(-1, C::dtype(x)));
+    cv.out(n, bin(cv, "mul", cv.op("softplus", {C::a("x", nx)}), cv.cs(-1, C::dtype(x))), 0);
+  };
+  t["aten.prelu"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* w = cv.tensor(n, "weight");
+    // x >= 0 ? x : w * x, w per channel (axis 1) or a single value
+    int r = cv.rank(n, x);
+    Var* wb = w;
+    if (r >= 2 && w->type()->has_rank() && w->type()->rank() == 1) {
+      std::vector<int64_t> axes;
+      for (int k = 2; k < r; ++k) axes.push_back(k - 1);
+      if (!axes.empty()) wb = cv.op("expand_dims", {C::a("x", w), C::aints32("axes", axes)});
+    }
+    Var* neg = bin(cv, "mul", x, cv.cast(wb, C::dtype(x)));
+    Var* pos = bin(cv, "greater_equal", x, cv.cs(0, C::dtype(x)));
+    cv.out(n, cv.op("select", {C::a("cond", pos), C::a("a", x), C::a("b", neg)}));
+  };
+  t["aten._prelu_kernel"] = t["aten.prelu"];
+  t["aten.glu"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", -1), cv.rank(n, x));
+    auto parts = cv.ops("split", {C::a("x", x), C::ai32("num_splits", 2), C::ai32("axis", d)});
+    cv.out(n, bin(cv, "mul", parts[0], cv.op("sigmoid", {C::a("x", parts[1])})));
+  };
+  t["aten.threshold"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = C::dtype(x);
+    Var* keep = bin(cv, "greater", x, cv.cs(cv.f(n, "threshold", 0), dt));
+    cv.out(n, cv.op("select", {C::a("cond", keep), C::a("a", x), C::a("b", cv.cs(cv.f(n, "value", 0), dt))}));
+  };
+
+  // clamp family
+  t["aten.clamp"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (auto od = cv.out_dtype(n)) x = cv.cast(x, *od);
+    if (C::has(n, "min") && !C::is_number(n, "min")) {
+      // clamp.Tensor
+      Var* r = x;
+      if (Var* lo = cv.opt_tensor(n, "min")) r = bin(cv, "maximum", r, cv.cast(lo, C::dtype(x)));
+      if (Var* hi = cv.opt_tensor(n, "max")) r = bin(cv, "minimum", r, cv.cast(hi, C::dtype(x)));
+      cv.out(n, r == x ? cv.op("identity", {C::a("x", x)}) : r);
+      return;
+    }
+    std::optional<double> lo, hi;
+    if (C::has(n, "min")) lo = cv.f(n, "min", 0);
+    if (C::has(n, "max")) hi = cv.f(n, "max", 0);
+    Var* r = clip(cv, x, lo, hi);
+    cv.out(n, r == x ? cv.op("identity", {C::a("x", x)}) : r);
+  };
+  t["aten.clip"] = t["aten.clamp"];
+  t["aten.clamp_min"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (C::is_number(n, "min")) cv.out(n, clip(cv, x, cv.f(n, "min", 0), std::nullopt));
+    else cv.out(n, bin(cv, "maximum", x, cv.cast(cv.tensor(n, "min"), C::dtype(x))));
+  };
+  t["aten.clamp_max"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (C::is_number(n, "max")) cv.out(n, clip(cv, x, std::nullopt, cv.f(n, "max", 0)));
+    else cv.out(n, bin(cv, "minimum", x, cv.cast(cv.tensor(n, "max"), C::dtype(x))));
+  };
+
+  // where / masked_fill
+  t["aten.where"] = [](C& cv, const json& n) {
+    Var* cond = cv.cast(cv.tensor(n, "condition"), DataType::Bool);
+    if (!C::has(n, "self") && !C::has(n, "other")) cv.fail(n, "where(condition) (nonzero) is not supported");
+    DataType dt = DataType::Float32;
+    if (auto od = cv.out_dtype(n)) dt = *od;
+    Var* a = cv.scalar_or_tensor(n, "self", dt);
+    Var* b2 = cv.scalar_or_tensor(n, "other", dt);
+    cv.out(n, cv.op("select", {C::a("cond", cond), C::a("a", a), C::a("b", b2)}));
+  };
+  t["aten.masked_fill"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* mask = cv.cast(cv.tensor(n, "mask"), DataType::Bool);
+    Var* v = cv.scalar_or_tensor(n, "value", C::dtype(x));
+    cv.out(n, cv.op("select", {C::a("cond", mask), C::a("a", v), C::a("b", x)}));
+  };
+  t["aten.lerp"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* e = cv.cast(cv.tensor(n, "end"), C::dtype(x));
+    Var* w = cv.scalar_or_tensor(n, "weight", C::dtype(x));
+    cv.out(n, bin(cv, "add", x, bin(cv, "mul", w, bin(cv, "sub", e, x))));
+  };
+  t["aten.addcmul"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* p = bin(cv, "mul", cv.cast(cv.tensor(n, "tensor1"), C::dtype(x)), cv.cast(cv.tensor(n, "tensor2"), C::dtype(x)));
+    double v = cv.f(n, "value", 1);
+    if (v != 1) p = bin(cv, "mul", p, cv.cs(v, C::dtype(x)));
+    cv.out(n, bin(cv, "add", x, p));
+  };
+  t["aten.addcdiv"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* p = bin(cv, "real_div", cv.cast(cv.tensor(n, "tensor1"), C::dtype(x)), cv.cast(cv.tensor(n, "tensor2"), C::dtype(x)));
+    double v = cv.f(n, "value", 1);
+    if (v != 1) p = bin(cv, "mul", p, cv.cs(v, C::dtype(x)));
+    cv.out(n, bin(cv, "add", x, p));
+  };
+}
+
+}  // namespace torch_detail
+}  // namespace milkit

@@ -1,0 +1,1004 @@
+// ATen tensor operators: views and reshapes, concatenation and splitting, slicing and indexing
+// (select, index, gather, scatter, index_put, index_copy, slice/select_scatter), copies and
+// casts, factories (zeros, full, arange, *_like), padding, flips, triangles, top-k and sorting.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "converter.h"
+
+namespace milkit {
+namespace torch_detail {
+
+namespace {
+
+using C = Converter;
+
+Var* bin(C& cv, const char* op, Var* x, Var* y) { return cv.op(op, {C::a("x", x), C::a("y", y)}); }
+
+Var* self(C& cv, const json& n) { return C::has(n, "self") ? cv.tensor(n, "self") : cv.tensor(n, "input"); }
+
+const int64_t kBig = std::numeric_limits<int64_t>::max() / 2;
+
+// shape(x)[k] as a rank-1 int32 var of one element (a const when the dim is known).
+Var* dim_piece(C& cv, Var* x, int64_t k) {
+  Dim d = C::shape(x)[static_cast<size_t>(k)];
+  if (d->is_const()) return cv.ci({d->value()});
+  Var* s = cv.op("shape", {C::a("x", x)});
+  return cv.op("slice_by_index", {C::a("x", s), C::aints32("begin", {k}), C::aints32("end", {k + 1})});
+}
+
+// A shape built from pieces: literal ints or dims of `x` (by index).
+struct Piece {
+  bool from_x;
+  int64_t v;
+};
+Var* build_shape(C& cv, Var* x, const std::vector<Piece>& ps) {
+  bool all_const = true;
+  std::vector<int64_t> lit;
+  for (auto& p : ps) {
+    if (p.from_x) {
+      Dim d = C::shape(x)[static_cast<size_t>(p.v)];
+      if (!d->is_const()) {
+        all_const = false;
+        break;
+      }
+      lit.push_back(d->value());
+    } else {
+      lit.push_back(p.v);
+    }
+  }
+  if (all_const) return cv.ci(lit);
+  Var* s = cv.op("shape", {C::a("x", x)});
+  Arg vals{"values", {}, true};
+  for (auto& p : ps) {
+    Var* piece;
+    if (p.from_x && !C::shape(x)[static_cast<size_t>(p.v)]->is_const())
+      piece = cv.op("slice_by_index", {C::a("x", s), C::aints32("begin", {p.v}), C::aints32("end", {p.v + 1})});
+    else
+      piece = cv.ci({p.from_x ? C::shape(x)[static_cast<size_t>(p.v)]->value() : p.v});
+    vals.items.push_back(ArgItem{piece, nullptr});
+  }
+  return cv.op("concat", {vals, C::ai32("axis", 0)});
+}
+
+// A torch size list (ints and SymInts) as a MIL shape; sizes equal to x's dims are read from x.
+Var* size_shape(C& cv, const std::vector<Dim>& ds, Var* like = nullptr) {
+  bool all_const = std::all_of(ds.begin(), ds.end(), [](Dim d) { return d->is_const(); });
+  if (all_const || !like) return cv.shape_var(ds);
+  std::vector<Piece> ps;
+  bool ok = true;
+  for (Dim d : ds) {
+    if (d->is_const()) {
+      ps.push_back({false, d->value()});
+      continue;
+    }
+    bool found = false;
+    for (size_t k = 0; k < C::shape(like).size(); ++k)
+      if (C::shape(like)[k] == d) {
+        ps.push_back({true, static_cast<int64_t>(k)});
+        found = true;
+        break;
+      }
+    if (!found) {
+      ok = false;
+      break;
+    }
+  }
+  if (ok) return build_shape(cv, like, ps);
+  return cv.shape_var(ds);
+}
+
+Var* reshape(C& cv, Var* x, Var* shape) { return cv.op("reshape", {C::a("x", x), C::a("shape", shape)}); }
+
+void view(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  std::vector<Dim> ds = cv.dims(n, C::has(n, "size") ? "size" : "shape");
+  // a single -1 stays -1 (MIL infers it); symbolic sizes are read from x or computed
+  cv.out(n, reshape(cv, x, size_shape(cv, ds, x)));
+}
+
+// Broadcasts `x` to `ds` (torch's expand: -1 keeps the dim).
+Var* expand_to(C& cv, const json& n, Var* x, std::vector<Dim> ds) {
+  int r = cv.rank(n, x);
+  int nr = static_cast<int>(ds.size());
+  if (nr < r) cv.fail(n, "expand to fewer dims than the tensor has");
+  for (int k = 0; k < nr; ++k) {
+    if (ds[static_cast<size_t>(k)]->is_const() && ds[static_cast<size_t>(k)]->value() == -1) {
+      if (k < nr - r) cv.fail(n, "expand: -1 is not allowed for a new leading dim");
+      ds[static_cast<size_t>(k)] = C::shape(x)[static_cast<size_t>(k - (nr - r))];
+    }
+  }
+  if (nr > r) {
+    std::vector<int64_t> axes;
+    for (int k = 0; k < nr - r; ++k) axes.push_back(k);
+    x = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", axes)});
+  }
+  std::vector<int64_t> reps(static_cast<size_t>(nr), 1);
+  bool static_ok = true;
+  for (int k = 0; k < nr; ++k) {
+    Dim src = C::shape(x)[static_cast<size_t>(k)], dst = ds[static_cast<size_t>(k)];
+    if (src == dst) continue;
+    if (src->is_const() && src->value() == 1 && dst->is_const()) {
+      reps[static_cast<size_t>(k)] = dst->value();
+      continue;
+    }
+    static_ok = false;
+  }
+  if (static_ok) {
+    if (std::all_of(reps.begin(), reps.end(), [](int64_t v) { return v == 1; })) return cv.op("identity", {C::a("x", x)});
+    return cv.op("tile", {C::a("x", x), C::aints32("reps", reps)});
+  }
+  // symbolic: broadcast through select against a filled tensor of the target shape
+  Var* shp = size_shape(cv, ds, x);
+  Var* t = cv.op("fill", {C::a("shape", shp), C::a("value", Value::scalar_bool(true))});
+  return cv.op("select", {C::a("cond", t), C::a("a", x), C::a("b", x)});
+}
+
+// begin/end of a torch slice on an axis of size `size` (nullopt end: to the end)
+struct SliceSpec {
+  int64_t start = 0;
+  std::optional<int64_t> end;
+  int64_t step = 1;
+};
+
+Var* slice_axis(C& cv, const json& n, Var* x, int64_t dim, const SliceSpec& s, Var* start_var = nullptr,
+                Var* end_var = nullptr) {
+  int r = cv.rank(n, x);
+  std::vector<int64_t> begin(static_cast<size_t>(r), 0), end(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
+  std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
+  size_t d = static_cast<size_t>(dim);
+  begin[d] = s.start;
+  bm[d] = s.start == 0 ? 1 : 0;
+  if (s.end) {
+    end[d] = *s.end;
+    em[d] = 0;
+  }
+  stride[d] = s.step;
+  std::vector<Arg> args{C::a("x", x)};
+  auto vec_with = [&](const std::vector<int64_t>& base, Var* v) -> Var* {
+    // base with element d replaced by the scalar var v
+    Arg vals{"values", {}, true};
+    if (d > 0) vals.items.push_back(ArgItem{cv.ci(std::vector<int64_t>(base.begin(), base.begin() + static_cast<long>(d))), nullptr});
+    vals.items.push_back(ArgItem{cv.op("expand_dims", {C::a("x", cv.cast(v, DataType::Int32)), C::aints32("axes", {0})}), nullptr});
+    if (d + 1 < base.size())
+      vals.items.push_back(ArgItem{cv.ci(std::vector<int64_t>(base.begin() + static_cast<long>(d) + 1, base.end())), nullptr});
+    return cv.op("concat", {vals, C::ai32("axis", 0)});
+  };
+  if (start_var) {
+    bm[d] = 0;
+    args.push_back(C::a("begin", vec_with(begin, start_var)));
+  } else {
+    args.push_back(C::aints32("begin", begin));
+  }
+  if (end_var) {
+    em[d] = 0;
+    args.push_back(C::a("end", vec_with(end, end_var)));
+  } else {
+    args.push_back(C::aints32("end", end));
+  }
+  args.push_back(C::aints32("stride", stride));
+  args.push_back(C::a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)));
+  args.push_back(C::a("end_mask", Value::from_ints(DataType::Bool, {r}, em)));
+  return cv.op("slice_by_index", std::move(args));
+}
+
+// a slice argument: a known int (clamped later by MIL), None, or a symbolic size
+struct Bound {
+  std::optional<int64_t> v;
+  Var* var = nullptr;
+};
+Bound bound(C& cv, const json& n, const char* name, Var* x, int64_t dim) {
+  Bound b;
+  const json* a = C::arg(n, name);
+  if (!a) return b;
+  Dim d = cv.sym_dim(*a);
+  if (d->is_const()) {
+    b.v = d->value();
+    return b;
+  }
+  if (d == C::shape(x)[static_cast<size_t>(dim)]) {
+    b.v = kBig;  // the whole axis
+    return b;
+  }
+  b.var = cv.dim_var(d);
+  return b;
+}
+
+void slice(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  int r = cv.rank(n, x);
+  int64_t dim = cv.axis(n, cv.i(n, "dim", 0), r);
+  SliceSpec s;
+  Bound st = bound(cv, n, "start", x, dim), en = bound(cv, n, "end", x, dim);
+  s.step = cv.i(n, "step", 1);
+  if (s.step <= 0) cv.fail(n, "slice step must be positive");
+  if (st.v) s.start = *st.v;
+  if (en.v && *en.v < kBig) s.end = *en.v;
+  Dim sz = C::shape(x)[static_cast<size_t>(dim)];
+  // clamp known bounds as torch does
+  if (sz->is_const()) {
+    int64_t L = sz->value();
+    auto clampv = [&](int64_t v) { return v < 0 ? std::max<int64_t>(v + L, 0) : std::min(v, L); };
+    s.start = clampv(s.start);
+    if (s.end) s.end = clampv(*s.end);
+    if (s.end && *s.end == L) s.end.reset();
+    if (s.start == 0 && !s.end && s.step == 1 && !st.var && !en.var) {
+      Var* idv = cv.op("identity", {C::a("x", x)});
+      cv.out(n, idv);
+      auto names = C::output_names(n);
+      if (!names.empty()) cv.views[names[0]] = ViewInfo{C::tensor_name(n, "self"), ViewInfo::Slice, dim, 0, std::nullopt, 1};
+      return;
+    }
+  }
+  Var* y = slice_axis(cv, n, x, dim, s, st.var, en.var);
+  cv.out(n, y);
+  auto names = C::output_names(n);
+  if (!names.empty() && !st.var && !en.var)
+    cv.views[names[0]] = ViewInfo{C::tensor_name(n, "self"), ViewInfo::Slice, dim, s.start, s.end, s.step};
+}
+
+void select(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  int r = cv.rank(n, x);
+  int64_t dim = cv.axis(n, cv.i(n, "dim", 0), r);
+  const json* ia = C::arg(n, "index");
+  Dim id = ia ? cv.sym_dim(*ia) : cv.ctx().constant(0);
+  Var* y;
+  if (id->is_const()) {
+    int64_t idx = id->value();
+    Dim sz = C::shape(x)[static_cast<size_t>(dim)];
+    if (idx < 0 && sz->is_const()) idx += sz->value();
+    y = cv.op("gather", {C::a("x", x), C::a("indices", Value::scalar_int(DataType::Int32, idx)), C::ai32("axis", dim)});
+    auto names = C::output_names(n);
+    if (!names.empty()) cv.views[names[0]] = ViewInfo{C::tensor_name(n, "self"), ViewInfo::Select, dim, idx, std::nullopt, 1};
+  } else {
+    y = cv.op("gather", {C::a("x", x), C::a("indices", cv.dim_var(id)), C::ai32("axis", dim)});
+  }
+  cv.out(n, y);
+}
+
+// [x, y, ...] cast to one dtype (torch's promotion over the list; empty 1-d tensors dropped)
+std::vector<Var*> promote_all(C& cv, std::vector<Var*> vs, std::optional<DataType> want) {
+  std::vector<Var*> kept;
+  for (Var* v : vs) {
+    if (v->type()->has_rank() && v->type()->rank() == 1 && C::shape(v)[0]->is_const() && C::shape(v)[0]->value() == 0 && vs.size() > 1)
+      continue;
+    kept.push_back(v);
+  }
+  if (kept.empty()) kept.push_back(vs[0]);
+  DataType dt = want ? *want : C::dtype(kept[0]);
+  if (!want)
+    for (Var* v : kept) dt = C::promote(kept[0], v) == C::dtype(v) ? C::dtype(v) : dt;
+  for (auto& v : kept) v = cv.cast(v, dt);
+  return kept;
+}
+
+Arg values_arg(const std::vector<Var*>& vs) {
+  Arg a{"values", {}, true};
+  for (Var* v : vs) a.items.push_back(ArgItem{v, nullptr});
+  return a;
+}
+
+// split sizes along `dim` of x for torch's split(split_size)
+std::vector<int64_t> split_sizes(C& cv, const json& n, Var* x, int64_t dim, int64_t each) {
+  Dim d = C::shape(x)[static_cast<size_t>(dim)];
+  if (!d->is_const()) cv.fail(n, "splitting a symbolic dim (" + d->str() + ") into chunks of " + std::to_string(each) + " is not supported");
+  int64_t L = d->value();
+  if (each <= 0) cv.fail(n, "split size must be positive");
+  std::vector<int64_t> r;
+  for (int64_t s = 0; s < L; s += each) r.push_back(std::min(each, L - s));
+  if (r.empty()) r.push_back(0);
+  return r;
+}
+
+void split_out(C& cv, const json& n, Var* x, int64_t dim, const std::vector<int64_t>& sizes) {
+  if (sizes.size() == 1) {
+    cv.out(n, cv.op("identity", {C::a("x", x)}), 0);
+    return;
+  }
+  auto parts = cv.ops("split", {C::a("x", x), C::aints32("split_sizes", sizes), C::ai32("axis", dim)});
+  cv.outs(n, parts);
+}
+
+Var* fill(C& cv, Var* shape, double v, DataType dt) {
+  if (auto& sv = shape->value(); sv && !sv->is_symbolic()) {
+    auto s = sv->to_ints();
+    int64_t numel = 1;
+    for (auto d : s) numel *= d;
+    if (numel <= 64) return cv.c(Value::from_doubles(dt, s, std::vector<double>(static_cast<size_t>(numel), v)));
+  }
+  return cv.op("fill", {C::a("shape", shape), C::a("value", is_float(dt) ? Value::scalar_float(dt, v)
+                                                             : dt == DataType::Bool ? Value::scalar_bool(v != 0)
+                                                                                    : Value::scalar_int(dt, static_cast<int64_t>(v)))});
+}
+
+DataType factory_dtype(C& cv, const json& n, Var* like, DataType def) {
+  if (auto d = cv.dtype_arg(n, "dtype")) return *d;
+  if (auto od = cv.out_dtype(n)) return *od;
+  return like ? C::dtype(like) : def;
+}
+
+Var* shape_of_var(C& cv, Var* x) {
+  if (auto s = C::static_shape(x)) return cv.ci(*s);
+  return cv.op("shape", {C::a("x", x)});
+}
+
+// the mask (j - i <= k) over the last two dims of x (tril) or (j - i >= k) (triu)
+Var* tri_mask(C& cv, const json& n, Var* x, int64_t k, bool lower) {
+  int r = cv.rank(n, x);
+  if (r < 2) cv.fail(n, "tril/triu need rank >= 2");
+  Dim H = C::shape(x)[static_cast<size_t>(r - 2)], W = C::shape(x)[static_cast<size_t>(r - 1)];
+  auto range = [&](Dim d) {
+    return cv.op("range_1d", {C::a("end", cv.dim_var(d)), C::a("start", Value::scalar_int(DataType::Int32, 0)),
+                              C::a("step", Value::scalar_int(DataType::Int32, 1))});
+  };
+  Var* i = cv.op("expand_dims", {C::a("x", range(H)), C::aints32("axes", {1})});
+  Var* j = cv.op("expand_dims", {C::a("x", range(W)), C::aints32("axes", {0})});
+  Var* diff = bin(cv, "sub", j, i);
+  return bin(cv, lower ? "less_equal" : "greater_equal", diff, cv.cs(static_cast<double>(k), DataType::Int32));
+}
+
+// torch's pad list (last dim first, pairs) as MIL's (first dim first) for rank r
+std::vector<int64_t> mil_pad(const std::vector<int64_t>& p, int r) {
+  std::vector<int64_t> out(static_cast<size_t>(2 * r), 0);
+  for (size_t k = 0; 2 * k < p.size(); ++k) {
+    size_t axis = static_cast<size_t>(r) - 1 - k;
+    out[2 * axis] = p[2 * k];
+    out[2 * axis + 1] = 2 * k + 1 < p.size() ? p[2 * k + 1] : 0;
+  }
+  return out;
+}
+
+Var* pad(C& cv, const json& n, Var* x, const std::vector<int64_t>& tp, const std::string& mode, double value) {
+  int r = cv.rank(n, x);
+  if (tp.size() % 2 || tp.size() / 2 > static_cast<size_t>(r)) cv.fail(n, "pad has " + std::to_string(tp.size()) + " values for rank " + std::to_string(r));
+  auto p = mil_pad(tp, r);
+  // negative pads crop
+  bool neg = std::any_of(p.begin(), p.end(), [](int64_t v) { return v < 0; });
+  if (neg) {
+    for (int k = 0; k < r; ++k) {
+      int64_t b = p[static_cast<size_t>(2 * k)], e = p[static_cast<size_t>(2 * k + 1)];
+      if (b >= 0 && e >= 0) continue;
+      SliceSpec s;
+      s.start = b < 0 ? -b : 0;
+      if (e < 0) s.end = e;
+      x = slice_axis(cv, n, x, k, s);
+      if (b < 0) p[static_cast<size_t>(2 * k)] = 0;
+      if (e < 0) p[static_cast<size_t>(2 * k + 1)] = 0;
+    }
+  }
+  if (std::all_of(p.begin(), p.end(), [](int64_t v) { return v == 0; })) return cv.op("identity", {C::a("x", x)});
+  std::vector<Arg> args{C::a("x", x), C::aints32("pad", p), C::astr("mode", mode)};
+  if (mode == "constant") args.push_back(C::a("constant_val", is_float(C::dtype(x)) ? Value::scalar_float(C::dtype(x), value)
+                                                                                    : Value::scalar_int(C::dtype(x), static_cast<int64_t>(value))));
+  return cv.op("pad", std::move(args));
+}
+
+// advanced indexing x[i0, i1, ...] (None entries are full slices)
+Var* index(C& cv, const json& n, Var* x, const std::vector<Var*>& idx) {
+  int r = cv.rank(n, x);
+  std::vector<int64_t> pos;
+  for (size_t k = 0; k < idx.size(); ++k)
+    if (idx[k]) {
+      if (C::dtype(idx[k]) == DataType::Bool) cv.fail(n, "indexing with a bool mask gives a data-dependent shape, which Core ML cannot express");
+      pos.push_back(static_cast<int64_t>(k));
+    }
+  if (pos.empty()) return cv.op("identity", {C::a("x", x)});
+  if (pos.size() == 1) {
+    Var* i = cv.cast(idx[static_cast<size_t>(pos[0])], DataType::Int32);
+    return cv.op("gather", {C::a("x", x), C::a("indices", i), C::ai32("axis", pos[0])});
+  }
+  bool adjacent = pos.back() - pos.front() + 1 == static_cast<int64_t>(pos.size());
+  // indexed dims to the front
+  std::vector<int64_t> perm;
+  for (auto p : pos) perm.push_back(p);
+  for (int k = 0; k < r; ++k)
+    if (std::find(pos.begin(), pos.end(), k) == pos.end()) perm.push_back(k);
+  bool ident = true;
+  for (size_t k = 0; k < perm.size(); ++k) ident = ident && perm[k] == static_cast<int64_t>(k);
+  Var* xt = ident ? x : cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)});
+  // broadcast the index tensors to one shape, stack on a new last axis
+  std::vector<Var*> is;
+  for (auto p : pos) is.push_back(cv.cast(idx[static_cast<size_t>(p)], DataType::Int32));
+  Var* acc = is[0];
+  for (size_t k = 1; k < is.size(); ++k) acc = bin(cv, "add", acc, bin(cv, "mul", is[k], cv.cs(0, DataType::Int32)));
+  for (auto& v : is) v = bin(cv, "add", v, bin(cv, "mul", acc, cv.cs(0, DataType::Int32)));
+  int ir = cv.rank(n, is[0]);
+  Var* st = cv.op("stack", {values_arg(is), C::ai32("axis", ir)});
+  Var* g = cv.op("gather_nd", {C::a("x", xt), C::a("indices", st)});
+  if (!adjacent || pos.front() == 0) return g;
+  // adjacent at pos.front(): the index dims go there
+  int gr = cv.rank(n, g);
+  std::vector<int64_t> back;
+  int64_t k0 = pos.front();
+  for (int64_t k = 0; k < k0; ++k) back.push_back(ir + k);
+  for (int64_t k = 0; k < ir; ++k) back.push_back(k);
+  for (int64_t k = ir + k0; k < gr; ++k) back.push_back(k);
+  return cv.op("transpose", {C::a("x", g), C::aints32("perm", back)});
+}
+
+// x with x[i0, i1, ...] = values (accumulate: +=); index tensors must lead
+Var* index_put(C& cv, const json& n, Var* x, const std::vector<Var*>& idx, Var* values, bool accumulate) {
+  std::vector<int64_t> pos;
+  for (size_t k = 0; k < idx.size(); ++k)
+    if (idx[k]) pos.push_back(static_cast<int64_t>(k));
+  if (pos.empty()) cv.fail(n, "index_put without index tensors");
+  for (auto p : pos)
+    if (C::dtype(idx[static_cast<size_t>(p)]) == DataType::Bool) {
+      if (pos.size() != 1) cv.fail(n, "index_put with several bool masks is not supported");
+      // x[mask] = v: where(mask, v, x), mask broadcast over trailing dims
+      Var* m = idx[static_cast<size_t>(p)];
+      int xr = cv.rank(n, x), mr = cv.rank(n, m);
+      if (p != 0) cv.fail(n, "index_put with a bool mask after other dims is not supported");
+      std::vector<int64_t> axes;
+      for (int k = mr; k < xr; ++k) axes.push_back(k);
+      if (!axes.empty()) m = cv.op("expand_dims", {C::a("x", m), C::aints32("axes", axes)});
+      Var* v = cv.cast(values, C::dtype(x));
+      if (accumulate) v = bin(cv, "add", x, v);
+      return cv.op("select", {C::a("cond", m), C::a("a", v), C::a("b", x)});
+    }
+  int r = cv.rank(n, x);
+  std::vector<int64_t> perm;
+  for (auto p : pos) perm.push_back(p);
+  for (int k = 0; k < r; ++k)
+    if (std::find(pos.begin(), pos.end(), k) == pos.end()) perm.push_back(k);
+  bool ident = true;
+  for (size_t k = 0; k < perm.size(); ++k) ident = ident && perm[k] == static_cast<int64_t>(k);
+  Var* xt = ident ? x : cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)});
+  std::vector<Var*> is;
+  for (auto p : pos) is.push_back(cv.cast(idx[static_cast<size_t>(p)], DataType::Int32));
+  Var* acc = is[0];
+  for (size_t k = 1; k < is.size(); ++k) acc = bin(cv, "add", acc, bin(cv, "mul", is[k], cv.cs(0, DataType::Int32)));
+  for (auto& v : is) v = bin(cv, "add", v, bin(cv, "mul", acc, cv.cs(0, DataType::Int32)));
+  int ir = cv.rank(n, is[0]);
+  Var* st = cv.op("stack", {values_arg(is), C::ai32("axis", ir)});
+  // updates: values broadcast to index shape + the un-indexed dims of xt
+  std::vector<Dim> ushape(C::shape(is[0]).begin(), C::shape(is[0]).end());
+  for (size_t k = pos.size(); k < static_cast<size_t>(r); ++k) ushape.push_back(C::shape(xt)[k]);
+  Var* v = cv.cast(values, C::dtype(x));
+  bool same = v->type()->has_rank() && C::shape(v) == ushape;
+  if (!same) v = expand_to(cv, n, v, ushape);
+  Var* sc = cv.op("scatter_nd", {C::a("data", xt), C::a("indices", st), C::a("updates", v),
+                                 C::astr("mode", accumulate ? "add" : "update")});
+  if (ident) return sc;
+  std::vector<int64_t> inv(perm.size());
+  for (size_t k = 0; k < perm.size(); ++k) inv[static_cast<size_t>(perm[k])] = static_cast<int64_t>(k);
+  return cv.op("transpose", {C::a("x", sc), C::aints32("perm", inv)});
+}
+
+}  // namespace
+
+void register_tensor(OpTable& t) {
+  t["aten.view"] = view;
+  t["aten._unsafe_view"] = view;
+  t["aten.reshape"] = view;
+  t["aten.view_copy"] = view;
+  t["aten._reshape_alias"] = view;
+  t["aten.view_as"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, reshape(cv, x, shape_of_var(cv, cv.tensor(n, "other"))));
+  };
+  t["aten.reshape_as"] = t["aten.view_as"];
+  t["aten.flatten"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    if (r == 0) {
+      cv.out(n, reshape(cv, x, cv.ci({1})));
+      return;
+    }
+    int64_t s = cv.axis(n, cv.i(n, "start_dim", 0), r), e = cv.axis(n, cv.i(n, "end_dim", -1), r);
+    std::vector<Piece> ps;
+    for (int64_t k = 0; k < s; ++k) ps.push_back({true, k});
+    ps.push_back({false, -1});
+    for (int64_t k = e + 1; k < r; ++k) ps.push_back({true, k});
+    if (s == e) {
+      cv.out(n, cv.op("identity", {C::a("x", x)}));
+      return;
+    }
+    cv.out(n, reshape(cv, x, build_shape(cv, x, ps)));
+  };
+  t["aten.unflatten"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
+    auto sizes = cv.ints(n, "sizes");
+    std::vector<Piece> ps;
+    for (int64_t k = 0; k < d; ++k) ps.push_back({true, k});
+    for (auto s : sizes) ps.push_back({false, s});
+    for (int64_t k = d + 1; k < r; ++k) ps.push_back({true, k});
+    cv.out(n, reshape(cv, x, build_shape(cv, x, ps)));
+  };
+  t["aten.permute"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    auto p = cv.ints(n, "dims");
+    for (auto& v : p) v = cv.axis(n, v, r);
+    cv.out(n, cv.op("transpose", {C::a("x", x), C::aints32("perm", p)}));
+  };
+  t["aten.permute_copy"] = t["aten.permute"];
+  t["aten.transpose"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    if (r < 2) {
+      cv.out(n, cv.op("identity", {C::a("x", x)}));
+      return;
+    }
+    int64_t a = cv.axis(n, cv.i(n, "dim0", 0), r), b = cv.axis(n, cv.i(n, "dim1", 1), r);
+    std::vector<int64_t> p(static_cast<size_t>(r));
+    std::iota(p.begin(), p.end(), 0);
+    std::swap(p[static_cast<size_t>(a)], p[static_cast<size_t>(b)]);
+    cv.out(n, cv.op("transpose", {C::a("x", x), C::aints32("perm", p)}));
+  };
+  t["aten.swapaxes"] = t["aten.transpose"];
+  t["aten.t"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (cv.rank(n, x) < 2) cv.out(n, cv.op("identity", {C::a("x", x)}));
+    else cv.out(n, cv.op("transpose", {C::a("x", x), C::aints32("perm", {1, 0})}));
+  };
+  t["aten.numpy_T"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    std::vector<int64_t> p;
+    for (int k = r - 1; k >= 0; --k) p.push_back(k);
+    cv.out(n, cv.op("transpose", {C::a("x", x), C::aints32("perm", p)}));
+  };
+  t["aten.movedim"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    auto src = cv.ints(n, "source"), dst = cv.ints(n, "destination");
+    for (auto& v : src) v = cv.axis(n, v, r);
+    for (auto& v : dst) v = cv.axis(n, v, r);
+    std::vector<int64_t> p(static_cast<size_t>(r), -1);
+    std::vector<bool> used(static_cast<size_t>(r), false);
+    for (size_t k = 0; k < src.size(); ++k) {
+      p[static_cast<size_t>(dst[k])] = src[k];
+      used[static_cast<size_t>(src[k])] = true;
+    }
+    int64_t next = 0;
+    for (auto& v : p)
+      if (v < 0) {
+        while (used[static_cast<size_t>(next)]) ++next;
+        v = next++;
+      }
+    cv.out(n, cv.op("transpose", {C::a("x", x), C::aints32("perm", p)}));
+  };
+  t["aten.unsqueeze"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x) + 1);
+    cv.out(n, cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {d})}));
+  };
+  t["aten.unsqueeze_copy"] = t["aten.unsqueeze"];
+  t["aten.squeeze"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    std::vector<int64_t> dims;
+    if (C::has(n, "dim") || C::has(n, "dims")) {
+      dims = cv.ints(n, C::has(n, "dims") ? "dims" : "dim");
+    } else {
+      for (int k = 0; k < r; ++k) dims.push_back(k);
+    }
+    std::vector<int64_t> axes;
+    for (auto d : dims) {
+      if (r == 0) break;
+      int64_t a = cv.axis(n, d, r);
+      Dim sz = C::shape(x)[static_cast<size_t>(a)];
+      if (sz->is_const() && sz->value() == 1) axes.push_back(a);
+    }
+    std::sort(axes.begin(), axes.end());
+    axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+    if (axes.empty()) cv.out(n, cv.op("identity", {C::a("x", x)}));
+    else cv.out(n, cv.op("squeeze", {C::a("x", x), C::aints32("axes", axes)}));
+  };
+  t["aten.squeeze_copy"] = t["aten.squeeze"];
+  t["aten.expand"] = [](C& cv, const json& n) { cv.out(n, expand_to(cv, n, self(cv, n), cv.dims(n, "size"))); };
+  t["aten.expand_copy"] = t["aten.expand"];
+  t["aten.expand_as"] = [](C& cv, const json& n) {
+    Var* o = cv.tensor(n, "other");
+    cv.out(n, expand_to(cv, n, self(cv, n), C::shape(o)));
+  };
+  t["aten.broadcast_to"] = t["aten.expand"];
+  t["aten.repeat"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    auto reps = cv.ints(n, "repeats");
+    int r = cv.rank(n, x);
+    if (static_cast<int>(reps.size()) < r) cv.fail(n, "repeat needs at least as many repeats as dims");
+    if (static_cast<int>(reps.size()) > r) {
+      std::vector<int64_t> axes;
+      for (int k = 0; k < static_cast<int>(reps.size()) - r; ++k) axes.push_back(k);
+      x = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", axes)});
+    }
+    cv.out(n, cv.op("tile", {C::a("x", x), C::aints32("reps", reps)}));
+  };
+  t["aten.tile"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    auto reps = cv.ints(n, "dims");
+    int r = cv.rank(n, x);
+    while (static_cast<int>(reps.size()) < r) reps.insert(reps.begin(), 1);
+    if (static_cast<int>(reps.size()) > r) {
+      std::vector<int64_t> axes;
+      for (int k = 0; k < static_cast<int>(reps.size()) - r; ++k) axes.push_back(k);
+      x = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", axes)});
+    }
+    cv.out(n, cv.op("tile", {C::a("x", x), C::aints32("reps", reps)}));
+  };
+  t["aten.repeat_interleave.self_int"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t rep = cv.i(n, "repeats", 1);
+    int r = cv.rank(n, x);
+    if (!C::has(n, "dim")) {
+      x = reshape(cv, x, cv.ci({-1}));
+      r = 1;
+    }
+    int64_t d = C::has(n, "dim") ? cv.axis(n, cv.i(n, "dim", 0), r) : 0;
+    Var* e = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {d + 1})});
+    std::vector<int64_t> reps(static_cast<size_t>(r + 1), 1);
+    reps[static_cast<size_t>(d + 1)] = rep;
+    Var* tl = cv.op("tile", {C::a("x", e), C::aints32("reps", reps)});
+    std::vector<Piece> ps;
+    for (int64_t k = 0; k < r; ++k) ps.push_back(k == d ? Piece{false, -1} : Piece{true, k});
+    cv.out(n, reshape(cv, tl, build_shape(cv, x, ps)));
+  };
+
+  t["aten.cat"] = [](C& cv, const json& n) {
+    auto vs = promote_all(cv, cv.tensors(n, "tensors"), cv.out_dtype(n));
+    if (vs.empty()) cv.fail(n, "cat of no tensors");
+    int r = cv.rank(n, vs[0]);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
+    if (vs.size() == 1) cv.out(n, cv.op("identity", {C::a("x", vs[0])}));
+    else cv.out(n, cv.op("concat", {values_arg(vs), C::ai32("axis", d)}));
+  };
+  t["aten.concat"] = t["aten.cat"];
+  t["aten.concatenate"] = t["aten.cat"];
+  t["aten.stack"] = [](C& cv, const json& n) {
+    auto vs = promote_all(cv, cv.tensors(n, "tensors"), cv.out_dtype(n));
+    int r = cv.rank(n, vs[0]);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), r + 1);
+    if (vs.size() == 1) cv.out(n, cv.op("expand_dims", {C::a("x", vs[0]), C::aints32("axes", {d})}));
+    else cv.out(n, cv.op("stack", {values_arg(vs), C::ai32("axis", d)}));
+  };
+  t["aten.split.Tensor"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    split_out(cv, n, x, d, split_sizes(cv, n, x, d, cv.i(n, "split_size", 1)));
+  };
+  t["aten.split_with_sizes"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    split_out(cv, n, x, d, cv.ints(n, "split_sizes"));
+  };
+  t["aten.split_with_sizes_copy"] = t["aten.split_with_sizes"];
+  t["aten.split.sizes"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    split_out(cv, n, x, d, cv.ints(n, "split_size"));
+  };
+  t["aten.chunk"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    int64_t chunks = cv.i(n, "chunks", 1);
+    Dim sz = C::shape(x)[static_cast<size_t>(d)];
+    if (!sz->is_const()) cv.fail(n, "chunk of a symbolic dim is not supported");
+    int64_t each = (sz->value() + chunks - 1) / chunks;
+    split_out(cv, n, x, d, split_sizes(cv, n, x, d, std::max<int64_t>(each, 1)));
+  };
+  t["aten.unbind"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    Dim sz = C::shape(x)[static_cast<size_t>(d)];
+    if (!sz->is_const()) cv.fail(n, "unbind of a symbolic dim is not supported");
+    std::vector<Var*> outs;
+    if (sz->value() == 1) {
+      outs.push_back(cv.op("squeeze", {C::a("x", x), C::aints32("axes", {d})}));
+    } else {
+      auto parts = cv.ops("split", {C::a("x", x), C::ai32("num_splits", sz->value()), C::ai32("axis", d)});
+      for (Var* p : parts) outs.push_back(cv.op("squeeze", {C::a("x", p), C::aints32("axes", {d})}));
+    }
+    cv.outs(n, outs);
+  };
+  t["aten.unbind_copy"] = t["aten.unbind"];
+
+  t["aten.slice"] = slice;
+  t["aten.slice_copy"] = slice;
+  t["aten.select"] = select;
+  t["aten.select_copy"] = select;
+  t["aten.narrow"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    SliceSpec s;
+    s.start = cv.i(n, "start", 0);
+    s.end = s.start + cv.i(n, "length", 0);
+    cv.out(n, slice_axis(cv, n, x, d, s));
+  };
+  t["aten.index_select"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    cv.out(n, cv.op("gather", {C::a("x", x), C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)), C::ai32("axis", d)}));
+  };
+  t["aten.gather"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    cv.out(n, cv.op("gather_along_axis", {C::a("x", x), C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)),
+                                          C::ai32("axis", d)}));
+  };
+  t["aten.index.Tensor"] = [](C& cv, const json& n) { cv.out(n, index(cv, n, self(cv, n), cv.tensors(n, "indices"))); };
+  t["aten.index_put"] = [](C& cv, const json& n) {
+    cv.out(n, index_put(cv, n, self(cv, n), cv.tensors(n, "indices"), cv.tensor(n, "values"), cv.bo(n, "accumulate", false)));
+  };
+  t["aten._unsafe_index_put"] = t["aten.index_put"];
+  t["aten._unsafe_index.Tensor"] = t["aten.index.Tensor"];
+  t["aten.index_copy"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    Var* src = cv.cast(cv.tensor(n, "source"), C::dtype(x));
+    Var* idx = cv.cast(cv.tensor(n, "index"), DataType::Int32);
+    cv.out(n, cv.op("scatter", {C::a("data", x), C::a("indices", idx), C::a("updates", src), C::ai32("axis", d),
+                                C::astr("mode", "update")}));
+  };
+  t["aten.scatter"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    Var* idx = cv.cast(cv.tensor(n, "index"), DataType::Int32);
+    Var* src;
+    if (C::is_number(n, "value")) {
+      src = cv.op("fill", {C::a("shape", shape_of_var(cv, idx)), C::a("value", is_float(C::dtype(x))
+                                                                          ? Value::scalar_float(C::dtype(x), cv.f(n, "value", 0))
+                                                                          : Value::scalar_int(C::dtype(x), cv.i(n, "value", 0)))});
+    } else {
+      src = cv.cast(cv.tensor(n, "src"), C::dtype(x));
+    }
+    std::string reduce = cv.s(n, "reduce", "");
+    std::string mode = reduce.empty() ? "update" : reduce == "add" ? "add" : reduce == "multiply" ? "mul" : "";
+    if (mode.empty()) cv.fail(n, "scatter reduce '" + reduce + "' is not supported");
+    cv.out(n, cv.op("scatter_along_axis", {C::a("data", x), C::a("indices", idx), C::a("updates", src), C::ai32("axis", d),
+                                           C::astr("mode", mode)}));
+  };
+  t["aten.scatter_add"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    cv.out(n, cv.op("scatter_along_axis", {C::a("data", x), C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)),
+                                           C::a("updates", cv.cast(cv.tensor(n, "src"), C::dtype(x))), C::ai32("axis", d),
+                                           C::astr("mode", "add")}));
+  };
+  t["aten.slice_scatter"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* src = cv.cast(cv.tensor(n, "src"), C::dtype(x));
+    int r = cv.rank(n, x);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
+    std::vector<int64_t> begin(static_cast<size_t>(r), 0), end(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
+    std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
+    Bound st = bound(cv, n, "start", x, d), en = bound(cv, n, "end", x, d);
+    if (st.var || en.var) cv.fail(n, "slice_scatter with symbolic bounds is not supported");
+    if (st.v && *st.v != 0) {
+      begin[static_cast<size_t>(d)] = *st.v;
+      bm[static_cast<size_t>(d)] = 0;
+    }
+    if (en.v && *en.v < kBig) {
+      end[static_cast<size_t>(d)] = *en.v;
+      em[static_cast<size_t>(d)] = 0;
+    }
+    stride[static_cast<size_t>(d)] = cv.i(n, "step", 1);
+    cv.out(n, cv.op("slice_update", {C::a("x", x), C::a("update", src), C::aints32("begin", begin), C::aints32("end", end),
+                                     C::aints32("stride", stride), C::a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
+                                     C::a("end_mask", Value::from_ints(DataType::Bool, {r}, em))}));
+  };
+  t["aten.select_scatter"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
+    int64_t idx = cv.i(n, "index", 0);
+    Var* src = cv.op("expand_dims", {C::a("x", cv.cast(cv.tensor(n, "src"), C::dtype(x))), C::aints32("axes", {d})});
+    std::vector<int64_t> begin(static_cast<size_t>(r), 0), end(static_cast<size_t>(r), 0);
+    std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
+    begin[static_cast<size_t>(d)] = idx;
+    bm[static_cast<size_t>(d)] = 0;
+    if (idx != -1) {
+      end[static_cast<size_t>(d)] = idx + 1;
+      em[static_cast<size_t>(d)] = 0;
+    }
+    cv.out(n, cv.op("slice_update", {C::a("x", x), C::a("update", src), C::aints32("begin", begin), C::aints32("end", end),
+                                     C::a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
+                                     C::a("end_mask", Value::from_ints(DataType::Bool, {r}, em))}));
+  };
+
+  // copies and casts
+  auto ident = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (auto od = cv.out_dtype(n)) x = cv.cast(x, *od);
+    cv.out(n, cv.op("identity", {C::a("x", x)}));
+  };
+  for (const char* name : {"aten.clone", "aten.contiguous", "aten.alias", "aten.detach", "aten.lift_fresh_copy",
+                           "aten.lift_fresh", "aten._to_copy", "aten.to", "aten.type_as", "aten.alias_copy",
+                           "aten.detach_copy", "aten.resolve_conj", "aten.resolve_neg", "aten.positive",
+                           "aten._to_dim_order_copy", "aten.clone_dim_order"})
+    t[name] = ident;
+  t["aten.copy"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* src = cv.cast(cv.tensor(n, "src"), C::dtype(x));
+    if (src->type() == x->type()) cv.out(n, cv.op("identity", {C::a("x", src)}));
+    else cv.out(n, expand_to(cv, n, src, C::shape(x)));
+  };
+  t["aten.fill.Scalar"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, fill(cv, shape_of_var(cv, x), cv.f(n, "value", 0), C::dtype(x)));
+  };
+  t["aten.fill.Tensor"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* v = cv.cast(cv.tensor(n, "value"), C::dtype(x));
+    cv.out(n, expand_to(cv, n, v, C::shape(x)));
+  };
+  t["aten.zero"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    cv.out(n, fill(cv, shape_of_var(cv, x), 0, C::dtype(x)));
+  };
+
+  // factories
+  auto filled = [](double v) {
+    return [v](C& cv, const json& n) {
+      DataType dt = factory_dtype(cv, n, nullptr, DataType::Float32);
+      cv.out(n, fill(cv, cv.shape_var(cv.dims(n, "size")), v, dt));
+    };
+  };
+  t["aten.zeros"] = filled(0);
+  t["aten.ones"] = filled(1);
+  t["aten.empty.memory_format"] = filled(0);
+  t["aten.empty"] = filled(0);
+  t["aten.full"] = [](C& cv, const json& n) {
+    DataType dt = factory_dtype(cv, n, nullptr, DataType::Float32);
+    Var* shp = cv.shape_var(cv.dims(n, "size"));
+    if (C::is_number(n, "fill_value") && !(C::arg(n, "fill_value")->contains("as_sym_int"))) {
+      cv.out(n, fill(cv, shp, cv.f(n, "fill_value", 0), dt));
+      return;
+    }
+    Var* v = cv.scalar_or_tensor(n, "fill_value", dt);
+    cv.out(n, cv.op("fill", {C::a("shape", shp), C::a("value", v)}));
+  };
+  auto new_filled = [](double v) {
+    return [v](C& cv, const json& n) {
+      Var* x = self(cv, n);
+      DataType dt = factory_dtype(cv, n, x, C::dtype(x));
+      cv.out(n, fill(cv, size_shape(cv, cv.dims(n, "size"), x), v, dt));
+    };
+  };
+  t["aten.new_zeros"] = new_filled(0);
+  t["aten.new_ones"] = new_filled(1);
+  t["aten.new_empty"] = new_filled(0);
+  t["aten.new_full"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = factory_dtype(cv, n, x, C::dtype(x));
+    cv.out(n, fill(cv, size_shape(cv, cv.dims(n, "size"), x), cv.f(n, "fill_value", 0), dt));
+  };
+  auto like = [](double v) {
+    return [v](C& cv, const json& n) {
+      Var* x = self(cv, n);
+      DataType dt = factory_dtype(cv, n, x, C::dtype(x));
+      cv.out(n, fill(cv, shape_of_var(cv, x), v, dt));
+    };
+  };
+  t["aten.zeros_like"] = like(0);
+  t["aten.ones_like"] = like(1);
+  t["aten.empty_like"] = like(0);
+  t["aten.full_like"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = factory_dtype(cv, n, x, C::dtype(x));
+    cv.out(n, fill(cv, shape_of_var(cv, x), cv.f(n, "fill_value", 0), dt));
+  };
+  t["aten.scalar_tensor"] = [](C& cv, const json& n) {
+    DataType dt = factory_dtype(cv, n, nullptr, DataType::Float32);
+    cv.out(n, cv.op("identity", {C::a("x", cv.scalar_or_tensor(n, "s", dt))}));
+  };
+  t["aten.arange"] = [](C& cv, const json& n) {
+    DataType dt = factory_dtype(cv, n, nullptr, DataType::Int32);
+    auto num = [&](const char* name, double def) -> Var* {
+      if (!C::has(n, name)) return cv.cs(def, dt);
+      return cv.scalar_or_tensor(n, name, dt);
+    };
+    Var* start = C::has(n, "start") ? num("start", 0) : cv.cs(0, dt);
+    Var* end = num("end", 0);
+    Var* step = num("step", 1);
+    cv.out(n, cv.op("range_1d", {C::a("end", end), C::a("start", start), C::a("step", step)}));
+  };
+
+  // padding
+  t["aten.constant_pad_nd"] = [](C& cv, const json& n) {
+    cv.out(n, pad(cv, n, self(cv, n), cv.ints(n, "pad"), "constant", cv.f(n, "value", 0)));
+  };
+  t["aten.pad"] = [](C& cv, const json& n) {
+    std::string mode = cv.s(n, "mode", "constant");
+    std::string m = mode == "reflect" ? "reflect" : mode == "replicate" ? "replicate" : mode == "constant" ? "constant" : "";
+    if (m.empty()) cv.fail(n, "pad mode '" + mode + "' is not supported");
+    cv.out(n, pad(cv, n, self(cv, n), cv.ints(n, "pad"), m, cv.f(n, "value", 0)));
+  };
+  for (const char* name : {"aten.reflection_pad1d", "aten.reflection_pad2d", "aten.reflection_pad3d"})
+    t[name] = [](C& cv, const json& n) { cv.out(n, pad(cv, n, self(cv, n), cv.ints(n, "padding"), "reflect", 0)); };
+  for (const char* name : {"aten.replication_pad1d", "aten.replication_pad2d", "aten.replication_pad3d"})
+    t[name] = [](C& cv, const json& n) { cv.out(n, pad(cv, n, self(cv, n), cv.ints(n, "padding"), "replicate", 0)); };
+
+  // reordering
+  t["aten.flip"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    auto dims = cv.ints(n, "dims");
+    for (auto& d : dims) d = cv.axis(n, d, cv.rank(n, x));
+    cv.out(n, cv.op("reverse", {C::a("x", x), C::aints32("axes", dims)}));
+  };
+  t["aten.roll"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    auto shifts = cv.ints(n, "shifts");
+    auto dims = cv.ints(n, "dims");
+    int r = cv.rank(n, x);
+    Var* y = x;
+    if (dims.empty()) {
+      auto sh = C::static_shape(x);
+      if (!sh) cv.fail(n, "roll without dims needs a known shape");
+      y = reshape(cv, x, cv.ci({-1}));
+      dims = {0};
+    }
+    for (size_t k = 0; k < dims.size(); ++k) {
+      int64_t d = cv.axis(n, dims[k], cv.rank(n, y));
+      Dim sz = C::shape(y)[static_cast<size_t>(d)];
+      if (!sz->is_const()) cv.fail(n, "roll along a symbolic dim is not supported");
+      int64_t L = sz->value();
+      if (L == 0) continue;
+      int64_t s = ((shifts[k] % L) + L) % L;
+      if (s == 0) continue;
+      SliceSpec a, b;
+      a.start = L - s;
+      b.start = 0;
+      b.end = L - s;
+      Var* pa = slice_axis(cv, n, y, d, a);
+      Var* pb = slice_axis(cv, n, y, d, b);
+      y = cv.op("concat", {values_arg({pa, pb}), C::ai32("axis", d)});
+    }
+    if (cv.ints(n, "dims").empty()) y = reshape(cv, y, shape_of_var(cv, x));
+    (void)r;
+    cv.out(n, y == x ? cv.op("identity", {C::a("x", x)}) : y);
+  };
+  t["aten.tril"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* m = tri_mask(cv, n, x, cv.i(n, "diagonal", 0), true);
+    cv.out(n, cv.op("select", {C::a("cond", m), C::a("a", x), C::a("b", cv.cs(0, C::dtype(x)))}));
+  };
+  t["aten.triu"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* m = tri_mask(cv, n, x, cv.i(n, "diagonal", 0), false);
+    cv.out(n, cv.op("select", {C::a("cond", m), C::a("a", x), C::a("b", cv.cs(0, C::dtype(x)))}));
+  };
+  t["aten.topk"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", -1), cv.rank(n, x));
+    auto outs = cv.ops("topk", {C::a("x", x), C::ai32("k", cv.i(n, "k", 1)), C::ai32("axis", d),
+                                C::abool("ascending", !cv.bo(n, "largest", true))});
+    cv.outs(n, outs);
+  };
+  t["aten.sort"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", -1), cv.rank(n, x));
+    Var* idx = cv.op("argsort", {C::a("x", x), C::ai32("axis", d), C::abool("ascending", !cv.bo(n, "descending", false))});
+    Var* v = cv.op("gather_along_axis", {C::a("x", x), C::a("indices", idx), C::ai32("axis", d)});
+    cv.outs(n, {v, idx});
+  };
+  t["aten.argsort"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int64_t d = cv.axis(n, cv.i(n, "dim", -1), cv.rank(n, x));
+    cv.out(n, cv.op("argsort", {C::a("x", x), C::ai32("axis", d), C::abool("ascending", !cv.bo(n, "descending", false))}));
+  };
+  t["aten.one_hot"] = [](C& cv, const json& n) {
+    Var* x = cv.cast(self(cv, n), DataType::Int32);
+    int64_t k = cv.i(n, "num_classes", -1);
+    if (k < 0) cv.fail(n, "one_hot needs num_classes (the count from the data is data-dependent)");
+    cv.out(n, cv.op("one_hot", {C::a("indices", x), C::ai32("one_hot_vector_size", k), C::ai32("axis", -1),
+                                C::a("on_value", Value::scalar_int(DataType::Int32, 1)),
+                                C::a("off_value", Value::scalar_int(DataType::Int32, 0))}));
+  };
+  t["aten.cumsum"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (auto dt = cv.dtype_arg(n, "dtype")) x = cv.cast(x, *dt);
+    else if (auto od = cv.out_dtype(n)) x = cv.cast(x, *od);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+    cv.out(n, cv.op("cumsum", {C::a("x", x), C::ai32("axis", d)}));
+  };
+}
+
+}  // namespace torch_detail
+}  // namespace milkit

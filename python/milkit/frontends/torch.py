@@ -1,0 +1,103 @@
+"""torch.export programs -> milkit Program, translated in C++.
+
+``milkit.convert(exported_program)`` and ``milkit.convert("model.pt2")`` come here. An in-memory
+``ExportedProgram`` (any dialect: TRAINING as ``torch.export.export`` returns it, ATen or core ATen
+after ``run_decompositions()``) is serialized to torch's JSON schema (the graph only) and its
+parameters, buffers and constants are handed to C++ by reference (no copies of contiguous CPU
+tensors). A ``.pt2`` archive is read entirely in C++ with its weights memory-mapped, so converting
+one does not need torch.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Tuple
+
+from .. import _core
+
+__all__ = ["is_torch_source", "is_pt2_path", "import_model", "supported_ops"]
+
+# torch dtype name -> milkit storage dtype name (kept as stored; the importer narrows)
+_DTYPES = {
+    "float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64",
+    "int64": "int64", "int32": "int32", "int16": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool",
+}
+
+
+def is_pt2_path(model: Any) -> bool:
+    """Whether `model` is a path ending in .pt2."""
+    return isinstance(model, (str, os.PathLike)) and os.fspath(model).lower().endswith(".pt2")
+
+
+def is_torch_source(model: Any) -> bool:
+    """Whether `model` is a torch.export program: a .pt2 path or an ``ExportedProgram`` (by duck
+    typing, so torch is not imported here)."""
+    if is_pt2_path(model):
+        return True
+    t = type(model)
+    return t.__name__ == "ExportedProgram" and hasattr(model, "graph_signature") and hasattr(model, "graph_module")
+
+
+def _tensor_entry(name: str, t: Any) -> Tuple[Any, str]:
+    """A tensor as (numpy array sharing its memory where possible, milkit dtype name)."""
+    import torch
+
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"the program's constant '{name}' is a {type(t).__name__}, not a tensor")
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    if t.is_complex():
+        raise ValueError(f"tensor '{name}' is complex ({t.dtype}); Core ML cannot hold it")
+    dname = str(t.dtype).replace("torch.", "")
+    if dname not in _DTYPES:
+        raise ValueError(f"tensor '{name}' has dtype {t.dtype}, which milkit cannot read")
+    t = t.contiguous()
+    if dname == "bfloat16":
+        arr = t.view(torch.int16).numpy()
+    else:
+        arr = t.numpy()
+    return arr, _DTYPES[dname]
+
+
+def _serialize(ep: Any) -> bytes:
+    """The program's graph in torch's JSON schema (weights left out: they go by reference)."""
+    from torch._export.serde import serialize as serde
+
+    art = serde.serialize(ep, serialize_state_dict=False, serialize_constants=False,
+                          serialize_example_inputs=False)
+    return bytes(art.exported_program)
+
+
+def import_model(model: Any, target: int, input_dims: Dict[str, List[int]] | None = None
+                 ) -> Tuple[Any, Dict[str, Any]]:
+    """Imports `model` (a .pt2 path or an ``ExportedProgram``) for deployment target `target`
+    (a specification version). Returns the Program and what the importer learned (user input and
+    output names, states, dialect, schema version).
+
+    `input_dims` fixes input dims by user input name (-1 keeps the program's dim).
+    """
+    dims = dict(input_dims or {})
+    if is_pt2_path(model):
+        path = os.fspath(model)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f".pt2 archive '{path}' does not exist")
+        return _core.import_pt2_file(path, target, dims)
+    if not is_torch_source(model):
+        raise TypeError(f"not a torch.export program: {type(model).__name__}")
+    text = _serialize(model)
+    weights = {k: _tensor_entry(k, v) for k, v in model.state_dict.items()}
+    constants = {}
+    for k, v in getattr(model, "constants", {}).items():
+        try:
+            import torch
+        except ImportError:  # pragma: no cover - an ExportedProgram implies torch
+            raise
+        if isinstance(v, torch.Tensor):
+            constants[k] = _tensor_entry(k, v)
+    return _core.import_torch_export(text, weights, constants, target, dims, "<ExportedProgram>")
+
+
+def supported_ops() -> List[str]:
+    """The ATen operators milkit converts ("aten.add" for every overload, or one overload)."""
+    return list(_core.torch_supported_ops())
