@@ -130,6 +130,32 @@ std::optional<DataType> stored_dtype(int64_t t) {
 
 constexpr int64_t kStridedLayout = 7;  // schema.Layout.Strided
 
+// The message as valid UTF-8 (Python decodes it): a byte that starts no valid sequence becomes
+// \xNN. Entry names and JSON parse errors quote bytes of the file.
+std::string clean_utf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = n > 0 && i + n <= s.size();
+    for (size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (ok && n == 1 && c < 0x20 && c != '\n' && c != '\t') ok = false;
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      static const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+      ++i;
+    }
+  }
+  return out;
+}
+
 // ---- the archive ------------------------------------------------------------------------------
 
 struct Entry {
@@ -167,10 +193,10 @@ class Reader {
 
  private:
   [[noreturn]] void fail(const std::string& msg) const {
-    throw FormatError("pt2 archive '" + path_ + "': " + msg);
+    throw FormatError(clean_utf8("pt2 archive '" + path_ + "': " + msg));
   }
   [[noreturn]] void unsupported(const std::string& msg) const {
-    throw ValueError("pt2 archive '" + path_ + "': " + msg);
+    throw ValueError(clean_utf8("pt2 archive '" + path_ + "': " + msg));
   }
   void map_file();
   void open_zip();
@@ -227,6 +253,23 @@ void Reader::map_file() {
 
 void Reader::open_zip() {
   if (mem_.size == 0) fail("not a zip archive (the file is empty)");
+  // The end of central directory record (22 bytes and its comment) must end the file. minizip
+  // is laxer (it takes a zip64 record whose plain one was cut off, or the record of a zip nested
+  // in an entry), so a cut file could pass it.
+  bool eocd = false;
+  if (mem_.size >= 22) {
+    uint64_t lo = mem_.size - 22 > 65535 ? mem_.size - 22 - 65535 : 0;
+    for (uint64_t p = mem_.size - 22 + 1; p-- > lo;) {
+      const uint8_t* q = mem_.data + p;
+      if (q[0] == 'P' && q[1] == 'K' && q[2] == 5 && q[3] == 6 && p + 22 + (q[20] | (q[21] << 8)) == mem_.size) {
+        eocd = true;
+        break;
+      }
+    }
+  }
+  if (!eocd)
+    fail("not a zip archive, or a truncated one (its " + std::to_string(mem_.size) +
+         " bytes do not end with a zip's end of central directory record)");
   zlib_filefunc64_def io{};
   io.zopen64_file = mem_open;
   io.zread_file = mem_read;
