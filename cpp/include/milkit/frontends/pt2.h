@@ -11,10 +11,10 @@ namespace milkit {
 
 /// One tensor entry of a .pt2 archive (a parameter, buffer or lifted constant), as stored.
 ///
-/// The value keeps torch's dtype where MIL has one (fp32, fp16, bf16, fp8 e4m3fn / e5m2, int8..int64,
-/// uint8..uint64, bool); fp64 is converted to fp32. A contiguous tensor stored uncompressed borrows
-/// its bytes from a memory mapping of the archive (kept alive by the value's buffer); a strided,
-/// compressed or converted one owns a contiguous copy.
+/// The value keeps torch's dtype where MIL has one (fp32, fp16, bf16, fp8 e4m3fn / e5m2,
+/// int8..int64, uint8..uint64, bool); fp64 is converted to fp32. A contiguous tensor stored
+/// uncompressed borrows its bytes from a memory mapping of the archive (kept alive by the value's
+/// buffer); a strided, compressed or converted one owns a contiguous copy.
 struct Pt2Tensor {
   std::shared_ptr<const Value> value;  ///< dtype, shape and elements (row-major).
   bool is_param = false;               ///< Whether torch saved it as an nn.Parameter.
@@ -29,7 +29,8 @@ struct Pt2Archive {
   std::string source;                                    ///< the path, for messages
 };
 
-/// Opens a .pt2 file: IOError if unreadable, FormatError (naming the file and the entry) if malformed.
+/// Opens a .pt2 file: IOError if unreadable, FormatError (naming the file and the entry) if
+/// malformed.
 ///
 /// Reads the archive written by torch.export.save (archive_format "pt2", schema major version 8):
 /// the program JSON of the model named "model" (or of the only model), the weights config and the

@@ -61,10 +61,17 @@ long ZCALLBACK mem_seek(voidpf, voidpf stream, ZPOS64_T offset, int origin) {
   auto* s = static_cast<MemStream*>(stream);
   uint64_t base = 0;
   switch (origin) {
-    case ZLIB_FILEFUNC_SEEK_SET: base = 0; break;
-    case ZLIB_FILEFUNC_SEEK_CUR: base = s->pos; break;
-    case ZLIB_FILEFUNC_SEEK_END: base = s->file->size; break;
-    default: return -1;
+    case ZLIB_FILEFUNC_SEEK_SET:
+      base = 0;
+      break;
+    case ZLIB_FILEFUNC_SEEK_CUR:
+      base = s->pos;
+      break;
+    case ZLIB_FILEFUNC_SEEK_END:
+      base = s->file->size;
+      break;
+    default:
+      return -1;
   }
   if (base > s->file->size || offset > s->file->size - base) return -1;
   s->pos = base + offset;
@@ -80,51 +87,90 @@ int ZCALLBACK mem_error(voidpf, voidpf) { return 0; }
 
 const char* torch_dtype_name(int64_t t) {
   switch (t) {
-    case 0: return "UNKNOWN";
-    case 1: return "BYTE (uint8)";
-    case 2: return "CHAR (int8)";
-    case 3: return "SHORT (int16)";
-    case 4: return "INT (int32)";
-    case 5: return "LONG (int64)";
-    case 6: return "HALF (float16)";
-    case 7: return "FLOAT (float32)";
-    case 8: return "DOUBLE (float64)";
-    case 9: return "COMPLEXHALF";
-    case 10: return "COMPLEXFLOAT";
-    case 11: return "COMPLEXDOUBLE";
-    case 12: return "BOOL";
-    case 13: return "BFLOAT16";
-    case 28: return "UINT16";
-    case 29: return "FLOAT8E4M3FN";
-    case 30: return "FLOAT8E5M2";
-    case 31: return "FLOAT8E4M3FNUZ";
-    case 32: return "FLOAT8E5M2FNUZ";
-    case 33: return "FLOAT8E8M0FNU";
-    case 34: return "UINT32";
-    case 35: return "UINT64";
-    default: return nullptr;
+    case 0:
+      return "UNKNOWN";
+    case 1:
+      return "BYTE (uint8)";
+    case 2:
+      return "CHAR (int8)";
+    case 3:
+      return "SHORT (int16)";
+    case 4:
+      return "INT (int32)";
+    case 5:
+      return "LONG (int64)";
+    case 6:
+      return "HALF (float16)";
+    case 7:
+      return "FLOAT (float32)";
+    case 8:
+      return "DOUBLE (float64)";
+    case 9:
+      return "COMPLEXHALF";
+    case 10:
+      return "COMPLEXFLOAT";
+    case 11:
+      return "COMPLEXDOUBLE";
+    case 12:
+      return "BOOL";
+    case 13:
+      return "BFLOAT16";
+    case 28:
+      return "UINT16";
+    case 29:
+      return "FLOAT8E4M3FN";
+    case 30:
+      return "FLOAT8E5M2";
+    case 31:
+      return "FLOAT8E4M3FNUZ";
+    case 32:
+      return "FLOAT8E5M2FNUZ";
+    case 33:
+      return "FLOAT8E8M0FNU";
+    case 34:
+      return "UINT32";
+    case 35:
+      return "UINT64";
+    default:
+      return nullptr;
   }
 }
 
 // The milkit dtype storing a torch ScalarType exactly (little-endian, one byte per bool).
 std::optional<DataType> stored_dtype(int64_t t) {
   switch (t) {
-    case 1: return DataType::UInt8;
-    case 2: return DataType::Int8;
-    case 3: return DataType::Int16;
-    case 4: return DataType::Int32;
-    case 5: return DataType::Int64;
-    case 6: return DataType::Float16;
-    case 7: return DataType::Float32;
-    case 8: return DataType::Float64;
-    case 12: return DataType::Bool;
-    case 13: return DataType::BFloat16;
-    case 28: return DataType::UInt16;
-    case 29: return DataType::Float8E4M3FN;
-    case 30: return DataType::Float8E5M2;
-    case 34: return DataType::UInt32;
-    case 35: return DataType::UInt64;
-    default: return std::nullopt;
+    case 1:
+      return DataType::UInt8;
+    case 2:
+      return DataType::Int8;
+    case 3:
+      return DataType::Int16;
+    case 4:
+      return DataType::Int32;
+    case 5:
+      return DataType::Int64;
+    case 6:
+      return DataType::Float16;
+    case 7:
+      return DataType::Float32;
+    case 8:
+      return DataType::Float64;
+    case 12:
+      return DataType::Bool;
+    case 13:
+      return DataType::BFloat16;
+    case 28:
+      return DataType::UInt16;
+    case 29:
+      return DataType::Float8E4M3FN;
+    case 30:
+      return DataType::Float8E5M2;
+    case 34:
+      return DataType::UInt32;
+    case 35:
+      return DataType::UInt64;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -203,7 +249,10 @@ class Reader {
   void list_entries();
   const Entry* find(const std::string& rel) const;
   const Bytes& bytes(const Entry& e);
-  std::string text(const Entry& e) { auto& b = bytes(e); return std::string(reinterpret_cast<const char*>(b.data), b.size); }
+  std::string text(const Entry& e) {
+    auto& b = bytes(e);
+    return std::string(reinterpret_cast<const char*>(b.data), b.size);
+  }
   json parse(const Entry& e);
   std::string pick_model();
   void check_schema(const json& program, const Entry& e);
@@ -261,7 +310,8 @@ void Reader::open_zip() {
     uint64_t lo = mem_.size - 22 > 65535 ? mem_.size - 22 - 65535 : 0;
     for (uint64_t p = mem_.size - 22 + 1; p-- > lo;) {
       const uint8_t* q = mem_.data + p;
-      if (q[0] == 'P' && q[1] == 'K' && q[2] == 5 && q[3] == 6 && p + 22 + (q[20] | (q[21] << 8)) == mem_.size) {
+      if (q[0] == 'P' && q[1] == 'K' && q[2] == 5 && q[3] == 6 &&
+          p + 22 + (q[20] | (q[21] << 8)) == mem_.size) {
         eocd = true;
         break;
       }
@@ -290,7 +340,9 @@ void Reader::list_entries() {
   if (unzGetGlobalInfo64(zip_, &gi) != UNZ_OK) fail("cannot read the zip's central directory");
   if (gi.number_entry == 0) fail("the zip archive has no entries");
   // each central directory record takes at least 46 bytes: a larger count is a lie
-  if (gi.number_entry > mem_.size / 46) fail("the zip's central directory claims " + std::to_string(gi.number_entry) + " entries, more than the file can hold");
+  if (gi.number_entry > mem_.size / 46)
+    fail("the zip's central directory claims " + std::to_string(gi.number_entry) +
+         " entries, more than the file can hold");
   std::vector<char> name(65536 + 1);
   int err = unzGoToFirstFile(zip_);
   for (uint64_t i = 0;; ++i) {
@@ -299,7 +351,8 @@ void Reader::list_entries() {
       fail("the zip's central directory is damaged (at entry " + std::to_string(i) +
            (entries_.empty() ? std::string() : ", after '" + entries_.back().name + "'") + ")");
     unz_file_info64 fi;
-    if (unzGetCurrentFileInfo64(zip_, &fi, name.data(), name.size() - 1, nullptr, 0, nullptr, 0) != UNZ_OK)
+    if (unzGetCurrentFileInfo64(zip_, &fi, name.data(), name.size() - 1, nullptr, 0, nullptr, 0) !=
+        UNZ_OK)
       fail("the zip's central directory is damaged (at entry " + std::to_string(i) + ")");
     Entry e;
     e.name.assign(name.data(), std::min<size_t>(fi.size_filename, name.size() - 1));
@@ -308,7 +361,8 @@ void Reader::list_entries() {
     e.method = fi.compression_method;
     e.flag = fi.flag;
     if (unzGetFilePos64(zip_, &e.pos) != UNZ_OK) fail("cannot locate entry '" + e.name + "'");
-    if (!by_name_.emplace(e.name, entries_.size()).second) fail("entry '" + e.name + "' appears twice in the zip");
+    if (!by_name_.emplace(e.name, entries_.size()).second)
+      fail("entry '" + e.name + "' appears twice in the zip");
     entries_.push_back(std::move(e));
     err = unzGoToNextFile(zip_);
   }
@@ -316,7 +370,8 @@ void Reader::list_entries() {
   const std::string& first = entries_.front().name;
   size_t slash = first.find('/');
   if (slash == std::string::npos || slash == 0)
-    fail("entry '" + first + "' is not inside a folder (a .pt2 archive keeps its records under one)");
+    fail("entry '" + first +
+         "' is not inside a folder (a .pt2 archive keeps its records under one)");
   root_ = first.substr(0, slash + 1);
 }
 
@@ -359,16 +414,19 @@ const Bytes& Reader::bytes(const Entry& e) {
       if (n <= 0) break;
     }
     int close = unzCloseCurrentFile(zip_);
-    if (n < 0) fail(what + ": its compressed data is damaged (minizip error " + std::to_string(n) + ")");
+    if (n < 0)
+      fail(what + ": its compressed data is damaged (minizip error " + std::to_string(n) + ")");
     if (out->size() != e.usize)
-      fail(what + " inflates to " + std::to_string(out->size()) + " bytes, the zip says " + std::to_string(e.usize));
+      fail(what + " inflates to " + std::to_string(out->size()) + " bytes, the zip says " +
+           std::to_string(e.usize));
     if (close == UNZ_CRCERROR) fail(what + ": CRC mismatch (damaged data)");
     out->shrink_to_fit();
     b.data = out->data();
     b.size = out->size();
     b.owner = out;
   } else {
-    fail(what + " uses zip compression method " + std::to_string(e.method) + " (only stored and deflate are read)");
+    fail(what + " uses zip compression method " + std::to_string(e.method) +
+         " (only stored and deflate are read)");
   }
   return cache_.emplace(e.name, std::move(b)).first->second;
 }
@@ -389,12 +447,14 @@ std::string Reader::pick_model() {
   const std::string prefix = root_ + "models/";
   std::vector<std::string> names;
   for (auto& e : entries_) {
-    if (e.name.size() <= prefix.size() + 5 || e.name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (e.name.size() <= prefix.size() + 5 || e.name.compare(0, prefix.size(), prefix) != 0)
+      continue;
     if (e.name.compare(e.name.size() - 5, 5, ".json") != 0) continue;
     std::string n = e.name.substr(prefix.size(), e.name.size() - prefix.size() - 5);
     if (n.find('/') == std::string::npos) names.push_back(n);
   }
-  if (names.empty()) fail("no models/<name>.json entry (the serialized program) under '" + root_ + "'");
+  if (names.empty())
+    fail("no models/<name>.json entry (the serialized program) under '" + root_ + "'");
   for (auto& n : names)
     if (n == "model") return n;
   if (names.size() == 1) return names[0];
@@ -409,10 +469,13 @@ void Reader::check_schema(const json& program, const Entry& e) {
   auto major = it->find("major"), minor = it->find("minor");
   if (major == it->end() || !major->is_number_integer())
     fail("entry '" + e.name + "': schema_version has no integer 'major'");
-  std::string minor_s = minor != it->end() && minor->is_number_integer() ? std::to_string(minor->get<int64_t>()) : "?";
+  std::string minor_s = minor != it->end() && minor->is_number_integer()
+                            ? std::to_string(minor->get<int64_t>())
+                            : "?";
   int64_t maj = major->get<int64_t>();
   if (maj != 8)
-    fail("schema version " + std::to_string(maj) + "." + minor_s + " is not supported (milkit reads 8.x)");
+    fail("schema version " + std::to_string(maj) + "." + minor_s +
+         " is not supported (milkit reads 8.x)");
 }
 
 Meta Reader::parse_meta(const json& tm, const std::string& what) const {
@@ -431,7 +494,8 @@ Meta Reader::parse_meta(const json& tm, const std::string& what) const {
         std::string expr = x->is_object() && x->contains("expr_str") && (*x)["expr_str"].is_string()
                                ? (*x)["expr_str"].get<std::string>()
                                : x->dump();
-        fail(what + ": " + where + " is symbolic (" + expr + "); a stored tensor needs concrete sizes");
+        fail(what + ": " + where + " is symbolic (" + expr +
+             "); a stored tensor needs concrete sizes");
       }
     }
     fail(what + ": " + where + " is not an integer ({\"as_int\": n})");
@@ -443,7 +507,8 @@ Meta Reader::parse_meta(const json& tm, const std::string& what) const {
   auto stored = stored_dtype(code);
   if (!stored) {
     const char* n = torch_dtype_name(code);
-    unsupported(what + ": dtype " + (n ? std::string(n) : "number " + std::to_string(code)) + " is not supported");
+    unsupported(what + ": dtype " + (n ? std::string(n) : "number " + std::to_string(code)) +
+                " is not supported");
   }
   m.dtype = *stored;
   m.esize = static_cast<size_t>(dtype_storage_bytes(m.dtype));
@@ -456,14 +521,18 @@ Meta Reader::parse_meta(const json& tm, const std::string& what) const {
   }
   const json& sizes = field("sizes");
   const json& strides = field("strides");
-  if (!sizes.is_array() || !strides.is_array()) fail(what + ": tensor_meta sizes and strides must be lists");
+  if (!sizes.is_array() || !strides.is_array())
+    fail(what + ": tensor_meta sizes and strides must be lists");
   if (sizes.size() != strides.size())
-    fail(what + ": " + std::to_string(sizes.size()) + " sizes but " + std::to_string(strides.size()) + " strides");
+    fail(what + ": " + std::to_string(sizes.size()) + " sizes but " +
+         std::to_string(strides.size()) + " strides");
   for (size_t d = 0; d < sizes.size(); ++d) {
     int64_t s = symint(sizes[d], "size " + std::to_string(d));
     int64_t st = symint(strides[d], "stride " + std::to_string(d));
-    if (s < 0) fail(what + ": negative size " + std::to_string(s) + " (dim " + std::to_string(d) + ")");
-    if (st < 0) fail(what + ": negative stride " + std::to_string(st) + " (dim " + std::to_string(d) + ")");
+    if (s < 0)
+      fail(what + ": negative size " + std::to_string(s) + " (dim " + std::to_string(d) + ")");
+    if (st < 0)
+      fail(what + ": negative stride " + std::to_string(st) + " (dim " + std::to_string(d) + ")");
     m.shape.push_back(s);
     m.strides.push_back(st);
   }
@@ -473,7 +542,8 @@ Meta Reader::parse_meta(const json& tm, const std::string& what) const {
   return m;
 }
 
-std::shared_ptr<const Value> Reader::make_value(const Meta& m, const Bytes& b, const std::string& what,
+std::shared_ptr<const Value> Reader::make_value(const Meta& m, const Bytes& b,
+                                                const std::string& what,
                                                 const std::string& entry) const {
   const uint64_t kMax = uint64_t(1) << 62;
   uint64_t numel = 1;
@@ -486,13 +556,15 @@ std::shared_ptr<const Value> Reader::make_value(const Meta& m, const Bytes& b, c
   bool overflow = false;
   for (size_t d = 0; d < m.shape.size(); ++d) {
     uint64_t step = 0;
-    overflow |= __builtin_mul_overflow(static_cast<uint64_t>(m.shape[d] - 1), static_cast<uint64_t>(m.strides[d]), &step);
+    overflow |= __builtin_mul_overflow(static_cast<uint64_t>(m.shape[d] - 1),
+                                       static_cast<uint64_t>(m.strides[d]), &step);
     overflow |= __builtin_add_overflow(last, step, &last);
   }
   overflow |= __builtin_add_overflow(last, uint64_t(1), &need);
   overflow |= __builtin_mul_overflow(need, static_cast<uint64_t>(m.esize), &need);
   if (overflow || need > b.size)
-    fail(what + " (entry '" + entry + "') is " + std::to_string(b.size) + " bytes, its shape needs " +
+    fail(what + " (entry '" + entry + "') is " + std::to_string(b.size) +
+         " bytes, its shape needs " +
          (overflow ? std::string("more than 2^64") : std::to_string(need)));
   const size_t esize = m.esize;
   const uint8_t* base = b.data + static_cast<size_t>(m.offset) * esize;
@@ -507,9 +579,11 @@ std::shared_ptr<const Value> Reader::make_value(const Meta& m, const Bytes& b, c
   std::shared_ptr<const Buffer> buf;
   if (contiguous) {
     if (reinterpret_cast<uintptr_t>(base) % esize == 0)
-      buf = Buffer::borrow(base, nbytes, b.owner);  // zero-copy: the mapping (or inflated entry) stays alive
+      buf = Buffer::borrow(base, nbytes,
+                           b.owner);  // zero-copy: the mapping (or inflated entry) stays alive
     else
-      buf = Buffer::copy(base, nbytes);  // misaligned (not written by torch): typed reads need alignment
+      buf = Buffer::copy(base,
+                         nbytes);  // misaligned (not written by torch): typed reads need alignment
   } else {
     std::vector<uint8_t> out(nbytes);
     const size_t rank = m.shape.size();
@@ -542,22 +616,27 @@ void Reader::read_payloads(const std::string& config_rel, const std::string& dir
   if (c == cfg.end() || !c->is_object()) fail("entry '" + ce->name + "' has no 'config' object");
   for (auto& [fqn, meta] : c->items()) {
     std::string what = std::string(kind) + " '" + fqn + "'";
-    if (!meta.is_object()) fail("entry '" + ce->name + "': the config of " + what + " is not an object");
+    if (!meta.is_object())
+      fail("entry '" + ce->name + "': the config of " + what + " is not an object");
     auto pn = meta.find("path_name");
-    if (pn == meta.end() || !pn->is_string()) fail("entry '" + ce->name + "': " + what + " has no path_name");
+    if (pn == meta.end() || !pn->is_string())
+      fail("entry '" + ce->name + "': " + what + " has no path_name");
     auto flag = [&](const char* name) {
       auto it = meta.find(name);
       if (it == meta.end() || it->is_null()) return false;
-      if (!it->is_boolean()) fail("entry '" + ce->name + "': " + what + "'s " + name + " is not a boolean");
+      if (!it->is_boolean())
+        fail("entry '" + ce->name + "': " + what + "'s " + name + " is not a boolean");
       return it->get<bool>();
     };
     bool is_param = flag("is_param"), pickled = flag("use_pickle");
     std::string entry = root_ + dir + pn->get<std::string>();
     if (pickled)
       unsupported(what + " (entry '" + entry +
-                  "') is saved with torch's pickler (a tensor subclass or a script object), which milkit does not read");
+                  "') is saved with torch's pickler (a tensor subclass or a script object), which "
+                  "milkit does not read");
     auto tm = meta.find("tensor_meta");
-    if (tm == meta.end() || tm->is_null()) fail("entry '" + ce->name + "': " + what + " has no tensor_meta");
+    if (tm == meta.end() || tm->is_null())
+      fail("entry '" + ce->name + "': " + what + " has no tensor_meta");
     Meta m = parse_meta(*tm, what);
     const Entry* e = find(dir + pn->get<std::string>());
     if (!e) fail(what + ": its entry '" + entry + "' is not in the archive");
@@ -574,10 +653,13 @@ Pt2Archive Reader::read() {
   if (!fmt) fail("no '" + root_ + "archive_format' entry: not a torch.export (.pt2) archive");
   std::string format = text(*fmt);
   if (format != "pt2")
-    fail("entry '" + fmt->name + "' says '" + format.substr(0, 64) + "', not 'pt2': not a torch.export archive");
+    fail("entry '" + fmt->name + "' says '" + format.substr(0, 64) +
+         "', not 'pt2': not a torch.export archive");
   if (const Entry* bo = find("byteorder")) {
     std::string order = text(*bo);
-    if (order != "little") unsupported("byteorder is '" + order.substr(0, 64) + "' (milkit reads little-endian archives)");
+    if (order != "little")
+      unsupported("byteorder is '" + order.substr(0, 64) +
+                  "' (milkit reads little-endian archives)");
   }
 
   Pt2Archive a;
