@@ -336,6 +336,10 @@ def test_corrupted_model_json(mlp_pt2, tmp_path):
     path, _ = mlp_pt2
     bad = rewrite(path, tmp_path / "json.pt2", lambda n, d: d[: len(d) // 2] if n.endswith("models/model.json") else d)
     raises(bad, milkit.FormatError, "models/model.json", "not valid JSON")
+    # damage inside graph_module (which the reader does not build) is still found
+    bad = rewrite(path, tmp_path / "json2.pt2",
+                  lambda n, d: d.replace(b'"nodes": [', b'"nodes": [,', 1) if n.endswith("models/model.json") else d)
+    raises(bad, milkit.FormatError, "models/model.json", "not valid JSON")
     bad = rewrite(path, tmp_path / "cfg.pt2", lambda n, d: b"{\"config\": [" if n.endswith("weights_config.json") else d)
     raises(bad, milkit.FormatError, "model_weights_config.json", "not valid JSON")
     bad = rewrite(path, tmp_path / "cfg2.pt2", lambda n, d: b"{\"conf\": {}}" if n.endswith("constants_config.json") else d)

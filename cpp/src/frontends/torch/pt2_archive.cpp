@@ -253,7 +253,7 @@ class Reader {
     auto& b = bytes(e);
     return std::string(reinterpret_cast<const char*>(b.data), b.size);
   }
-  json parse(const Entry& e);
+  json parse(const Entry& e, const char* skip_key = nullptr);
   std::string pick_model();
   void check_schema(const json& program, const Entry& e);
   void read_payloads(const std::string& config_rel, const std::string& dir, const char* kind,
@@ -431,11 +431,16 @@ const Bytes& Reader::bytes(const Entry& e) {
   return cache_.emplace(e.name, std::move(b)).first->second;
 }
 
-json Reader::parse(const Entry& e) {
+// `skip_key`: a top-level key whose value is checked for syntax but not built (the program's
+// graph_module, which only the importer needs).
+json Reader::parse(const Entry& e, const char* skip_key) {
   const Bytes& b = bytes(e);
   json j;
   try {
-    j = json::parse(b.data, b.data + b.size);
+    json::parser_callback_t skip = [skip_key](int depth, json::parse_event_t ev, json& parsed) {
+      return !(skip_key && ev == json::parse_event_t::key && depth == 1 && parsed == skip_key);
+    };
+    j = json::parse(b.data, b.data + b.size, skip);
   } catch (const json::exception& ex) {
     fail("entry '" + e.name + "' is not valid JSON: " + ex.what());
   }
@@ -666,7 +671,7 @@ Pt2Archive Reader::read() {
   a.source = path_;
   a.model_name = pick_model();
   const Entry* me = find("models/" + a.model_name + ".json");
-  check_schema(parse(*me), *me);
+  check_schema(parse(*me, "graph_module"), *me);
   a.model_json = text(*me);
 
   const std::string wdir = "data/weights/", cdir = "data/constants/";
