@@ -3,7 +3,7 @@ PYTHON ?= python3
 BUILD ?= build
 JOBS ?= 2
 APT_PACKAGES = libprotobuf-dev protobuf-compiler nlohmann-json3-dev catch2 ccache cmake ninja-build g++ valgrind libopenblas-dev \
-  graphviz chromium
+  graphviz chromium libminizip-dev
 STAMP = $(BUILD)/.deps-stamp
 # ccache hits across build trees (plain CMake build, pip's scikit-build tree, sanitizer tree)
 export CCACHE_BASEDIR = $(CURDIR)

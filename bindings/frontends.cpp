@@ -2,6 +2,7 @@
 #include "common.h"
 
 #include "milkit/frontends/onnx.h"
+#include "milkit/frontends/pt2.h"
 #include "milkit/frontends/torch.h"
 #include "milkit/types/error.h"
 
@@ -85,6 +86,8 @@ TorchTensors torch_tensors(const py::dict& d) {
 
 }  // namespace
 
+void init_pt2_archive(py::module_& m);
+
 void init_frontends(py::module_& m) {
   m.def(
       "import_torch_export",
@@ -103,6 +106,19 @@ void init_frontends(py::module_& m) {
       py::arg("json"), py::arg("weights"), py::arg("constants"), py::arg("target"),
       py::arg("input_dims") = std::map<std::string, std::vector<int64_t>>{}, py::arg("source") = "<ExportedProgram>",
       "Imports a serialized ExportedProgram (JSON bytes) with its weights ({fqn: (array, dtype)}); returns (program, info).");
+  m.def(
+      "import_pt2_file",
+      [](const std::string& path, int target, std::map<std::string, std::vector<int64_t>> dims) {
+        TorchImportInfo info;
+        std::shared_ptr<Program> p;
+        {
+          py::gil_scoped_release release;
+          p = import_pt2_file(path, torch_options(target, "<ExportedProgram>", dims), &info);
+        }
+        return py::make_tuple(p, torch_info_dict(info));
+      },
+      py::arg("path"), py::arg("target"), py::arg("input_dims") = std::map<std::string, std::vector<int64_t>>{},
+      "Imports a .pt2 archive (torch.export.save), its weights mapped in place; returns (program, info).");
   m.def("torch_supported_ops", &torch_supported_ops, "The ATen operators the torch.export importer converts.");
   m.def(
       "import_onnx_bytes",
@@ -135,6 +151,58 @@ void init_frontends(py::module_& m) {
       py::arg("path"), py::arg("target"), py::arg("input_dims") = std::map<std::string, std::vector<int64_t>>{},
       "Imports an .onnx file (external data beside it); returns (program, info).");
   m.def("onnx_supported_ops", &onnx_supported_ops, "The ONNX operators (default domain) milkit converts.");
+  init_pt2_archive(m);
+}
+
+// ---- .pt2 archives (for tests of the reader) ----------------------------------------------------
+
+namespace {
+
+void add_pt2_tensors(const std::unordered_map<std::string, Pt2Tensor>& tensors, py::dict& arrays, py::dict& is_param,
+                     py::dict& borrowed, py::dict& dtypes) {
+  for (const auto& [fqn, t] : tensors) {
+    const Value& v = *t.value;
+    // numpy has no bf16 / fp8: their bits, as uint16 / uint8, over the same buffer
+    DataType as = v.dtype();
+    if (as == DataType::BFloat16) as = DataType::UInt16;
+    if (as == DataType::Float8E4M3FN || as == DataType::Float8E5M2) as = DataType::UInt8;
+    auto view = std::make_shared<const Value>(as, v.shape(), v.buffer());
+    arrays[py::str(fqn)] = value_to_py(view, nullptr);
+    is_param[py::str(fqn)] = t.is_param;
+    borrowed[py::str(fqn)] = v.buffer() && v.buffer()->borrowed();
+    dtypes[py::str(fqn)] = std::string(dtype_name(v.dtype()));
+  }
+}
+
+}  // namespace
+
+void init_pt2_archive(py::module_& m) {
+  m.def(
+      "read_pt2_archive",
+      [](const std::string& path) {
+        Pt2Archive a;
+        {
+          py::gil_scoped_release release;
+          a = read_pt2(path);
+        }
+        py::dict d, weights, constants, is_param, borrowed, dtypes;
+        add_pt2_tensors(a.weights, weights, is_param, borrowed, dtypes);
+        add_pt2_tensors(a.constants, constants, is_param, borrowed, dtypes);
+        d["model_json"] = a.model_json;
+        d["model_name"] = a.model_name;
+        d["source"] = a.source;
+        d["weights"] = weights;
+        d["constants"] = constants;
+        d["is_param"] = is_param;
+        d["borrowed"] = borrowed;
+        d["dtype"] = dtypes;
+        return d;
+      },
+      py::arg("path"),
+      "Reads a torch.export .pt2 archive (for tests): a dict with model_json, model_name, source, "
+      "weights and constants ({fqn: read-only numpy array over milkit's buffer; bf16 as uint16 bits, "
+      "fp8 as uint8}), is_param, borrowed (whether the buffer borrows the file's mapping or an inflated "
+      "entry) and dtype ({fqn: milkit dtype name}).");
 }
 
 }  // namespace milkit::py_bind

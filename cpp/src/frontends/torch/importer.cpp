@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "converter.h"
+#include "milkit/frontends/pt2.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -606,6 +607,15 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
   } catch (const json::exception& e) {
     throw FormatError(src + ": the serialized program is malformed (" + e.what() + ")");
   }
+}
+
+std::shared_ptr<Program> import_pt2_file(const std::string& path, TorchImportOptions options, TorchImportInfo* info) {
+  Pt2Archive ar = read_pt2(path);
+  if (options.source == "<ExportedProgram>") options.source = path;
+  TorchTensors w, c;
+  for (auto& kv : ar.weights) w[kv.first] = kv.second.value;
+  for (auto& kv : ar.constants) c[kv.first] = kv.second.value;
+  return import_torch_export(ar.model_json, w, c, options, info);
 }
 
 std::vector<std::string> torch_supported_ops() {
