@@ -524,27 +524,17 @@ void Converter::assign(const std::string& name, Var* value) {
   if (vw != views.end()) {
     ViewInfo info = vw->second;
     Var* base = var(info.base);
-    int r = base->type()->rank();
     Var* upd = value;
     if (dtype(upd) != dtype(base)) upd = cast(upd, dtype(base));
-    std::vector<int64_t> begin(static_cast<size_t>(r), 0), end(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
-    std::vector<bool> begin_mask(static_cast<size_t>(r), true), end_mask(static_cast<size_t>(r), true);
-    size_t d = static_cast<size_t>(info.dim);
+    static const json no_node = json::object();
+    Var* nb;
     if (info.kind == ViewInfo::Select) {
       upd = op("expand_dims", {a("x", upd), aints32("axes", {info.dim})});
-      begin[d] = *info.start;
-      end[d] = *info.start + 1;
-      begin_mask[d] = end_mask[d] = false;
-      if (*info.start == -1) end_mask[d] = true;
+      int64_t s = *info.start;
+      nb = slice_write(no_node, base, upd, info.dim, s, s == -1 ? std::nullopt : std::optional<int64_t>(s + 1), 1);
     } else {
-      if (info.start) { begin[d] = *info.start; begin_mask[d] = false; }
-      if (info.end) { end[d] = *info.end; end_mask[d] = false; }
-      stride[d] = info.step;
+      nb = slice_write(no_node, base, upd, info.dim, info.start, info.end, info.step);
     }
-    Value bm = Value::from_ints(DataType::Bool, {r}, std::vector<int64_t>(begin_mask.begin(), begin_mask.end()));
-    Value em = Value::from_ints(DataType::Bool, {r}, std::vector<int64_t>(end_mask.begin(), end_mask.end()));
-    Var* nb = op("slice_update", {a("x", base), a("update", upd), aints32("begin", begin), aints32("end", end),
-                                  aints32("stride", stride), a("begin_mask", bm), a("end_mask", em)});
     assign(info.base, nb);
     vars[name] = value;
     return;
@@ -559,6 +549,85 @@ void Converter::assign(const std::string& name, Var* value) {
     return;
   }
   vars[name] = value;
+}
+
+Var* Converter::slice_write(const json& n, Var* x, Var* update, int64_t dim, std::optional<int64_t> start,
+                             std::optional<int64_t> end, int64_t step) {
+  int r = x->type()->rank();
+  size_t d = static_cast<size_t>(dim);
+  if (target() >= Target::iOS18) {
+    std::vector<int64_t> begin(static_cast<size_t>(r), 0), e(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
+    std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
+    if (start && *start != 0) {
+      begin[d] = *start;
+      bm[d] = 0;
+    }
+    if (end) {
+      e[d] = *end;
+      em[d] = 0;
+    }
+    stride[d] = step;
+    return op("slice_update", {a("x", x), a("update", update), aints32("begin", begin), aints32("end", e),
+                               aints32("stride", stride), a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
+                               a("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
+  }
+  Dim sz = x->type()->shape()[d];
+  auto why = [&](const std::string& m) {
+    std::string msg = "writing into a slice " + m + " needs minimum_deployment_target iOS18 (slice_update)";
+    if (n.contains("target")) fail(n, msg);
+    throw ValueError(source + ": " + msg);
+  };
+  if (step != 1) why("with a step");
+  if (!sz->is_const()) why("of a symbolic dim");
+  int64_t L = sz->value();
+  int64_t s = start.value_or(0), e = end.value_or(L);
+  if (s < 0) s += L;
+  if (e < 0) e += L;
+  s = std::clamp<int64_t>(s, 0, L);
+  e = std::clamp<int64_t>(e, s, L);
+  std::vector<int64_t> pads(static_cast<size_t>(2 * r), 0);
+  pads[2 * d] = s;
+  pads[2 * d + 1] = L - e;
+  Var* padded = update;
+  if (s || L - e)
+    padded = op("pad", {a("x", update), aints32("pad", pads), astr("mode", "constant"),
+                        a("constant_val", is_float(dtype(update)) ? Value::scalar_float(dtype(update), 0)
+                                                                  : Value::scalar_int(dtype(update), 0))});
+  std::vector<int64_t> m(static_cast<size_t>(L));
+  for (int64_t k = 0; k < L; ++k) m[static_cast<size_t>(k)] = k >= s && k < e;
+  std::vector<int64_t> mshape(static_cast<size_t>(r), 1);
+  mshape[d] = L;
+  Var* mask = c(Value::from_ints(DataType::Bool, mshape, m));
+  return op("select", {a("cond", mask), a("a", padded), a("b", x)});
+}
+
+Var* Converter::shape_of_pieces(Var* x, const std::vector<std::pair<bool, int64_t>>& ps) {
+  std::vector<int64_t> lit;
+  bool all_const = true;
+  for (auto& p : ps) {
+    if (p.first) {
+      Dim d = x->type()->shape()[static_cast<size_t>(p.second)];
+      if (!d->is_const()) {
+        all_const = false;
+        break;
+      }
+      lit.push_back(d->value());
+    } else {
+      lit.push_back(p.second);
+    }
+  }
+  if (all_const) return ci(lit);
+  Var* s = op("shape", {a("x", x)});
+  Arg vals{"values", {}, true};
+  for (auto& p : ps) {
+    Var* piece;
+    if (p.first && !x->type()->shape()[static_cast<size_t>(p.second)]->is_const())
+      piece = op("slice_by_index", {a("x", s), aints32("begin", {p.second}), aints32("end", {p.second + 1})});
+    else
+      piece = ci({p.first ? x->type()->shape()[static_cast<size_t>(p.second)]->value() : p.second});
+    vals.items.push_back(ArgItem{piece, nullptr});
+  }
+  return op("concat", {vals, ai32("axis", 0)});
 }
 
 void Converter::convert_node(const json& n) {

@@ -197,6 +197,13 @@ class Converter {
   /// "node 'name' (aten.add.Tensor) at file.py:12".
   static std::string label(const json& n);
 
+  /// x with x[..., start:end:step, ...] (on axis `dim`) replaced by `update` (x's rank): slice_update
+  /// at iOS18, else a pad + select for step 1 on a known dim size.
+  Var* slice_write(const json& n, Var* x, Var* update, int64_t dim, std::optional<int64_t> start,
+                   std::optional<int64_t> end, int64_t step);
+  /// A shape made of literal ints and dims of `x` (pairs: (true, axis of x) or (false, value)).
+  Var* shape_of_pieces(Var* x, const std::vector<std::pair<bool, int64_t>>& pieces);
+
   /// Writes `value` into tensor `name` (an in-place op's result): rebinds the name, writes
   /// through views into their base, and marks state buffers updated.
   void assign(const std::string& name, Var* value);

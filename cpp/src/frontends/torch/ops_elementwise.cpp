@@ -27,6 +27,14 @@ Var* bin(C& cv, const char* op, Var* x, Var* y) { return cv.op(op, {C::a("x", x)
 
 // self <op> other, with other a tensor or a number (torch's promotion)
 std::pair<Var*, Var*> operands(C& cv, const json& n) {
+  if (C::is_number(n, "self") && !C::is_number(n, "other")) {
+    // number <op> tensor (decompositions write rsub so)
+    Var* y = cv.tensor(n, "other");
+    DataType dt = C::dtype(y);
+    auto od = cv.out_dtype(n);
+    if (od && *od != DataType::Bool) dt = *od;
+    return {cv.scalar_or_tensor(n, "self", dt), cv.cast(y, dt)};
+  }
   Var* x = self(cv, n);
   if (C::is_number(n, "other")) {
     DataType dt = C::dtype(x);
@@ -226,6 +234,7 @@ void register_elementwise(OpTable& t) {
   };
   t["aten.__and__"] = t["aten.bitwise_and"];
   t["aten.__or__"] = t["aten.bitwise_or"];
+  t["aten.__xor__"] = t["aten.bitwise_xor"];
   t["aten.logical_not"] = [](C& cv, const json& n) {
     cv.out(n, cv.op("logical_not", {C::a("x", cv.cast(self(cv, n), DataType::Bool))}));
   };

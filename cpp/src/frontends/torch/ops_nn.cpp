@@ -166,7 +166,7 @@ Var* group_norm(C& cv, const json& n, Var* x, int64_t groups, Var* w, Var* b, do
   DataType dt = C::dtype(x);
   // [N, C, *] -> [N, G, C/G * prod(*)]; normalize over the last axis; back; per-channel affine
   Var* shp = cv.op("shape", {C::a("x", x)});
-  Var* g = cv.op("reshape", {C::a("x", x), C::aints32("shape", {0, groups, -1})});
+  Var* g = cv.op("reshape", {C::a("x", x), C::a("shape", cv.shape_of_pieces(x, {{true, 0}, {false, groups}, {false, -1}}))});
   Var* mean = cv.op("reduce_mean", {C::a("x", g), C::aints32("axes", {2}), C::abool("keep_dims", true)});
   Var* d = bin(cv, "sub", g, mean);
   Var* var = cv.op("reduce_mean", {C::a("x", bin(cv, "mul", d, d)), C::aints32("axes", {2}), C::abool("keep_dims", true)});
@@ -436,6 +436,22 @@ void register_nn(OpTable& t) {
   };
   t["aten.native_batch_norm"] = t["aten._native_batch_norm_legit_functional"];
   t["aten._native_batch_norm_legit"] = t["aten._native_batch_norm_legit_functional"];
+  // no running statistics: normalized by the batch's own (instance_norm decomposes to this)
+  t["aten._native_batch_norm_legit.no_stats"] = [](C& cv, const json& n) {
+    Var* x = input(cv, n);
+    int r = cv.rank(n, x);
+    DataType dt = C::dtype(x);
+    std::vector<int64_t> axes{0};
+    for (int k = 2; k < r; ++k) axes.push_back(k);
+    double eps = cv.f(n, "eps", 1e-5);
+    Var* mean = cv.op("reduce_mean", {C::a("x", x), C::aints32("axes", axes), C::abool("keep_dims", true)});
+    Var* d = bin(cv, "sub", x, mean);
+    Var* var = cv.op("reduce_mean", {C::a("x", bin(cv, "mul", d, d)), C::aints32("axes", axes), C::abool("keep_dims", true)});
+    Var* y = bin(cv, "mul", d, cv.op("rsqrt", {C::a("x", bin(cv, "add", var, cv.cs(eps, dt)))}));
+    if (Var* w = cv.opt_tensor(n, "weight")) y = bin(cv, "mul", y, per_channel(cv, cv.cast(w, dt), std::max(r, 2)));
+    if (Var* b = cv.opt_tensor(n, "bias")) y = bin(cv, "add", y, per_channel(cv, cv.cast(b, dt), std::max(r, 2)));
+    cv.out(n, y);
+  };
   t["aten.instance_norm"] = [](C& cv, const json& n) {
     Var* x = input(cv, n);
     int r = cv.rank(n, x);

@@ -458,6 +458,21 @@ Var* index_put(C& cv, const json& n, Var* x, const std::vector<Var*>& idx, Var* 
   std::vector<Dim> ushape(C::shape(is[0]).begin(), C::shape(is[0]).end());
   for (size_t k = pos.size(); k < static_cast<size_t>(r); ++k) ushape.push_back(C::shape(xt)[k]);
   Var* v = cv.cast(values, C::dtype(x));
+  bool adjacent = pos.back() - pos.front() + 1 == static_cast<int64_t>(pos.size());
+  if (adjacent && pos.front() > 0) {
+    // torch lays values out as x[:k] + index dims + the rest: broadcast so, then index dims first
+    int64_t k0 = pos.front();
+    std::vector<Dim> vshape;
+    for (int64_t k = 0; k < k0; ++k) vshape.push_back(C::shape(x)[static_cast<size_t>(k)]);
+    for (Dim d : C::shape(is[0])) vshape.push_back(d);
+    for (size_t k = static_cast<size_t>(k0) + pos.size(); k < static_cast<size_t>(r); ++k) vshape.push_back(C::shape(x)[k]);
+    if (!(v->type()->has_rank() && C::shape(v) == vshape)) v = expand_to(cv, n, v, vshape);
+    std::vector<int64_t> vp;
+    for (int64_t k = 0; k < ir; ++k) vp.push_back(k0 + k);
+    for (int64_t k = 0; k < k0; ++k) vp.push_back(k);
+    for (int64_t k = k0 + ir; k < static_cast<int64_t>(vshape.size()); ++k) vp.push_back(k);
+    v = cv.op("transpose", {C::a("x", v), C::aints32("perm", vp)});
+  }
   bool same = v->type()->has_rank() && C::shape(v) == ushape;
   if (!same) v = expand_to(cv, n, v, ushape);
   Var* sc = cv.op("scatter_nd", {C::a("data", xt), C::a("indices", st), C::a("updates", v),
@@ -766,22 +781,12 @@ void register_tensor(OpTable& t) {
     Var* src = cv.cast(cv.tensor(n, "src"), C::dtype(x));
     int r = cv.rank(n, x);
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
-    std::vector<int64_t> begin(static_cast<size_t>(r), 0), end(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
-    std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
     Bound st = bound(cv, n, "start", x, d), en = bound(cv, n, "end", x, d);
     if (st.var || en.var) cv.fail(n, "slice_scatter with symbolic bounds is not supported");
-    if (st.v && *st.v != 0) {
-      begin[static_cast<size_t>(d)] = *st.v;
-      bm[static_cast<size_t>(d)] = 0;
-    }
-    if (en.v && *en.v < kBig) {
-      end[static_cast<size_t>(d)] = *en.v;
-      em[static_cast<size_t>(d)] = 0;
-    }
-    stride[static_cast<size_t>(d)] = cv.i(n, "step", 1);
-    cv.out(n, cv.op("slice_update", {C::a("x", x), C::a("update", src), C::aints32("begin", begin), C::aints32("end", end),
-                                     C::aints32("stride", stride), C::a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
-                                     C::a("end_mask", Value::from_ints(DataType::Bool, {r}, em))}));
+    std::optional<int64_t> s0, e0;
+    if (st.v && *st.v != 0) s0 = *st.v;
+    if (en.v && *en.v < kBig) e0 = *en.v;
+    cv.out(n, cv.slice_write(n, x, src, d, s0, e0, cv.i(n, "step", 1)));
   };
   t["aten.select_scatter"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
@@ -789,17 +794,7 @@ void register_tensor(OpTable& t) {
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
     int64_t idx = cv.i(n, "index", 0);
     Var* src = cv.op("expand_dims", {C::a("x", cv.cast(cv.tensor(n, "src"), C::dtype(x))), C::aints32("axes", {d})});
-    std::vector<int64_t> begin(static_cast<size_t>(r), 0), end(static_cast<size_t>(r), 0);
-    std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
-    begin[static_cast<size_t>(d)] = idx;
-    bm[static_cast<size_t>(d)] = 0;
-    if (idx != -1) {
-      end[static_cast<size_t>(d)] = idx + 1;
-      em[static_cast<size_t>(d)] = 0;
-    }
-    cv.out(n, cv.op("slice_update", {C::a("x", x), C::a("update", src), C::aints32("begin", begin), C::aints32("end", end),
-                                     C::a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
-                                     C::a("end_mask", Value::from_ints(DataType::Bool, {r}, em))}));
+    cv.out(n, cv.slice_write(n, x, src, d, idx, idx == -1 ? std::nullopt : std::optional<int64_t>(idx + 1), 1));
   };
 
   // copies and casts
@@ -991,6 +986,58 @@ void register_tensor(OpTable& t) {
                                 C::a("on_value", Value::scalar_int(DataType::Int32, 1)),
                                 C::a("off_value", Value::scalar_int(DataType::Int32, 0))}));
   };
+  t["aten.as_strided"] = [](C& cv, const json& n) {
+    // a view of x's storage; expressible when x is contiguous and the view is a permutation of a
+    // contiguous layout (what decompositions emit for permute / expand-free reshapes)
+    Var* x = self(cv, n);
+    auto size = cv.ints(n, "size");
+    auto stride = cv.ints(n, "stride");
+    int64_t off = cv.i(n, "storage_offset", 0);
+    if (size.size() != stride.size()) cv.fail(n, "as_strided: size and stride differ in length");
+    const json& tv = cv.graph.at("tensor_values");
+    std::string xn = C::tensor_name(n, "self");
+    auto xs = C::static_shape(x);
+    if (!xs) cv.fail(n, "as_strided of a tensor with symbolic sizes is not supported");
+    int64_t numel = 1, xnumel = 1;
+    for (auto s : size) numel *= s;
+    for (auto s : *xs) xnumel *= s;
+    // x must be contiguous in its storage
+    if (tv.contains(xn)) {
+      auto& st = tv[xn]["strides"];
+      int64_t expect = 1;
+      for (size_t k = xs->size(); k-- > 0;) {
+        if ((*xs)[k] != 1 && st[k].contains("as_int") && st[k]["as_int"].get<int64_t>() != expect)
+          cv.fail(n, "as_strided of a non-contiguous tensor is not supported");
+        expect *= (*xs)[k];
+      }
+    }
+    if (off != 0 || numel != xnumel) cv.fail(n, "as_strided with an offset or a different element count is not supported");
+    // order the view's dims by decreasing stride: they must form a contiguous layout
+    std::vector<size_t> order;
+    for (size_t k = 0; k < size.size(); ++k)
+      if (size[k] != 1) order.push_back(k);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return stride[a] > stride[b]; });
+    int64_t expect = 1;
+    for (size_t k = order.size(); k-- > 0;) {
+      if (stride[order[k]] != expect) cv.fail(n, "as_strided with overlapping or gapped strides is not supported");
+      expect *= size[order[k]];
+    }
+    std::vector<int64_t> psize;
+    for (size_t k : order) psize.push_back(size[k]);
+    Var* y = reshape(cv, x, cv.ci(psize));
+    // back to the view's dim order (size-1 dims reinserted)
+    std::vector<int64_t> perm(order.size());
+    std::vector<size_t> rank_of(size.size(), 0);
+    for (size_t k = 0; k < order.size(); ++k) rank_of[order[k]] = k;
+    size_t j = 0;
+    for (size_t k = 0; k < size.size(); ++k)
+      if (size[k] != 1) perm[j++] = static_cast<int64_t>(rank_of[k]);
+    bool ident = true;
+    for (size_t k = 0; k < perm.size(); ++k) ident = ident && perm[k] == static_cast<int64_t>(k);
+    if (!ident) y = cv.op("transpose", {C::a("x", y), C::aints32("perm", perm)});
+    cv.out(n, reshape(cv, y, cv.ci(size)));
+  };
+  t["aten.as_strided_copy"] = t["aten.as_strided"];
   t["aten.cumsum"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
     if (auto dt = cv.dtype_arg(n, "dtype")) x = cv.cast(x, *dt);
