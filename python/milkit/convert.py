@@ -613,7 +613,13 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         if not _torch.is_torch_source(model):
             raise TypeError(f"source 'pytorch' takes a torch.export ExportedProgram or a .pt2 path, got "
                             f"{type(model).__name__} (trace the model with torch.export.export first)")
-        model, _info = _torch.import_model(model, import_target, input_dims=_importer_input_dims(model, inputs))
+        # inputs= are matched by position (their names rename the inputs, as in coremltools)
+        dims = _importer_input_dims(model, [_Renamed(t, f"#{k}") for k, t in enumerate(inputs or [])])
+        model, _info = _torch.import_model(model, import_target, input_dims=dims)
+        fin = list(model.functions[model.default_function_name].inputs.values())
+        for k, t in enumerate(inputs or []):
+            if getattr(t, "name", None) and k < len(fin) and fin[k].name != t.name:
+                fin[k].name = t.name
     if not isinstance(model, _core.Program):
         raise TypeError(f"milkit.convert takes a milkit Program (source 'milinternal'), a torch.export "
                         f"program (an ExportedProgram or a .pt2 path) or an ONNX model (a .onnx path or a "
@@ -708,6 +714,14 @@ def _run_pipeline_only(model: Any, minimum_deployment_target: Any, compute_preci
     if compute_precision is None:
         compute_precision = ComputePrecision.FLOAT16
     return _run_pipeline(model, pass_pipeline, compute_precision)[0]
+
+
+class _Renamed:
+    """A TensorType seen under another name (the torch importer matches inputs= by position)."""
+
+    def __init__(self, t: Any, name: str) -> None:
+        self.shape = getattr(t, "shape", None)
+        self.name = name
 
 
 def _importer_input_dims(model: Any, inputs: Sequence[Any] | None) -> Dict[str, List[int]]:

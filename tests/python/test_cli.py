@@ -289,7 +289,7 @@ def test_text_file_errors(capsys, files, tmp_path):
     empty.write_text("")
     code, _, err = cli(capsys, "info", empty)
     assert_bad_input(code, err, "empty.mil")
-    for suffix in (".pt2",):
+    for suffix in (".pt",):
         p = tmp_path / f"model{suffix}"
         p.write_bytes(b"PK\x03\x04")
         code, _, err = cli(capsys, "convert", p, "-o", tmp_path / "o.mlpackage")
@@ -618,6 +618,25 @@ def test_validate_description_mismatch(capsys, files, tmp_path):
     assert "output 'out' is described as INT32, the program's is fp32" in out
     res = json.loads(cli(capsys, "validate", pkg, "--json")[1])
     assert res["checks"]["description"] == "failed" and res["checks"]["plan"] == "ok"
+
+
+def test_convert_pt2(tmp_path, capsys):
+    import torch
+
+    ep = torch.export.export(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU()).eval(), (torch.randn(2, 4),))
+    src = tmp_path / "mlp.pt2"
+    torch.export.save(ep, str(src))
+    code, out, err = cli(capsys, "convert", src, "-o", tmp_path / "mlp.mlpackage", "--target", "iOS17")
+    assert code == 0, err
+    assert "iOS17" in out and os.path.isdir(tmp_path / "mlp.mlpackage")
+    code, out, err = cli(capsys, "print", src)
+    assert code == 0, err
+    assert "linear(" in out and "relu(" in out
+    bad = tmp_path / "bad.pt2"
+    bad.write_bytes(b"PK\x03\x04")
+    for cmd in (["convert", bad, "-o", tmp_path / "o.mlpackage"], ["info", bad]):
+        code, _, err = cli(capsys, *cmd)
+        assert_bad_input(code, err, "bad.pt2")
 
 
 def test_convert_onnx(tmp_path, capsys):

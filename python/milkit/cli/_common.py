@@ -35,7 +35,7 @@ __all__ = [
 SMALL_CONST_ELEMS = 10
 
 # sources other issues will add; named here so the message is clear rather than a parse error
-UNSUPPORTED_SUFFIXES = {".pt2": "PyTorch ExportedProgram (.pt2)", ".pt": "PyTorch (.pt)",
+UNSUPPORTED_SUFFIXES = {".pt": "PyTorch (.pt; export it with torch.export and save a .pt2)",
                         ".pth": "PyTorch (.pth)", ".tflite": "TensorFlow Lite (.tflite)", ".h5": "Keras (.h5)"}
 
 
@@ -97,9 +97,17 @@ def load_source(path: str) -> Source:
         model_file = _guard(path, lambda: _package_model_path(path))
         desc = _guard(path, lambda: read_description(model_file))
         return Source(path, "mlpackage" if os.path.isdir(path) else "mlmodel", prog, desc, model_file)
+    if suffix in (".onnx", ".pt2"):
+        # an importer's source: the imported MIL program, at the newest opset (states need iOS18)
+        from milkit.frontends import onnx as _onnx
+        from milkit.frontends import torch as _torch
+
+        importer = _onnx if suffix == ".onnx" else _torch
+        prog = _guard(path, lambda: importer.import_model(path, int(milkit.target.iOS18))[0])
+        return Source(path, suffix[1:], prog)
     if suffix in UNSUPPORTED_SUFFIXES:
-        raise CliError(f"{path}: {UNSUPPORTED_SUFFIXES[suffix]} files are not supported yet; give an .mlpackage or "
-                       "a MIL text file")
+        raise CliError(f"{path}: {UNSUPPORTED_SUFFIXES[suffix]} files are not supported yet; give an .mlpackage, "
+                       "a MIL text file, an .onnx model or a .pt2 archive")
     return Source(path, "mil", _guard(path, lambda: parse_text_file(path)))
 
 

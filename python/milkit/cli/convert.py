@@ -2,8 +2,8 @@
 
 A source kind is a function keyed by the source's suffix (``SOURCES``); it returns the program
 and the ``milkit.convert`` arguments the source implies (input types, deployment target). A
-directory is read as a package and any other file as MIL text; ``.onnx`` goes to the ONNX importer.
-``.pt2`` is reserved for the PyTorch importer and says so.
+directory is read as a package and any other file as MIL text; ``.onnx`` goes to the ONNX importer
+and ``.pt2`` to the torch.export importer.
 """
 
 from __future__ import annotations
@@ -46,8 +46,9 @@ def _from_mil_text(path: str) -> Loaded:
     return load_source(path).program, {}, None
 
 
-def _from_onnx(path: str) -> Loaded:
-    # milkit.convert imports the file itself, at the deployment target (default iOS15, as coremltools)
+def _from_importer(path: str) -> Loaded:
+    # milkit.convert imports the file itself (.onnx, .pt2), at the deployment target (default iOS15,
+    # as coremltools)
     return path, {}, None
 
 
@@ -64,7 +65,8 @@ SOURCES: Dict[str, Callable[[str], Loaded]] = {
     ".mlmodel": _from_package,
     ".mil": _from_mil_text,
     ".txt": _from_mil_text,
-    ".onnx": _from_onnx,
+    ".onnx": _from_importer,
+    ".pt2": _from_importer,
     **{suffix: _not_supported_yet(kind) for suffix, kind in UNSUPPORTED_SUFFIXES.items()},
 }
 
@@ -83,8 +85,8 @@ def register(sub: Any) -> None:
         description="Converts SRC (an .mlpackage, a model.mlmodel or a MIL text file as written by "
                     "'milkit print --consts' or milkit.to_text(prog, consts=True)) to an ML Program package "
                     "with milkit.convert: the pass pipeline, then the ML Program backend passes. "
-                    "An .onnx model is imported (default target iOS15). .pt2 sources are not supported yet.")
-    p.add_argument("source", metavar="SRC", help="source: .mlpackage, model.mlmodel, MIL text or .onnx file")
+                    "An .onnx model or a .pt2 archive (torch.export.save) is imported (default target iOS15; a program that mutates buffers needs --target iOS18 for its states).")
+    p.add_argument("source", metavar="SRC", help="source: .mlpackage, model.mlmodel, MIL text, .onnx or .pt2 file")
     p.add_argument("-o", "--output", required=True, metavar="OUT.mlpackage", help="the package to write")
     p.add_argument("--precision", choices=("fp16", "fp32"), default="fp16",
                    help="compute precision (default fp16, as coremltools: fp32 ops get fp16 casts)")
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     prog, kwargs, own_target = source_kind(args.source)(args.source)
     if args.target is not None:
         target = milkit.target[args.target]
-    elif isinstance(prog, str):  # an importer's source file (.onnx): coremltools' default target
+    elif isinstance(prog, str):  # an importer's source file (.onnx, .pt2): coremltools' default target
         target = milkit.target.iOS15
     else:
         target = milkit.target(max(int(_core.default_package_target(prog)), int(own_target or 0)))

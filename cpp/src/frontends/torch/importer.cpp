@@ -388,6 +388,25 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
       }
     }
 
+    // a program exported in training mode computes what Core ML cannot (batch statistics, dropout)
+    for (auto& n : nodes) {
+      std::string target = n.value("target", std::string());
+      bool bn = target.find("aten.batch_norm.") != std::string::npos ||
+                target.find("aten._native_batch_norm_legit_functional.") != std::string::npos ||
+                target.find("aten.native_batch_norm.") != std::string::npos ||
+                target.find("aten._native_batch_norm_legit.default") != std::string::npos;
+      bool drop = target.find("aten.dropout.") != std::string::npos || target.find("aten.native_dropout.") != std::string::npos;
+      bool training = false;
+      if (bn) training = Converter::has(n, "training") && Converter::arg(n, "training")->value("as_bool", false);
+      if (drop) {
+        auto* tr = Converter::arg(n, "train");
+        auto* p = Converter::arg(n, "p");
+        training = tr && tr->value("as_bool", false) && p && p->value("as_float", 0.0) > 0;
+      }
+      if (training)
+        throw ValueError(src + ": " + Converter::label(n) + " runs in training mode; call model.eval() before torch.export");
+    }
+
     // buffers the program mutates: in place (through views) or as buffer_mutation outputs
     std::map<std::string, std::string> buffer_of;  // placeholder -> buffer fqn
     std::set<std::string> mutated;
@@ -424,9 +443,14 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
 
     auto fn = std::make_shared<Function>(options.target);
     Context& ctx = fn->ctx();
+    std::set<std::string> taken;  // torch's value names: generated names never take one
     for (auto& n : nodes)
       for (auto& o : Converter::output_names(n))
-        if (!o.empty()) ctx.reserve_name(o);
+        if (!o.empty()) taken.insert(o);
+    for (auto& spec : sig.at("input_specs"))
+      if (spec.contains("user_input") && spec["user_input"].at("arg").contains("as_tensor"))
+        taken.insert(spec["user_input"]["arg"]["as_tensor"].value("name", std::string()));
+    for (auto& t : taken) ctx.reserve_name(t);
     Builder b(*fn);
     Converter cv(b, g, src);
 
@@ -477,7 +501,14 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
       throw FormatError(src + ": the weight '" + fqn + "' (input '" + placeholder + "') is missing from the program's weights");
     };
     std::vector<std::pair<std::string, Var*>> user_inputs;
-    for (auto& spec : sig.at("input_specs")) {
+    // user inputs first (the function's inputs in the user's order), then weights and states
+    std::vector<const json*> specs;
+    for (auto& spec : sig.at("input_specs"))
+      if (spec.contains("user_input")) specs.push_back(&spec);
+    for (auto& spec : sig.at("input_specs"))
+      if (!spec.contains("user_input")) specs.push_back(&spec);
+    for (const json* sp : specs) {
+      const json& spec = *sp;
       if (spec.contains("parameter") || spec.contains("buffer") || spec.contains("tensor_constant")) {
         std::string kind = spec.contains("parameter") ? "parameter" : spec.contains("buffer") ? "buffer" : "tensor_constant";
         const json& s = spec[kind];
@@ -488,12 +519,16 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
           if (options.target < Target::iOS18)
             throw ValueError(src + ": the program mutates buffer '" + fqn +
                              "'; mutated buffers become Core ML states, which need minimum_deployment_target iOS18 or later");
+          // Core ML states are fp16: the buffer is read and written through casts to its dtype
           const Type* t = type_of(ph, "buffer", true);
-          std::string sname = ctx.free_name(sanitize(fqn));
-          Var* st = fn->add_input(sname, ctx.state(t));
+          std::string sname = sanitize(fqn);
+          if (taken.count(sname)) sname = ctx.free_name(sname);
+          taken.insert(sname);
+          ctx.reserve_name(sname);
+          Var* st = fn->add_input(sname, ctx.state(ctx.tensor(DataType::Float16, t->shape())));
           cv.state_inputs[ph] = st;
           Var* r = cv.op("read_state", {Converter::a("input", st)});
-          cv.vars[ph] = r;
+          cv.vars[ph] = cv.cast(r, t->dtype());
           inf.state_names.push_back(fqn);
         } else {
           cv.consts[ph] = val;
@@ -506,6 +541,7 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
         std::string name = a["as_tensor"].at("name").get<std::string>();
         const Type* t = type_of(name, "input", false);
         auto fix = options.input_dims.find(name);
+        if (fix == options.input_dims.end()) fix = options.input_dims.find("#" + std::to_string(user_inputs.size()));
         if (fix != options.input_dims.end()) {
           if (t->rank() != static_cast<int>(fix->second.size()))
             throw ValueError(src + ": input '" + name + "' has rank " + std::to_string(t->rank()) + ", the shape given for it has " +
@@ -545,12 +581,18 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
         throw ValueError(src + ": input kind " + spec.begin().key() + " is not supported (custom objects cannot be converted)");
       }
     }
-    for (auto& kv : options.input_dims)
-      if (std::none_of(user_inputs.begin(), user_inputs.end(), [&](auto& p) { return p.first == kv.first; }))
-        throw ValueError(src + ": a shape is given for '" + kv.first + "', which is not an input of the program");
+    for (auto& kv : options.input_dims) {
+      bool positional = !kv.first.empty() && kv.first[0] == '#';
+      if (positional ? std::stoul(kv.first.substr(1)) >= user_inputs.size()
+                     : std::none_of(user_inputs.begin(), user_inputs.end(), [&](auto& p) { return p.first == kv.first; }))
+        throw ValueError(src + ": a shape is given for " + (positional ? "input " + kv.first : "'" + kv.first + "'") +
+                         ", which is not an input of the program (it has " + std::to_string(user_inputs.size()) + ")");
+    }
     // a fixed dim's symbol may still be read by sym_size nodes: its value is the constant now
     for (auto& kv : options.input_dims) {
-      auto it = tvals.find(kv.first);
+      std::string iname = kv.first;
+      if (!iname.empty() && iname[0] == '#') iname = user_inputs[std::stoul(iname.substr(1))].first;
+      auto it = tvals.find(iname);
       if (it == tvals.end()) continue;
       size_t k = 0;
       for (auto& sz : it->at("sizes")) {
