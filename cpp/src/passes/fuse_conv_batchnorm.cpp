@@ -70,8 +70,12 @@ bool try_transform(Builder& b, Operation* conv, Operation* bn) {
       !float_vec(bn->input1("mean"), mean) || !float_vec(bn->input1("variance"), var) ||
       !float_vec(bn->input1("epsilon"), eps) || eps.v.size() != 1)
     return false;
-  if (!float_vec(conv->input1("weight"), w)) return false;
-  const Value& wv = *conv->input1("weight")->value();
+  Var* wvar = conv->input1("weight");
+  if (!wvar || !wvar->has_value()) return false;
+  const Value& wv = *wvar->value();
+  if ((wv.dtype() != DataType::Float16 && wv.dtype() != DataType::Float32) || wv.is_symbolic() || !wv.raw()) return false;
+  w.half = wv.dtype() == DataType::Float16;
+  size_t wn = static_cast<size_t>(wv.numel());
   const auto& ws = wv.shape();
   if (ws.size() < 3 || ws.size() > 5) return false;
   Var* g = conv->input1("groups");
@@ -93,7 +97,7 @@ bool try_transform(Builder& b, Operation* conv, Operation* bn) {
     return false;
   int64_t k = 1;
   for (size_t i = 2; i < ws.size(); ++i) k *= ws[i];
-  int64_t row = deconv ? (cin / groups) * k : static_cast<int64_t>(w.v.size()) / cout;
+  int64_t row = deconv ? (cin / groups) * k : static_cast<int64_t>(wn) / cout;
   if (row <= 0) return false;
   std::vector<Num> scale(n);
   std::vector<double> nb(n);
@@ -111,12 +115,31 @@ bool try_transform(Builder& b, Operation* conv, Operation* bn) {
     (void)kk;
     return (ci / (cin / groups)) * cog + co;
   };
-  std::vector<double> nw(w.v.size());
-  for (size_t f = 0; f < w.v.size(); ++f)
-    nw[f] = (w.at(f) * scale[static_cast<size_t>(row_of(static_cast<int64_t>(f)))]).v;
+  // the new weight, written straight into its buffer (one pass, no intermediate copies)
+  std::vector<uint8_t> bytes(wn * (w.half ? 2 : 4));
+  if (!w.half) {
+    const float* src = reinterpret_cast<const float*>(wv.raw());
+    float* dst = reinterpret_cast<float*>(bytes.data());
+    if (!deconv) {
+      for (size_t c = 0; c < n; ++c) {
+        float sc = scale[c].v;
+        size_t b0 = c * static_cast<size_t>(row), b1 = std::min(wn, b0 + static_cast<size_t>(row));
+        for (size_t f = b0; f < b1; ++f) dst[f] = src[f] * sc;
+      }
+    } else {
+      for (size_t f = 0; f < wn; ++f) dst[f] = src[f] * scale[static_cast<size_t>(row_of(static_cast<int64_t>(f)))].v;
+    }
+  } else {
+    const uint16_t* src = reinterpret_cast<const uint16_t*>(wv.raw());
+    uint16_t* dst = reinterpret_cast<uint16_t*>(bytes.data());
+    for (size_t f = 0; f < wn; ++f) {
+      Num x{half_to_float(src[f]), true};
+      dst[f] = float_to_half((x * scale[static_cast<size_t>(row_of(static_cast<int64_t>(f)))]).v);
+    }
+  }
   b.set_insertion_point(conv->parent(), conv);
   b.set_location(conv->location());
-  Var* new_w = b.add_const(std::make_shared<const Value>(Value::from_doubles(wv.dtype(), ws, nw)));
+  Var* new_w = b.add_const(std::make_shared<const Value>(wv.dtype(), ws, Buffer::take(std::move(bytes))));
   Var* new_b =
       b.add_const(std::make_shared<const Value>(Value::from_doubles(wv.dtype(), {cout}, nb)));
   std::vector<Arg> args = {Builder::arg("weight", new_w), Builder::arg("bias", new_b)};

@@ -61,12 +61,33 @@ def _tensor_entry(name: str, t: Any) -> Tuple[Any, str]:
 
 
 def _serialize(ep: Any) -> bytes:
-    """The program's graph in torch's JSON schema (weights left out: they go by reference)."""
+    """The program's graph in torch's JSON schema (weights left out: they go by reference).
+
+    This is what ``torch._export.serde.serialize.serialize`` writes as the .pt2's model.json, made
+    by the same serializer classes without the two steps that only check the program (its
+    ``validate()`` and a canonical-form test on a deep copy), which take most of the time. If
+    torch's internals move, the public function is used.
+    """
+    import torch
+    from torch._export.serde import schema
     from torch._export.serde import serialize as serde
 
-    art = serde.serialize(ep, serialize_state_dict=False, serialize_constants=False,
-                          serialize_example_inputs=False)
-    return bytes(art.exported_program)
+    try:
+        gm = serde.GraphModuleSerializer(ep.graph_signature, ep.module_call_graph).serialize(ep.graph_module)
+        prog = schema.ExportedProgram(
+            graph_module=gm,
+            opset_version=serde.ExportedProgramSerializer().opset_version,
+            range_constraints=serde.serialize_range_constraints(ep.range_constraints),
+            schema_version=schema.SchemaVersion(major=serde.SCHEMA_VERSION[0], minor=serde.SCHEMA_VERSION[1]),
+            verifiers=[v.dialect for v in ep.verifiers],
+            torch_version=torch.__version__,
+            guards_code=getattr(ep, "_guards_code", []),
+        )
+        return bytes(serde._to_json_bytes(prog))
+    except (AttributeError, TypeError, ImportError):  # pragma: no cover - other torch versions
+        art = serde.serialize(ep, serialize_state_dict=False, serialize_constants=False,
+                              serialize_example_inputs=False)
+        return bytes(art.exported_program)
 
 
 def import_model(model: Any, target: int, input_dims: Dict[str, List[int]] | None = None
