@@ -90,9 +90,8 @@ m.save(os.path.join(out, "m.mlpackage"))
 dt = time.perf_counter() - t0
 stop[0] = True
 th.join()
-ops = None
-if tool != "coremltools":
-    ops = sum(1 for op in m._mil_program.functions["main"].operations if op.op_type != "const")
+# both tools' MLModels keep the converted MIL program
+ops = sum(1 for op in m._mil_program.functions["main"].operations if op.op_type != "const")
 shutil.rmtree(out)
 print(json.dumps({"seconds": dt, "peak_extra": peak[0] - base, "weights": weights, "ops": ops}))
 """
@@ -124,12 +123,14 @@ def main() -> None:
             def sec(r: dict) -> str:
                 return f"{r['seconds']:.2f}" if "seconds" in r else "fail"
 
-            def mem(r: dict) -> str:
+            def mem(r: dict, w: float = w) -> str:
                 return f"{r['peak_extra'] / w:.2f}x" if "peak_extra" in r else "-"
 
             ratio = f"{ct['seconds'] / mk['seconds']:.1f}x" if "seconds" in ct and "seconds" in mk else "-"
             print(f"{name:<10} {w / 1e6:>6.0f}MB {sec(ct):>12} {sec(mk):>8} {ratio:>7} {sec(pt):>7} "
                   f"{mem(mk):>11} {mem(pt):>9} {mem(ct):>8}", flush=True)
+            if mk.get("ops") is not None:
+                print(f"  MIL ops (non-const): milkit {mk['ops']}, coremltools {ct.get('ops', '-')}")
             for label, r in (("milkit", mk), (".pt2", pt), ("coremltools", ct)):
                 if "error" in r and r["error"] != "skipped":
                     print(f"  {label}: {r['error']}")

@@ -10,12 +10,11 @@ import sys
 import textwrap
 import zipfile
 
+import milkit
 import numpy as np
 import pytest
 import torch
 from torch_util import DIALECTS, check, compare, convert, export
-
-import milkit
 
 
 class Derived(torch.nn.Module):

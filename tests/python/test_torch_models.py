@@ -5,13 +5,12 @@ program as the in-memory one. Small inputs and random weights keep the suite fas
 
 from __future__ import annotations
 
+import milkit
 import numpy as np
 import pytest
 import torch
 import torchvision
 from torch_util import DIALECTS, check, compare, convert, export
-
-import milkit
 
 
 def _randomize(m: torch.nn.Module) -> torch.nn.Module:

@@ -227,7 +227,7 @@ def test_op(name: str, dialect: str) -> None:
     with torch.no_grad():
         for p in mod.parameters():
             p.copy_(torch.randn_like(p))
-        for b_name, b in mod.named_buffers():
+        for b in mod.buffers():
             if b.dtype.is_floating_point:
                 b.copy_(torch.rand_like(b) + 0.5)
     check(mod, args, dialect)

@@ -6,10 +6,9 @@ from __future__ import annotations
 import warnings
 from typing import Any, Dict, Sequence
 
+import milkit
 import numpy as np
 import torch
-
-import milkit
 
 __all__ = ["export", "convert", "compare", "check", "DIALECTS"]
 

@@ -85,7 +85,8 @@ def register(sub: Any) -> None:
         description="Converts SRC (an .mlpackage, a model.mlmodel or a MIL text file as written by "
                     "'milkit print --consts' or milkit.to_text(prog, consts=True)) to an ML Program package "
                     "with milkit.convert: the pass pipeline, then the ML Program backend passes. "
-                    "An .onnx model or a .pt2 archive (torch.export.save) is imported (default target iOS15; a program that mutates buffers needs --target iOS18 for its states).")
+                    "An .onnx model or a .pt2 archive (torch.export.save) is imported (default target "
+                    "iOS15; a program that mutates buffers needs --target iOS18 for its states).")
     p.add_argument("source", metavar="SRC", help="source: .mlpackage, model.mlmodel, MIL text, .onnx or .pt2 file")
     p.add_argument("-o", "--output", required=True, metavar="OUT.mlpackage", help="the package to write")
     p.add_argument("--precision", choices=("fp16", "fp32"), default="fp16",
