@@ -7,6 +7,8 @@
   with a symbolic sequence, fp16), which also reports peak RSS;
 - ONNX import: convert + save of resnet18 and vit_b_16 from .onnx against a plain read and write of
   the weights and onnxruntime's session creation (benchmarks/bench_onnx.py);
+- torch.export import: milkit.convert(ep) against ct.convert(ep.run_decompositions()) for resnet18,
+  vit_b_16 and a 12-layer GPT-2, with the .pt2 path and peak memory (benchmarks/bench_torch.py);
 - convert + save of a 24-layer transformer in the NCHW conv layout with transposes
   (benchmarks/compare.py convformer; it also checks both write the same op types).
 """
@@ -37,6 +39,7 @@ def main() -> None:
     else:
         print(f"({COMPARE} not found: convert benchmarks skipped)")
     cmds.append([sys.executable, os.path.join(HERE, "bench_onnx.py"), "--runs", "3"])
+    cmds.append([sys.executable, os.path.join(HERE, "bench_torch.py")])
     cmds.append([sys.executable, os.path.join(HERE, "compare.py"), "convformer", "--layers", "24", "--hidden",
                  "512", "--precision", "fp16"])
     for c in cmds:
