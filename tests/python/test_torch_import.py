@@ -182,3 +182,24 @@ def test_import_milkit_does_not_import_torch() -> None:
 def test_supported_ops_listed() -> None:
     ops = milkit.frontends.torch.supported_ops()
     assert "aten.linear" in ops and "aten.scaled_dot_product_attention" in ops and len(ops) > 150
+
+
+class NoGrad(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        with torch.no_grad():  # becomes higher_order.wrap_with_set_grad_enabled (TRAINING dialect)
+            z = y.sin() + 1
+        return z * y
+
+
+class Branchy(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.sum() > 0, lambda a: a.cos() * 2, lambda a: a.sin() - 1, (x,))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_higher_order_ops(dialect: str) -> None:
+    check(NoGrad(), (torch.randn(3, 3),), dialect)
+    x = torch.randn(3, 3).abs()
+    mm = check(Branchy(), (x,), dialect, more_args=[(-x,)])  # both branches taken at run time
+    assert "cond(" in milkit.program_to_text(mm._mil_program)

@@ -184,7 +184,7 @@ Dim Converter::sym_dim(const json& a) {
     auto& s = a["as_sym_int"];
     if (s.contains("as_int")) return ctx().constant(s["as_int"].get<int64_t>());
     std::string name = s.at("as_name").get<std::string>();
-    auto& svals = graph.at("sym_int_values");
+    auto& svals = cur().at("sym_int_values");
     auto it = svals.find(name);
     if (it == svals.end()) throw FormatError(source + ": SymInt '" + name + "' has no value in sym_int_values");
     if (it->contains("as_int")) return ctx().constant((*it)["as_int"].get<int64_t>());
@@ -435,7 +435,7 @@ void Converter::outs(const json& n, const std::vector<Var*>& vs) {
 }
 
 std::optional<DataType> Converter::meta_dtype(const std::string& name) const {
-  auto& tv = graph.at("tensor_values");
+  auto& tv = cur().at("tensor_values");
   auto it = tv.find(name);
   if (it == tv.end()) return std::nullopt;
   return mil_dtype(it->value("dtype", 0));
@@ -448,7 +448,7 @@ std::optional<DataType> Converter::out_dtype(const json& n, size_t k) const {
 }
 
 std::optional<int> Converter::meta_rank(const std::string& name) const {
-  auto& tv = graph.at("tensor_values");
+  auto& tv = cur().at("tensor_values");
   auto it = tv.find(name);
   if (it == tv.end() || !it->contains("sizes")) return std::nullopt;
   return static_cast<int>((*it)["sizes"].size());
@@ -628,6 +628,32 @@ Var* Converter::shape_of_pieces(Var* x, const std::vector<std::pair<bool, int64_
     vals.items.push_back(ArgItem{piece, nullptr});
   }
   return op("concat", {vals, ai32("axis", 0)});
+}
+
+std::vector<Var*> Converter::inline_graph(const json& g, const std::vector<Var*>& args) {
+  const json* saved_sub = sub;
+  auto saved_vars = vars;
+  auto saved_views = views;
+  sub = &g;
+  const json& ins = g.at("inputs");
+  if (ins.size() != args.size())
+    throw FormatError(source + ": a subgraph takes " + std::to_string(ins.size()) + " inputs, " + std::to_string(args.size()) +
+                      " were given");
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (!ins[k].contains("as_tensor")) throw ValueError(source + ": a subgraph input that is not a tensor is not supported");
+    vars[ins[k]["as_tensor"].at("name").get<std::string>()] = args[k];
+  }
+  for (auto& n : g.at("nodes"))
+    if (!skip_node(n)) convert_node(n);
+  std::vector<Var*> outs;
+  for (auto& o : g.at("outputs")) {
+    if (!o.contains("as_tensor")) throw ValueError(source + ": a subgraph output that is not a tensor is not supported");
+    outs.push_back(var(o["as_tensor"].at("name").get<std::string>()));
+  }
+  vars = std::move(saved_vars);
+  views = std::move(saved_views);
+  sub = saved_sub;
+  return outs;
 }
 
 void Converter::convert_node(const json& n) {

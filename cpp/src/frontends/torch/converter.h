@@ -69,7 +69,13 @@ class Converter {
   Converter(Builder& b, const json& graph, const std::string& source);
 
   Builder& b;           ///< Where ops go.
-  const json& graph;    ///< The graph (tensor_values, sym_int_values).
+  const json& graph;    ///< The top-level graph.
+  const json* sub = nullptr;  ///< The subgraph being inlined (a higher-order op's), if any.
+  /// The graph whose nodes are being converted (tensor_values, sym_int_values).
+  const json& cur() const { return sub ? *sub : graph; }
+  /// Converts a subgraph (a higher-order op's `as_graph`) inline: its inputs bound to `args`,
+  /// its names scoped; returns its outputs.
+  std::vector<Var*> inline_graph(const json& g, const std::vector<Var*>& args);
   std::string source;   ///< For messages.
 
   /// The deployment target of the program.
@@ -215,6 +221,11 @@ class Converter {
   std::unordered_map<const Expr*, Var*> dim_vars_;
   std::unordered_map<std::string, Var*> shape_of_;  // input var name -> its shape op
 };
+
+/// Whether a node has no effect on values (runtime asserts) or only makes SymInts (whose values
+/// are in sym_int_values): such nodes are not converted.
+bool skip_node(const json& n);
+void register_hop(OpTable& t);
 
 /// The user's source line of a node ("file.py:12: code"), or "".
 std::string user_frame(const json& n);

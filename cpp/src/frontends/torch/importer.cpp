@@ -2,6 +2,7 @@
 // graph signature (parameters, buffers, constants, user inputs, outputs, mutated buffers as
 // states), symbolic input dims with their ranges, and the unsupported-op report.
 #include <algorithm>
+#include <functional>
 #include <cctype>
 #include <cstring>
 #include <set>
@@ -240,6 +241,7 @@ const OpTable& op_table() {
     register_tensor(t);
     register_reduction(t);
     register_misc(t);
+    register_hop(t);
     return t;
   }();
   return t;
@@ -319,6 +321,19 @@ bool sym_only(const json& n) {
   return true;
 }
 
+// Every node of a graph and of the graphs its higher-order ops hold.
+void walk_nodes(const json& nodes, const std::function<void(const json&)>& f) {
+  for (auto& n : nodes) {
+    f(n);
+    auto it = n.find("inputs");
+    if (it == n.end()) continue;
+    for (auto& in : *it) {
+      auto a = in.find("arg");
+      if (a != in.end() && a->contains("as_graph")) walk_nodes((*a)["as_graph"].at("graph").at("nodes"), f);
+    }
+  }
+}
+
 std::string sanitize(const std::string& s) {
   std::string r;
   for (char ch : s) r += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
@@ -339,6 +354,11 @@ bool is_view_target(const std::string& t) {
 }
 
 }  // namespace
+
+bool torch_detail::skip_node(const json& n) {
+  std::string target = n.value("target", std::string());
+  return ignorable(target) || sym_only(n);
+}
 
 std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchTensors& weights,
                                              const TorchTensors& constants, const TorchImportOptions& options,
@@ -374,11 +394,11 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
     // every node milkit cannot convert, before any work
     {
       std::vector<std::string> bad;
-      for (auto& n : nodes) {
+      walk_nodes(nodes, [&](const json& n) {
         std::string target = n.value("target", std::string());
-        if (ignorable(target) || sym_only(n) || find_op(target)) continue;
+        if (ignorable(target) || sym_only(n) || find_op(target)) return;
         bad.push_back(Converter::label(n));
-      }
+      });
       if (!bad.empty()) {
         std::ostringstream m;
         m << src << ": milkit cannot convert " << bad.size() << " node" << (bad.size() > 1 ? "s" : "")

@@ -994,7 +994,7 @@ void register_tensor(OpTable& t) {
     auto stride = cv.ints(n, "stride");
     int64_t off = cv.i(n, "storage_offset", 0);
     if (size.size() != stride.size()) cv.fail(n, "as_strided: size and stride differ in length");
-    const json& tv = cv.graph.at("tensor_values");
+    const json& tv = cv.cur().at("tensor_values");
     std::string xn = C::tensor_name(n, "self");
     auto xs = C::static_shape(x);
     if (!xs) cv.fail(n, "as_strided of a tensor with symbolic sizes is not supported");
