@@ -203,3 +203,30 @@ def test_higher_order_ops(dialect: str) -> None:
     x = torch.randn(3, 3).abs()
     mm = check(Branchy(), (x,), dialect, more_args=[(-x,)])  # both branches taken at run time
     assert "cond(" in milkit.program_to_text(mm._mil_program)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_and_bf16_models(dtype: torch.dtype) -> None:
+    torch.manual_seed(3)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 4)).eval()
+    x = torch.randn(2, 8)
+    ep = export(m.to(dtype), (x.to(dtype),))
+    mm = convert(ep)  # bf16 weights become fp32, fp16 weights stay fp16
+    with torch.no_grad():
+        ref = m.float()(x)
+    got = list(mm.predict({"input": x.numpy()}).values())[0]
+    np.testing.assert_allclose(got, ref.numpy(), rtol=0, atol=2e-2 * float(ref.abs().max()))
+
+
+def test_enumerated_shapes() -> None:
+    m = torch.nn.Conv2d(3, 4, 3, padding=1).eval()
+    h = torch.export.Dim("h", min=8, max=64)
+    ep = export(m, (torch.randn(1, 3, 16, 16),), dynamic_shapes=({2: h, 3: h},))
+    shapes = milkit.EnumeratedShapes(shapes=[(1, 3, 16, 16), (1, 3, 32, 32)], default=(1, 3, 16, 16))
+    mm = convert(ep, inputs=[milkit.TensorType(name="image", shape=shapes)])
+    desc = mm.get_spec().description.input[0]
+    assert desc.name == "image"
+    assert [list(s.shape) for s in desc.type.multiArrayType.enumeratedShapes.shapes] == [[1, 3, 16, 16], [1, 3, 32, 32]]
+    x = torch.randn(1, 3, 32, 32)
+    with torch.no_grad():
+        compare(mm.predict({"image": x.numpy()}), m(x))
