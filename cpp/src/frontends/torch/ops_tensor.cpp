@@ -998,6 +998,37 @@ void register_tensor(OpTable& t) {
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
     cv.out(n, cv.op("cumsum", {C::a("x", x), C::ai32("axis", d)}));
   };
+  // diff(x, n, dim, prepend, append): [prepend, x, append] along dim, then n times x[1:] - x[:-1]
+  // (bool: logical_xor, as torch)
+  t["aten.diff"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    if (r == 0) cv.fail(n, "diff needs at least one dim");
+    int64_t d = cv.axis(n, cv.i(n, "dim", -1), r);
+    int64_t times = cv.i(n, "n", 1);
+    if (times < 0) cv.fail(n, "diff order n must be non-negative, got " + std::to_string(times));
+    std::vector<Var*> parts;
+    for (const char* side : {"prepend", "self", "append"}) {
+      Var* p = std::string(side) == "self" ? x : cv.opt_tensor(n, side);
+      if (!p) continue;
+      if (cv.rank(n, p) != r) cv.fail(n, std::string("diff: '") + side + "' must have the rank of the input");
+      parts.push_back(p);
+    }
+    if (parts.size() > 1) {
+      parts = promote_all(cv, parts, C::dtype(x));
+      x = cv.op("concat", {values_arg(parts), C::ai32("axis", d)});
+    }
+    bool is_bool = C::dtype(x) == DataType::Bool;
+    for (int64_t k = 0; k < times; ++k) {
+      SliceSpec hi, lo;
+      hi.start = 1;
+      lo.end = -1;
+      Var* a = slice_axis(cv, n, x, d, hi);
+      Var* b = slice_axis(cv, n, x, d, lo);
+      x = bin(cv, is_bool ? "logical_xor" : "sub", a, b);
+    }
+    cv.out(n, times == 0 ? cv.op("identity", {C::a("x", x)}) : x);
+  };
 }
 
 }  // namespace torch_detail
