@@ -540,7 +540,7 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
       } else if (spec.contains("token")) {
         continue;
       } else if (spec.contains("constant_input")) {
-        throw ValueError(src + ": constant inputs (" + spec.dump() + ") are not supported");
+        continue;  // a non-tensor argument torch specialized (use_cache=False): its value is in the graph
       } else {
         throw ValueError(src + ": input kind " + spec.begin().key() + " is not supported (custom objects cannot be converted)");
       }
