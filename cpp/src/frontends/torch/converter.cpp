@@ -184,11 +184,10 @@ Dim Converter::sym_dim(const json& a) {
     auto& s = a["as_sym_int"];
     if (s.contains("as_int")) return ctx().constant(s["as_int"].get<int64_t>());
     std::string name = s.at("as_name").get<std::string>();
-    auto& svals = graph.at("sym_int_values");
-    auto it = svals.find(name);
-    if (it == svals.end()) throw FormatError(source + ": SymInt '" + name + "' has no value in sym_int_values");
-    if (it->contains("as_int")) return ctx().constant((*it)["as_int"].get<int64_t>());
-    return parse_sym_expr(it->at("as_expr").at("expr_str").get<std::string>(), ctx());
+    const json* v = lookup("sym_int_values", name);
+    if (!v) throw FormatError(source + ": SymInt '" + name + "' has no value in sym_int_values");
+    if (v->contains("as_int")) return ctx().constant((*v)["as_int"].get<int64_t>());
+    return parse_sym_expr(v->at("as_expr").at("expr_str").get<std::string>(), ctx());
   }
   throw FormatError(source + ": expected an int or SymInt, got " + a.dump());
 }
@@ -434,11 +433,22 @@ void Converter::outs(const json& n, const std::vector<Var*>& vs) {
     if (vs[k]) out(n, vs[k], k);
 }
 
+const json* Converter::lookup(const char* table, const std::string& name) const {
+  auto find_in = [&](const json& g) -> const json* {
+    auto t = g.find(table);
+    if (t == g.end() || !t->is_object()) return nullptr;
+    auto it = t->find(name);
+    return it == t->end() ? nullptr : &*it;
+  };
+  for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+    if (const json* v = find_in(**s)) return v;
+  return find_in(graph);
+}
+
 std::optional<DataType> Converter::meta_dtype(const std::string& name) const {
-  auto& tv = graph.at("tensor_values");
-  auto it = tv.find(name);
-  if (it == tv.end()) return std::nullopt;
-  return mil_dtype(it->value("dtype", 0));
+  const json* v = lookup("tensor_values", name);
+  if (!v) return std::nullopt;
+  return mil_dtype(v->value("dtype", 0));
 }
 
 std::optional<DataType> Converter::out_dtype(const json& n, size_t k) const {
@@ -448,10 +458,9 @@ std::optional<DataType> Converter::out_dtype(const json& n, size_t k) const {
 }
 
 std::optional<int> Converter::meta_rank(const std::string& name) const {
-  auto& tv = graph.at("tensor_values");
-  auto it = tv.find(name);
-  if (it == tv.end() || !it->contains("sizes")) return std::nullopt;
-  return static_cast<int>((*it)["sizes"].size());
+  const json* v = lookup("tensor_values", name);
+  if (!v || !v->contains("sizes")) return std::nullopt;
+  return static_cast<int>((*v)["sizes"].size());
 }
 
 Var* Converter::op(std::string_view type, std::vector<Arg> args) { return b.create(type, args).at(0); }
@@ -559,6 +568,61 @@ void Converter::assign(const std::string& name, Var* value) {
     return;
   }
   vars[name] = value;
+}
+
+std::vector<Var*> Converter::convert_subgraph(const json& n, const json& g,
+                                              const std::vector<const json*>& args) {
+  const json& ins = g.at("inputs");
+  if (ins.size() != args.size())
+    fail(n, "the subgraph takes " + std::to_string(ins.size()) + " inputs, " +
+                std::to_string(args.size()) + " were given");
+  // names are unique across a program's graphs; bindings the subgraph shadows come back after it
+  std::vector<std::pair<std::string, Var*>> saved;
+  auto bind = [&](const std::string& name, Var* v) {
+    auto it = vars.find(name);
+    saved.push_back({name, it == vars.end() ? nullptr : it->second});
+    vars[name] = v;
+  };
+  for (size_t k = 0; k < ins.size(); ++k) {
+    const json& formal = ins[k];
+    const json& actual = *args[k];
+    if (formal.contains("as_tensor")) {
+      if (!actual.contains("as_tensor"))
+        fail(n, "subgraph input " + std::to_string(k) + " is a tensor, the argument is " +
+                    actual.dump());
+      std::string inner = formal["as_tensor"].at("name").get<std::string>();
+      std::string outer = actual["as_tensor"].at("name").get<std::string>();
+      if (inner != outer) bind(inner, var(outer));
+    } else if (formal.contains("as_sym_int") || formal.contains("as_int") ||
+               formal.contains("as_bool") || formal.contains("as_float") ||
+               formal.contains("as_none")) {
+      continue;  // SymInts are read through their expressions; constants are inlined in the nodes
+    } else {
+      fail(n, "subgraph input " + formal.dump() + " is not supported");
+    }
+  }
+  scopes_.push_back(&g);
+  struct Pop {
+    std::vector<const json*>& s;
+    ~Pop() { s.pop_back(); }
+  } pop{scopes_};
+  for (auto& inner : g.at("nodes")) {
+    std::string target = inner.value("target", std::string());
+    if (ignorable_target(target) || sym_only_node(inner)) continue;
+    convert_node(inner);
+  }
+  std::vector<Var*> r;
+  for (auto& o : g.at("outputs")) {
+    if (!o.contains("as_tensor")) fail(n, "subgraph output " + o.dump() + " is not a tensor");
+    r.push_back(var(o["as_tensor"].at("name").get<std::string>()));
+  }
+  for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+    if (it->second)
+      vars[it->first] = it->second;
+    else
+      vars.erase(it->first);
+  }
+  return r;
 }
 
 void Converter::convert_node(const json& n) {

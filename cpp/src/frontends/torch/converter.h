@@ -52,6 +52,7 @@ void register_nn(OpTable& t);
 void register_tensor(OpTable& t);
 void register_reduction(OpTable& t);
 void register_misc(OpTable& t);
+void register_hop(OpTable& t);
 
 /// A view of another tensor made by slice / select (for writes through the view).
 struct ViewInfo {
@@ -155,6 +156,9 @@ class Converter {
   std::optional<DataType> out_dtype(const json& n, size_t i = 0) const;
   /// The declared rank of a tensor value.
   std::optional<int> meta_rank(const std::string& name) const;
+  /// An entry of one of the graph's value tables ("tensor_values", "sym_int_values"), looked up
+  /// in the subgraphs being converted (innermost first), then the graph; nullptr if absent.
+  const json* lookup(const char* table, const std::string& name) const;
 
   // ---- building -------------------------------------------------------------------------------
   /// A single-output op.
@@ -202,8 +206,13 @@ class Converter {
   void assign(const std::string& name, Var* value);
   /// Converts one node.
   void convert_node(const json& n);
+  /// Converts the subgraph `g` of higher-order node `n` inline: its inputs bound to `args` (the
+  /// node's operands, serialized arguments), its nodes converted; returns its outputs.
+  std::vector<Var*> convert_subgraph(const json& n, const json& g,
+                                     const std::vector<const json*>& args);
 
  private:
+  std::vector<const json*> scopes_;  // subgraphs being converted
   std::unordered_set<const Var*> bound_;
   std::unordered_map<const Expr*, Var*> dim_vars_;
   std::unordered_map<std::string, Var*> shape_of_;  // input var name -> its shape op
@@ -211,6 +220,13 @@ class Converter {
 
 /// The user's source line of a node ("file.py:12: code"), or "".
 std::string user_frame(const json& n);
+/// Whether a target has no effect on the program's values (runtime asserts, metadata checks).
+bool ignorable_target(const std::string& target);
+/// Whether a node's outputs are all SymInts / SymBools / SymFloats (values in sym_*_values).
+bool sym_only_node(const json& n);
+/// The subgraph of a higher-order node (its as_graph argument) and its position among the
+/// node's inputs, or {nullptr, 0}.
+std::pair<const json*, size_t> subgraph_of(const json& n);
 
 }  // namespace torch_detail
 }  // namespace milkit

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -230,6 +231,60 @@ Dim parse_sym_expr(const std::string& s, SymbolContext& ctx) {
   return d;
 }
 
+// ---- nodes --------------------------------------------------------------------------------------
+
+namespace {
+const std::string& tag_of_arg(const json& a) {
+  static const std::string none = "as_none";
+  if (!a.is_object() || a.empty()) return none;
+  return a.begin().key();
+}
+}  // namespace
+
+// Targets with no effect on the program's values (runtime asserts, metadata checks).
+bool ignorable_target(const std::string& target) {
+  static const char* const names[] = {
+      "torch.ops.aten._assert_scalar.default",
+      "torch.ops.aten._assert_tensor_metadata.default",
+      "torch.ops.aten.sym_constrain_range_for_size.default",
+      "torch.ops.aten.sym_constrain_range.default",
+      "torch.ops.aten._assert_async.msg",
+      "torch.ops.aten._assert_async.default",
+      "torch.ops.aten._functional_assert_async.msg",
+      "torch.ops.aten._functional_sym_constrain_range_for_size.default",
+      "torch.ops.aten._functional_sym_constrain_range.default",
+      "torch.ops.aten._print.default"};
+  for (auto* n : names)
+    if (target == n) return true;
+  return false;
+}
+
+// A node whose only outputs are SymInts / SymBools / SymFloats: its value is in sym_*_values.
+bool sym_only_node(const json& n) {
+  auto it = n.find("outputs");
+  if (it == n.end() || it->empty()) return false;
+  for (auto& o : *it) {
+    const auto& t = tag_of_arg(o);
+    if (t != "as_sym_int" && t != "as_sym_bool" && t != "as_sym_float" && t != "as_int" &&
+        t != "as_bool" && t != "as_float")
+      return false;
+  }
+  return true;
+}
+
+std::pair<const json*, size_t> subgraph_of(const json& n) {
+  auto it = n.find("inputs");
+  if (it == n.end() || !it->is_array()) return {nullptr, 0};
+  for (size_t k = 0; k < it->size(); ++k) {
+    const json& in = (*it)[k];
+    auto a = in.find("arg");
+    if (a == in.end() || !a->is_object()) continue;
+    auto g = a->find("as_graph");
+    if (g != a->end()) return {&g->at("graph"), k};
+  }
+  return {nullptr, 0};
+}
+
 // ---- op table ------------------------------------------------------------------------------------
 
 const OpTable& op_table() {
@@ -240,6 +295,7 @@ const OpTable& op_table() {
     register_tensor(t);
     register_reduction(t);
     register_misc(t);
+    register_hop(t);
     return t;
   }();
   return t;
@@ -291,32 +347,6 @@ const std::string& tag_of(const json& a) {
   static const std::string none = "as_none";
   if (!a.is_object() || a.empty()) return none;
   return a.begin().key();
-}
-
-// Targets with no effect on the program's values (runtime asserts, metadata checks).
-bool ignorable(const std::string& target) {
-  static const char* const names[] = {
-      "torch.ops.aten._assert_scalar.default",       "torch.ops.aten._assert_tensor_metadata.default",
-      "torch.ops.aten.sym_constrain_range_for_size.default", "torch.ops.aten.sym_constrain_range.default",
-      "torch.ops.aten._assert_async.msg",            "torch.ops.aten._assert_async.default",
-      "torch.ops.aten._functional_assert_async.msg", "torch.ops.aten._functional_sym_constrain_range_for_size.default",
-      "torch.ops.aten._functional_sym_constrain_range.default", "torch.ops.aten._print.default"};
-  for (auto* n : names)
-    if (target == n) return true;
-  return false;
-}
-
-// A node whose only outputs are SymInts / SymBools / SymFloats: its value is in sym_*_values.
-bool sym_only(const json& n) {
-  auto it = n.find("outputs");
-  if (it == n.end() || it->empty()) return false;
-  for (auto& o : *it) {
-    const auto& t = tag_of(o);
-    if (t != "as_sym_int" && t != "as_sym_bool" && t != "as_sym_float" && t != "as_int" && t != "as_bool" &&
-        t != "as_float")
-      return false;
-  }
-  return true;
 }
 
 std::string sanitize(const std::string& s) {
@@ -374,11 +404,15 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
     // every node milkit cannot convert, before any work
     {
       std::vector<std::string> bad;
-      for (auto& n : nodes) {
-        std::string target = n.value("target", std::string());
-        if (ignorable(target) || sym_only(n) || find_op(target)) continue;
-        bad.push_back(Converter::label(n));
-      }
+      std::function<void(const json&)> scan = [&](const json& ns) {
+        for (auto& n : ns) {
+          std::string target = n.value("target", std::string());
+          if (auto sg = subgraph_of(n); sg.first) scan(sg.first->at("nodes"));
+          if (ignorable_target(target) || sym_only_node(n) || find_op(target)) continue;
+          bad.push_back(Converter::label(n));
+        }
+      };
+      scan(nodes);
       if (!bad.empty()) {
         std::ostringstream m;
         m << src << ": milkit cannot convert " << bad.size() << " node" << (bad.size() > 1 ? "s" : "")
@@ -424,9 +458,14 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
 
     auto fn = std::make_shared<Function>(options.target);
     Context& ctx = fn->ctx();
-    for (auto& n : nodes)
-      for (auto& o : Converter::output_names(n))
-        if (!o.empty()) ctx.reserve_name(o);
+    std::function<void(const json&)> reserve = [&](const json& ns) {
+      for (auto& n : ns) {
+        for (auto& o : Converter::output_names(n))
+          if (!o.empty()) ctx.reserve_name(o);
+        if (auto sg = subgraph_of(n); sg.first) reserve(sg.first->at("nodes"));
+      }
+    };
+    reserve(nodes);
     Builder b(*fn);
     Converter cv(b, g, src);
 
@@ -565,7 +604,7 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
     // the nodes, in the graph's (topological) order
     for (auto& n : nodes) {
       std::string target = n.value("target", std::string());
-      if (ignorable(target) || sym_only(n)) continue;
+      if (ignorable_target(target) || sym_only_node(n)) continue;
       cv.convert_node(n);
     }
 
