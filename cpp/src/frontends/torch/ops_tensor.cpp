@@ -454,10 +454,27 @@ Var* index_put(C& cv, const json& n, Var* x, const std::vector<Var*>& idx, Var* 
   for (auto& v : is) v = bin(cv, "add", v, bin(cv, "mul", acc, cv.cs(0, DataType::Int32)));
   int ir = cv.rank(n, is[0]);
   Var* st = cv.op("stack", {values_arg(is), C::ai32("axis", ir)});
-  // updates: values broadcast to index shape + the un-indexed dims of xt
+  // updates: values broadcast to index shape + the un-indexed dims of xt. torch lays x[idx] out
+  // with adjacent index tensors in place (x[:, :, i] is [A, B, len(i), ...]), so values are
+  // broadcast to that layout first and the index dims moved to the front.
   std::vector<Dim> ushape(C::shape(is[0]).begin(), C::shape(is[0]).end());
   for (size_t k = pos.size(); k < static_cast<size_t>(r); ++k) ushape.push_back(C::shape(xt)[k]);
   Var* v = cv.cast(values, C::dtype(x));
+  bool adjacent = pos.back() - pos.front() + 1 == static_cast<int64_t>(pos.size());
+  int64_t k0 = adjacent ? pos.front() : 0;
+  if (k0 > 0) {
+    int64_t ir = static_cast<int64_t>(C::shape(is[0]).size());
+    std::vector<Dim> tshape;
+    for (int64_t k = 0; k < k0; ++k) tshape.push_back(ushape[static_cast<size_t>(ir + k)]);
+    for (int64_t k = 0; k < ir; ++k) tshape.push_back(ushape[static_cast<size_t>(k)]);
+    for (size_t k = static_cast<size_t>(ir + k0); k < ushape.size(); ++k) tshape.push_back(ushape[k]);
+    if (!(v->type()->has_rank() && C::shape(v) == tshape)) v = expand_to(cv, n, v, tshape);
+    std::vector<int64_t> front;
+    for (int64_t k = 0; k < ir; ++k) front.push_back(k0 + k);
+    for (int64_t k = 0; k < k0; ++k) front.push_back(k);
+    for (int64_t k = ir + k0; k < static_cast<int64_t>(tshape.size()); ++k) front.push_back(k);
+    v = cv.op("transpose", {C::a("x", v), C::aints32("perm", front)});
+  }
   bool same = v->type()->has_rank() && C::shape(v) == ushape;
   if (!same) v = expand_to(cv, n, v, ushape);
   Var* sc = cv.op("scatter_nd", {C::a("data", xt), C::a("indices", st), C::a("updates", v),
