@@ -304,7 +304,7 @@ Var* Converter::dim_var(Dim d) {
     case Expr::Kind::Symbol: {
       auto src = sym_sources.find(d->symbol());
       if (src == sym_sources.end())
-        throw ValueError(source + ": the size " + d->str() + " is not the size of any input (data-dependent sizes are not supported)");
+        throw ValueError("the size " + d->str() + " is not the size of any input (data-dependent sizes are not supported)");
       Var* in = src->second.first;
       auto sh = shape_of_.find(in->name());
       Var* s;
@@ -340,10 +340,33 @@ Var* Converter::dim_var(Dim d) {
       break;
     }
     default:
-      throw ValueError(source + ": cannot compute the size " + d->str());
+      throw ValueError("cannot compute the size " + d->str());
   }
   dim_vars_[d] = r;
   return r;
+}
+
+bool Converter::can_compute(Dim d) const {
+  switch (d->kind()) {
+    case Expr::Kind::Const:
+      return true;
+    case Expr::Kind::Symbol:
+      return sym_sources.count(d->symbol()) > 0;
+    case Expr::Kind::Poly:
+      for (auto& t : d->terms())
+        for (Dim atom : t.atoms)
+          if (!can_compute(atom)) return false;
+      return true;
+    case Expr::Kind::FloorDiv:
+    case Expr::Kind::Mod:
+    case Expr::Kind::Min:
+    case Expr::Kind::Max:
+      for (Dim x : d->args())
+        if (!can_compute(x)) return false;
+      return true;
+    default:
+      return false;
+  }
 }
 
 Var* Converter::shape_var(const std::vector<Dim>& ds) {
@@ -426,6 +449,13 @@ void Converter::out(const json& n, Var* v, size_t idx) {
   if (!bound_.count(v) && v->op() && !v->input_of() && v->op()->op_type() != "const") v->set_name(name);
   bound_.insert(v);
   vars[name] = v;
+  // a size milkit could not express (a fresh symbol) can still be read from the tensor that has it
+  if (v->type()->is_tensor() && v->type()->has_rank())
+    for (size_t k = 0; k < shape(v).size(); ++k) {
+      Dim d = shape(v)[k];
+      if (d->kind() == Expr::Kind::Symbol && !sym_sources.count(d->symbol()))
+        sym_sources[d->symbol()] = {v, static_cast<int>(k)};
+    }
 }
 
 void Converter::outs(const json& n, const std::vector<Var*>& vs) {
@@ -455,6 +485,17 @@ std::optional<DataType> Converter::out_dtype(const json& n, size_t k) const {
   auto names = output_names(n);
   if (k >= names.size() || names[k].empty()) return std::nullopt;
   return meta_dtype(names[k]);
+}
+
+std::optional<std::vector<Dim>> Converter::meta_shape(const std::string& name) {
+  const json* v = lookup("tensor_values", name);
+  if (!v || !v->contains("sizes")) return std::nullopt;
+  std::vector<Dim> r;
+  for (auto& sz : (*v)["sizes"]) {
+    if (sz.contains("as_int")) r.push_back(ctx().constant(sz["as_int"].get<int64_t>()));
+    else r.push_back(parse_sym_expr(sz.at("as_expr").at("expr_str").get<std::string>(), ctx()));
+  }
+  return r;
 }
 
 std::optional<int> Converter::meta_rank(const std::string& name) const {
@@ -528,43 +569,69 @@ std::pair<Var*, Var*> Converter::promoted(const json& n, Var* x, Var* y) {
   return {cast(x, dt), cast(y, dt)};
 }
 
+Var* Converter::vector_with(const std::vector<int64_t>& base, size_t d, Var* v) {
+  Arg vals{"values", {}, true};
+  if (d > 0) vals.items.push_back(ArgItem{ci(std::vector<int64_t>(base.begin(), base.begin() + static_cast<long>(d))), nullptr});
+  vals.items.push_back(ArgItem{op("expand_dims", {a("x", cast(v, DataType::Int32)), aints32("axes", {0})}), nullptr});
+  if (d + 1 < base.size())
+    vals.items.push_back(ArgItem{ci(std::vector<int64_t>(base.begin() + static_cast<long>(d) + 1, base.end())), nullptr});
+  return op("concat", {vals, ai32("axis", 0)});
+}
+
+Var* Converter::slice_update_axis(Var* x, Var* update, int64_t dim, std::optional<int64_t> start, Dim sym_start,
+                                  std::optional<int64_t> end, Dim sym_end, int64_t step) {
+  int r = x->type()->rank();
+  size_t d = static_cast<size_t>(dim);
+  std::vector<int64_t> begin(static_cast<size_t>(r), 0), stop(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
+  std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
+  if (start) {
+    begin[d] = *start;
+    bm[d] = 0;
+  }
+  if (end) {
+    stop[d] = *end;
+    em[d] = 0;
+  }
+  if (sym_start) bm[d] = 0;
+  if (sym_end) em[d] = 0;
+  stride[d] = step;
+  if (dtype(update) != dtype(x)) update = cast(update, dtype(x));
+  Var* bv = sym_start ? vector_with(begin, d, dim_var(sym_start)) : ci(begin);
+  Var* ev = sym_end ? vector_with(stop, d, dim_var(sym_end)) : ci(stop);
+  return op("slice_update", {a("x", x), a("update", update), a("begin", bv), a("end", ev), aints32("stride", stride),
+                             a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
+                             a("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
+}
+
 void Converter::assign(const std::string& name, Var* value) {
   auto vw = views.find(name);
   if (vw != views.end()) {
     ViewInfo info = vw->second;
     Var* base = var(info.base);
-    int r = base->type()->rank();
-    Var* upd = value;
-    if (dtype(upd) != dtype(base)) upd = cast(upd, dtype(base));
-    std::vector<int64_t> begin(static_cast<size_t>(r), 0), end(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
-    std::vector<bool> begin_mask(static_cast<size_t>(r), true), end_mask(static_cast<size_t>(r), true);
-    size_t d = static_cast<size_t>(info.dim);
+    Var* nb;
     if (info.kind == ViewInfo::Select) {
-      upd = op("expand_dims", {a("x", upd), aints32("axes", {info.dim})});
-      begin[d] = *info.start;
-      end[d] = *info.start + 1;
-      begin_mask[d] = end_mask[d] = false;
-      if (*info.start == -1) end_mask[d] = true;
+      Var* upd = op("expand_dims", {a("x", value), aints32("axes", {info.dim})});
+      std::optional<int64_t> stop;
+      if (*info.start != -1) stop = *info.start + 1;
+      nb = slice_update_axis(base, upd, info.dim, info.start, nullptr, stop, nullptr, 1);
     } else {
-      if (info.start) { begin[d] = *info.start; begin_mask[d] = false; }
-      if (info.end) { end[d] = *info.end; end_mask[d] = false; }
-      stride[d] = info.step;
+      nb = slice_update_axis(base, value, info.dim, info.start, info.sym_start, info.end, info.sym_end, info.step);
     }
-    Value bm = Value::from_ints(DataType::Bool, {r}, std::vector<int64_t>(begin_mask.begin(), begin_mask.end()));
-    Value em = Value::from_ints(DataType::Bool, {r}, std::vector<int64_t>(end_mask.begin(), end_mask.end()));
-    Var* nb = op("slice_update", {a("x", base), a("update", upd), aints32("begin", begin), aints32("end", end),
-                                  aints32("stride", stride), a("begin_mask", bm), a("end_mask", em)});
     assign(info.base, nb);
     vars[name] = value;
     return;
   }
   auto st = state_inputs.find(name);
   if (st != state_inputs.end()) {
+    // the state stores fp16 between predictions; later reads in this prediction see the value
+    // written (in the buffer's compute dtype), as they do in the functional dialect where the
+    // state is written at the end
     Var* v = value;
     DataType sdt = st->second->type()->elem()->dtype();
+    DataType vdt = meta_dtype(name).value_or(dtype(value));
     if (dtype(v) != sdt) v = cast(v, sdt);
-    v = op("coreml_update_state", {a("state", st->second), a("value", v)});
-    vars[name] = v;
+    op("coreml_update_state", {a("state", st->second), a("value", v)});
+    vars[name] = cast(value, vdt);
     return;
   }
   vars[name] = value;

@@ -62,6 +62,8 @@ struct ViewInfo {
   std::optional<int64_t> start;   ///< Slice start (select: the index).
   std::optional<int64_t> end;     ///< Slice end.
   int64_t step = 1;               ///< Slice step.
+  Dim sym_start = nullptr;        ///< A symbolic slice start (instead of `start`).
+  Dim sym_end = nullptr;          ///< A symbolic slice end (instead of `end`).
 };
 
 /// The conversion context: the builder, the names bound so far, argument helpers.
@@ -142,6 +144,8 @@ class Converter {
   Dim sym_dim(const json& a);
   /// A dim as an int32 scalar var (built from the input shapes when symbolic).
   Var* dim_var(Dim d);
+  /// Whether dim_var can compute `d` (every symbol in it is a dim of some var converted so far).
+  bool can_compute(Dim d) const;
 
   // ---- outputs -------------------------------------------------------------------------------
   /// The names of a node's outputs (as_tensor, or each of as_tensors; "" for None entries).
@@ -154,6 +158,8 @@ class Converter {
   std::optional<DataType> meta_dtype(const std::string& name) const;
   /// The MIL dtype of output `i` from tensor_values.
   std::optional<DataType> out_dtype(const json& n, size_t i = 0) const;
+  /// The declared shape of a tensor value (torch's sizes as dims), nullopt if not declared.
+  std::optional<std::vector<Dim>> meta_shape(const std::string& name);
   /// The declared rank of a tensor value.
   std::optional<int> meta_rank(const std::string& name) const;
   /// An entry of one of the graph's value tables ("tensor_values", "sym_int_values"), looked up
@@ -201,6 +207,12 @@ class Converter {
   /// "node 'name' (aten.add.Tensor) at file.py:12".
   static std::string label(const json& n);
 
+  /// `x` with `update` written at [start, end) step `step` along axis `dim` (slice_update);
+  /// a symbolic start / end (non-null Dim) is computed from the input shapes.
+  Var* slice_update_axis(Var* x, Var* update, int64_t dim, std::optional<int64_t> start, Dim sym_start,
+                         std::optional<int64_t> end, Dim sym_end, int64_t step);
+  /// A rank-1 int32 vector: `base` with element `d` replaced by the int scalar var `v`.
+  Var* vector_with(const std::vector<int64_t>& base, size_t d, Var* v);
   /// Writes `value` into tensor `name` (an in-place op's result): rebinds the name, writes
   /// through views into their base, and marks state buffers updated.
   void assign(const std::string& name, Var* value);

@@ -527,11 +527,15 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
           if (options.target < Target::iOS18)
             throw ValueError(src + ": the program mutates buffer '" + fqn +
                              "'; mutated buffers become Core ML states, which need minimum_deployment_target iOS18 or later");
+          // Core ML states are fp16 (iOS18): an fp32 / bf16 buffer is stored as fp16, read through a
+          // cast to its compute dtype and written through a cast to fp16, as coremltools does; under
+          // FLOAT16 the fp16 passes remove the casts.
           const Type* t = type_of(ph, "buffer", true);
           std::string sname = ctx.free_name(sanitize(fqn));
-          Var* st = fn->add_input(sname, ctx.state(t));
+          Var* st = fn->add_input(sname, ctx.state(ctx.tensor(DataType::Float16, t->shape())));
           cv.state_inputs[ph] = st;
           Var* r = cv.op("read_state", {Converter::a("input", st)});
+          if (t->dtype() != DataType::Float16) r = cv.cast(r, t->dtype());
           cv.vars[ph] = r;
           inf.state_names.push_back(fqn);
         } else {

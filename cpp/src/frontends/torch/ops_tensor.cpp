@@ -188,6 +188,7 @@ Var* slice_axis(C& cv, const json& n, Var* x, int64_t dim, const SliceSpec& s, V
 struct Bound {
   std::optional<int64_t> v;
   Var* var = nullptr;
+  Dim dim = nullptr;  // the symbolic bound (with var)
 };
 Bound bound(C& cv, const json& n, const char* name, Var* x, int64_t dim) {
   Bound b;
@@ -203,6 +204,7 @@ Bound bound(C& cv, const json& n, const char* name, Var* x, int64_t dim) {
     return b;
   }
   b.var = cv.dim_var(d);
+  b.dim = d;
   return b;
 }
 
@@ -232,11 +234,27 @@ void slice(C& cv, const json& n) {
       return;
     }
   }
-  Var* y = slice_axis(cv, n, x, dim, s, st.var, en.var);
-  cv.out(n, y);
   auto names = C::output_names(n);
-  if (!names.empty() && !st.var && !en.var)
-    cv.views[names[0]] = ViewInfo{C::tensor_name(n, "self"), ViewInfo::Slice, dim, s.start, s.end, s.step};
+  Var* y = nullptr;
+  if (st.var && s.step == 1 && !names.empty()) {
+    // a symbolic start: torch assumes 0 <= start <= end (it does not guard it), which MIL's
+    // slice_by_index cannot know; slice_by_size with torch's size of the result keeps it exact
+    auto ms = cv.meta_shape(names[0]);
+    if (ms && ms->size() == static_cast<size_t>(r) && cv.can_compute((*ms)[static_cast<size_t>(dim)])) {
+      std::vector<int64_t> zeros(static_cast<size_t>(r), 0), sizes(static_cast<size_t>(r), -1);
+      Var* begin = cv.vector_with(zeros, static_cast<size_t>(dim), st.var);
+      Var* size = cv.vector_with(sizes, static_cast<size_t>(dim), cv.dim_var((*ms)[static_cast<size_t>(dim)]));
+      y = cv.op("slice_by_size", {C::a("x", x), C::a("begin", begin), C::a("size", size)});
+    }
+  }
+  if (!y) y = slice_axis(cv, n, x, dim, s, st.var, en.var);
+  cv.out(n, y);
+  if (!names.empty()) {
+    ViewInfo vi{C::tensor_name(n, "self"), ViewInfo::Slice, dim, s.start, s.end, s.step};
+    if (st.var) vi.start.reset(), vi.sym_start = st.dim;
+    if (en.var) vi.end.reset(), vi.sym_end = en.dim;
+    cv.views[names[0]] = vi;
+  }
 }
 
 void select(C& cv, const json& n) {
@@ -783,22 +801,11 @@ void register_tensor(OpTable& t) {
     Var* src = cv.cast(cv.tensor(n, "src"), C::dtype(x));
     int r = cv.rank(n, x);
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
-    std::vector<int64_t> begin(static_cast<size_t>(r), 0), end(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
-    std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
     Bound st = bound(cv, n, "start", x, d), en = bound(cv, n, "end", x, d);
-    if (st.var || en.var) cv.fail(n, "slice_scatter with symbolic bounds is not supported");
-    if (st.v && *st.v != 0) {
-      begin[static_cast<size_t>(d)] = *st.v;
-      bm[static_cast<size_t>(d)] = 0;
-    }
-    if (en.v && *en.v < kBig) {
-      end[static_cast<size_t>(d)] = *en.v;
-      em[static_cast<size_t>(d)] = 0;
-    }
-    stride[static_cast<size_t>(d)] = cv.i(n, "step", 1);
-    cv.out(n, cv.op("slice_update", {C::a("x", x), C::a("update", src), C::aints32("begin", begin), C::aints32("end", end),
-                                     C::aints32("stride", stride), C::a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
-                                     C::a("end_mask", Value::from_ints(DataType::Bool, {r}, em))}));
+    std::optional<int64_t> start, end;
+    if (st.v && *st.v != 0) start = *st.v;
+    if (en.v && *en.v < kBig) end = *en.v;
+    cv.out(n, cv.slice_update_axis(x, src, d, start, st.dim, end, en.dim, cv.i(n, "step", 1)));
   };
   t["aten.select_scatter"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
