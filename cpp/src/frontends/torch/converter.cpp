@@ -184,11 +184,10 @@ Dim Converter::sym_dim(const json& a) {
     auto& s = a["as_sym_int"];
     if (s.contains("as_int")) return ctx().constant(s["as_int"].get<int64_t>());
     std::string name = s.at("as_name").get<std::string>();
-    auto& svals = cur().at("sym_int_values");
-    auto it = svals.find(name);
-    if (it == svals.end()) throw FormatError(source + ": SymInt '" + name + "' has no value in sym_int_values");
-    if (it->contains("as_int")) return ctx().constant((*it)["as_int"].get<int64_t>());
-    return parse_sym_expr(it->at("as_expr").at("expr_str").get<std::string>(), ctx());
+    const json* v = lookup("sym_int_values", name);
+    if (!v) throw FormatError(source + ": SymInt '" + name + "' has no value in sym_int_values");
+    if (v->contains("as_int")) return ctx().constant((*v)["as_int"].get<int64_t>());
+    return parse_sym_expr(v->at("as_expr").at("expr_str").get<std::string>(), ctx());
   }
   throw FormatError(source + ": expected an int or SymInt, got " + a.dump());
 }
@@ -305,7 +304,7 @@ Var* Converter::dim_var(Dim d) {
     case Expr::Kind::Symbol: {
       auto src = sym_sources.find(d->symbol());
       if (src == sym_sources.end())
-        throw ValueError(source + ": the size " + d->str() + " is not the size of any input (data-dependent sizes are not supported)");
+        throw ValueError("the size " + d->str() + " is not the size of any input (data-dependent sizes are not supported)");
       Var* in = src->second.first;
       auto sh = shape_of_.find(in->name());
       Var* s;
@@ -341,10 +340,33 @@ Var* Converter::dim_var(Dim d) {
       break;
     }
     default:
-      throw ValueError(source + ": cannot compute the size " + d->str());
+      throw ValueError("cannot compute the size " + d->str());
   }
   dim_vars_[d] = r;
   return r;
+}
+
+bool Converter::can_compute(Dim d) const {
+  switch (d->kind()) {
+    case Expr::Kind::Const:
+      return true;
+    case Expr::Kind::Symbol:
+      return sym_sources.count(d->symbol()) > 0;
+    case Expr::Kind::Poly:
+      for (auto& t : d->terms())
+        for (Dim atom : t.atoms)
+          if (!can_compute(atom)) return false;
+      return true;
+    case Expr::Kind::FloorDiv:
+    case Expr::Kind::Mod:
+    case Expr::Kind::Min:
+    case Expr::Kind::Max:
+      for (Dim x : d->args())
+        if (!can_compute(x)) return false;
+      return true;
+    default:
+      return false;
+  }
 }
 
 Var* Converter::shape_var(const std::vector<Dim>& ds) {
@@ -427,6 +449,13 @@ void Converter::out(const json& n, Var* v, size_t idx) {
   if (!bound_.count(v) && v->op() && !v->input_of() && v->op()->op_type() != "const") v->set_name(name);
   bound_.insert(v);
   vars[name] = v;
+  // a size milkit could not express (a fresh symbol) can still be read from the tensor that has it
+  if (v->type()->is_tensor() && v->type()->has_rank())
+    for (size_t k = 0; k < shape(v).size(); ++k) {
+      Dim d = shape(v)[k];
+      if (d->kind() == Expr::Kind::Symbol && !sym_sources.count(d->symbol()))
+        sym_sources[d->symbol()] = {v, static_cast<int>(k)};
+    }
 }
 
 void Converter::outs(const json& n, const std::vector<Var*>& vs) {
@@ -434,11 +463,22 @@ void Converter::outs(const json& n, const std::vector<Var*>& vs) {
     if (vs[k]) out(n, vs[k], k);
 }
 
+const json* Converter::lookup(const char* table, const std::string& name) const {
+  auto find_in = [&](const json& g) -> const json* {
+    auto t = g.find(table);
+    if (t == g.end() || !t->is_object()) return nullptr;
+    auto it = t->find(name);
+    return it == t->end() ? nullptr : &*it;
+  };
+  for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+    if (const json* v = find_in(**s)) return v;
+  return find_in(graph);
+}
+
 std::optional<DataType> Converter::meta_dtype(const std::string& name) const {
-  auto& tv = cur().at("tensor_values");
-  auto it = tv.find(name);
-  if (it == tv.end()) return std::nullopt;
-  return mil_dtype(it->value("dtype", 0));
+  const json* v = lookup("tensor_values", name);
+  if (!v) return std::nullopt;
+  return mil_dtype(v->value("dtype", 0));
 }
 
 std::optional<DataType> Converter::out_dtype(const json& n, size_t k) const {
@@ -447,11 +487,21 @@ std::optional<DataType> Converter::out_dtype(const json& n, size_t k) const {
   return meta_dtype(names[k]);
 }
 
+std::optional<std::vector<Dim>> Converter::meta_shape(const std::string& name) {
+  const json* v = lookup("tensor_values", name);
+  if (!v || !v->contains("sizes")) return std::nullopt;
+  std::vector<Dim> r;
+  for (auto& sz : (*v)["sizes"]) {
+    if (sz.contains("as_int")) r.push_back(ctx().constant(sz["as_int"].get<int64_t>()));
+    else r.push_back(parse_sym_expr(sz.at("as_expr").at("expr_str").get<std::string>(), ctx()));
+  }
+  return r;
+}
+
 std::optional<int> Converter::meta_rank(const std::string& name) const {
-  auto& tv = cur().at("tensor_values");
-  auto it = tv.find(name);
-  if (it == tv.end() || !it->contains("sizes")) return std::nullopt;
-  return static_cast<int>((*it)["sizes"].size());
+  const json* v = lookup("tensor_values", name);
+  if (!v || !v->contains("sizes")) return std::nullopt;
+  return static_cast<int>((*v)["sizes"].size());
 }
 
 Var* Converter::op(std::string_view type, std::vector<Arg> args) { return b.create(type, args).at(0); }
@@ -519,86 +569,68 @@ std::pair<Var*, Var*> Converter::promoted(const json& n, Var* x, Var* y) {
   return {cast(x, dt), cast(y, dt)};
 }
 
-void Converter::assign(const std::string& name, Var* value) {
-  auto vw = views.find(name);
-  if (vw != views.end()) {
-    ViewInfo info = vw->second;
-    Var* base = var(info.base);
-    Var* upd = value;
-    if (dtype(upd) != dtype(base)) upd = cast(upd, dtype(base));
-    static const json no_node = json::object();
-    Var* nb;
-    if (info.kind == ViewInfo::Select) {
-      upd = op("expand_dims", {a("x", upd), aints32("axes", {info.dim})});
-      int64_t s = *info.start;
-      nb = slice_write(no_node, base, upd, info.dim, s, s == -1 ? std::nullopt : std::optional<int64_t>(s + 1), 1);
-    } else {
-      nb = slice_write(no_node, base, upd, info.dim, info.start, info.end, info.step);
-    }
-    assign(info.base, nb);
-    vars[name] = value;
-    return;
-  }
-  auto st = state_inputs.find(name);
-  if (st != state_inputs.end()) {
-    Var* v = value;
-    DataType sdt = st->second->type()->elem()->dtype();
-    if (dtype(v) != sdt) v = cast(v, sdt);
-    v = op("coreml_update_state", {a("state", st->second), a("value", v)});
-    vars[name] = v;
-    return;
-  }
-  vars[name] = value;
+Var* Converter::vector_with(const std::vector<int64_t>& base, size_t d, Var* v) {
+  Arg vals{"values", {}, true};
+  if (d > 0) vals.items.push_back(ArgItem{ci(std::vector<int64_t>(base.begin(), base.begin() + static_cast<long>(d))), nullptr});
+  vals.items.push_back(ArgItem{op("expand_dims", {a("x", cast(v, DataType::Int32)), aints32("axes", {0})}), nullptr});
+  if (d + 1 < base.size())
+    vals.items.push_back(ArgItem{ci(std::vector<int64_t>(base.begin() + static_cast<long>(d) + 1, base.end())), nullptr});
+  return op("concat", {vals, ai32("axis", 0)});
 }
 
-Var* Converter::slice_write(const json& n, Var* x, Var* update, int64_t dim, std::optional<int64_t> start,
-                             std::optional<int64_t> end, int64_t step) {
+Var* Converter::slice_update_axis(Var* x, Var* update, int64_t dim, std::optional<int64_t> start, Dim sym_start,
+                                  std::optional<int64_t> end, Dim sym_end, int64_t step) {
   int r = x->type()->rank();
   size_t d = static_cast<size_t>(dim);
-  if (target() >= Target::iOS18) {
-    std::vector<int64_t> begin(static_cast<size_t>(r), 0), e(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
-    std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
-    if (start && *start != 0) {
-      begin[d] = *start;
-      bm[d] = 0;
-    }
-    if (end) {
-      e[d] = *end;
-      em[d] = 0;
-    }
-    stride[d] = step;
-    return op("slice_update", {a("x", x), a("update", update), aints32("begin", begin), aints32("end", e),
-                               aints32("stride", stride), a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
-                               a("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
+  std::vector<int64_t> begin(static_cast<size_t>(r), 0), stop(static_cast<size_t>(r), 0), stride(static_cast<size_t>(r), 1);
+  std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
+  if (start) {
+    begin[d] = *start;
+    bm[d] = 0;
   }
-  Dim sz = x->type()->shape()[d];
-  auto why = [&](const std::string& m) {
-    std::string msg = "writing into a slice " + m + " needs minimum_deployment_target iOS18 (slice_update)";
-    if (n.contains("target")) fail(n, msg);
-    throw ValueError(source + ": " + msg);
-  };
-  if (step != 1) why("with a step");
-  if (!sz->is_const()) why("of a symbolic dim");
-  int64_t L = sz->value();
-  int64_t s = start.value_or(0), e = end.value_or(L);
-  if (s < 0) s += L;
-  if (e < 0) e += L;
-  s = std::clamp<int64_t>(s, 0, L);
-  e = std::clamp<int64_t>(e, s, L);
-  std::vector<int64_t> pads(static_cast<size_t>(2 * r), 0);
-  pads[2 * d] = s;
-  pads[2 * d + 1] = L - e;
-  Var* padded = update;
-  if (s || L - e)
-    padded = op("pad", {a("x", update), aints32("pad", pads), astr("mode", "constant"),
-                        a("constant_val", is_float(dtype(update)) ? Value::scalar_float(dtype(update), 0)
-                                                                  : Value::scalar_int(dtype(update), 0))});
-  std::vector<int64_t> m(static_cast<size_t>(L));
-  for (int64_t k = 0; k < L; ++k) m[static_cast<size_t>(k)] = k >= s && k < e;
-  std::vector<int64_t> mshape(static_cast<size_t>(r), 1);
-  mshape[d] = L;
-  Var* mask = c(Value::from_ints(DataType::Bool, mshape, m));
-  return op("select", {a("cond", mask), a("a", padded), a("b", x)});
+  if (end) {
+    stop[d] = *end;
+    em[d] = 0;
+  }
+  if (sym_start) bm[d] = 0;
+  if (sym_end) em[d] = 0;
+  stride[d] = step;
+  if (dtype(update) != dtype(x)) update = cast(update, dtype(x));
+  if (target() < Target::iOS18) {
+    // no slice_update before iOS18: the update padded to x's size along `dim`, picked by a mask
+    Dim sz = x->type()->shape()[d];
+    auto why = [&](const std::string& m) {
+      throw ValueError(source + ": writing into a slice " + m + " needs minimum_deployment_target iOS18 (slice_update)");
+    };
+    if (step != 1) why("with a step");
+    if (sym_start || sym_end) why("at a symbolic position");
+    if (!sz->is_const()) why("of a symbolic dim");
+    int64_t L = sz->value();
+    int64_t s = start.value_or(0), e = end.value_or(L);
+    if (s < 0) s += L;
+    if (e < 0) e += L;
+    s = std::clamp<int64_t>(s, 0, L);
+    e = std::clamp<int64_t>(e, s, L);
+    std::vector<int64_t> pads(static_cast<size_t>(2 * r), 0);
+    pads[2 * d] = s;
+    pads[2 * d + 1] = L - e;
+    Var* padded = update;
+    if (s || L - e)
+      padded = op("pad", {a("x", update), aints32("pad", pads), astr("mode", "constant"),
+                          a("constant_val", is_float(dtype(update)) ? Value::scalar_float(dtype(update), 0)
+                                                                    : Value::scalar_int(dtype(update), 0))});
+    std::vector<int64_t> m(static_cast<size_t>(L));
+    for (int64_t k = 0; k < L; ++k) m[static_cast<size_t>(k)] = k >= s && k < e;
+    std::vector<int64_t> mshape(static_cast<size_t>(r), 1);
+    mshape[d] = L;
+    Var* mask = c(Value::from_ints(DataType::Bool, mshape, m));
+    return op("select", {a("cond", mask), a("a", padded), a("b", x)});
+  }
+  Var* bv = sym_start ? vector_with(begin, d, dim_var(sym_start)) : ci(begin);
+  Var* ev = sym_end ? vector_with(stop, d, dim_var(sym_end)) : ci(stop);
+  return op("slice_update", {a("x", x), a("update", update), a("begin", bv), a("end", ev), aints32("stride", stride),
+                             a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
+                             a("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
 }
 
 Var* Converter::shape_of_pieces(Var* x, const std::vector<std::pair<bool, int64_t>>& ps) {
@@ -630,30 +662,93 @@ Var* Converter::shape_of_pieces(Var* x, const std::vector<std::pair<bool, int64_
   return op("concat", {vals, ai32("axis", 0)});
 }
 
-std::vector<Var*> Converter::inline_graph(const json& g, const std::vector<Var*>& args) {
-  const json* saved_sub = sub;
-  auto saved_vars = vars;
-  auto saved_views = views;
-  sub = &g;
+void Converter::assign(const std::string& name, Var* value) {
+  auto vw = views.find(name);
+  if (vw != views.end()) {
+    ViewInfo info = vw->second;
+    Var* base = var(info.base);
+    Var* nb;
+    if (info.kind == ViewInfo::Select) {
+      Var* upd = op("expand_dims", {a("x", value), aints32("axes", {info.dim})});
+      std::optional<int64_t> stop;
+      if (*info.start != -1) stop = *info.start + 1;
+      nb = slice_update_axis(base, upd, info.dim, info.start, nullptr, stop, nullptr, 1);
+    } else {
+      nb = slice_update_axis(base, value, info.dim, info.start, info.sym_start, info.end, info.sym_end, info.step);
+    }
+    assign(info.base, nb);
+    vars[name] = value;
+    return;
+  }
+  auto st = state_inputs.find(name);
+  if (st != state_inputs.end()) {
+    // the state stores fp16 between predictions; later reads in this prediction see the value
+    // written (in the buffer's compute dtype), as they do in the functional dialect where the
+    // state is written at the end
+    Var* v = value;
+    DataType sdt = st->second->type()->elem()->dtype();
+    DataType vdt = meta_dtype(name).value_or(dtype(value));
+    if (dtype(v) != sdt) v = cast(v, sdt);
+    op("coreml_update_state", {a("state", st->second), a("value", v)});
+    vars[name] = cast(value, vdt);
+    return;
+  }
+  vars[name] = value;
+}
+
+std::vector<Var*> Converter::convert_subgraph(const json& n, const json& g,
+                                              const std::vector<const json*>& args) {
   const json& ins = g.at("inputs");
   if (ins.size() != args.size())
-    throw FormatError(source + ": a subgraph takes " + std::to_string(ins.size()) + " inputs, " + std::to_string(args.size()) +
-                      " were given");
+    fail(n, "the subgraph takes " + std::to_string(ins.size()) + " inputs, " +
+                std::to_string(args.size()) + " were given");
+  // names are unique across a program's graphs; bindings the subgraph shadows come back after it
+  std::vector<std::pair<std::string, Var*>> saved;
+  auto bind = [&](const std::string& name, Var* v) {
+    auto it = vars.find(name);
+    saved.push_back({name, it == vars.end() ? nullptr : it->second});
+    vars[name] = v;
+  };
   for (size_t k = 0; k < ins.size(); ++k) {
-    if (!ins[k].contains("as_tensor")) throw ValueError(source + ": a subgraph input that is not a tensor is not supported");
-    vars[ins[k]["as_tensor"].at("name").get<std::string>()] = args[k];
+    const json& formal = ins[k];
+    const json& actual = *args[k];
+    if (formal.contains("as_tensor")) {
+      if (!actual.contains("as_tensor"))
+        fail(n, "subgraph input " + std::to_string(k) + " is a tensor, the argument is " +
+                    actual.dump());
+      std::string inner = formal["as_tensor"].at("name").get<std::string>();
+      std::string outer = actual["as_tensor"].at("name").get<std::string>();
+      if (inner != outer) bind(inner, var(outer));
+    } else if (formal.contains("as_sym_int") || formal.contains("as_int") ||
+               formal.contains("as_bool") || formal.contains("as_float") ||
+               formal.contains("as_none")) {
+      continue;  // SymInts are read through their expressions; constants are inlined in the nodes
+    } else {
+      fail(n, "subgraph input " + formal.dump() + " is not supported");
+    }
   }
-  for (auto& n : g.at("nodes"))
-    if (!skip_node(n)) convert_node(n);
-  std::vector<Var*> outs;
+  scopes_.push_back(&g);
+  struct Pop {
+    std::vector<const json*>& s;
+    ~Pop() { s.pop_back(); }
+  } pop{scopes_};
+  for (auto& inner : g.at("nodes")) {
+    std::string target = inner.value("target", std::string());
+    if (ignorable_target(target) || sym_only_node(inner)) continue;
+    convert_node(inner);
+  }
+  std::vector<Var*> r;
   for (auto& o : g.at("outputs")) {
-    if (!o.contains("as_tensor")) throw ValueError(source + ": a subgraph output that is not a tensor is not supported");
-    outs.push_back(var(o["as_tensor"].at("name").get<std::string>()));
+    if (!o.contains("as_tensor")) fail(n, "subgraph output " + o.dump() + " is not a tensor");
+    r.push_back(var(o["as_tensor"].at("name").get<std::string>()));
   }
-  vars = std::move(saved_vars);
-  views = std::move(saved_views);
-  sub = saved_sub;
-  return outs;
+  for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+    if (it->second)
+      vars[it->first] = it->second;
+    else
+      vars.erase(it->first);
+  }
+  return r;
 }
 
 void Converter::convert_node(const json& n) {

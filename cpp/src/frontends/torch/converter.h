@@ -52,6 +52,7 @@ void register_nn(OpTable& t);
 void register_tensor(OpTable& t);
 void register_reduction(OpTable& t);
 void register_misc(OpTable& t);
+void register_hop(OpTable& t);
 
 /// A view of another tensor made by slice / select (for writes through the view).
 struct ViewInfo {
@@ -61,6 +62,8 @@ struct ViewInfo {
   std::optional<int64_t> start;   ///< Slice start (select: the index).
   std::optional<int64_t> end;     ///< Slice end.
   int64_t step = 1;               ///< Slice step.
+  Dim sym_start = nullptr;        ///< A symbolic slice start (instead of `start`).
+  Dim sym_end = nullptr;          ///< A symbolic slice end (instead of `end`).
 };
 
 /// The conversion context: the builder, the names bound so far, argument helpers.
@@ -70,12 +73,6 @@ class Converter {
 
   Builder& b;           ///< Where ops go.
   const json& graph;    ///< The top-level graph.
-  const json* sub = nullptr;  ///< The subgraph being inlined (a higher-order op's), if any.
-  /// The graph whose nodes are being converted (tensor_values, sym_int_values).
-  const json& cur() const { return sub ? *sub : graph; }
-  /// Converts a subgraph (a higher-order op's `as_graph`) inline: its inputs bound to `args`,
-  /// its names scoped; returns its outputs.
-  std::vector<Var*> inline_graph(const json& g, const std::vector<Var*>& args);
   std::string source;   ///< For messages.
 
   /// The deployment target of the program.
@@ -147,6 +144,8 @@ class Converter {
   Dim sym_dim(const json& a);
   /// A dim as an int32 scalar var (built from the input shapes when symbolic).
   Var* dim_var(Dim d);
+  /// Whether dim_var can compute `d` (every symbol in it is a dim of some var converted so far).
+  bool can_compute(Dim d) const;
 
   // ---- outputs -------------------------------------------------------------------------------
   /// The names of a node's outputs (as_tensor, or each of as_tensors; "" for None entries).
@@ -159,8 +158,13 @@ class Converter {
   std::optional<DataType> meta_dtype(const std::string& name) const;
   /// The MIL dtype of output `i` from tensor_values.
   std::optional<DataType> out_dtype(const json& n, size_t i = 0) const;
+  /// The declared shape of a tensor value (torch's sizes as dims), nullopt if not declared.
+  std::optional<std::vector<Dim>> meta_shape(const std::string& name);
   /// The declared rank of a tensor value.
   std::optional<int> meta_rank(const std::string& name) const;
+  /// An entry of one of the graph's value tables ("tensor_values", "sym_int_values"), looked up
+  /// in the subgraphs being converted (innermost first), then the graph; nullptr if absent.
+  const json* lookup(const char* table, const std::string& name) const;
 
   // ---- building -------------------------------------------------------------------------------
   /// A single-output op.
@@ -203,32 +207,41 @@ class Converter {
   /// "node 'name' (aten.add.Tensor) at file.py:12".
   static std::string label(const json& n);
 
-  /// x with x[..., start:end:step, ...] (on axis `dim`) replaced by `update` (x's rank): slice_update
-  /// at iOS18, else a pad + select for step 1 on a known dim size.
-  Var* slice_write(const json& n, Var* x, Var* update, int64_t dim, std::optional<int64_t> start,
-                   std::optional<int64_t> end, int64_t step);
+  /// `x` with `update` written at [start, end) step `step` along axis `dim` (slice_update);
+  /// a symbolic start / end (non-null Dim) is computed from the input shapes.
+  Var* slice_update_axis(Var* x, Var* update, int64_t dim, std::optional<int64_t> start, Dim sym_start,
+                         std::optional<int64_t> end, Dim sym_end, int64_t step);
   /// A shape made of literal ints and dims of `x` (pairs: (true, axis of x) or (false, value)).
   Var* shape_of_pieces(Var* x, const std::vector<std::pair<bool, int64_t>>& pieces);
-
+  /// A rank-1 int32 vector: `base` with element `d` replaced by the int scalar var `v`.
+  Var* vector_with(const std::vector<int64_t>& base, size_t d, Var* v);
   /// Writes `value` into tensor `name` (an in-place op's result): rebinds the name, writes
   /// through views into their base, and marks state buffers updated.
   void assign(const std::string& name, Var* value);
   /// Converts one node.
   void convert_node(const json& n);
+  /// Converts the subgraph `g` of higher-order node `n` inline: its inputs bound to `args` (the
+  /// node's operands, serialized arguments), its nodes converted; returns its outputs.
+  std::vector<Var*> convert_subgraph(const json& n, const json& g,
+                                     const std::vector<const json*>& args);
 
  private:
+  std::vector<const json*> scopes_;  // subgraphs being converted
   std::unordered_set<const Var*> bound_;
   std::unordered_map<const Expr*, Var*> dim_vars_;
   std::unordered_map<std::string, Var*> shape_of_;  // input var name -> its shape op
 };
 
-/// Whether a node has no effect on values (runtime asserts) or only makes SymInts (whose values
-/// are in sym_int_values): such nodes are not converted.
-bool skip_node(const json& n);
-void register_hop(OpTable& t);
 
 /// The user's source line of a node ("file.py:12: code"), or "".
 std::string user_frame(const json& n);
+/// Whether a target has no effect on the program's values (runtime asserts, metadata checks).
+bool ignorable_target(const std::string& target);
+/// Whether a node's outputs are all SymInts / SymBools / SymFloats (values in sym_*_values).
+bool sym_only_node(const json& n);
+/// The subgraph of a higher-order node (its as_graph argument) and its position among the
+/// node's inputs, or {nullptr, 0}.
+std::pair<const json*, size_t> subgraph_of(const json& n);
 
 }  // namespace torch_detail
 }  // namespace milkit

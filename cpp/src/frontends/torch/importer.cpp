@@ -5,6 +5,7 @@
 #include <functional>
 #include <cctype>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -231,6 +232,60 @@ Dim parse_sym_expr(const std::string& s, SymbolContext& ctx) {
   return d;
 }
 
+// ---- nodes --------------------------------------------------------------------------------------
+
+namespace {
+const std::string& tag_of_arg(const json& a) {
+  static const std::string none = "as_none";
+  if (!a.is_object() || a.empty()) return none;
+  return a.begin().key();
+}
+}  // namespace
+
+// Targets with no effect on the program's values (runtime asserts, metadata checks).
+bool ignorable_target(const std::string& target) {
+  static const char* const names[] = {
+      "torch.ops.aten._assert_scalar.default",
+      "torch.ops.aten._assert_tensor_metadata.default",
+      "torch.ops.aten.sym_constrain_range_for_size.default",
+      "torch.ops.aten.sym_constrain_range.default",
+      "torch.ops.aten._assert_async.msg",
+      "torch.ops.aten._assert_async.default",
+      "torch.ops.aten._functional_assert_async.msg",
+      "torch.ops.aten._functional_sym_constrain_range_for_size.default",
+      "torch.ops.aten._functional_sym_constrain_range.default",
+      "torch.ops.aten._print.default"};
+  for (auto* n : names)
+    if (target == n) return true;
+  return false;
+}
+
+// A node whose only outputs are SymInts / SymBools / SymFloats: its value is in sym_*_values.
+bool sym_only_node(const json& n) {
+  auto it = n.find("outputs");
+  if (it == n.end() || it->empty()) return false;
+  for (auto& o : *it) {
+    const auto& t = tag_of_arg(o);
+    if (t != "as_sym_int" && t != "as_sym_bool" && t != "as_sym_float" && t != "as_int" &&
+        t != "as_bool" && t != "as_float")
+      return false;
+  }
+  return true;
+}
+
+std::pair<const json*, size_t> subgraph_of(const json& n) {
+  auto it = n.find("inputs");
+  if (it == n.end() || !it->is_array()) return {nullptr, 0};
+  for (size_t k = 0; k < it->size(); ++k) {
+    const json& in = (*it)[k];
+    auto a = in.find("arg");
+    if (a == in.end() || !a->is_object()) continue;
+    auto g = a->find("as_graph");
+    if (g != a->end()) return {&g->at("graph"), k};
+  }
+  return {nullptr, 0};
+}
+
 // ---- op table ------------------------------------------------------------------------------------
 
 const OpTable& op_table() {
@@ -295,45 +350,6 @@ const std::string& tag_of(const json& a) {
   return a.begin().key();
 }
 
-// Targets with no effect on the program's values (runtime asserts, metadata checks).
-bool ignorable(const std::string& target) {
-  static const char* const names[] = {
-      "torch.ops.aten._assert_scalar.default",       "torch.ops.aten._assert_tensor_metadata.default",
-      "torch.ops.aten.sym_constrain_range_for_size.default", "torch.ops.aten.sym_constrain_range.default",
-      "torch.ops.aten._assert_async.msg",            "torch.ops.aten._assert_async.default",
-      "torch.ops.aten._functional_assert_async.msg", "torch.ops.aten._functional_sym_constrain_range_for_size.default",
-      "torch.ops.aten._functional_sym_constrain_range.default", "torch.ops.aten._print.default"};
-  for (auto* n : names)
-    if (target == n) return true;
-  return false;
-}
-
-// A node whose only outputs are SymInts / SymBools / SymFloats: its value is in sym_*_values.
-bool sym_only(const json& n) {
-  auto it = n.find("outputs");
-  if (it == n.end() || it->empty()) return false;
-  for (auto& o : *it) {
-    const auto& t = tag_of(o);
-    if (t != "as_sym_int" && t != "as_sym_bool" && t != "as_sym_float" && t != "as_int" && t != "as_bool" &&
-        t != "as_float")
-      return false;
-  }
-  return true;
-}
-
-// Every node of a graph and of the graphs its higher-order ops hold.
-void walk_nodes(const json& nodes, const std::function<void(const json&)>& f) {
-  for (auto& n : nodes) {
-    f(n);
-    auto it = n.find("inputs");
-    if (it == n.end()) continue;
-    for (auto& in : *it) {
-      auto a = in.find("arg");
-      if (a != in.end() && a->contains("as_graph")) walk_nodes((*a)["as_graph"].at("graph").at("nodes"), f);
-    }
-  }
-}
-
 std::string sanitize(const std::string& s) {
   std::string r;
   for (char ch : s) r += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
@@ -355,10 +371,6 @@ bool is_view_target(const std::string& t) {
 
 }  // namespace
 
-bool torch_detail::skip_node(const json& n) {
-  std::string target = n.value("target", std::string());
-  return ignorable(target) || sym_only(n);
-}
 
 std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchTensors& weights,
                                              const TorchTensors& constants, const TorchImportOptions& options,
@@ -394,11 +406,15 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
     // every node milkit cannot convert, before any work
     {
       std::vector<std::string> bad;
-      walk_nodes(nodes, [&](const json& n) {
-        std::string target = n.value("target", std::string());
-        if (ignorable(target) || sym_only(n) || find_op(target)) return;
-        bad.push_back(Converter::label(n));
-      });
+      std::function<void(const json&)> scan = [&](const json& ns) {
+        for (auto& n : ns) {
+          std::string target = n.value("target", std::string());
+          if (auto sg = subgraph_of(n); sg.first) scan(sg.first->at("nodes"));
+          if (ignorable_target(target) || sym_only_node(n) || find_op(target)) continue;
+          bad.push_back(Converter::label(n));
+        }
+      };
+      scan(nodes);
       if (!bad.empty()) {
         std::ostringstream m;
         m << src << ": milkit cannot convert " << bad.size() << " node" << (bad.size() > 1 ? "s" : "")
@@ -464,13 +480,23 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
     auto fn = std::make_shared<Function>(options.target);
     Context& ctx = fn->ctx();
     std::set<std::string> taken;  // torch's value names: generated names never take one
-    for (auto& n : nodes)
-      for (auto& o : Converter::output_names(n))
-        if (!o.empty()) taken.insert(o);
     for (auto& spec : sig.at("input_specs"))
-      if (spec.contains("user_input") && spec["user_input"].at("arg").contains("as_tensor"))
-        taken.insert(spec["user_input"]["arg"]["as_tensor"].value("name", std::string()));
-    for (auto& t : taken) ctx.reserve_name(t);
+      if (spec.contains("user_input") && spec["user_input"].at("arg").contains("as_tensor")) {
+        std::string un = spec["user_input"]["arg"]["as_tensor"].value("name", std::string());
+        taken.insert(un);
+        ctx.reserve_name(un);
+      }
+    std::function<void(const json&)> reserve = [&](const json& ns) {
+      for (auto& n : ns) {
+        for (auto& o : Converter::output_names(n))
+          if (!o.empty()) {
+            ctx.reserve_name(o);
+            taken.insert(o);
+          }
+        if (auto sg = subgraph_of(n); sg.first) reserve(sg.first->at("nodes"));
+      }
+    };
+    reserve(nodes);
     Builder b(*fn);
     Converter cv(b, g, src);
 
@@ -539,16 +565,19 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
           if (options.target < Target::iOS18)
             throw ValueError(src + ": the program mutates buffer '" + fqn +
                              "'; mutated buffers become Core ML states, which need minimum_deployment_target iOS18 or later");
-          // Core ML states are fp16: the buffer is read and written through casts to its dtype
+          // Core ML states are fp16 (iOS18): an fp32 / bf16 buffer is stored as fp16, read through a
+          // cast to its compute dtype and written through a cast to fp16, as coremltools does; under
+          // FLOAT16 the fp16 passes remove the casts.
           const Type* t = type_of(ph, "buffer", true);
-          std::string sname = sanitize(fqn);
+          std::string sname = sanitize(fqn);  // named after the buffer, as coremltools does
           if (taken.count(sname)) sname = ctx.free_name(sname);
           taken.insert(sname);
           ctx.reserve_name(sname);
           Var* st = fn->add_input(sname, ctx.state(ctx.tensor(DataType::Float16, t->shape())));
           cv.state_inputs[ph] = st;
           Var* r = cv.op("read_state", {Converter::a("input", st)});
-          cv.vars[ph] = cv.cast(r, t->dtype());
+          if (t->dtype() != DataType::Float16) r = cv.cast(r, t->dtype());
+          cv.vars[ph] = r;
           inf.state_names.push_back(fqn);
         } else {
           cv.consts[ph] = val;
@@ -596,7 +625,7 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
       } else if (spec.contains("token")) {
         continue;
       } else if (spec.contains("constant_input")) {
-        throw ValueError(src + ": constant inputs (" + spec.dump() + ") are not supported");
+        continue;  // a non-tensor argument torch specialized (use_cache=False): its value is in the graph
       } else {
         throw ValueError(src + ": input kind " + spec.begin().key() + " is not supported (custom objects cannot be converted)");
       }
@@ -627,7 +656,7 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
     // the nodes, in the graph's (topological) order
     for (auto& n : nodes) {
       std::string target = n.value("target", std::string());
-      if (ignorable(target) || sym_only(n)) continue;
+      if (ignorable_target(target) || sym_only_node(n)) continue;
       cv.convert_node(n);
     }
 

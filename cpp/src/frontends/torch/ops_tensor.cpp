@@ -188,6 +188,7 @@ Var* slice_axis(C& cv, const json& n, Var* x, int64_t dim, const SliceSpec& s, V
 struct Bound {
   std::optional<int64_t> v;
   Var* var = nullptr;
+  Dim dim = nullptr;  // the symbolic bound (with var)
 };
 Bound bound(C& cv, const json& n, const char* name, Var* x, int64_t dim) {
   Bound b;
@@ -203,6 +204,7 @@ Bound bound(C& cv, const json& n, const char* name, Var* x, int64_t dim) {
     return b;
   }
   b.var = cv.dim_var(d);
+  b.dim = d;
   return b;
 }
 
@@ -232,11 +234,27 @@ void slice(C& cv, const json& n) {
       return;
     }
   }
-  Var* y = slice_axis(cv, n, x, dim, s, st.var, en.var);
-  cv.out(n, y);
   auto names = C::output_names(n);
-  if (!names.empty() && !st.var && !en.var)
-    cv.views[names[0]] = ViewInfo{C::tensor_name(n, "self"), ViewInfo::Slice, dim, s.start, s.end, s.step};
+  Var* y = nullptr;
+  if (st.var && s.step == 1 && !names.empty()) {
+    // a symbolic start: torch assumes 0 <= start <= end (it does not guard it), which MIL's
+    // slice_by_index cannot know; slice_by_size with torch's size of the result keeps it exact
+    auto ms = cv.meta_shape(names[0]);
+    if (ms && ms->size() == static_cast<size_t>(r) && cv.can_compute((*ms)[static_cast<size_t>(dim)])) {
+      std::vector<int64_t> zeros(static_cast<size_t>(r), 0), sizes(static_cast<size_t>(r), -1);
+      Var* begin = cv.vector_with(zeros, static_cast<size_t>(dim), st.var);
+      Var* size = cv.vector_with(sizes, static_cast<size_t>(dim), cv.dim_var((*ms)[static_cast<size_t>(dim)]));
+      y = cv.op("slice_by_size", {C::a("x", x), C::a("begin", begin), C::a("size", size)});
+    }
+  }
+  if (!y) y = slice_axis(cv, n, x, dim, s, st.var, en.var);
+  cv.out(n, y);
+  if (!names.empty()) {
+    ViewInfo vi{C::tensor_name(n, "self"), ViewInfo::Slice, dim, s.start, s.end, s.step};
+    if (st.var) vi.start.reset(), vi.sym_start = st.dim;
+    if (en.var) vi.end.reset(), vi.sym_end = en.dim;
+    cv.views[names[0]] = vi;
+  }
 }
 
 void select(C& cv, const json& n) {
@@ -454,24 +472,26 @@ Var* index_put(C& cv, const json& n, Var* x, const std::vector<Var*>& idx, Var* 
   for (auto& v : is) v = bin(cv, "add", v, bin(cv, "mul", acc, cv.cs(0, DataType::Int32)));
   int ir = cv.rank(n, is[0]);
   Var* st = cv.op("stack", {values_arg(is), C::ai32("axis", ir)});
-  // updates: values broadcast to index shape + the un-indexed dims of xt
+  // updates: values broadcast to index shape + the un-indexed dims of xt. torch lays x[idx] out
+  // with adjacent index tensors in place (x[:, :, i] is [A, B, len(i), ...]), so values are
+  // broadcast to that layout first and the index dims moved to the front.
   std::vector<Dim> ushape(C::shape(is[0]).begin(), C::shape(is[0]).end());
   for (size_t k = pos.size(); k < static_cast<size_t>(r); ++k) ushape.push_back(C::shape(xt)[k]);
   Var* v = cv.cast(values, C::dtype(x));
   bool adjacent = pos.back() - pos.front() + 1 == static_cast<int64_t>(pos.size());
-  if (adjacent && pos.front() > 0) {
-    // torch lays values out as x[:k] + index dims + the rest: broadcast so, then index dims first
-    int64_t k0 = pos.front();
-    std::vector<Dim> vshape;
-    for (int64_t k = 0; k < k0; ++k) vshape.push_back(C::shape(x)[static_cast<size_t>(k)]);
-    for (Dim d : C::shape(is[0])) vshape.push_back(d);
-    for (size_t k = static_cast<size_t>(k0) + pos.size(); k < static_cast<size_t>(r); ++k) vshape.push_back(C::shape(x)[k]);
-    if (!(v->type()->has_rank() && C::shape(v) == vshape)) v = expand_to(cv, n, v, vshape);
-    std::vector<int64_t> vp;
-    for (int64_t k = 0; k < ir; ++k) vp.push_back(k0 + k);
-    for (int64_t k = 0; k < k0; ++k) vp.push_back(k);
-    for (int64_t k = k0 + ir; k < static_cast<int64_t>(vshape.size()); ++k) vp.push_back(k);
-    v = cv.op("transpose", {C::a("x", v), C::aints32("perm", vp)});
+  int64_t k0 = adjacent ? pos.front() : 0;
+  if (k0 > 0) {
+    int64_t ir = static_cast<int64_t>(C::shape(is[0]).size());
+    std::vector<Dim> tshape;
+    for (int64_t k = 0; k < k0; ++k) tshape.push_back(ushape[static_cast<size_t>(ir + k)]);
+    for (int64_t k = 0; k < ir; ++k) tshape.push_back(ushape[static_cast<size_t>(k)]);
+    for (size_t k = static_cast<size_t>(ir + k0); k < ushape.size(); ++k) tshape.push_back(ushape[k]);
+    if (!(v->type()->has_rank() && C::shape(v) == tshape)) v = expand_to(cv, n, v, tshape);
+    std::vector<int64_t> front;
+    for (int64_t k = 0; k < ir; ++k) front.push_back(k0 + k);
+    for (int64_t k = 0; k < k0; ++k) front.push_back(k);
+    for (int64_t k = ir + k0; k < static_cast<int64_t>(tshape.size()); ++k) front.push_back(k);
+    v = cv.op("transpose", {C::a("x", v), C::aints32("perm", front)});
   }
   bool same = v->type()->has_rank() && C::shape(v) == ushape;
   if (!same) v = expand_to(cv, n, v, ushape);
@@ -782,11 +802,10 @@ void register_tensor(OpTable& t) {
     int r = cv.rank(n, x);
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
     Bound st = bound(cv, n, "start", x, d), en = bound(cv, n, "end", x, d);
-    if (st.var || en.var) cv.fail(n, "slice_scatter with symbolic bounds is not supported");
-    std::optional<int64_t> s0, e0;
-    if (st.v && *st.v != 0) s0 = *st.v;
-    if (en.v && *en.v < kBig) e0 = *en.v;
-    cv.out(n, cv.slice_write(n, x, src, d, s0, e0, cv.i(n, "step", 1)));
+    std::optional<int64_t> start, end;
+    if (st.v && *st.v != 0) start = *st.v;
+    if (en.v && *en.v < kBig) end = *en.v;
+    cv.out(n, cv.slice_update_axis(x, src, d, start, st.dim, end, en.dim, cv.i(n, "step", 1)));
   };
   t["aten.select_scatter"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
@@ -794,7 +813,9 @@ void register_tensor(OpTable& t) {
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
     int64_t idx = cv.i(n, "index", 0);
     Var* src = cv.op("expand_dims", {C::a("x", cv.cast(cv.tensor(n, "src"), C::dtype(x))), C::aints32("axes", {d})});
-    cv.out(n, cv.slice_write(n, x, src, d, idx, idx == -1 ? std::nullopt : std::optional<int64_t>(idx + 1), 1));
+    std::optional<int64_t> stop;
+    if (idx != -1) stop = idx + 1;
+    cv.out(n, cv.slice_update_axis(x, src, d, idx, nullptr, stop, nullptr, 1));
   };
 
   // copies and casts
@@ -994,16 +1015,16 @@ void register_tensor(OpTable& t) {
     auto stride = cv.ints(n, "stride");
     int64_t off = cv.i(n, "storage_offset", 0);
     if (size.size() != stride.size()) cv.fail(n, "as_strided: size and stride differ in length");
-    const json& tv = cv.cur().at("tensor_values");
     std::string xn = C::tensor_name(n, "self");
+    const json* xmeta = cv.lookup("tensor_values", xn);
     auto xs = C::static_shape(x);
     if (!xs) cv.fail(n, "as_strided of a tensor with symbolic sizes is not supported");
     int64_t numel = 1, xnumel = 1;
     for (auto s : size) numel *= s;
     for (auto s : *xs) xnumel *= s;
     // x must be contiguous in its storage
-    if (tv.contains(xn)) {
-      auto& st = tv[xn]["strides"];
+    if (xmeta && xmeta->contains("strides")) {
+      auto& st = (*xmeta)["strides"];
       int64_t expect = 1;
       for (size_t k = xs->size(); k-- > 0;) {
         if ((*xs)[k] != 1 && st[k].contains("as_int") && st[k]["as_int"].get<int64_t>() != expect)
@@ -1044,6 +1065,37 @@ void register_tensor(OpTable& t) {
     else if (auto od = cv.out_dtype(n)) x = cv.cast(x, *od);
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
     cv.out(n, cv.op("cumsum", {C::a("x", x), C::ai32("axis", d)}));
+  };
+  // diff(x, n, dim, prepend, append): [prepend, x, append] along dim, then n times x[1:] - x[:-1]
+  // (bool: logical_xor, as torch)
+  t["aten.diff"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    if (r == 0) cv.fail(n, "diff needs at least one dim");
+    int64_t d = cv.axis(n, cv.i(n, "dim", -1), r);
+    int64_t times = cv.i(n, "n", 1);
+    if (times < 0) cv.fail(n, "diff order n must be non-negative, got " + std::to_string(times));
+    std::vector<Var*> parts;
+    for (const char* side : {"prepend", "self", "append"}) {
+      Var* p = std::string(side) == "self" ? x : cv.opt_tensor(n, side);
+      if (!p) continue;
+      if (cv.rank(n, p) != r) cv.fail(n, std::string("diff: '") + side + "' must have the rank of the input");
+      parts.push_back(p);
+    }
+    if (parts.size() > 1) {
+      parts = promote_all(cv, parts, C::dtype(x));
+      x = cv.op("concat", {values_arg(parts), C::ai32("axis", d)});
+    }
+    bool is_bool = C::dtype(x) == DataType::Bool;
+    for (int64_t k = 0; k < times; ++k) {
+      SliceSpec hi, lo;
+      hi.start = 1;
+      lo.end = -1;
+      Var* a = slice_axis(cv, n, x, d, hi);
+      Var* b = slice_axis(cv, n, x, d, lo);
+      x = bin(cv, is_bool ? "logical_xor" : "sub", a, b);
+    }
+    cv.out(n, times == 0 ? cv.op("identity", {C::a("x", x)}) : x);
   };
 }
 
