@@ -4,8 +4,9 @@
 peak memory each conversion adds over the process before it (sampled every 5 ms), against the
 model's fp32 weights. Each measurement runs in its own process, so one does not warm the other.
 
-Models: torchvision resnet18 and vit_b_16, and a 12-layer GPT-2 (hidden 768, vocab 50257,
-sequence 128), all with random weights.
+Models: torchvision resnet18 and vit_b_16, a 12-layer GPT-2 from transformers (hidden 768, vocab
+50257, sequence 128) and the same architecture in plain torch (gpt2_plain: coremltools fails on
+transformers' GPT-2), all with random weights.
 
     PYTHONPATH=python python3 benchmarks/bench_torch.py [--models resnet18,vit_b_16,gpt2] [--skip-coremltools]
 """
@@ -45,6 +46,45 @@ def build(name):
                 return self.m(input_ids=input_ids, use_cache=False).logits
 
         return Wrap(m).eval(), (x,)
+    if name == "gpt2_plain":
+        # the same architecture written in plain torch (minGPT style): coremltools cannot convert
+        # transformers' GPT-2 (its decomposed program keeps aten.alias), so the comparison uses this
+        import math
+
+        class Block(torch.nn.Module):
+            def __init__(self, d, h):
+                super().__init__()
+                self.h = h
+                self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+                self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+                self.fc, self.out = torch.nn.Linear(d, 4 * d), torch.nn.Linear(4 * d, d)
+
+            def forward(self, x):
+                B, T, C = x.shape
+                q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+                q, k, v = (t.view(B, T, self.h, C // self.h).transpose(1, 2) for t in (q, k, v))
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // self.h))
+                mask = torch.ones(T, T).tril()
+                att = att.masked_fill(mask == 0, float("-inf")).softmax(dim=-1)
+                y = (att @ v).transpose(1, 2).reshape(B, T, C)
+                x = x + self.proj(y)
+                return x + self.out(torch.nn.functional.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+        class GPT(torch.nn.Module):
+            def __init__(self, n_layer=12, d=768, h=12, vocab=50257, n_pos=1024):
+                super().__init__()
+                self.wte, self.wpe = torch.nn.Embedding(vocab, d), torch.nn.Embedding(n_pos, d)
+                self.blocks = torch.nn.ModuleList(Block(d, h) for _ in range(n_layer))
+                self.ln_f = torch.nn.LayerNorm(d)
+                self.head = torch.nn.Linear(d, vocab, bias=False)
+
+            def forward(self, idx):
+                x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+                for b in self.blocks:
+                    x = b(x)
+                return self.head(self.ln_f(x))
+
+        return GPT().eval(), (torch.randint(0, 50257, (1, 128)),)
     import torchvision
     return getattr(torchvision.models, name)(weights=None).eval(), (torch.randn(1, 3, 224, 224),)
 
@@ -107,11 +147,11 @@ def run(name: str, tool: str, tmp: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="resnet18,vit_b_16,gpt2")
+    ap.add_argument("--models", default="resnet18,vit_b_16,gpt2,gpt2_plain")
     ap.add_argument("--skip-coremltools", action="store_true")
     a = ap.parse_args()
     print("torch.export -> ML Program, FLOAT16, iOS17, convert + save (seconds; memory as x fp32 weights)")
-    print(f"{'model':<10} {'weights':>8} {'coremltools':>12} {'milkit':>8} {'ratio':>7} {'.pt2':>7} "
+    print(f"{'model':<11} {'weights':>8} {'coremltools':>12} {'milkit':>8} {'ratio':>7} {'.pt2':>7} "
           f"{'mem(milkit)':>11} {'mem(.pt2)':>9} {'mem(ct)':>8}")
     with tempfile.TemporaryDirectory() as tmp:
         for name in a.models.split(","):
@@ -127,7 +167,7 @@ def main() -> None:
                 return f"{r['peak_extra'] / w:.2f}x" if "peak_extra" in r else "-"
 
             ratio = f"{ct['seconds'] / mk['seconds']:.1f}x" if "seconds" in ct and "seconds" in mk else "-"
-            print(f"{name:<10} {w / 1e6:>6.0f}MB {sec(ct):>12} {sec(mk):>8} {ratio:>7} {sec(pt):>7} "
+            print(f"{name:<11} {w / 1e6:>6.0f}MB {sec(ct):>12} {sec(mk):>8} {ratio:>7} {sec(pt):>7} "
                   f"{mem(mk):>11} {mem(pt):>9} {mem(ct):>8}", flush=True)
             if mk.get("ops") is not None:
                 print(f"  MIL ops (non-const): milkit {mk['ops']}, coremltools {ct.get('ops', '-')}")
