@@ -52,6 +52,7 @@ void register_nn(OpTable& t);
 void register_tensor(OpTable& t);
 void register_reduction(OpTable& t);
 void register_misc(OpTable& t);
+void register_rnn(OpTable& t);
 
 /// A view of another tensor made by slice / select (for writes through the view).
 struct ViewInfo {

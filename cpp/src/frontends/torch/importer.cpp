@@ -240,6 +240,7 @@ const OpTable& op_table() {
     register_tensor(t);
     register_reduction(t);
     register_misc(t);
+    register_rnn(t);
     return t;
   }();
   return t;
