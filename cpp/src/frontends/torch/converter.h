@@ -90,6 +90,9 @@ class Converter {
   std::unordered_map<std::string, Var*> state_inputs;
   /// State placeholder name -> the name its current value is bound to.
   std::unordered_map<std::string, std::string> state_current;
+  /// When set (a subgraph's converter), vars are named "<prefix><torch name>_<n>": a subgraph's
+  /// names may repeat the outer graph's.
+  std::string name_prefix;
 
   /// The var of a tensor name (consts materialized on first use).
   Var* var(const std::string& name);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -375,11 +376,20 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
     // every node milkit cannot convert, before any work
     {
       std::vector<std::string> bad;
-      for (auto& n : nodes) {
-        std::string target = n.value("target", std::string());
-        if (ignorable(target) || sym_only(n) || find_op(target)) continue;
-        bad.push_back(Converter::label(n));
-      }
+      // nodes of subgraphs (a higher-order op's as_graph arguments) too
+      std::function<void(const json&)> check = [&](const json& ns) {
+        for (auto& n : ns) {
+          if (n.contains("inputs") && n["inputs"].is_array())
+            for (auto& in : n["inputs"]) {
+              auto a = in.find("arg");
+              if (a != in.end() && a->is_object() && a->contains("as_graph")) check((*a)["as_graph"].at("graph").at("nodes"));
+            }
+          std::string target = n.value("target", std::string());
+          if (ignorable(target) || sym_only(n) || find_op(target)) continue;
+          bad.push_back(Converter::label(n));
+        }
+      };
+      check(nodes);
       if (!bad.empty()) {
         std::ostringstream m;
         m << src << ": milkit cannot convert " << bad.size() << " node" << (bad.size() > 1 ? "s" : "")
