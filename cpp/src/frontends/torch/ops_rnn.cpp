@@ -118,12 +118,48 @@ ArgItem elem_dim(C& cv, Dim d) {
   return ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_string(name))};
 }
 
+// x W^T (+ b): linear for constant weights, else matmul.
+Var* project(C& cv, Var* x, Var* w, Var* b) {
+  if (w->has_value()) {
+    std::vector<Arg> args = {C::a("x", x), C::a("weight", w)};
+    if (b) args.push_back(C::a("bias", b));
+    return cv.op("linear", std::move(args));
+  }
+  Var* y = cv.op("matmul", {C::a("x", x), C::a("y", w), C::abool("transpose_x", false), C::abool("transpose_y", true)});
+  return b ? cv.op("add", {C::a("x", y), C::a("y", b)}) : y;
+}
+
+// One step of a cell from the input projection xp = x W_ih^T + b_ih and the hidden projection
+// hp = h W_hh^T + b_hh (gates in torch's order): (h', c').
+std::pair<Var*, Var*> cell_math(C& cv, Kind kind, Var* xp, Var* hp, Var* h, Var* c) {
+  auto sig = [&](Var* v) { return cv.op("sigmoid", {C::a("x", v)}); };
+  auto tanh = [&](Var* v) { return cv.op("tanh", {C::a("x", v)}); };
+  auto add = [&](Var* a, Var* b) { return cv.op("add", {C::a("x", a), C::a("y", b)}); };
+  auto mul = [&](Var* a, Var* b) { return cv.op("mul", {C::a("x", a), C::a("y", b)}); };
+  auto sub = [&](Var* a, Var* b) { return cv.op("sub", {C::a("x", a), C::a("y", b)}); };
+  int64_t ax = C::shape(xp).size() - 1;
+  if (kind == Kind::Gru) {
+    auto xg = cv.ops("split", {C::a("x", xp), C::ai32("num_splits", 3), C::ai32("axis", ax)});
+    auto hg = cv.ops("split", {C::a("x", hp), C::ai32("num_splits", 3), C::ai32("axis", ax)});
+    Var* r = sig(add(xg[0], hg[0]));
+    Var* z = sig(add(xg[1], hg[1]));
+    Var* nn = tanh(add(xg[2], mul(r, hg[2])));
+    return {add(nn, mul(z, sub(h, nn))), nullptr};  // (1 - z) * n + z * h
+  }
+  if (kind == Kind::Lstm) {
+    auto g = cv.ops("split", {C::a("x", add(xp, hp)), C::ai32("num_splits", 4), C::ai32("axis", ax)});
+    Var* cn = add(mul(sig(g[1]), c), mul(sig(g[0]), tanh(g[2])));
+    return {mul(sig(g[3]), tanh(cn)), cn};
+  }
+  Var* s = add(xp, hp);
+  return {kind == Kind::RnnTanh ? tanh(s) : cv.op("relu", {C::a("x", s)}), nullptr};
+}
+
 // One direction of one layer as a while_loop over xs [S, B, I] (reversed when `reverse`): the
 // cell built from linear and activations. Returns (y [S, B, Hout], h_n [B, Hout], c_n or null).
 std::vector<Var*> loop_layer(C& cv, const json& n, Kind kind, const Weights& w, Var* xs, Var* h0, Var* c0,
                              bool reverse) {
   DataType dt = C::dtype(xs);
-  const int64_t G = gates(kind);
   const int64_t H = w.w_hh.shape()[1];
   const int64_t Hout = w.w_hr ? w.w_hr->shape()[0] : H;
   Var* wih = cv.c(w.w_ih);
@@ -131,11 +167,8 @@ std::vector<Var*> loop_layer(C& cv, const json& n, Kind kind, const Weights& w, 
   Var* bih = w.b_ih ? cv.c(*w.b_ih) : nullptr;
   Var* bhh = w.b_hh ? cv.c(*w.b_hh) : nullptr;
   Var* whr = w.w_hr ? cv.c(*w.w_hr) : nullptr;
-  (void)G;
   // the input projections of every step at once
-  std::vector<Arg> lin = {C::a("x", xs), C::a("weight", wih)};
-  if (bih) lin.push_back(C::a("bias", bih));
-  Var* xp = cv.op("linear", std::move(lin));
+  Var* xp = project(cv, xs, wih, bih);
   if (reverse) xp = reverse0(cv, xp);
   const auto& xsh = C::shape(xs);
   Var* len = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", xp)})), C::ai32("indices", 0), C::ai32("axis", 0)});
@@ -158,32 +191,9 @@ std::vector<Var*> loop_layer(C& cv, const json& n, Kind kind, const Weights& w, 
     Var* c = lstm ? vs[2] : nullptr;
     Var* list = vs[lstm ? 3 : 2];
     Var* xt = cv.op("gather", {C::a("x", xp), C::a("indices", t), C::ai32("axis", 0)});
-    std::vector<Arg> hl = {C::a("x", h), C::a("weight", whh)};
-    if (bhh) hl.push_back(C::a("bias", bhh));
-    Var* hp = cv.op("linear", std::move(hl));
-    Var* hn = nullptr;
-    Var* cn = nullptr;
-    auto sig = [&](Var* v) { return cv.op("sigmoid", {C::a("x", v)}); };
-    auto tanh = [&](Var* v) { return cv.op("tanh", {C::a("x", v)}); };
-    auto add = [&](Var* a, Var* b) { return cv.op("add", {C::a("x", a), C::a("y", b)}); };
-    auto mul = [&](Var* a, Var* b) { return cv.op("mul", {C::a("x", a), C::a("y", b)}); };
-    auto sub = [&](Var* a, Var* b) { return cv.op("sub", {C::a("x", a), C::a("y", b)}); };
-    if (kind == Kind::Gru) {
-      auto xg = cv.ops("split", {C::a("x", xt), C::ai32("num_splits", 3), C::ai32("axis", 1)});
-      auto hg = cv.ops("split", {C::a("x", hp), C::ai32("num_splits", 3), C::ai32("axis", 1)});
-      Var* r = sig(add(xg[0], hg[0]));
-      Var* z = sig(add(xg[1], hg[1]));
-      Var* nn = tanh(add(xg[2], mul(r, hg[2])));
-      hn = add(nn, mul(z, sub(h, nn)));  // (1 - z) * n + z * h
-    } else if (lstm) {
-      auto g = cv.ops("split", {C::a("x", add(xt, hp)), C::ai32("num_splits", 4), C::ai32("axis", 1)});
-      cn = add(mul(sig(g[1]), c), mul(sig(g[0]), tanh(g[2])));
-      hn = mul(sig(g[3]), tanh(cn));
-      if (whr) hn = cv.op("linear", {C::a("x", hn), C::a("weight", whr)});
-    } else {
-      Var* s = add(xt, hp);
-      hn = kind == Kind::RnnTanh ? tanh(s) : cv.op("relu", {C::a("x", s)});
-    }
+    Var* hp = project(cv, h, whh, bhh);
+    auto [hn, cn] = cell_math(cv, kind, xt, hp, h, c);
+    if (whr) hn = cv.op("linear", {C::a("x", hn), C::a("weight", whr)});
     std::vector<Var*> next = {cv.op("add", {C::a("x", t), C::a("y", Value::scalar_int(DataType::Int32, 1))}), hn};
     if (lstm) next.push_back(cn);
     next.push_back(cv.op("list_write", {C::a("ls", list), C::a("index", t), C::a("value", hn)}));
@@ -310,6 +320,172 @@ void convert_rnn(C& cv, const json& n, Kind kind) {
   cv.outs(n, outs);
 }
 
+// aten.lstm_cell / gru_cell / rnn_tanh_cell / rnn_relu_cell: one step (weights may be run-time
+// values, e.g. a scan body's inputs).
+void convert_cell(C& cv, const json& n, Kind kind) {
+  Var* x = cv.tensor(n, "input");
+  std::vector<Var*> hx = kind == Kind::Lstm ? cv.tensors(n, "hx") : std::vector<Var*>{cv.tensor(n, "hx")};
+  if (kind == Kind::Lstm && hx.size() != 2) cv.fail(n, "hx must hold (h, c)");
+  DataType dt = C::dtype(x);
+  if (!is_float(dt)) cv.fail(n, "input must be a float tensor, got " + x->type()->str());
+  auto fl = [&](Var* v) { return v ? cv.cast(v, dt) : nullptr; };
+  Var* xp = project(cv, x, fl(cv.tensor(n, "w_ih")), fl(cv.opt_tensor(n, "b_ih")));
+  Var* hp = project(cv, fl(hx[0]), fl(cv.tensor(n, "w_hh")), fl(cv.opt_tensor(n, "b_hh")));
+  auto [h, c] = cell_math(cv, kind, xp, hp, fl(hx[0]), kind == Kind::Lstm ? fl(hx[1]) : nullptr);
+  if (kind == Kind::Lstm) cv.outs(n, {h, c});
+  else cv.out(n, h);
+}
+
+// ---- torch.ops.higher_order.scan -----------------------------------------------------------------
+
+// The positional argument k of a higher-order op (their inputs have no names).
+const json& pos_arg(C& cv, const json& n, size_t k) {
+  auto& ins = n.at("inputs");
+  if (k >= ins.size()) cv.fail(n, "expected at least " + std::to_string(k + 1) + " arguments");
+  return ins[k].at("arg");
+}
+
+std::vector<std::string> names_of(C& cv, const json& n, const json& a) {
+  std::vector<std::string> r;
+  if (a.contains("as_tensors")) {
+    for (auto& e : a["as_tensors"]) r.push_back(e.at("name").get<std::string>());
+  } else if (a.contains("as_tensor")) {
+    r.push_back(a["as_tensor"].at("name").get<std::string>());
+  } else if (!a.contains("as_none")) {
+    cv.fail(n, "expected a list of tensors, got " + a.dump());
+  }
+  return r;
+}
+
+// Converts the nodes of `g` (an as_graph's graph) with `inputs` bound to its inputs; returns its
+// outputs. The subgraph has its own names (and tensor_values); its vars are named with a prefix.
+std::vector<Var*> subgraph(C& cv, const json& n, const json& g, const std::vector<std::pair<std::string, bool>>& inputs,
+                           const std::string& prefix) {
+  Converter sub(cv.b, g, cv.source);
+  sub.sym_sources = cv.sym_sources;
+  sub.name_prefix = prefix;
+  auto& gin = g.at("inputs");
+  if (gin.size() != inputs.size())
+    cv.fail(n, "the subgraph takes " + std::to_string(gin.size()) + " inputs, " + std::to_string(inputs.size()) +
+                   " are given");
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!gin[k].contains("as_tensor")) cv.fail(n, "subgraph input " + std::to_string(k) + " is not a tensor");
+    std::string name = gin[k]["as_tensor"].at("name").get<std::string>();
+    const std::string& outer = inputs[k].first;
+    auto ct = cv.consts.find(outer);
+    if (inputs[k].second && ct != cv.consts.end()) {
+      sub.consts[name] = ct->second;  // a weight stays a compile-time value inside
+    } else {
+      sub.vars[name] = cv.var(outer);
+    }
+  }
+  for (auto& node : g.at("nodes")) sub.convert_node(node);
+  std::vector<Var*> outs;
+  for (auto& o : g.at("outputs")) {
+    if (!o.contains("as_tensor")) cv.fail(n, "subgraph output " + o.dump() + " is not a tensor");
+    outs.push_back(sub.var(o["as_tensor"].at("name").get<std::string>()));
+  }
+  return outs;
+}
+
+// scan(combine_graph, init, xs, additional_inputs) -> (final carries..., stacked outputs...): the
+// combine graph takes (carries..., x slices..., additional inputs...) and returns (next carries...,
+// step outputs...). torch's wrapper has already moved the scanned dim first and flipped reversed
+// scans. A while_loop over the leading dim of xs; step outputs are gathered from lists.
+void convert_scan(C& cv, const json& n) {
+  const json& ga = pos_arg(cv, n, 0);
+  if (!ga.contains("as_graph")) cv.fail(n, "argument 0 must be the combine graph");
+  const json& g = ga["as_graph"].at("graph");
+  auto init = names_of(cv, n, pos_arg(cv, n, 1));
+  auto xs = names_of(cv, n, pos_arg(cv, n, 2));
+  auto extra = n.at("inputs").size() > 3 ? names_of(cv, n, pos_arg(cv, n, 3)) : std::vector<std::string>{};
+  if (xs.empty()) cv.fail(n, "scan needs at least one scanned tensor");
+  const size_t nc = init.size();
+  auto& gout = g.at("outputs");
+  if (gout.size() < nc) cv.fail(n, "the combine graph returns fewer values than there are carries");
+  const size_t ny = gout.size() - nc;
+  std::vector<Var*> xv;
+  for (auto& x : xs) xv.push_back(cv.var(x));
+  Var* len = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", xv[0])})), C::ai32("indices", 0), C::ai32("axis", 0)});
+  // the lists of step outputs, typed from the subgraph's tensor_values
+  std::vector<Var*> loop_vars = {cv.cs(0, DataType::Int32)};
+  for (auto& c : init) loop_vars.push_back(cv.var(c));
+  std::vector<std::vector<Dim>> yshape;
+  for (size_t k = 0; k < ny; ++k) {
+    const json& o = gout[nc + k];
+    std::string name = o.contains("as_tensor") ? o["as_tensor"].at("name").get<std::string>() : "";
+    auto& tv = g.at("tensor_values");
+    auto it = tv.find(name);
+    if (it == tv.end()) cv.fail(n, "scan output '" + name + "' has no entry in the combine graph's tensor_values");
+    auto dt = mil_dtype(it->value("dtype", 0));
+    if (!dt) cv.fail(n, "scan output '" + name + "' has a dtype Core ML cannot hold");
+    std::vector<Dim> dims;
+    Arg es{"elem_shape", {}, true};
+    for (auto& sz : it->at("sizes")) {
+      Dim d = sz.contains("as_int") ? cv.ctx().constant(sz["as_int"].get<int64_t>())
+                                    : parse_sym_expr(sz.at("as_expr").at("expr_str").get<std::string>(), cv.ctx());
+      dims.push_back(d);
+      es.items.push_back(elem_dim(cv, d));
+    }
+    yshape.push_back(dims);
+    loop_vars.push_back(cv.op("make_list", {C::a("init_length", Value::scalar_int(DataType::Int32, 0)), std::move(es),
+                                            C::astr("dtype", std::string(dtype_name(*dt)))}));
+  }
+  Arg lv{"loop_vars", {}, true};
+  for (Var* v : loop_vars) lv.items.push_back(ArgItem{v, nullptr});
+  BlockFn cond_fn = [&cv, len](const std::vector<Var*>& vs) -> std::vector<Var*> {
+    return {cv.op("less", {C::a("x", vs[0]), C::a("y", len)})};
+  };
+  std::string prefix = n.value("name", std::string("scan")) + "_";
+  BlockFn body_fn = [&](const std::vector<Var*>& vs) -> std::vector<Var*> {
+    // the subgraph's inputs: carries and slices bound by temporary names in the outer converter
+    std::vector<std::pair<std::string, bool>> ins;
+    std::vector<std::string> temps;
+    auto bind = [&](Var* v) {
+      std::string t = "\x01scan" + std::to_string(temps.size());
+      cv.vars[t] = v;
+      temps.push_back(t);
+      ins.push_back({t, false});
+    };
+    for (size_t k = 0; k < nc; ++k) bind(vs[1 + k]);
+    for (Var* x : xv) bind(cv.op("gather", {C::a("x", x), C::a("indices", vs[0]), C::ai32("axis", 0)}));
+    for (auto& e : extra) ins.push_back({e, true});
+    auto outs = subgraph(cv, n, g, ins, prefix);
+    for (auto& t : temps) cv.vars.erase(t);
+    std::vector<Var*> next = {cv.op("add", {C::a("x", vs[0]), C::a("y", Value::scalar_int(DataType::Int32, 1))})};
+    for (size_t k = 0; k < nc; ++k) next.push_back(cv.cast(outs[k], C::dtype(vs[1 + k])));
+    for (size_t k = 0; k < ny; ++k)
+      next.push_back(cv.op("list_write", {C::a("ls", vs[1 + nc + k]), C::a("index", vs[0]), C::a("value", outs[nc + k])}));
+    for (auto& v : next)
+      if (!v->op() || v->input_of() || v->op()->op_type() == "const") v = cv.op("identity", {C::a("x", v)});
+    return next;
+  };
+  std::vector<Arg> args = {lv};
+  auto outs = cv.b.create("while_loop", args, "", while_loop_blocks(cond_fn, body_fn));
+  std::vector<Var*> results;
+  for (size_t k = 0; k < nc; ++k) results.push_back(outs[1 + k]);
+  Dim S = C::shape(xv[0]).at(0);
+  for (size_t k = 0; k < ny; ++k) {
+    Var* ls = outs[1 + nc + k];
+    Var* idx = cv.op("range_1d", {C::a("start", Value::scalar_int(DataType::Int32, 0)),
+                                  C::a("end", cv.op("list_length", {C::a("ls", ls)})),
+                                  C::a("step", Value::scalar_int(DataType::Int32, 1))});
+    Var* y = cv.op("list_gather", {C::a("ls", ls), C::a("indices", idx)});
+    // the stacked output keeps the sizes torch knows (the list's length is a run-time value)
+    std::vector<Dim> full = {S};
+    full.insert(full.end(), yshape[k].begin(), yshape[k].end());
+    int unknown = 0;
+    std::vector<int64_t> shp;
+    for (Dim d : full) {
+      if (d->is_const()) shp.push_back(d->value());
+      else { shp.push_back(-1); ++unknown; }
+    }
+    if (unknown <= 1) y = cv.op("reshape", {C::a("x", y), C::aints32("shape", shp)});
+    results.push_back(y);
+  }
+  cv.outs(n, results);
+}
+
 }  // namespace
 
 void register_rnn(OpTable& t) {
@@ -317,6 +493,11 @@ void register_rnn(OpTable& t) {
   t["aten.gru.input"] = [](C& cv, const json& n) { convert_rnn(cv, n, Kind::Gru); };
   t["aten.rnn_tanh.input"] = [](C& cv, const json& n) { convert_rnn(cv, n, Kind::RnnTanh); };
   t["aten.rnn_relu.input"] = [](C& cv, const json& n) { convert_rnn(cv, n, Kind::RnnRelu); };
+  t["aten.lstm_cell"] = [](C& cv, const json& n) { convert_cell(cv, n, Kind::Lstm); };
+  t["aten.gru_cell"] = [](C& cv, const json& n) { convert_cell(cv, n, Kind::Gru); };
+  t["aten.rnn_tanh_cell"] = [](C& cv, const json& n) { convert_cell(cv, n, Kind::RnnTanh); };
+  t["aten.rnn_relu_cell"] = [](C& cv, const json& n) { convert_cell(cv, n, Kind::RnnRelu); };
+  t["higher_order.scan"] = convert_scan;
 }
 
 }  // namespace torch_detail
