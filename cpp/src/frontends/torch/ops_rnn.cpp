@@ -1,5 +1,6 @@
 // ATen recurrent layers: aten.lstm.input, aten.gru.input, aten.rnn_tanh.input, aten.rnn_relu.input
-// (several layers, bidirectional, batch_first, with or without biases; outputs (output, h_n[, c_n])).
+// (several layers, bidirectional, batch_first, with or without biases; outputs (output, h_n[,
+// c_n])).
 //
 // torch's weights per layer and direction: w_ih [G*H, I], w_hh [G*H, H], [b_ih, b_hh], [w_hr
 // [P, H] for an LSTM with proj_size]; gates in torch's order: LSTM [i, f, g, o], GRU [r, z, n].
@@ -34,7 +35,8 @@ Value reorder_rows(const Value& w, const std::vector<int>& order) {
   const int64_t cols = rows ? w.numel() / rows : 0;
   std::vector<double> src = w.to_doubles(), dst;
   dst.reserve(src.size());
-  for (int b : order) dst.insert(dst.end(), src.begin() + b * h * cols, src.begin() + (b + 1) * h * cols);
+  for (int b : order)
+    dst.insert(dst.end(), src.begin() + b * h * cols, src.begin() + (b + 1) * h * cols);
   return Value::from_doubles(w.dtype(), w.shape(), dst);
 }
 
@@ -51,15 +53,17 @@ struct Weights {
 };
 
 // All weights, [layer][direction].
-std::vector<std::vector<Weights>> read_params(C& cv, const json& n, Kind kind, bool has_b, int64_t layers, int dirs,
-                                              bool* proj) {
+std::vector<std::vector<Weights>> read_params(C& cv, const json& n, Kind kind, bool has_b,
+                                              int64_t layers, int dirs, bool* proj) {
   const json* a = C::arg(n, "params");
   if (!a || !a->contains("as_tensors")) cv.fail(n, "argument 'params' must be a list of tensors");
   std::vector<Value> ps;
   for (auto& e : (*a)["as_tensors"]) {
     std::string name = e.at("name").get<std::string>();
     const Value* v = cv.known(name);
-    if (!v) cv.fail(n, "the weight '" + name + "' is not a constant; Core ML's recurrent layers need constant weights");
+    if (!v)
+      cv.fail(n, "the weight '" + name +
+                     "' is not a constant; Core ML's recurrent layers need constant weights");
     ps.push_back(narrow(*v, "weight '" + name + "'"));
   }
   const size_t per = has_b ? 4 : 2;
@@ -68,8 +72,9 @@ std::vector<std::vector<Weights>> read_params(C& cv, const json& n, Kind kind, b
   if (ps.size() == cells * (per + 1) && kind == Kind::Lstm) {
     *proj = true;
   } else if (ps.size() != cells * per) {
-    cv.fail(n, "expected " + std::to_string(cells * per) + " weights for " + std::to_string(layers) + " layer(s) x " +
-                   std::to_string(dirs) + " direction(s)" + (has_b ? " with biases" : "") + ", got " +
+    cv.fail(n, "expected " + std::to_string(cells * per) + " weights for " +
+                   std::to_string(layers) + " layer(s) x " + std::to_string(dirs) +
+                   " direction(s)" + (has_b ? " with biases" : "") + ", got " +
                    std::to_string(ps.size()));
   }
   const size_t stride = per + (*proj ? 1 : 0);
@@ -113,8 +118,11 @@ Var* reverse0(C& cv, Var* x) { return cv.op("reverse", {C::a("x", x), C::aints32
 
 // A list element dim: a constant, or the symbol itself (so the gathered sequence keeps it).
 ArgItem elem_dim(C& cv, Dim d) {
-  if (d->is_const()) return ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_int(DataType::Int32, d->value()))};
-  std::string name = d->kind() == Expr::Kind::Symbol ? d->symbol()->name() : cv.ctx().free_name("rnn_d");
+  if (d->is_const())
+    return ArgItem{nullptr,
+                   std::make_shared<const Value>(Value::scalar_int(DataType::Int32, d->value()))};
+  std::string name =
+      d->kind() == Expr::Kind::Symbol ? d->symbol()->name() : cv.ctx().free_name("rnn_d");
   return ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_string(name))};
 }
 
@@ -125,7 +133,8 @@ Var* project(C& cv, Var* x, Var* w, Var* b) {
     if (b) args.push_back(C::a("bias", b));
     return cv.op("linear", std::move(args));
   }
-  Var* y = cv.op("matmul", {C::a("x", x), C::a("y", w), C::abool("transpose_x", false), C::abool("transpose_y", true)});
+  Var* y = cv.op("matmul", {C::a("x", x), C::a("y", w), C::abool("transpose_x", false),
+                            C::abool("transpose_y", true)});
   return b ? cv.op("add", {C::a("x", y), C::a("y", b)}) : y;
 }
 
@@ -147,7 +156,8 @@ std::pair<Var*, Var*> cell_math(C& cv, Kind kind, Var* xp, Var* hp, Var* h, Var*
     return {add(nn, mul(z, sub(h, nn))), nullptr};  // (1 - z) * n + z * h
   }
   if (kind == Kind::Lstm) {
-    auto g = cv.ops("split", {C::a("x", add(xp, hp)), C::ai32("num_splits", 4), C::ai32("axis", ax)});
+    auto g =
+        cv.ops("split", {C::a("x", add(xp, hp)), C::ai32("num_splits", 4), C::ai32("axis", ax)});
     Var* cn = add(mul(sig(g[1]), c), mul(sig(g[0]), tanh(g[2])));
     return {mul(sig(g[3]), tanh(cn)), cn};
   }
@@ -157,8 +167,8 @@ std::pair<Var*, Var*> cell_math(C& cv, Kind kind, Var* xp, Var* hp, Var* h, Var*
 
 // One direction of one layer as a while_loop over xs [S, B, I] (reversed when `reverse`): the
 // cell built from linear and activations. Returns (y [S, B, Hout], h_n [B, Hout], c_n or null).
-std::vector<Var*> loop_layer(C& cv, const json& n, Kind kind, const Weights& w, Var* xs, Var* h0, Var* c0,
-                             bool reverse) {
+std::vector<Var*> loop_layer(C& cv, const json& n, Kind kind, const Weights& w, Var* xs, Var* h0,
+                             Var* c0, bool reverse) {
   DataType dt = C::dtype(xs);
   const int64_t H = w.w_hh.shape()[1];
   const int64_t Hout = w.w_hr ? w.w_hr->shape()[0] : H;
@@ -171,11 +181,14 @@ std::vector<Var*> loop_layer(C& cv, const json& n, Kind kind, const Weights& w, 
   Var* xp = project(cv, xs, wih, bih);
   if (reverse) xp = reverse0(cv, xp);
   const auto& xsh = C::shape(xs);
-  Var* len = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", xp)})), C::ai32("indices", 0), C::ai32("axis", 0)});
+  Var* len = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", xp)})), C::ai32("indices", 0),
+                              C::ai32("axis", 0)});
   Dim B = xsh[1];
-  Var* ls = cv.op("make_list", {C::a("init_length", Value::scalar_int(DataType::Int32, 0)),
-                                Arg{"elem_shape", {elem_dim(cv, B), elem_dim(cv, cv.ctx().constant(Hout))}, true},
-                                C::astr("dtype", std::string(dtype_name(dt)))});
+  Var* ls =
+      cv.op("make_list",
+            {C::a("init_length", Value::scalar_int(DataType::Int32, 0)),
+             Arg{"elem_shape", {elem_dim(cv, B), elem_dim(cv, cv.ctx().constant(Hout))}, true},
+             C::astr("dtype", std::string(dtype_name(dt)))});
   std::vector<Var*> init = {cv.cs(0, DataType::Int32), h0};
   if (kind == Kind::Lstm) init.push_back(c0);
   init.push_back(ls);
@@ -194,7 +207,8 @@ std::vector<Var*> loop_layer(C& cv, const json& n, Kind kind, const Weights& w, 
     Var* hp = project(cv, h, whh, bhh);
     auto [hn, cn] = cell_math(cv, kind, xt, hp, h, c);
     if (whr) hn = cv.op("linear", {C::a("x", hn), C::a("weight", whr)});
-    std::vector<Var*> next = {cv.op("add", {C::a("x", t), C::a("y", Value::scalar_int(DataType::Int32, 1))}), hn};
+    std::vector<Var*> next = {
+        cv.op("add", {C::a("x", t), C::a("y", Value::scalar_int(DataType::Int32, 1))}), hn};
     if (lstm) next.push_back(cn);
     next.push_back(cv.op("list_write", {C::a("ls", list), C::a("index", t), C::a("value", hn)}));
     for (auto& v : next)
@@ -211,7 +225,9 @@ std::vector<Var*> loop_layer(C& cv, const json& n, Kind kind, const Weights& w, 
   if (reverse) y = reverse0(cv, y);
   // the sequence keeps its known length (the list's length is a run-time value)
   if (xsh[0]->is_const())
-    y = cv.op("reshape", {C::a("x", y), C::aints32("shape", {xsh[0]->value(), B->is_const() ? B->value() : -1, Hout})});
+    y = cv.op("reshape",
+              {C::a("x", y),
+               C::aints32("shape", {xsh[0]->value(), B->is_const() ? B->value() : -1, Hout})});
   (void)n;
   return {y, outs[1], lstm ? outs[2] : nullptr};
 }
@@ -245,7 +261,8 @@ void convert_rnn(C& cv, const json& n, Kind kind) {
   Var* x = cv.tensor(n, "input");
   if (cv.rank(n, x) != 3) cv.fail(n, "input must have rank 3, got " + x->type()->str());
   if (!is_float(C::dtype(x))) cv.fail(n, "input must be a float tensor, got " + x->type()->str());
-  std::vector<Var*> hx = kind == Kind::Lstm ? cv.tensors(n, "hx") : std::vector<Var*>{cv.tensor(n, "hx")};
+  std::vector<Var*> hx =
+      kind == Kind::Lstm ? cv.tensors(n, "hx") : std::vector<Var*>{cv.tensor(n, "hx")};
   if (kind == Kind::Lstm && hx.size() != 2) cv.fail(n, "hx must hold (h_0, c_0)");
   const bool has_b = cv.bo(n, "has_biases", true);
   const int64_t layers = cv.i(n, "num_layers", 1);
@@ -254,7 +271,9 @@ void convert_rnn(C& cv, const json& n, Kind kind) {
   const bool bidir = cv.bo(n, "bidirectional", false);
   const bool batch_first = cv.bo(n, "batch_first", false);
   if (train && dropout > 0 && layers > 1)
-    cv.fail(n, "dropout between layers in training mode is not supported (export the model in eval mode)");
+    cv.fail(
+        n,
+        "dropout between layers in training mode is not supported (export the model in eval mode)");
   const int dirs = bidir ? 2 : 1;
   bool proj = false;
   auto W = read_params(cv, n, kind, has_b, layers, dirs, &proj);
@@ -280,22 +299,29 @@ void convert_rnn(C& cv, const json& n, Kind kind) {
     std::vector<Var*> ys;
     if (kind == Kind::Lstm && !use_loop) {
       const std::vector<int> order = {0, 1, 3, 2};  // torch [i, f, g, o] -> MIL [i, f, o, z]
-      std::vector<Arg> args = {C::a("x", seq), C::a("initial_h", concat(cv, h0s, 1)), C::a("initial_c", concat(cv, c0s, 1)),
+      std::vector<Arg> args = {C::a("x", seq), C::a("initial_h", concat(cv, h0s, 1)),
+                               C::a("initial_c", concat(cv, c0s, 1)),
                                C::a("weight_ih", cv.c(reorder_rows(wl[0].w_ih, order))),
                                C::a("weight_hh", cv.c(reorder_rows(wl[0].w_hh, order)))};
-      if (has_b) args.push_back(C::a("bias", cv.c(reorder_rows(add_values(*wl[0].b_ih, *wl[0].b_hh), order))));
+      if (has_b)
+        args.push_back(
+            C::a("bias", cv.c(reorder_rows(add_values(*wl[0].b_ih, *wl[0].b_hh), order))));
       if (bidir) {
         args.push_back(C::a("weight_ih_back", cv.c(reorder_rows(wl[1].w_ih, order))));
         args.push_back(C::a("weight_hh_back", cv.c(reorder_rows(wl[1].w_hh, order))));
-        if (has_b) args.push_back(C::a("bias_back", cv.c(reorder_rows(add_values(*wl[1].b_ih, *wl[1].b_hh), order))));
+        if (has_b)
+          args.push_back(
+              C::a("bias_back", cv.c(reorder_rows(add_values(*wl[1].b_ih, *wl[1].b_hh), order))));
       }
       args.push_back(C::astr("direction", bidir ? "bidirectional" : "forward"));
       args.push_back(C::abool("output_sequence", true));
       auto outs = cv.ops("lstm", std::move(args));
       seq = outs[0];
       if (bidir) {
-        auto hs = cv.ops("split", {C::a("x", outs[1]), C::ai32("num_splits", 2), C::ai32("axis", 1)});
-        auto cs = cv.ops("split", {C::a("x", outs[2]), C::ai32("num_splits", 2), C::ai32("axis", 1)});
+        auto hs =
+            cv.ops("split", {C::a("x", outs[1]), C::ai32("num_splits", 2), C::ai32("axis", 1)});
+        auto cs =
+            cv.ops("split", {C::a("x", outs[2]), C::ai32("num_splits", 2), C::ai32("axis", 1)});
         hn.insert(hn.end(), hs.begin(), hs.end());
         cn.insert(cn.end(), cs.begin(), cs.end());
       } else {
@@ -305,9 +331,12 @@ void convert_rnn(C& cv, const json& n, Kind kind) {
       continue;
     }
     for (int d = 0; d < dirs; ++d) {
-      auto r = use_loop ? loop_layer(cv, n, kind, wl[static_cast<size_t>(d)], seq, h0s[static_cast<size_t>(d)],
-                                     kind == Kind::Lstm ? c0s[static_cast<size_t>(d)] : nullptr, d == 1)
-                        : mil_layer(cv, kind, wl[static_cast<size_t>(d)], seq, h0s[static_cast<size_t>(d)], d == 1);
+      auto r = use_loop
+                   ? loop_layer(cv, n, kind, wl[static_cast<size_t>(d)], seq,
+                                h0s[static_cast<size_t>(d)],
+                                kind == Kind::Lstm ? c0s[static_cast<size_t>(d)] : nullptr, d == 1)
+                   : mil_layer(cv, kind, wl[static_cast<size_t>(d)], seq,
+                               h0s[static_cast<size_t>(d)], d == 1);
       ys.push_back(r[0]);
       hn.push_back(r[1]);
       if (kind == Kind::Lstm) cn.push_back(r[2]);
@@ -324,7 +353,8 @@ void convert_rnn(C& cv, const json& n, Kind kind) {
 // values, e.g. a scan body's inputs).
 void convert_cell(C& cv, const json& n, Kind kind) {
   Var* x = cv.tensor(n, "input");
-  std::vector<Var*> hx = kind == Kind::Lstm ? cv.tensors(n, "hx") : std::vector<Var*>{cv.tensor(n, "hx")};
+  std::vector<Var*> hx =
+      kind == Kind::Lstm ? cv.tensors(n, "hx") : std::vector<Var*>{cv.tensor(n, "hx")};
   if (kind == Kind::Lstm && hx.size() != 2) cv.fail(n, "hx must hold (h, c)");
   DataType dt = C::dtype(x);
   if (!is_float(dt)) cv.fail(n, "input must be a float tensor, got " + x->type()->str());
@@ -332,11 +362,14 @@ void convert_cell(C& cv, const json& n, Kind kind) {
   Var* xp = project(cv, x, fl(cv.tensor(n, "w_ih")), fl(cv.opt_tensor(n, "b_ih")));
   Var* hp = project(cv, fl(hx[0]), fl(cv.tensor(n, "w_hh")), fl(cv.opt_tensor(n, "b_hh")));
   auto [h, c] = cell_math(cv, kind, xp, hp, fl(hx[0]), kind == Kind::Lstm ? fl(hx[1]) : nullptr);
-  if (kind == Kind::Lstm) cv.outs(n, {h, c});
-  else cv.out(n, h);
+  if (kind == Kind::Lstm)
+    cv.outs(n, {h, c});
+  else
+    cv.out(n, h);
 }
 
-// ---- torch.ops.higher_order.scan -----------------------------------------------------------------
+// ---- torch.ops.higher_order.scan
+// -----------------------------------------------------------------
 
 // The positional argument k of a higher-order op (their inputs have no names).
 const json& pos_arg(C& cv, const json& n, size_t k) {
@@ -359,17 +392,19 @@ std::vector<std::string> names_of(C& cv, const json& n, const json& a) {
 
 // Converts the nodes of `g` (an as_graph's graph) with `inputs` bound to its inputs; returns its
 // outputs. The subgraph has its own names (and tensor_values); its vars are named with a prefix.
-std::vector<Var*> subgraph(C& cv, const json& n, const json& g, const std::vector<std::pair<std::string, bool>>& inputs,
+std::vector<Var*> subgraph(C& cv, const json& n, const json& g,
+                           const std::vector<std::pair<std::string, bool>>& inputs,
                            const std::string& prefix) {
   Converter sub(cv.b, g, cv.source);
   sub.sym_sources = cv.sym_sources;
   sub.name_prefix = prefix;
   auto& gin = g.at("inputs");
   if (gin.size() != inputs.size())
-    cv.fail(n, "the subgraph takes " + std::to_string(gin.size()) + " inputs, " + std::to_string(inputs.size()) +
-                   " are given");
+    cv.fail(n, "the subgraph takes " + std::to_string(gin.size()) + " inputs, " +
+                   std::to_string(inputs.size()) + " are given");
   for (size_t k = 0; k < inputs.size(); ++k) {
-    if (!gin[k].contains("as_tensor")) cv.fail(n, "subgraph input " + std::to_string(k) + " is not a tensor");
+    if (!gin[k].contains("as_tensor"))
+      cv.fail(n, "subgraph input " + std::to_string(k) + " is not a tensor");
     std::string name = gin[k]["as_tensor"].at("name").get<std::string>();
     const std::string& outer = inputs[k].first;
     auto ct = cv.consts.find(outer);
@@ -398,7 +433,8 @@ void convert_scan(C& cv, const json& n) {
   const json& g = ga["as_graph"].at("graph");
   auto init = names_of(cv, n, pos_arg(cv, n, 1));
   auto xs = names_of(cv, n, pos_arg(cv, n, 2));
-  auto extra = n.at("inputs").size() > 3 ? names_of(cv, n, pos_arg(cv, n, 3)) : std::vector<std::string>{};
+  auto extra =
+      n.at("inputs").size() > 3 ? names_of(cv, n, pos_arg(cv, n, 3)) : std::vector<std::string>{};
   if (xs.empty()) cv.fail(n, "scan needs at least one scanned tensor");
   const size_t nc = init.size();
   auto& gout = g.at("outputs");
@@ -406,7 +442,8 @@ void convert_scan(C& cv, const json& n) {
   const size_t ny = gout.size() - nc;
   std::vector<Var*> xv;
   for (auto& x : xs) xv.push_back(cv.var(x));
-  Var* len = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", xv[0])})), C::ai32("indices", 0), C::ai32("axis", 0)});
+  Var* len = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", xv[0])})), C::ai32("indices", 0),
+                              C::ai32("axis", 0)});
   // the lists of step outputs, typed from the subgraph's tensor_values
   std::vector<Var*> loop_vars = {cv.cs(0, DataType::Int32)};
   for (auto& c : init) loop_vars.push_back(cv.var(c));
@@ -416,20 +453,23 @@ void convert_scan(C& cv, const json& n) {
     std::string name = o.contains("as_tensor") ? o["as_tensor"].at("name").get<std::string>() : "";
     auto& tv = g.at("tensor_values");
     auto it = tv.find(name);
-    if (it == tv.end()) cv.fail(n, "scan output '" + name + "' has no entry in the combine graph's tensor_values");
+    if (it == tv.end())
+      cv.fail(n, "scan output '" + name + "' has no entry in the combine graph's tensor_values");
     auto dt = mil_dtype(it->value("dtype", 0));
     if (!dt) cv.fail(n, "scan output '" + name + "' has a dtype Core ML cannot hold");
     std::vector<Dim> dims;
     Arg es{"elem_shape", {}, true};
     for (auto& sz : it->at("sizes")) {
-      Dim d = sz.contains("as_int") ? cv.ctx().constant(sz["as_int"].get<int64_t>())
-                                    : parse_sym_expr(sz.at("as_expr").at("expr_str").get<std::string>(), cv.ctx());
+      Dim d = sz.contains("as_int")
+                  ? cv.ctx().constant(sz["as_int"].get<int64_t>())
+                  : parse_sym_expr(sz.at("as_expr").at("expr_str").get<std::string>(), cv.ctx());
       dims.push_back(d);
       es.items.push_back(elem_dim(cv, d));
     }
     yshape.push_back(dims);
-    loop_vars.push_back(cv.op("make_list", {C::a("init_length", Value::scalar_int(DataType::Int32, 0)), std::move(es),
-                                            C::astr("dtype", std::string(dtype_name(*dt)))}));
+    loop_vars.push_back(
+        cv.op("make_list", {C::a("init_length", Value::scalar_int(DataType::Int32, 0)),
+                            std::move(es), C::astr("dtype", std::string(dtype_name(*dt)))}));
   }
   Arg lv{"loop_vars", {}, true};
   for (Var* v : loop_vars) lv.items.push_back(ArgItem{v, nullptr});
@@ -448,16 +488,20 @@ void convert_scan(C& cv, const json& n) {
       ins.push_back({t, false});
     };
     for (size_t k = 0; k < nc; ++k) bind(vs[1 + k]);
-    for (Var* x : xv) bind(cv.op("gather", {C::a("x", x), C::a("indices", vs[0]), C::ai32("axis", 0)}));
+    for (Var* x : xv)
+      bind(cv.op("gather", {C::a("x", x), C::a("indices", vs[0]), C::ai32("axis", 0)}));
     for (auto& e : extra) ins.push_back({e, true});
     auto outs = subgraph(cv, n, g, ins, prefix);
     for (auto& t : temps) cv.vars.erase(t);
-    std::vector<Var*> next = {cv.op("add", {C::a("x", vs[0]), C::a("y", Value::scalar_int(DataType::Int32, 1))})};
+    std::vector<Var*> next = {
+        cv.op("add", {C::a("x", vs[0]), C::a("y", Value::scalar_int(DataType::Int32, 1))})};
     for (size_t k = 0; k < nc; ++k) next.push_back(cv.cast(outs[k], C::dtype(vs[1 + k])));
     for (size_t k = 0; k < ny; ++k)
-      next.push_back(cv.op("list_write", {C::a("ls", vs[1 + nc + k]), C::a("index", vs[0]), C::a("value", outs[nc + k])}));
+      next.push_back(cv.op("list_write", {C::a("ls", vs[1 + nc + k]), C::a("index", vs[0]),
+                                          C::a("value", outs[nc + k])}));
     for (auto& v : next)
-      if (!v->op() || v->input_of() || v->op()->op_type() == "const") v = cv.op("identity", {C::a("x", v)});
+      if (!v->op() || v->input_of() || v->op()->op_type() == "const")
+        v = cv.op("identity", {C::a("x", v)});
     return next;
   };
   std::vector<Arg> args = {lv};
@@ -477,8 +521,12 @@ void convert_scan(C& cv, const json& n) {
     int unknown = 0;
     std::vector<int64_t> shp;
     for (Dim d : full) {
-      if (d->is_const()) shp.push_back(d->value());
-      else { shp.push_back(-1); ++unknown; }
+      if (d->is_const())
+        shp.push_back(d->value());
+      else {
+        shp.push_back(-1);
+        ++unknown;
+      }
     }
     if (unknown <= 1) y = cv.op("reshape", {C::a("x", y), C::aints32("shape", shp)});
     results.push_back(y);
