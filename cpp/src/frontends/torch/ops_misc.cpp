@@ -20,6 +20,7 @@
 #include <set>
 
 #include "converter.h"
+#include "milkit/types/error.h"
 
 namespace milkit {
 namespace torch_detail {
@@ -41,10 +42,15 @@ std::vector<Dim> meta_sizes(C& cv, const json& n, size_t k = 0) {
   if (it == tv.end() || !it->contains("sizes")) return {};
   std::vector<Dim> r;
   for (auto& sz : it->at("sizes")) {
-    if (sz.contains("as_int"))
+    if (sz.contains("as_int")) {
       r.push_back(cv.ctx().constant(sz["as_int"].get<int64_t>()));
-    else
+      continue;
+    }
+    try {
       r.push_back(parse_sym_expr(sz.at("as_expr").at("expr_str").get<std::string>(), cv.ctx()));
+    } catch (const FormatError&) {
+      return {};  // float arithmetic on sizes (TruncToInt(1.5 * s)): not a milkit dim
+    }
   }
   return r;
 }
@@ -201,6 +207,21 @@ void upsample(C& cv, const json& n, size_t sp, Mode mode) {
     out.erase(out.begin(), out.begin() + (r - static_cast<int>(sp)));
   } else {
     out = cv.dims(n, "output_size");
+    if (out.empty() &&
+        std::all_of(scales.begin(), scales.end(), [](auto& s) { return s && *s > 0; })) {
+      // floor(in * scale), as torch computes it
+      for (size_t k = 0; k < sp; ++k) {
+        Dim in = C::shape(x)[static_cast<size_t>(r) - sp + k];
+        double s = *scales[k];
+        if (in->is_const())
+          out.push_back(cv.ctx().constant(
+              static_cast<int64_t>(std::floor(static_cast<double>(in->value()) * s))));
+        else if (s == std::floor(s))
+          out.push_back(cv.ctx().mul(cv.ctx().constant(static_cast<int64_t>(s)), in));
+        else
+          cv.fail(n, "upsampling a symbolic size is supported for integer scale factors only");
+      }
+    }
     if (out.size() != sp)
       cv.fail(n, "needs output_size or scale_factors for " + std::to_string(sp) + " dims");
   }
