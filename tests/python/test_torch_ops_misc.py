@@ -295,6 +295,21 @@ UPSAMPLE = {
     "bicubic_x2": (_interp(scale_factor=2, mode="bicubic"), r(1, 2, 4, 5), "gather"),
     "bicubic_size_ac": (_interp(size=(7, 6), mode="bicubic", align_corners=True), r(1, 2, 4, 5), "gather"),
     "bicubic_x1.7": (_interp(scale_factor=1.7, mode="bicubic"), r(1, 2, 5, 7), "gather"),
+    # antialiased (torchvision's Resize): a filter matrix per axis
+    "bilinear_aa_x0.5": (_interp(scale_factor=0.5, mode="bilinear", antialias=True), r(1, 2, 8, 6), "matmul"),
+    "bilinear_aa_size": (_interp(size=(3, 5), mode="bilinear", antialias=True), r(1, 2, 8, 11), "matmul"),
+    "bilinear_aa_up": (_interp(size=(9, 7), mode="bilinear", antialias=True), r(1, 2, 4, 5), "matmul"),
+    "bilinear_aa_ac": (_interp(size=(3, 4), mode="bilinear", antialias=True, align_corners=True), r(1, 2, 8, 9),
+                       "matmul"),
+    "bicubic_aa_size": (_interp(size=(3, 5), mode="bicubic", antialias=True), r(1, 2, 8, 11), "matmul"),
+    "bicubic_aa_x0.4": (_interp(scale_factor=0.4, mode="bicubic", antialias=True), r(1, 2, 10, 12), "matmul"),
+    # 3-d: taps per axis
+    "nearest3d_x2": (_interp(scale_factor=2, mode="nearest"), r(1, 2, 2, 3, 4), "gather"),
+    "nearest3d_size": (_interp(size=(3, 5, 7), mode="nearest"), r(1, 2, 2, 3, 4), "gather"),
+    "nearest_exact3d": (_interp(size=(3, 5, 7), mode="nearest-exact"), r(1, 2, 2, 3, 4), "gather"),
+    "trilinear_x2": (_interp(scale_factor=2, mode="trilinear"), r(1, 2, 2, 3, 4), "gather"),
+    "trilinear_ac": (_interp(size=(3, 5, 7), mode="trilinear", align_corners=True), r(1, 2, 2, 3, 4), "gather"),
+    "trilinear_mixed": (_interp(scale_factor=(1.5, 1.7, 0.6), mode="trilinear"), r(1, 2, 2, 3, 5), "gather"),
     # the .default overloads, as other decompositions call them
     "nearest2d_default": (lambda x: torch.ops.aten.upsample_nearest2d.default(x, [8, 10], 2.0, 2.0), r(1, 2, 4, 5),
                           "upsample_nearest_neighbor"),

@@ -1,5 +1,5 @@
-// ATen operators of other families: upsampling (nearest, nearest-exact, linear / bilinear, bicubic;
-// 1-d and 2-d), einsum, diagonal.
+// ATen operators of other families: upsampling (nearest, nearest-exact, linear / bilinear /
+// trilinear, bicubic, antialiased; 1-d, 2-d and 3-d), einsum, diagonal.
 //
 // Upsampling follows torch's index arithmetic (aten/src/ATen/native/UpSample.h), in float as torch
 // computes it for float inputs: the source scale of an axis is 1 / scale_factor when the node
@@ -13,7 +13,9 @@
 // STRICT_ALIGN_CORNERS) when the scale is in / out; upsample_bilinear for integer factors of
 // symbolic sizes. Otherwise (a scale factor that is not out / in, e.g. 1.7 on 5 pixels, or a
 // downsampling nearest) the taps are computed here and applied with gather (and a lerp); bicubic
-// always (torch's cubic convolution, A = -0.75, four clamped taps per output).
+// always (torch's cubic convolution, A = -0.75, four clamped taps per output), and 3-d modes.
+// Antialiased bilinear / bicubic (antialias=True): a dense [out, in] matrix per axis with torch's
+// filter weights (a triangle or Keys cubic with a = -0.5, stretched by the scale when shrinking).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -55,7 +57,7 @@ std::vector<Dim> meta_sizes(C& cv, const json& n, size_t k = 0) {
   return r;
 }
 
-enum class Mode { Nearest, NearestExact, Linear, Cubic };
+enum class Mode { Nearest, NearestExact, Linear, Cubic, LinearAA, CubicAA };
 
 // One resized axis: input and output sizes, torch's scale factor (if the node has one).
 struct Axis {
@@ -134,6 +136,67 @@ void cubic_taps(const Axis& a, bool ac, std::vector<std::vector<int64_t>>& idx,
   }
 }
 
+// torch's antialiased weights of one static axis ([N][X]): a triangle (linear) or Keys cubic
+// (a = -0.5) filter stretched by the scale when downsampling, normalized per output.
+std::vector<std::vector<double>> aa_weights(const Axis& a, bool ac, bool cubic) {
+  const int64_t X = a.in->value(), N = a.out->value();
+  const float scale = source_scale(a, ac);
+  const float half = cubic ? 2.0f : 1.0f;  // interp_size / 2
+  const float support = scale >= 1.0f ? half * scale : half;
+  const float invscale = scale >= 1.0f ? 1.0f / scale : 1.0f;
+  const int64_t max_size = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  auto filter = [cubic](float x) -> float {
+    x = std::abs(x);
+    if (!cubic) return x < 1.0f ? 1.0f - x : 0.0f;
+    const float A = -0.5f;
+    if (x < 1.0f) return ((A + 2) * x - (A + 3)) * x * x + 1;
+    if (x < 2.0f) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+    return 0.0f;
+  };
+  std::vector<std::vector<double>> w(static_cast<size_t>(N),
+                                     std::vector<double>(static_cast<size_t>(X), 0.0));
+  for (int64_t i = 0; i < N; ++i) {
+    const float center = scale * (static_cast<float>(i) + 0.5f);
+    const int64_t xmin = std::max<int64_t>(static_cast<int64_t>(center - support + 0.5f), 0);
+    const int64_t xsize = std::clamp<int64_t>(
+        std::min<int64_t>(static_cast<int64_t>(center + support + 0.5f), X) - xmin, 0, max_size);
+    std::vector<float> ws;
+    float total = 0;
+    for (int64_t j = 0; j < xsize; ++j) {
+      ws.push_back(filter((static_cast<float>(j + xmin) - center + 0.5f) * invscale));
+      total += ws.back();
+    }
+    for (int64_t j = 0; j < xsize; ++j)
+      w[static_cast<size_t>(i)][static_cast<size_t>(xmin + j)] =
+          total != 0 ? ws[static_cast<size_t>(j)] / total : ws[static_cast<size_t>(j)];
+  }
+  return w;
+}
+
+// Resizes the last axes of x by a dense [N, X] matrix per axis (antialiased modes).
+Var* resize_by_matrix(C& cv, Var* x, const std::vector<Axis>& axes, bool ac, bool cubic) {
+  const int64_t r = static_cast<int64_t>(C::shape(x).size());
+  const size_t sp = axes.size();
+  DataType dt = C::dtype(x);
+  for (size_t k = 0; k < sp; ++k) {
+    const int64_t axis = r - static_cast<int64_t>(sp) + static_cast<int64_t>(k);
+    auto w = aa_weights(axes[k], ac, cubic);
+    const int64_t N = axes[k].out->value(), X = axes[k].in->value();
+    std::vector<double> wt;  // [X, N]
+    for (int64_t j = 0; j < X; ++j)
+      for (int64_t i = 0; i < N; ++i)
+        wt.push_back(w[static_cast<size_t>(i)][static_cast<size_t>(j)]);
+    std::vector<int64_t> perm;
+    for (int64_t d = 0; d < r; ++d) perm.push_back(d);
+    std::swap(perm[static_cast<size_t>(axis)], perm[static_cast<size_t>(r - 1)]);
+    Var* t = axis == r - 1 ? x : cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)});
+    Var* y = cv.op("matmul", {C::a("x", t), C::a("y", cv.c(Value::from_doubles(dt, {X, N}, wt))),
+                              C::abool("transpose_x", false), C::abool("transpose_y", false)});
+    x = axis == r - 1 ? y : cv.op("transpose", {C::a("x", y), C::aints32("perm", perm)});
+  }
+  return x;
+}
+
 // Resizes the last axes of x (rank r) by explicit taps.
 Var* resize_by_taps(C& cv, Var* x, const std::vector<Axis>& axes, Mode m, bool ac) {
   const int r = static_cast<int>(C::shape(x).size());
@@ -189,15 +252,18 @@ void upsample(C& cv, const json& n, size_t sp, Mode mode) {
   if (r != static_cast<int>(sp) + 2)
     cv.fail(n, "input must have rank " + std::to_string(sp + 2) + ", got " + x->type()->str());
   if (!is_float(C::dtype(x))) cv.fail(n, "input must be a float tensor, got " + x->type()->str());
-  const bool ac = (mode == Mode::Linear || mode == Mode::Cubic) && cv.bo(n, "align_corners", false);
+  const bool aa = mode == Mode::LinearAA || mode == Mode::CubicAA;
+  const bool ac =
+      mode != Mode::Nearest && mode != Mode::NearestExact && cv.bo(n, "align_corners", false);
   std::vector<std::optional<double>> scales(sp);
   if (C::has(n, "scale_factors")) {
     auto s = cv.floats(n, "scale_factors");
     if (s.size() != sp) cv.fail(n, "scale_factors must have " + std::to_string(sp) + " entries");
     for (size_t k = 0; k < sp; ++k) scales[k] = s[k];
-  } else if (sp == 2) {
-    if (C::has(n, "scales_h")) scales[0] = cv.f(n, "scales_h", 0);
-    if (C::has(n, "scales_w")) scales[1] = cv.f(n, "scales_w", 0);
+  } else if (sp >= 2) {
+    if (sp == 3 && C::has(n, "scales_d")) scales[0] = cv.f(n, "scales_d", 0);
+    if (C::has(n, "scales_h")) scales[sp - 2] = cv.f(n, "scales_h", 0);
+    if (C::has(n, "scales_w")) scales[sp - 1] = cv.f(n, "scales_w", 0);
   } else if (C::has(n, "scales")) {
     scales[0] = cv.f(n, "scales", 0);
   }
@@ -252,8 +318,19 @@ void upsample(C& cv, const json& n, size_t sp, Mode mode) {
     all_factor = all_factor && a.factor > 0;
     all_in_over_out = all_in_over_out && a.in_over_out;
   }
+  if (aa || sp == 3) {
+    // MIL's resize ops are 2-d and do not antialias: a matrix or taps per axis
+    if (!all_static) cv.fail(n, "this upsampling mode of a symbolic size is not supported");
+    cv.out(n, aa ? resize_by_matrix(cv, x, axes, ac, mode == Mode::CubicAA)
+                 : resize_by_taps(cv, x, axes, mode, ac));
+    return;
+  }
   // 1-d: a height of 1 in front of the width
-  Var* x4 = sp == 1 ? cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {-2})}) : x;
+  Var* x4 = x;
+  auto x2d = [&]() {
+    if (sp == 1 && x4 == x) x4 = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {-2})});
+    return x4;
+  };
   auto fac = [&](size_t k) -> int64_t {
     return sp == 1 ? (k == 0 ? 1 : axes[0].factor) : axes[k].factor;
   };
@@ -267,24 +344,25 @@ void upsample(C& cv, const json& n, size_t sp, Mode mode) {
   auto ints = [](int64_t v) { return Value::scalar_int(DataType::Int32, v); };
   if ((mode == Mode::Nearest || mode == Mode::NearestExact) && all_factor) {
     done(cv.op("upsample_nearest_neighbor",
-               {C::a("x", x4), C::a("scale_factor_height", ints(fac(0))),
+               {C::a("x", x2d()), C::a("scale_factor_height", ints(fac(0))),
                 C::a("scale_factor_width", ints(fac(1)))}));
     return;
   }
   if (mode == Mode::NearestExact && all_static && all_in_over_out) {
-    done(cv.op("resize_nearest_neighbor", {C::a("x", x4), C::a("target_size_height", ints(size(0))),
-                                           C::a("target_size_width", ints(size(1)))}));
+    done(cv.op("resize_nearest_neighbor",
+               {C::a("x", x2d()), C::a("target_size_height", ints(size(0))),
+                C::a("target_size_width", ints(size(1)))}));
     return;
   }
   if (mode == Mode::Linear && all_static && (ac || all_in_over_out)) {
     done(cv.op("resize_bilinear",
-               {C::a("x", x4), C::a("target_size_height", ints(size(0))),
+               {C::a("x", x2d()), C::a("target_size_height", ints(size(0))),
                 C::a("target_size_width", ints(size(1))),
                 C::astr("sampling_mode", ac ? "STRICT_ALIGN_CORNERS" : "UNALIGN_CORNERS")}));
     return;
   }
   if (mode == Mode::Linear && all_factor && (ac || cv.target() >= Target::iOS16)) {
-    std::vector<Arg> args = {C::a("x", x4), C::a("scale_factor_height", ints(fac(0))),
+    std::vector<Arg> args = {C::a("x", x2d()), C::a("scale_factor_height", ints(fac(0))),
                              C::a("scale_factor_width", ints(fac(1))),
                              C::abool("align_corners", ac)};
     if (!ac) args.push_back(C::abool("half_pixel_centers", true));
@@ -610,6 +688,17 @@ void register_misc(OpTable& t) {
   t["aten.upsample_linear1d"] = [](C& cv, const json& n) { upsample(cv, n, 1, Mode::Linear); };
   t["aten.upsample_bilinear2d"] = [](C& cv, const json& n) { upsample(cv, n, 2, Mode::Linear); };
   t["aten.upsample_bicubic2d"] = [](C& cv, const json& n) { upsample(cv, n, 2, Mode::Cubic); };
+  t["aten._upsample_bilinear2d_aa"] = [](C& cv, const json& n) {
+    upsample(cv, n, 2, Mode::LinearAA);
+  };
+  t["aten._upsample_bicubic2d_aa"] = [](C& cv, const json& n) {
+    upsample(cv, n, 2, Mode::CubicAA);
+  };
+  t["aten.upsample_nearest3d"] = [](C& cv, const json& n) { upsample(cv, n, 3, Mode::Nearest); };
+  t["aten._upsample_nearest_exact3d"] = [](C& cv, const json& n) {
+    upsample(cv, n, 3, Mode::NearestExact);
+  };
+  t["aten.upsample_trilinear3d"] = [](C& cv, const json& n) { upsample(cv, n, 3, Mode::Linear); };
   t["aten.einsum"] = einsum;
   t["aten.diagonal"] = diagonal;
 }
