@@ -109,6 +109,12 @@ def test_gru_before_and_from_ios18(target: str) -> None:
         assert "while_loop" in ops and "gru" not in ops
 
 
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_gru_ios18_configs(config: str) -> None:
+    m, args = _rnn_case("gru", config)
+    check(m, args, "training", target=milkit.target.iOS18)
+
+
 def test_lstm_uses_mil_lstm() -> None:
     m, args = _rnn_case("lstm", "2layer_bidir_bf_h0")
     ops = _op_types(check(m, args, "training"))

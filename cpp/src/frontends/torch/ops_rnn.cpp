@@ -167,8 +167,8 @@ std::pair<Var*, Var*> cell_math(C& cv, Kind kind, Var* xp, Var* hp, Var* h, Var*
 
 // One direction of one layer as a while_loop over xs [S, B, I] (reversed when `reverse`): the
 // cell built from linear and activations. Returns (y [S, B, Hout], h_n [B, Hout], c_n or null).
-std::vector<Var*> loop_layer(C& cv, const json& n, Kind kind, const Weights& w, Var* xs, Var* h0,
-                             Var* c0, bool reverse) {
+std::vector<Var*> loop_layer(C& cv, Kind kind, const Weights& w, Var* xs, Var* h0, Var* c0,
+                             bool reverse) {
   DataType dt = C::dtype(xs);
   const int64_t H = w.w_hh.shape()[1];
   const int64_t Hout = w.w_hr ? w.w_hr->shape()[0] : H;
@@ -228,7 +228,6 @@ std::vector<Var*> loop_layer(C& cv, const json& n, Kind kind, const Weights& w, 
     y = cv.op("reshape",
               {C::a("x", y),
                C::aints32("shape", {xsh[0]->value(), B->is_const() ? B->value() : -1, Hout})});
-  (void)n;
   return {y, outs[1], lstm ? outs[2] : nullptr};
 }
 
@@ -331,12 +330,12 @@ void convert_rnn(C& cv, const json& n, Kind kind) {
       continue;
     }
     for (int d = 0; d < dirs; ++d) {
-      auto r = use_loop
-                   ? loop_layer(cv, n, kind, wl[static_cast<size_t>(d)], seq,
-                                h0s[static_cast<size_t>(d)],
-                                kind == Kind::Lstm ? c0s[static_cast<size_t>(d)] : nullptr, d == 1)
-                   : mil_layer(cv, kind, wl[static_cast<size_t>(d)], seq,
-                               h0s[static_cast<size_t>(d)], d == 1);
+      auto r =
+          use_loop
+              ? loop_layer(cv, kind, wl[static_cast<size_t>(d)], seq, h0s[static_cast<size_t>(d)],
+                           kind == Kind::Lstm ? c0s[static_cast<size_t>(d)] : nullptr, d == 1)
+              : mil_layer(cv, kind, wl[static_cast<size_t>(d)], seq, h0s[static_cast<size_t>(d)],
+                          d == 1);
       ys.push_back(r[0]);
       hn.push_back(r[1]);
       if (kind == Kind::Lstm) cn.push_back(r[2]);
