@@ -222,6 +222,9 @@ class Converter {
 
 /// The user's source line of a node ("file.py:12: code"), or "".
 std::string user_frame(const json& n);
+/// Whether a node has no effect to convert: a runtime assert, or a SymInt computation (its value
+/// is in sym_int_values).
+bool skip_node(const json& n);
 
 }  // namespace torch_detail
 }  // namespace milkit

@@ -342,6 +342,10 @@ bool is_view_target(const std::string& t) {
 
 }  // namespace
 
+bool torch_detail::skip_node(const json& n) {
+  return ignorable(n.value("target", std::string())) || sym_only(n);
+}
+
 std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchTensors& weights,
                                              const TorchTensors& constants, const TorchImportOptions& options,
                                              TorchImportInfo* info) {

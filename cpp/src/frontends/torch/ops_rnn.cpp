@@ -389,37 +389,50 @@ std::vector<std::string> names_of(C& cv, const json& n, const json& a) {
   return r;
 }
 
-// Converts the nodes of `g` (an as_graph's graph) with `inputs` bound to its inputs; returns its
-// outputs. The subgraph has its own names (and tensor_values); its vars are named with a prefix.
-std::vector<Var*> subgraph(C& cv, const json& n, const json& g,
-                           const std::vector<std::pair<std::string, bool>>& inputs,
-                           const std::string& prefix) {
+// Converts the nodes of `g` (an as_graph's graph) with its inputs bound to `vars` and then to
+// the outer tensors named `extra` (weights stay compile-time values inside); returns its outputs.
+// The subgraph has its own names (and tensor_values); its vars are named with a prefix.
+std::vector<Var*> subgraph(C& cv, const json& n, const json& g, const std::vector<Var*>& vars,
+                           const std::vector<std::string>& extra, const std::string& prefix) {
   Converter sub(cv.b, g, cv.source);
   sub.sym_sources = cv.sym_sources;
   sub.name_prefix = prefix;
   auto& gin = g.at("inputs");
-  if (gin.size() != inputs.size())
+  if (gin.size() != vars.size() + extra.size())
     cv.fail(n, "the subgraph takes " + std::to_string(gin.size()) + " inputs, " +
-                   std::to_string(inputs.size()) + " are given");
-  for (size_t k = 0; k < inputs.size(); ++k) {
+                   std::to_string(vars.size() + extra.size()) + " are given");
+  for (size_t k = 0; k < gin.size(); ++k) {
     if (!gin[k].contains("as_tensor"))
       cv.fail(n, "subgraph input " + std::to_string(k) + " is not a tensor");
     std::string name = gin[k]["as_tensor"].at("name").get<std::string>();
-    const std::string& outer = inputs[k].first;
-    auto ct = cv.consts.find(outer);
-    if (inputs[k].second && ct != cv.consts.end()) {
-      sub.consts[name] = ct->second;  // a weight stays a compile-time value inside
-    } else {
-      sub.vars[name] = cv.var(outer);
+    if (k < vars.size()) {
+      sub.vars[name] = vars[k];
+      continue;
     }
+    const std::string& outer = extra[k - vars.size()];
+    auto ct = cv.consts.find(outer);
+    if (ct != cv.consts.end())
+      sub.consts[name] = ct->second;
+    else
+      sub.vars[name] = cv.var(outer);
   }
-  for (auto& node : g.at("nodes")) sub.convert_node(node);
+  for (auto& node : g.at("nodes"))
+    if (!skip_node(node)) sub.convert_node(node);
   std::vector<Var*> outs;
   for (auto& o : g.at("outputs")) {
     if (!o.contains("as_tensor")) cv.fail(n, "subgraph output " + o.dump() + " is not a tensor");
     outs.push_back(sub.var(o["as_tensor"].at("name").get<std::string>()));
   }
   return outs;
+}
+
+// A block's results: made inside the block (not block inputs or outer vars).
+std::vector<Var*> block_results(C& cv, std::vector<Var*> next) {
+  for (auto& v : next)
+    if (!v->op() || v->input_of() || v->op()->op_type() == "const" ||
+        v->op()->parent() != cv.b.block())
+      v = cv.op("identity", {C::a("x", v)});
+  return next;
 }
 
 // scan(combine_graph, init, xs, additional_inputs) -> (final carries..., stacked outputs...): the
@@ -477,31 +490,17 @@ void convert_scan(C& cv, const json& n) {
   };
   std::string prefix = n.value("name", std::string("scan")) + "_";
   BlockFn body_fn = [&](const std::vector<Var*>& vs) -> std::vector<Var*> {
-    // the subgraph's inputs: carries and slices bound by temporary names in the outer converter
-    std::vector<std::pair<std::string, bool>> ins;
-    std::vector<std::string> temps;
-    auto bind = [&](Var* v) {
-      std::string t = "\x01scan" + std::to_string(temps.size());
-      cv.vars[t] = v;
-      temps.push_back(t);
-      ins.push_back({t, false});
-    };
-    for (size_t k = 0; k < nc; ++k) bind(vs[1 + k]);
+    std::vector<Var*> ins(vs.begin() + 1, vs.begin() + 1 + static_cast<int64_t>(nc));
     for (Var* x : xv)
-      bind(cv.op("gather", {C::a("x", x), C::a("indices", vs[0]), C::ai32("axis", 0)}));
-    for (auto& e : extra) ins.push_back({e, true});
-    auto outs = subgraph(cv, n, g, ins, prefix);
-    for (auto& t : temps) cv.vars.erase(t);
+      ins.push_back(cv.op("gather", {C::a("x", x), C::a("indices", vs[0]), C::ai32("axis", 0)}));
+    auto outs = subgraph(cv, n, g, ins, extra, prefix);
     std::vector<Var*> next = {
         cv.op("add", {C::a("x", vs[0]), C::a("y", Value::scalar_int(DataType::Int32, 1))})};
     for (size_t k = 0; k < nc; ++k) next.push_back(cv.cast(outs[k], C::dtype(vs[1 + k])));
     for (size_t k = 0; k < ny; ++k)
       next.push_back(cv.op("list_write", {C::a("ls", vs[1 + nc + k]), C::a("index", vs[0]),
                                           C::a("value", outs[nc + k])}));
-    for (auto& v : next)
-      if (!v->op() || v->input_of() || v->op()->op_type() == "const")
-        v = cv.op("identity", {C::a("x", v)});
-    return next;
+    return block_results(cv, next);
   };
   std::vector<Arg> args = {lv};
   auto outs = cv.b.create("while_loop", args, "", while_loop_blocks(cond_fn, body_fn));
@@ -533,6 +532,42 @@ void convert_scan(C& cv, const json& n) {
   cv.outs(n, results);
 }
 
+// while_loop(cond_graph, body_graph, carried_inputs, additional_inputs) -> final carries: MIL's
+// while_loop; both graphs take (carries..., additional inputs...), cond returns a bool scalar
+// tensor, body the next carries.
+void convert_while(C& cv, const json& n) {
+  const json& ca = pos_arg(cv, n, 0);
+  const json& ba = pos_arg(cv, n, 1);
+  if (!ca.contains("as_graph") || !ba.contains("as_graph"))
+    cv.fail(n, "arguments 0 and 1 must be the cond and body graphs");
+  const json& cg = ca["as_graph"].at("graph");
+  const json& bg = ba["as_graph"].at("graph");
+  auto carried = names_of(cv, n, pos_arg(cv, n, 2));
+  auto extra =
+      n.at("inputs").size() > 3 ? names_of(cv, n, pos_arg(cv, n, 3)) : std::vector<std::string>{};
+  if (carried.empty()) cv.fail(n, "while_loop needs at least one carried value");
+  Arg lv{"loop_vars", {}, true};
+  for (auto& c : carried) lv.items.push_back(ArgItem{cv.var(c), nullptr});
+  std::string prefix = n.value("name", std::string("while_loop")) + "_";
+  BlockFn cond_fn = [&](const std::vector<Var*>& vs) -> std::vector<Var*> {
+    auto outs = subgraph(cv, n, cg, vs, extra, prefix + "cond_");
+    if (outs.size() != 1) cv.fail(n, "the cond graph must return one value");
+    Var* p = cv.cast(outs[0], DataType::Bool);
+    if (C::shape(p).size() != 0) p = cv.op("reshape", {C::a("x", p), C::aints32("shape", {})});
+    return block_results(cv, {p});
+  };
+  BlockFn body_fn = [&](const std::vector<Var*>& vs) -> std::vector<Var*> {
+    auto outs = subgraph(cv, n, bg, vs, extra, prefix + "body_");
+    if (outs.size() != vs.size())
+      cv.fail(n, "the body graph returns " + std::to_string(outs.size()) + " values for " +
+                     std::to_string(vs.size()) + " carried values");
+    for (size_t k = 0; k < outs.size(); ++k) outs[k] = cv.cast(outs[k], C::dtype(vs[k]));
+    return block_results(cv, outs);
+  };
+  std::vector<Arg> args = {lv};
+  cv.outs(n, cv.b.create("while_loop", args, "", while_loop_blocks(cond_fn, body_fn)));
+}
+
 }  // namespace
 
 void register_rnn(OpTable& t) {
@@ -545,6 +580,7 @@ void register_rnn(OpTable& t) {
   t["aten.rnn_tanh_cell"] = [](C& cv, const json& n) { convert_cell(cv, n, Kind::RnnTanh); };
   t["aten.rnn_relu_cell"] = [](C& cv, const json& n) { convert_cell(cv, n, Kind::RnnRelu); };
   t["higher_order.scan"] = convert_scan;
+  t["higher_order.while_loop"] = convert_while;
 }
 
 }  // namespace torch_detail
