@@ -7,7 +7,8 @@ the TRAINING dialect and unroll into matmuls in core ATen. LSTM converts to MIL'
 rnn, GRU to gru with reset_after from iOS18 and to a while_loop cell before (MIL's older gru
 applies the reset gate before the recurrent matmul, torch after). torch.export specializes
 nn.LSTM's sequence length (its decomposition unbinds the sequence), so dynamic-length recurrences
-are written with torch's scan, which exports as torch.ops.higher_order.scan."""
+are written with torch's scan, which exports as torch.ops.higher_order.scan (and while_loop as
+torch.ops.higher_order.while_loop); both become MIL while_loops."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import torch.nn.functional as F
 from milkit import _core
 from milkit.frontends import torch as mtorch
 from torch._higher_order_ops.scan import scan
+from torch._higher_order_ops.while_loop import while_loop
 from torch_util import DIALECTS, check, compare, convert, export
 
 torch.manual_seed(0)
@@ -233,6 +235,52 @@ def test_scan_static_keeps_shapes() -> None:
     mm = check(ScanLSTM().eval(), (r(2, 3, 4),), "training")
     out = mm.get_spec().description.output[0].type.multiArrayType
     assert list(out.shape) == [3, 2, 3]  # scan stacks on dim 1 again; the head output is transposed
+
+
+class WhileCount(torch.nn.Module):
+    """A loop run as many times as a (symbolic) input size, carrying a counter and a state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, n: torch.Tensor) -> Any:
+        def cond(i: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+            return i < n.shape[0]
+
+        def body(i: torch.Tensor, h: torch.Tensor) -> Any:
+            return i + 1, torch.tanh(self.lin(h))
+
+        i, h = while_loop(cond, body, (torch.tensor(0), x))
+        return h, i
+
+
+class WhileUntil(torch.nn.Module):
+    """A loop that stops on a value (data-dependent trip count)."""
+
+    def forward(self, x: torch.Tensor) -> Any:
+        def cond(h: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+            return h.sum() < 10.0
+
+        def body(h: torch.Tensor, k: torch.Tensor) -> Any:
+            return h * 1.5 + 0.1, k + 1
+
+        return while_loop(cond, body, (x.abs(), torch.zeros((), dtype=torch.int64)))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_while_loop(dialect: str) -> None:
+    n = torch.export.Dim("n", min=1, max=10)
+    check(WhileCount().eval(), (r(2, 4), torch.zeros(3)), dialect, dynamic_shapes=(None, {0: n}),
+          more_args=[(r(2, 4), torch.zeros(7))])
+    check(WhileUntil(), (torch.rand(3),), dialect, more_args=[(torch.rand(3) * 4,)])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_compare_with_symbolic_size(dialect: str) -> None:
+    b = torch.export.Dim("b", min=2, max=16)
+    check(Fn(lambda x: (x < x.shape[0]).int() + (x * 3 >= x.shape[0]).int()), (r(4, 3) * 5,), dialect,
+          dynamic_shapes=(({0: b},),), more_args=[(r(9, 3) * 5,)])
 
 
 def test_unsupported_op_inside_scan_is_listed() -> None:
