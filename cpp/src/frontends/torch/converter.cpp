@@ -66,7 +66,7 @@ std::string user_frame(const json& n) {
       cur = file + ":" + ln;
       bool library = file.find("site-packages/torch/") != std::string::npos ||
                      file.find("dist-packages/torch/") != std::string::npos ||
-                     file.rfind("torch/", 0) == 0;
+                     file.rfind("torch/", 0) == 0 || file.rfind("<", 0) == 0;  // <eval_with_key>: fx code
       fallback = cur;
       if (!library) best = cur;
     } else if (!cur.empty()) {
@@ -446,7 +446,8 @@ void Converter::out(const json& n, Var* v, size_t idx) {
   auto names = output_names(n);
   if (idx >= names.size() || names[idx].empty()) return;
   const std::string& name = names[idx];
-  if (!bound_.count(v) && v->op() && !v->input_of() && v->op()->op_type() != "const") v->set_name(name);
+  if (!bound_.count(v) && v->op() && !v->input_of() && v->op()->op_type() != "const")
+    v->set_name(name_prefix.empty() ? name : ctx().free_name(name_prefix + name));
   bound_.insert(v);
   vars[name] = v;
   // a size milkit could not express (a fresh symbol) can still be read from the tensor that has it

@@ -53,6 +53,7 @@ void register_tensor(OpTable& t);
 void register_reduction(OpTable& t);
 void register_misc(OpTable& t);
 void register_hop(OpTable& t);
+void register_rnn(OpTable& t);
 
 /// A view of another tensor made by slice / select (for writes through the view).
 struct ViewInfo {
@@ -92,6 +93,9 @@ class Converter {
   std::unordered_map<std::string, Var*> state_inputs;
   /// State placeholder name -> the name its current value is bound to.
   std::unordered_map<std::string, std::string> state_current;
+  /// When set (a subgraph's converter), vars are named "<prefix><torch name>_<n>": a subgraph's
+  /// names may repeat the outer graph's.
+  std::string name_prefix;
 
   /// The var of a tensor name (consts materialized on first use).
   Var* var(const std::string& name);
@@ -242,6 +246,9 @@ bool sym_only_node(const json& n);
 /// The subgraph of a higher-order node (its as_graph argument) and its position among the
 /// node's inputs, or {nullptr, 0}.
 std::pair<const json*, size_t> subgraph_of(const json& n);
+/// Whether a node has no effect to convert: a runtime assert, or a SymInt computation (its value
+/// is in sym_int_values).
+bool skip_node(const json& n);
 
 }  // namespace torch_detail
 }  // namespace milkit

@@ -297,6 +297,7 @@ const OpTable& op_table() {
     register_reduction(t);
     register_misc(t);
     register_hop(t);
+    register_rnn(t);
     return t;
   }();
   return t;
@@ -371,6 +372,9 @@ bool is_view_target(const std::string& t) {
 
 }  // namespace
 
+bool torch_detail::skip_node(const json& n) {
+  return ignorable_target(n.value("target", std::string())) || sym_only_node(n);
+}
 
 std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchTensors& weights,
                                              const TorchTensors& constants, const TorchImportOptions& options,

@@ -62,8 +62,9 @@ void compare(OpTable& t, const char* name, const char* mil) {
     Var* y;
     if (C::is_number(n, "other")) {
       DataType dt = C::dtype(x);
-      double v = cv.number(n, "other", 0);
-      if (!is_float(dt) && v != std::floor(v)) {
+      // a SymInt (a size, maybe symbolic) is an integer
+      bool integral = C::arg(n, "other")->contains("as_sym_int");
+      if (!is_float(dt) && !integral && cv.number(n, "other", 0) != std::floor(cv.number(n, "other", 0))) {
         dt = DataType::Float32;
         x = cv.cast(x, dt);
       }
