@@ -21,6 +21,15 @@ Var* self(C& cv, const json& n) { return C::has(n, "self") ? cv.tensor(n, "self"
 
 const int64_t kBig = std::numeric_limits<int64_t>::max() / 2;
 
+// A gather-family op on x of any dtype: MIL's gathers do not take bool, so a bool x goes
+// through int32 and back.
+Var* gather_any(C& cv, const char* type, Var* x, std::vector<Arg> rest) {
+  bool b = C::dtype(x) == DataType::Bool;
+  rest.insert(rest.begin(), C::a("x", b ? cv.cast(x, DataType::Int32) : x));
+  Var* y = cv.op(type, std::move(rest));
+  return b ? cv.cast(y, DataType::Bool) : y;
+}
+
 // shape(x)[k] as a rank-1 int32 var of one element (a const when the dim is known).
 Var* dim_piece(C& cv, Var* x, int64_t k) {
   Dim d = C::shape(x)[static_cast<size_t>(k)];
@@ -268,11 +277,11 @@ void select(C& cv, const json& n) {
     int64_t idx = id->value();
     Dim sz = C::shape(x)[static_cast<size_t>(dim)];
     if (idx < 0 && sz->is_const()) idx += sz->value();
-    y = cv.op("gather", {C::a("x", x), C::a("indices", Value::scalar_int(DataType::Int32, idx)), C::ai32("axis", dim)});
+    y = gather_any(cv, "gather", x, {C::a("indices", Value::scalar_int(DataType::Int32, idx)), C::ai32("axis", dim)});
     auto names = C::output_names(n);
     if (!names.empty()) cv.views[names[0]] = ViewInfo{C::tensor_name(n, "self"), ViewInfo::Select, dim, idx, std::nullopt, 1};
   } else {
-    y = cv.op("gather", {C::a("x", x), C::a("indices", cv.dim_var(id)), C::ai32("axis", dim)});
+    y = gather_any(cv, "gather", x, {C::a("indices", cv.dim_var(id)), C::ai32("axis", dim)});
   }
   cv.out(n, y);
 }
@@ -406,7 +415,7 @@ Var* index(C& cv, const json& n, Var* x, const std::vector<Var*>& idx) {
   if (pos.empty()) return cv.op("identity", {C::a("x", x)});
   if (pos.size() == 1) {
     Var* i = cv.cast(idx[static_cast<size_t>(pos[0])], DataType::Int32);
-    return cv.op("gather", {C::a("x", x), C::a("indices", i), C::ai32("axis", pos[0])});
+    return gather_any(cv, "gather", x, {C::a("indices", i), C::ai32("axis", pos[0])});
   }
   bool adjacent = pos.back() - pos.front() + 1 == static_cast<int64_t>(pos.size());
   // indexed dims to the front
@@ -425,7 +434,7 @@ Var* index(C& cv, const json& n, Var* x, const std::vector<Var*>& idx) {
   for (auto& v : is) v = bin(cv, "add", v, bin(cv, "mul", acc, cv.cs(0, DataType::Int32)));
   int ir = cv.rank(n, is[0]);
   Var* st = cv.op("stack", {values_arg(is), C::ai32("axis", ir)});
-  Var* g = cv.op("gather_nd", {C::a("x", xt), C::a("indices", st)});
+  Var* g = gather_any(cv, "gather_nd", xt, {C::a("indices", st)});
   if (!adjacent || pos.front() == 0) return g;
   // adjacent at pos.front(): the index dims go there
   int gr = cv.rank(n, g);
@@ -749,12 +758,12 @@ void register_tensor(OpTable& t) {
   t["aten.index_select"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
-    cv.out(n, cv.op("gather", {C::a("x", x), C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)), C::ai32("axis", d)}));
+    cv.out(n, gather_any(cv, "gather", x, {C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)), C::ai32("axis", d)}));
   };
   t["aten.gather"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
-    cv.out(n, cv.op("gather_along_axis", {C::a("x", x), C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)),
+    cv.out(n, gather_any(cv, "gather_along_axis", x, {C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)),
                                           C::ai32("axis", d)}));
   };
   t["aten.index.Tensor"] = [](C& cv, const json& n) { cv.out(n, index(cv, n, self(cv, n), cv.tensors(n, "indices"))); };
@@ -999,7 +1008,7 @@ void register_tensor(OpTable& t) {
     Var* x = self(cv, n);
     int64_t d = cv.axis(n, cv.i(n, "dim", -1), cv.rank(n, x));
     Var* idx = cv.op("argsort", {C::a("x", x), C::ai32("axis", d), C::abool("ascending", !cv.bo(n, "descending", false))});
-    Var* v = cv.op("gather_along_axis", {C::a("x", x), C::a("indices", idx), C::ai32("axis", d)});
+    Var* v = gather_any(cv, "gather_along_axis", x, {C::a("indices", idx), C::ai32("axis", d)});
     cv.outs(n, {v, idx});
   };
   t["aten.argsort"] = [](C& cv, const json& n) {
