@@ -75,8 +75,9 @@ def exported(name):
         model = MODELS[name]().eval()
         ids = torch.randint(0, 128, (1, 8))
         seq = torch.export.Dim("seq", max=32)
-        if name == "bert":
-            ep = torch.export.export(model, (ids,), dynamic_shapes={"input_ids": {1: seq}}, strict=False)
+        if name == "bert":  # with a padding mask (GPT-2 and Llama without: transformers' other mask path)
+            ep = torch.export.export(model, (ids,), kwargs={"attention_mask": padding_mask(8)},
+                                     dynamic_shapes={"input_ids": {1: seq}, "attention_mask": {1: seq}}, strict=False)
         else:
             ep = torch.export.export(model, (ids,), kwargs={"use_cache": False},
                                      dynamic_shapes={"input_ids": {1: seq}, "use_cache": None}, strict=False)
@@ -84,10 +85,24 @@ def exported(name):
     return _exported[name]
 
 
+def padding_mask(t):
+    """An attention mask with the first 3 tokens padded (their query rows see no key)."""
+    m = torch.ones(1, t, dtype=torch.long)
+    m[0, :3] = 0
+    return m
+
+
+def feed(name, ids):
+    f = {"input_ids": ids.numpy().astype(np.int32)}
+    if name == "bert":
+        f["attention_mask"] = padding_mask(ids.shape[1]).numpy().astype(np.int32)
+    return f
+
+
 def eager(model, name, ids):
     with torch.no_grad():
         if name == "bert":
-            r = model(ids)
+            r = model(ids, attention_mask=padding_mask(ids.shape[1]))
             return [r.last_hidden_state.numpy(), r.pooler_output.numpy()]
         return [model(ids, use_cache=False).logits.numpy()]
 
@@ -106,7 +121,7 @@ def test_hf_dynamic_seq(name, dialect):
     for t in (8, 13):
         ids = torch.randint(0, 128, (1, t))
         refs = eager(model, name, ids)
-        outs = list(mm.predict({"input_ids": ids.numpy().astype(np.int32)}).values())
+        outs = list(mm.predict(feed(name, ids)).values())
         assert len(outs) == len(refs)
         for o, r in zip(outs, refs):
             assert o.shape == r.shape
@@ -121,6 +136,30 @@ def test_gpt2_fp16(dialect):
         ids = torch.randint(0, 128, (1, t))
         out = list(mm.predict({"input_ids": ids.numpy().astype(np.int32)}).values())[0]
         assert rel(out, eager(model, "gpt2", ids)[0]) < TOL[FP16]
+
+
+class PaddedAttention(nn.Module):
+    """SDPA with a bool key-padding mask that hides every key from the padded queries."""
+
+    def forward(self, q, keep):
+        m = keep[:, None, None, :] & keep[:, None, :, None]
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=m)
+
+
+@pytest.mark.parametrize("dialect", ["training", "core"])
+def test_sdpa_fully_masked_rows(dialect):
+    # torch gives 0 for a query row whose keys are all masked (core: _safe_softmax); not NaN
+    q = torch.randn(1, 2, 6, 8)
+    keep = torch.tensor([[False, False, True, True, True, True]])
+    ep = torch.export.export(PaddedAttention(), (q, keep))
+    if dialect == "core":
+        ep = ep.run_decompositions()
+        assert any("_safe_softmax" in str(n.target) or "any" in str(n.target) for n in ep.graph.nodes)
+    ref = PaddedAttention()(q, keep).numpy()
+    assert np.all(ref[:, :, :2] == 0)
+    out = list(convert(ep).predict({"q": q.numpy(), "keep": keep.numpy()}).values())[0]
+    assert not np.isnan(out).any()
+    assert rel(out, ref) < TOL[FP32]
 
 
 def test_training_dialect_keeps_higher_order_ops():
