@@ -923,14 +923,23 @@ void register_tensor(OpTable& t) {
   };
   t["aten.arange"] = [](C& cv, const json& n) {
     DataType dt = factory_dtype(cv, n, nullptr, DataType::Int32);
+    // a float range over integer (possibly symbolic) bounds is computed in int32 and cast, so
+    // its length stays an expression of the sizes (arange(2 * n, dtype=float) has 2*s0 elements)
+    bool ints = true;
+    for (const char* name : {"start", "end", "step"}) {
+      const json* a = C::arg(n, name);
+      if (a && !a->contains("as_int") && !a->contains("as_sym_int")) ints = false;
+    }
+    DataType rdt = is_float(dt) && ints ? DataType::Int32 : dt;
     auto num = [&](const char* name, double def) -> Var* {
-      if (!C::has(n, name)) return cv.cs(def, dt);
-      return cv.scalar_or_tensor(n, name, dt);
+      if (!C::has(n, name)) return cv.cs(def, rdt);
+      return cv.scalar_or_tensor(n, name, rdt);
     };
-    Var* start = C::has(n, "start") ? num("start", 0) : cv.cs(0, dt);
+    Var* start = C::has(n, "start") ? num("start", 0) : cv.cs(0, rdt);
     Var* end = num("end", 0);
     Var* step = num("step", 1);
-    cv.out(n, cv.op("range_1d", {C::a("end", end), C::a("start", start), C::a("step", step)}));
+    Var* r = cv.op("range_1d", {C::a("end", end), C::a("start", start), C::a("step", step)});
+    cv.out(n, rdt == dt ? r : cv.cast(r, dt));
   };
 
   // padding
