@@ -138,6 +138,44 @@ def test_gpt2_fp16(dialect):
         assert rel(out, eager(model, "gpt2", ids)[0]) < TOL[FP16]
 
 
+class DerivedSizes(nn.Module):
+    """Sizes torch derives from two input symbols: 2*s0, s0 + 1, s0 + s1, sym_size arithmetic."""
+
+    def forward(self, x, y):
+        n = x.shape[1]
+        a = torch.cat([x, x], dim=1)
+        b = a.reshape(1, n, 2, 4).sum(2)
+        d = F.pad(x, (0, 0, 1, 0))[:, 1:] + b
+        e = torch.arange(n * 2, dtype=torch.float32)[None, :, None]
+        f = (a * e)[:, :n] + d
+        g = torch.full((1, n + 1, 4), 0.5)
+        h = torch.cat([f, y], 1)
+        return f, g, h.mean(1, keepdim=True) * n, h.new_zeros(h.shape[1], 2) + h.shape[1]
+
+
+@pytest.mark.parametrize("dialect", ["training", "core"])
+def test_derived_sizes(dialect):
+    s, u = torch.export.Dim("S", min=2, max=64), torch.export.Dim("U", max=64)
+    ep = torch.export.export(DerivedSizes(), (torch.randn(1, 5, 4), torch.randn(1, 3, 4)),
+                             dynamic_shapes={"x": {1: s}, "y": {1: u}})
+    if dialect == "core":
+        ep = ep.run_decompositions()
+    mm = convert(ep)
+    text = mil_text(mm)
+    x_sym = re.search(r"%x: \(1, (s\d+), 4", text).group(1)
+    y_sym = re.search(r"%y: \(1, (s\d+), 4", text).group(1)
+    assert not re.search(r"\bis\d+\b", text)
+    for dim in (f"2*{x_sym}", f"{x_sym} + 1", f"{x_sym} + {y_sym}"):
+        assert f"({dim}," in text or f", {dim}," in text, dim
+    for a, b in ((5, 3), (9, 1)):
+        x, y = torch.randn(1, a, 4), torch.randn(1, b, 4)
+        refs = DerivedSizes()(x, y)
+        outs = list(mm.predict({"x": x.numpy(), "y": y.numpy()}).values())
+        for o, r in zip(outs, refs):
+            assert o.shape == tuple(r.shape)
+            assert rel(o, r.numpy()) < TOL[FP32]
+
+
 class PaddedAttention(nn.Module):
     """SDPA with a bool key-padding mask that hides every key from the padded queries."""
 
