@@ -12,6 +12,7 @@ fp32 within 1e-4 relative (max abs diff / max abs reference), FLOAT16 within 1e-
 """
 
 import copy
+import json
 import re
 
 import milkit
@@ -386,6 +387,63 @@ def test_kv_cache_pt2(tmp_path):
     torch.export.save(eps["core"], path)
     mm = milkit.convert(path, compute_precision=FP32, minimum_deployment_target=milkit.target.iOS18)
     run_steps(mm, model, "index_copy_", FP32, steps=(2, 1, 3))
+
+
+class NoGradCache(nn.Module):
+    """A cache written under torch.no_grad(): TRAINING puts the write inside the subgraph of a
+    wrap_with_set_grad_enabled higher-order op, which takes the buffer as an operand."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(1, 8, 4))
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, pos):
+        with torch.no_grad():
+            self.cache.index_copy_(1, pos, self.lin(x))
+        return self.cache.sum(1, keepdim=True) + x
+
+
+def no_grad_program(dialect, rename):
+    """The NoGradCache program as milkit imports it; `rename` gives the subgraph's own name for
+    the buffer (torch reuses the outer names, other producers need not)."""
+    from milkit import _core
+    from milkit.frontends import torch as mtorch
+
+    torch.manual_seed(2)
+    model = NoGradCache().eval()
+    t = torch.export.Dim("T", max=8)
+    ep = torch.export.export(model, (torch.randn(1, 2, 4), torch.arange(2)), dynamic_shapes={"x": {1: t}, "pos": {0: t}})
+    if dialect == "core":
+        ep = ep.run_decompositions()
+    j = json.loads(mtorch._serialize(ep))
+    hops = [n for n in j["graph_module"]["graph"]["nodes"] if "wrap_with_set_grad_enabled" in n["target"]]
+    assert len(hops) == (1 if dialect == "training" else 0)
+    if rename:
+        arg = hops[0]["inputs"][1]["arg"]["as_graph"]
+        arg["graph"] = json.loads(json.dumps(arg["graph"]).replace('"b_cache"', '"inner_cache"'))
+    weights = {k: mtorch._tensor_entry(k, v) for k, v in ep.state_dict.items()}
+    prog, info = _core.import_torch_export(json.dumps(j).encode(), weights, {}, milkit.target.iOS18.value, {}, "<test>")
+    assert info["state_names"] == ["cache"]
+    return model, prog
+
+
+@pytest.mark.parametrize("dialect,rename", [("training", False), ("training", True), ("core", False)])
+def test_no_grad_region_writes_state(dialect, rename):
+    model, prog = no_grad_program(dialect, rename)
+    mm = milkit.convert(prog, compute_precision=FP32, minimum_deployment_target=milkit.target.iOS18)
+    ref = copy.deepcopy(model)
+    state = mm.make_state()
+    pos = 0
+    for t in (2, 1, 3):
+        x = torch.randn(1, t, 4)
+        p = torch.arange(pos, pos + t)
+        with torch.no_grad():
+            r = ref(x, p).numpy()
+            ref.cache.copy_(ref.cache.half().float())
+        out = list(mm.predict({"x": x.numpy(), "pos": p.numpy().astype(np.int32)}, state=state).values())[0]
+        assert rel(out, r) < TOL[FP32], (t, rel(out, r))
+        pos += t
 
 
 def test_kv_cache_needs_ios18():
