@@ -104,6 +104,36 @@ Var* reshape(C& cv, Var* x, Var* shape) { return cv.op("reshape", {C::a("x", x),
 void view(C& cv, const json& n) {
   Var* x = self(cv, n);
   std::vector<Dim> ds = cv.dims(n, C::has(n, "size") ? "size" : "shape");
+  // torch's result shape with at most one symbolic size: that size is the -1 (a const shape, no
+  // shape ops; MIL infers the size, and consecutive reshapes can merge)
+  auto names = C::output_names(n);
+  if (auto ms = names.empty() ? std::nullopt : cv.meta_shape(names[0]); ms && ms->size() == ds.size()) {
+    size_t nsym = 0, at = 0;
+    for (size_t k = 0; k < ms->size(); ++k)
+      if (!(*ms)[k]->is_const()) nsym++, at = k;
+    if (nsym <= 1) {
+      ds = *ms;
+      if (nsym == 1) ds[at] = cv.ctx().constant(-1);
+    } else if (x->type()->has_rank()) {
+      // several symbolic sizes, the same as x's apart from unit dims: squeeze / expand_dims
+      auto non_unit = [](const std::vector<Dim>& v, std::vector<int64_t>& units) {
+        std::vector<Dim> r;
+        for (size_t k = 0; k < v.size(); ++k) {
+          if (v[k]->is_const() && v[k]->value() == 1) units.push_back(static_cast<int64_t>(k));
+          else r.push_back(v[k]);
+        }
+        return r;
+      };
+      std::vector<int64_t> in_units, out_units;
+      if (non_unit(C::shape(x), in_units) == non_unit(*ms, out_units)) {
+        Var* y = x;
+        if (!in_units.empty()) y = cv.op("squeeze", {C::a("x", y), C::aints32("axes", in_units)});
+        if (!out_units.empty()) y = cv.op("expand_dims", {C::a("x", y), C::aints32("axes", out_units)});
+        cv.out(n, y == x ? cv.op("identity", {C::a("x", x)}) : y);
+        return;
+      }
+    }
+  }
   // a single -1 stays -1 (MIL infers it); symbolic sizes are read from x or computed
   cv.out(n, reshape(cv, x, size_shape(cv, ds, x)));
 }
