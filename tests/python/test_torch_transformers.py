@@ -211,6 +211,29 @@ def test_training_dialect_keeps_higher_order_ops():
     assert any("diff" in t for t in targets)
 
 
+class Autocast(nn.Module):
+    def __init__(self, enabled):
+        super().__init__()
+        self.lin, self.enabled = nn.Linear(4, 4), enabled
+
+    def forward(self, x):
+        with torch.autocast("cpu", enabled=self.enabled):  # rotary embeddings disable it like this
+            y = self.lin(x).cos()
+        return y * 2
+
+
+def test_autocast_regions():
+    ep = torch.export.export(Autocast(False).eval(), (torch.randn(2, 4),))
+    assert any("wrap_with_autocast" in str(n.target) for n in ep.graph.nodes)
+    x = torch.randn(2, 4)
+    out = list(convert(ep).predict({"x": x.numpy()}).values())[0]
+    assert rel(out, ep.module()(x).detach().numpy()) < TOL[FP32]
+    # an enabled region computes in bf16 on CPU: refused, with the node named
+    ep = torch.export.export(Autocast(True).eval(), (torch.randn(2, 4),))
+    with pytest.raises(ValueError, match="wrap_with_autocast.*enabled torch.autocast"):
+        convert(ep)
+
+
 # ---- a Llama-style decoder with a KV cache in buffers --------------------------------------------
 
 def rope(x, pos, base=10000.0):
