@@ -12,6 +12,7 @@ fp32 within 1e-4 relative (max abs diff / max abs reference), FLOAT16 within 1e-
 """
 
 import copy
+import json
 import re
 
 import milkit
@@ -75,8 +76,9 @@ def exported(name):
         model = MODELS[name]().eval()
         ids = torch.randint(0, 128, (1, 8))
         seq = torch.export.Dim("seq", max=32)
-        if name == "bert":
-            ep = torch.export.export(model, (ids,), dynamic_shapes={"input_ids": {1: seq}}, strict=False)
+        if name == "bert":  # with a padding mask (GPT-2 and Llama without: transformers' other mask path)
+            ep = torch.export.export(model, (ids,), kwargs={"attention_mask": padding_mask(8)},
+                                     dynamic_shapes={"input_ids": {1: seq}, "attention_mask": {1: seq}}, strict=False)
         else:
             ep = torch.export.export(model, (ids,), kwargs={"use_cache": False},
                                      dynamic_shapes={"input_ids": {1: seq}, "use_cache": None}, strict=False)
@@ -84,10 +86,24 @@ def exported(name):
     return _exported[name]
 
 
+def padding_mask(t):
+    """An attention mask with the first 3 tokens padded (their query rows see no key)."""
+    m = torch.ones(1, t, dtype=torch.long)
+    m[0, :3] = 0
+    return m
+
+
+def feed(name, ids):
+    f = {"input_ids": ids.numpy().astype(np.int32)}
+    if name == "bert":
+        f["attention_mask"] = padding_mask(ids.shape[1]).numpy().astype(np.int32)
+    return f
+
+
 def eager(model, name, ids):
     with torch.no_grad():
         if name == "bert":
-            r = model(ids)
+            r = model(ids, attention_mask=padding_mask(ids.shape[1]))
             return [r.last_hidden_state.numpy(), r.pooler_output.numpy()]
         return [model(ids, use_cache=False).logits.numpy()]
 
@@ -106,7 +122,7 @@ def test_hf_dynamic_seq(name, dialect):
     for t in (8, 13):
         ids = torch.randint(0, 128, (1, t))
         refs = eager(model, name, ids)
-        outs = list(mm.predict({"input_ids": ids.numpy().astype(np.int32)}).values())
+        outs = list(mm.predict(feed(name, ids)).values())
         assert len(outs) == len(refs)
         for o, r in zip(outs, refs):
             assert o.shape == r.shape
@@ -123,6 +139,68 @@ def test_gpt2_fp16(dialect):
         assert rel(out, eager(model, "gpt2", ids)[0]) < TOL[FP16]
 
 
+class DerivedSizes(nn.Module):
+    """Sizes torch derives from two input symbols: 2*s0, s0 + 1, s0 + s1, sym_size arithmetic."""
+
+    def forward(self, x, y):
+        n = x.shape[1]
+        a = torch.cat([x, x], dim=1)
+        b = a.reshape(1, n, 2, 4).sum(2)
+        d = F.pad(x, (0, 0, 1, 0))[:, 1:] + b
+        e = torch.arange(n * 2, dtype=torch.float32)[None, :, None]
+        f = (a * e)[:, :n] + d
+        g = torch.full((1, n + 1, 4), 0.5)
+        h = torch.cat([f, y], 1)
+        return f, g, h.mean(1, keepdim=True) * n, h.new_zeros(h.shape[1], 2) + h.shape[1]
+
+
+@pytest.mark.parametrize("dialect", ["training", "core"])
+def test_derived_sizes(dialect):
+    s, u = torch.export.Dim("S", min=2, max=64), torch.export.Dim("U", max=64)
+    ep = torch.export.export(DerivedSizes(), (torch.randn(1, 5, 4), torch.randn(1, 3, 4)),
+                             dynamic_shapes={"x": {1: s}, "y": {1: u}})
+    if dialect == "core":
+        ep = ep.run_decompositions()
+    mm = convert(ep)
+    text = mil_text(mm)
+    x_sym = re.search(r"%x: \(1, (s\d+), 4", text).group(1)
+    y_sym = re.search(r"%y: \(1, (s\d+), 4", text).group(1)
+    assert not re.search(r"\bis\d+\b", text)
+    for dim in (f"2*{x_sym}", f"{x_sym} + 1", f"{x_sym} + {y_sym}"):
+        assert f"({dim}," in text or f", {dim}," in text, dim
+    for a, b in ((5, 3), (9, 1)):
+        x, y = torch.randn(1, a, 4), torch.randn(1, b, 4)
+        refs = DerivedSizes()(x, y)
+        outs = list(mm.predict({"x": x.numpy(), "y": y.numpy()}).values())
+        for o, r in zip(outs, refs):
+            assert o.shape == tuple(r.shape)
+            assert rel(o, r.numpy()) < TOL[FP32]
+
+
+class PaddedAttention(nn.Module):
+    """SDPA with a bool key-padding mask that hides every key from the padded queries."""
+
+    def forward(self, q, keep):
+        m = keep[:, None, None, :] & keep[:, None, :, None]
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=m)
+
+
+@pytest.mark.parametrize("dialect", ["training", "core"])
+def test_sdpa_fully_masked_rows(dialect):
+    # torch gives 0 for a query row whose keys are all masked (core: _safe_softmax); not NaN
+    q = torch.randn(1, 2, 6, 8)
+    keep = torch.tensor([[False, False, True, True, True, True]])
+    ep = torch.export.export(PaddedAttention(), (q, keep))
+    if dialect == "core":
+        ep = ep.run_decompositions()
+        assert any("_safe_softmax" in str(n.target) or "any" in str(n.target) for n in ep.graph.nodes)
+    ref = PaddedAttention()(q, keep).numpy()
+    assert np.all(ref[:, :, :2] == 0)
+    out = list(convert(ep).predict({"q": q.numpy(), "keep": keep.numpy()}).values())[0]
+    assert not np.isnan(out).any()
+    assert rel(out, ref) < TOL[FP32]
+
+
 def test_training_dialect_keeps_higher_order_ops():
     # transformers' rotary embedding runs under torch.no_grad: TRAINING keeps it as the
     # wrap_with_set_grad_enabled higher-order op with a subgraph, which milkit converts inline
@@ -131,6 +209,35 @@ def test_training_dialect_keeps_higher_order_ops():
     assert any("wrap_with_set_grad_enabled" in t for t in targets)
     # the causal mask's packed-sequence check uses aten.diff in both dialects
     assert any("diff" in t for t in targets)
+
+
+class Autocast(nn.Module):
+    def __init__(self, enabled):
+        super().__init__()
+        self.lin, self.enabled = nn.Linear(4, 4), enabled
+
+    def forward(self, x):
+        with torch.autocast("cpu", enabled=self.enabled):  # rotary embeddings disable it like this
+            y = self.lin(x).cos()
+        return y * 2
+
+
+def test_autocast_regions():
+    ep = torch.export.export(Autocast(False).eval(), (torch.randn(2, 4),))
+    assert any("wrap_with_autocast" in str(n.target) for n in ep.graph.nodes)
+    x = torch.randn(2, 4)
+    out = list(convert(ep).predict({"x": x.numpy()}).values())[0]
+    assert rel(out, ep.module()(x).detach().numpy()) < TOL[FP32]
+    # an enabled region (bf16 on CPU) converts and computes in the program's precision, as Core
+    # ML's precision is set by convert(compute_precision=): it matches the fp32 model, and eager
+    # autocast within bf16's rounding
+    m = Autocast(True).eval()
+    ep = torch.export.export(m, (torch.randn(2, 4),))
+    out = list(convert(ep).predict({"x": x.numpy()}).values())[0]
+    m.enabled = False
+    assert rel(out, m(x).detach().numpy()) < TOL[FP32]
+    m.enabled = True
+    assert rel(out, m(x).float().detach().numpy()) < 2e-2
 
 
 # ---- a Llama-style decoder with a KV cache in buffers --------------------------------------------
@@ -309,6 +416,63 @@ def test_kv_cache_pt2(tmp_path):
     torch.export.save(eps["core"], path)
     mm = milkit.convert(path, compute_precision=FP32, minimum_deployment_target=milkit.target.iOS18)
     run_steps(mm, model, "index_copy_", FP32, steps=(2, 1, 3))
+
+
+class NoGradCache(nn.Module):
+    """A cache written under torch.no_grad(): TRAINING puts the write inside the subgraph of a
+    wrap_with_set_grad_enabled higher-order op, which takes the buffer as an operand."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(1, 8, 4))
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x, pos):
+        with torch.no_grad():
+            self.cache.index_copy_(1, pos, self.lin(x))
+        return self.cache.sum(1, keepdim=True) + x
+
+
+def no_grad_program(dialect, rename):
+    """The NoGradCache program as milkit imports it; `rename` gives the subgraph's own name for
+    the buffer (torch reuses the outer names, other producers need not)."""
+    from milkit import _core
+    from milkit.frontends import torch as mtorch
+
+    torch.manual_seed(2)
+    model = NoGradCache().eval()
+    t = torch.export.Dim("T", max=8)
+    ep = torch.export.export(model, (torch.randn(1, 2, 4), torch.arange(2)), dynamic_shapes={"x": {1: t}, "pos": {0: t}})
+    if dialect == "core":
+        ep = ep.run_decompositions()
+    j = json.loads(mtorch._serialize(ep))
+    hops = [n for n in j["graph_module"]["graph"]["nodes"] if "wrap_with_set_grad_enabled" in n["target"]]
+    assert len(hops) == (1 if dialect == "training" else 0)
+    if rename:
+        arg = hops[0]["inputs"][1]["arg"]["as_graph"]
+        arg["graph"] = json.loads(json.dumps(arg["graph"]).replace('"b_cache"', '"inner_cache"'))
+    weights = {k: mtorch._tensor_entry(k, v) for k, v in ep.state_dict.items()}
+    prog, info = _core.import_torch_export(json.dumps(j).encode(), weights, {}, milkit.target.iOS18.value, {}, "<test>")
+    assert info["state_names"] == ["cache"]
+    return model, prog
+
+
+@pytest.mark.parametrize("dialect,rename", [("training", False), ("training", True), ("core", False)])
+def test_no_grad_region_writes_state(dialect, rename):
+    model, prog = no_grad_program(dialect, rename)
+    mm = milkit.convert(prog, compute_precision=FP32, minimum_deployment_target=milkit.target.iOS18)
+    ref = copy.deepcopy(model)
+    state = mm.make_state()
+    pos = 0
+    for t in (2, 1, 3):
+        x = torch.randn(1, t, 4)
+        p = torch.arange(pos, pos + t)
+        with torch.no_grad():
+            r = ref(x, p).numpy()
+            ref.cache.copy_(ref.cache.half().float())
+        out = list(mm.predict({"x": x.numpy(), "pos": p.numpy().astype(np.int32)}, state=state).values())[0]
+        assert rel(out, r) < TOL[FP32], (t, rel(out, r))
+        pos += t
 
 
 def test_kv_cache_needs_ios18():

@@ -664,6 +664,12 @@ Var* Converter::shape_of_pieces(Var* x, const std::vector<std::pair<bool, int64_
 }
 
 void Converter::assign(const std::string& name, Var* value) {
+  if (auto al = aliases.find(name); al != aliases.end()) {
+    std::string outer = al->second;
+    assign(outer, value);
+    vars[name] = vars[outer];
+    return;
+  }
   auto vw = views.find(name);
   if (vw != views.end()) {
     ViewInfo info = vw->second;
@@ -719,7 +725,10 @@ std::vector<Var*> Converter::convert_subgraph(const json& n, const json& g,
                     actual.dump());
       std::string inner = formal["as_tensor"].at("name").get<std::string>();
       std::string outer = actual["as_tensor"].at("name").get<std::string>();
-      if (inner != outer) bind(inner, var(outer));
+      if (inner != outer) {
+        bind(inner, var(outer));
+        aliases[inner] = outer;
+      }
     } else if (formal.contains("as_sym_int") || formal.contains("as_int") ||
                formal.contains("as_bool") || formal.contains("as_float") ||
                formal.contains("as_none")) {
@@ -743,6 +752,7 @@ std::vector<Var*> Converter::convert_subgraph(const json& n, const json& g,
     if (!o.contains("as_tensor")) fail(n, "subgraph output " + o.dump() + " is not a tensor");
     r.push_back(var(o["as_tensor"].at("name").get<std::string>()));
   }
+  for (auto& kv : saved) aliases.erase(kv.first);
   for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
     if (it->second)
       vars[it->first] = it->second;

@@ -87,6 +87,8 @@ class Converter {
   std::unordered_map<std::string, std::string> const_names;               ///< Name a const gets.
   std::unordered_map<std::string, std::vector<std::string>> lists;        ///< Tensor-list names.
   std::unordered_map<std::string, ViewInfo> views;                        ///< Views, for writes.
+  /// A subgraph input name -> the outer tensor it is bound to (writes go through to it).
+  std::unordered_map<std::string, std::string> aliases;
   /// Where each input symbol can be read: (input var, axis).
   std::unordered_map<const Symbol*, std::pair<Var*, int>> sym_sources;
   /// Names of placeholders that are states (buffers the program mutates) -> state input.

@@ -460,19 +460,36 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
         auto it = root.find(s);
         return it == root.end() ? s : it->second;
       };
-      for (auto& n : nodes) {
-        std::string target = n.value("target", std::string());
-        auto outs = Converter::output_names(n);
-        std::string self = Converter::tensor_name(n, "self");
-        if (self.empty()) self = Converter::tensor_name(n, "input");
-        if (self.empty()) continue;
-        if (is_view_target(target) && !outs.empty() && !outs[0].empty()) root[outs[0]] = root_of(self);
-        bool inplace = false;
-        if (find_op(target, &inplace) && inplace) {
-          mutated.insert(root_of(self));
-          if (!outs.empty() && !outs[0].empty()) root[outs[0]] = root_of(self);
+      std::function<void(const json&)> scan = [&](const json& ns) {
+        for (auto& n : ns) {
+          std::string target = n.value("target", std::string());
+          auto outs = Converter::output_names(n);
+          if (auto [sg, pos] = subgraph_of(n); sg) {
+            // a subgraph's inputs are the node's operands after it: in-place writes inside it
+            // (torch.no_grad regions) mutate what they alias outside
+            const json& formals = sg->at("inputs");
+            const json& ins = n.at("inputs");
+            for (size_t k = 0; k < formals.size() && pos + 1 + k < ins.size(); ++k) {
+              const json& f = formals[k];
+              const json& a = ins[pos + 1 + k].value("arg", json::object());
+              if (f.contains("as_tensor") && a.contains("as_tensor"))
+                root[f["as_tensor"].at("name").get<std::string>()] = root_of(a["as_tensor"].at("name").get<std::string>());
+            }
+            scan(sg->at("nodes"));
+            continue;
+          }
+          std::string self = Converter::tensor_name(n, "self");
+          if (self.empty()) self = Converter::tensor_name(n, "input");
+          if (self.empty()) continue;
+          if (is_view_target(target) && !outs.empty() && !outs[0].empty()) root[outs[0]] = root_of(self);
+          bool inplace = false;
+          if (find_op(target, &inplace) && inplace) {
+            mutated.insert(root_of(self));
+            if (!outs.empty() && !outs[0].empty()) root[outs[0]] = root_of(self);
+          }
         }
-      }
+      };
+      scan(nodes);
     }
     for (auto& spec : sig.at("output_specs"))
       if (spec.contains("buffer_mutation")) {

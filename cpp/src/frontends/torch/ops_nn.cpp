@@ -291,6 +291,16 @@ Var* softmax(C& cv, const json& n, bool log) {
   return bin(cv, "sub", x, lse);
 }
 
+// softmax(x) along `axis` with rows that are -inf throughout giving 0, not NaN (torch's
+// _safe_softmax, which scaled_dot_product_attention uses for fully masked query rows)
+Var* safe_softmax(C& cv, Var* x, int64_t axis) {
+  Var* p = cv.op("softmax", {C::a("x", x), C::ai32("axis", axis)});
+  DataType dt = C::dtype(x);
+  Var* top = cv.op("reduce_max", {C::a("x", x), C::aints32("axes", {axis}), C::abool("keep_dims", true)});
+  Var* dead = bin(cv, "equal", top, cv.cs(-std::numeric_limits<double>::infinity(), dt));
+  return cv.op("select", {C::a("cond", dead), C::a("a", cv.cs(0, dt)), C::a("b", p)});
+}
+
 // scaled_dot_product_attention by its definition (mask, causal, scale, GQA)
 Var* sdpa(C& cv, const json& n) {
   Var* q = cv.tensor(n, "query");
@@ -344,7 +354,8 @@ Var* sdpa(C& cv, const json& n) {
     else
       s = bin(cv, "add", s, cv.cast(mask, dt));
   }
-  Var* p = cv.op("softmax", {C::a("x", s), C::ai32("axis", -1)});
+  // a mask can hide every key from a query (padding): torch gives that row 0
+  Var* p = mask ? safe_softmax(cv, s, -1) : cv.op("softmax", {C::a("x", s), C::ai32("axis", -1)});
   return matmul(cv, p, cv.cast(v, dt));
 }
 
@@ -516,7 +527,13 @@ void register_nn(OpTable& t) {
 
   t["aten.softmax"] = [](C& cv, const json& n) { cv.out(n, softmax(cv, n, false)); };
   t["aten._softmax"] = t["aten.softmax"];
-  t["aten._safe_softmax"] = t["aten.softmax"];
+  t["aten._safe_softmax"] = [](C& cv, const json& n) {
+    Var* x = input(cv, n);
+    if (auto dt = cv.dtype_arg(n, "dtype")) x = cv.cast(x, *dt);
+    if (auto od = cv.out_dtype(n); od && is_float(*od)) x = cv.cast(x, *od);
+    if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
+    cv.out(n, safe_softmax(cv, x, cv.axis(n, cv.i(n, "dim", -1), cv.rank(n, x))));
+  };
   t["aten.log_softmax"] = [](C& cv, const json& n) { cv.out(n, softmax(cv, n, true)); };
   t["aten._log_softmax"] = t["aten.log_softmax"];
 

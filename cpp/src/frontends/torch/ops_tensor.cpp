@@ -21,6 +21,15 @@ Var* self(C& cv, const json& n) { return C::has(n, "self") ? cv.tensor(n, "self"
 
 const int64_t kBig = std::numeric_limits<int64_t>::max() / 2;
 
+// A gather-family op on x of any dtype: MIL's gathers do not take bool, so a bool x goes
+// through int32 and back.
+Var* gather_any(C& cv, const char* type, Var* x, std::vector<Arg> rest) {
+  bool b = C::dtype(x) == DataType::Bool;
+  rest.insert(rest.begin(), C::a("x", b ? cv.cast(x, DataType::Int32) : x));
+  Var* y = cv.op(type, std::move(rest));
+  return b ? cv.cast(y, DataType::Bool) : y;
+}
+
 // shape(x)[k] as a rank-1 int32 var of one element (a const when the dim is known).
 Var* dim_piece(C& cv, Var* x, int64_t k) {
   Dim d = C::shape(x)[static_cast<size_t>(k)];
@@ -95,6 +104,36 @@ Var* reshape(C& cv, Var* x, Var* shape) { return cv.op("reshape", {C::a("x", x),
 void view(C& cv, const json& n) {
   Var* x = self(cv, n);
   std::vector<Dim> ds = cv.dims(n, C::has(n, "size") ? "size" : "shape");
+  // torch's result shape with at most one symbolic size: that size is the -1 (a const shape, no
+  // shape ops; MIL infers the size, and consecutive reshapes can merge)
+  auto names = C::output_names(n);
+  if (auto ms = names.empty() ? std::nullopt : cv.meta_shape(names[0]); ms && ms->size() == ds.size()) {
+    size_t nsym = 0, at = 0;
+    for (size_t k = 0; k < ms->size(); ++k)
+      if (!(*ms)[k]->is_const()) nsym++, at = k;
+    if (nsym <= 1) {
+      ds = *ms;
+      if (nsym == 1) ds[at] = cv.ctx().constant(-1);
+    } else if (x->type()->has_rank()) {
+      // several symbolic sizes, the same as x's apart from unit dims: squeeze / expand_dims
+      auto non_unit = [](const std::vector<Dim>& v, std::vector<int64_t>& units) {
+        std::vector<Dim> r;
+        for (size_t k = 0; k < v.size(); ++k) {
+          if (v[k]->is_const() && v[k]->value() == 1) units.push_back(static_cast<int64_t>(k));
+          else r.push_back(v[k]);
+        }
+        return r;
+      };
+      std::vector<int64_t> in_units, out_units;
+      if (non_unit(C::shape(x), in_units) == non_unit(*ms, out_units)) {
+        Var* y = x;
+        if (!in_units.empty()) y = cv.op("squeeze", {C::a("x", y), C::aints32("axes", in_units)});
+        if (!out_units.empty()) y = cv.op("expand_dims", {C::a("x", y), C::aints32("axes", out_units)});
+        cv.out(n, y == x ? cv.op("identity", {C::a("x", x)}) : y);
+        return;
+      }
+    }
+  }
   // a single -1 stays -1 (MIL infers it); symbolic sizes are read from x or computed
   cv.out(n, reshape(cv, x, size_shape(cv, ds, x)));
 }
@@ -268,11 +307,11 @@ void select(C& cv, const json& n) {
     int64_t idx = id->value();
     Dim sz = C::shape(x)[static_cast<size_t>(dim)];
     if (idx < 0 && sz->is_const()) idx += sz->value();
-    y = cv.op("gather", {C::a("x", x), C::a("indices", Value::scalar_int(DataType::Int32, idx)), C::ai32("axis", dim)});
+    y = gather_any(cv, "gather", x, {C::a("indices", Value::scalar_int(DataType::Int32, idx)), C::ai32("axis", dim)});
     auto names = C::output_names(n);
     if (!names.empty()) cv.views[names[0]] = ViewInfo{C::tensor_name(n, "self"), ViewInfo::Select, dim, idx, std::nullopt, 1};
   } else {
-    y = cv.op("gather", {C::a("x", x), C::a("indices", cv.dim_var(id)), C::ai32("axis", dim)});
+    y = gather_any(cv, "gather", x, {C::a("indices", cv.dim_var(id)), C::ai32("axis", dim)});
   }
   cv.out(n, y);
 }
@@ -406,7 +445,7 @@ Var* index(C& cv, const json& n, Var* x, const std::vector<Var*>& idx) {
   if (pos.empty()) return cv.op("identity", {C::a("x", x)});
   if (pos.size() == 1) {
     Var* i = cv.cast(idx[static_cast<size_t>(pos[0])], DataType::Int32);
-    return cv.op("gather", {C::a("x", x), C::a("indices", i), C::ai32("axis", pos[0])});
+    return gather_any(cv, "gather", x, {C::a("indices", i), C::ai32("axis", pos[0])});
   }
   bool adjacent = pos.back() - pos.front() + 1 == static_cast<int64_t>(pos.size());
   // indexed dims to the front
@@ -425,7 +464,7 @@ Var* index(C& cv, const json& n, Var* x, const std::vector<Var*>& idx) {
   for (auto& v : is) v = bin(cv, "add", v, bin(cv, "mul", acc, cv.cs(0, DataType::Int32)));
   int ir = cv.rank(n, is[0]);
   Var* st = cv.op("stack", {values_arg(is), C::ai32("axis", ir)});
-  Var* g = cv.op("gather_nd", {C::a("x", xt), C::a("indices", st)});
+  Var* g = gather_any(cv, "gather_nd", xt, {C::a("indices", st)});
   if (!adjacent || pos.front() == 0) return g;
   // adjacent at pos.front(): the index dims go there
   int gr = cv.rank(n, g);
@@ -749,12 +788,12 @@ void register_tensor(OpTable& t) {
   t["aten.index_select"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
-    cv.out(n, cv.op("gather", {C::a("x", x), C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)), C::ai32("axis", d)}));
+    cv.out(n, gather_any(cv, "gather", x, {C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)), C::ai32("axis", d)}));
   };
   t["aten.gather"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
-    cv.out(n, cv.op("gather_along_axis", {C::a("x", x), C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)),
+    cv.out(n, gather_any(cv, "gather_along_axis", x, {C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)),
                                           C::ai32("axis", d)}));
   };
   t["aten.index.Tensor"] = [](C& cv, const json& n) { cv.out(n, index(cv, n, self(cv, n), cv.tensors(n, "indices"))); };
@@ -906,14 +945,23 @@ void register_tensor(OpTable& t) {
   };
   t["aten.arange"] = [](C& cv, const json& n) {
     DataType dt = factory_dtype(cv, n, nullptr, DataType::Int32);
+    // a float range over integer (possibly symbolic) bounds is computed in int32 and cast, so
+    // its length stays an expression of the sizes (arange(2 * n, dtype=float) has 2*s0 elements)
+    bool ints = true;
+    for (const char* name : {"start", "end", "step"}) {
+      const json* a = C::arg(n, name);
+      if (a && !a->contains("as_int") && !a->contains("as_sym_int")) ints = false;
+    }
+    DataType rdt = is_float(dt) && ints ? DataType::Int32 : dt;
     auto num = [&](const char* name, double def) -> Var* {
-      if (!C::has(n, name)) return cv.cs(def, dt);
-      return cv.scalar_or_tensor(n, name, dt);
+      if (!C::has(n, name)) return cv.cs(def, rdt);
+      return cv.scalar_or_tensor(n, name, rdt);
     };
-    Var* start = C::has(n, "start") ? num("start", 0) : cv.cs(0, dt);
+    Var* start = C::has(n, "start") ? num("start", 0) : cv.cs(0, rdt);
     Var* end = num("end", 0);
     Var* step = num("step", 1);
-    cv.out(n, cv.op("range_1d", {C::a("end", end), C::a("start", start), C::a("step", step)}));
+    Var* r = cv.op("range_1d", {C::a("end", end), C::a("start", start), C::a("step", step)});
+    cv.out(n, rdt == dt ? r : cv.cast(r, dt));
   };
 
   // padding
@@ -991,7 +1039,7 @@ void register_tensor(OpTable& t) {
     Var* x = self(cv, n);
     int64_t d = cv.axis(n, cv.i(n, "dim", -1), cv.rank(n, x));
     Var* idx = cv.op("argsort", {C::a("x", x), C::ai32("axis", d), C::abool("ascending", !cv.bo(n, "descending", false))});
-    Var* v = cv.op("gather_along_axis", {C::a("x", x), C::a("indices", idx), C::ai32("axis", d)});
+    Var* v = gather_any(cv, "gather_along_axis", x, {C::a("indices", idx), C::ai32("axis", d)});
     cv.outs(n, {v, idx});
   };
   t["aten.argsort"] = [](C& cv, const json& n) {
