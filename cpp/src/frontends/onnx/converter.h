@@ -178,6 +178,19 @@ class Converter {
   std::unordered_set<const Var*> bound_;  // vars already bound to an ONNX name
 };
 
+/// What pool_by_windows computes over each window.
+enum class PoolKind { Max, Avg, Sum };
+/// Pools x ([N, C, spatial...], static spatial dims) the way ONNX defines it for any dilation,
+/// padding and ceil_mode (windows that start in the end padding dropped): every kernel tap is a
+/// strided slice of the padded input, combined by max or sum (average: divided by the taps that
+/// fall inside the input, or inside input + explicit pads with count_include_pad). With
+/// `indices`, also the flat index (storage_order 0 / 1) of each max in the input.
+Var* pool_by_windows(Converter& cv, const onnx::NodeProto& n, Var* x, PoolKind kind, bool count_include_pad,
+                     Var** indices = nullptr);
+/// Whether ONNX's pool output size differs from MIL's for this node (dilations, or ceil_mode
+/// windows that would start in the end padding).
+bool pool_needs_windows(Converter& cv, const onnx::NodeProto& n, Var* x);
+
 /// A label for a node in messages: "node 'name' (Op)" or "node #i (Op)".
 std::string node_label(const onnx::NodeProto& n);
 

@@ -191,9 +191,14 @@ void register_extra(OpTable& t) {
     auto kernel = C::aints(n, "kernel_shape");
     size_t sp = static_cast<size_t>(r - 2);
     if (kernel.size() != sp) cv.fail(n, "kernel_shape needs one value per spatial dim");
-    for (auto d : C::aints(n, "dilations", std::vector<int64_t>(sp, 1)))
-      if (d != 1) cv.fail(n, "dilated pooling is not supported by Core ML");
     double p = static_cast<double>(C::ai(n, "p", 2));
+    if (pool_needs_windows(cv, n, x)) {
+      DataType dt = C::dtype(x);
+      Var* xp = cv.op("pow", {C::a("x", cv.op("abs", {C::a("x", x)})), C::a("y", cv.cs(p, dt))});
+      Var* sum = pool_by_windows(cv, n, xp, PoolKind::Sum, false);
+      cv.out(n, 0, cv.op("pow", {C::a("x", sum), C::a("y", cv.cs(1.0 / p, dt))}));
+      return;
+    }
     auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
     std::vector<int64_t> mp(2 * sp);
     for (size_t i = 0; i < sp; ++i) mp[2 * i] = pads[i], mp[2 * i + 1] = pads[i + sp];
