@@ -78,6 +78,11 @@ class Converter {
   std::shared_ptr<const void> keep;  ///< Keeps the parsed model (and borrowed raw data) alive.
   const std::unordered_map<std::string, const onnx::FunctionProto*>& functions;  ///< Local functions.
   Scope* scope = nullptr;  ///< The innermost graph's names.
+  /// ONNX element types of the values whose type the model declares (graph inputs, value_info),
+  /// by name; elem_type() also reads consts' own dtypes.
+  std::unordered_map<std::string, int> declared_types;
+  /// The ONNX element type of input `i` (declared, or a const's own), 0 when not known.
+  int elem_type(const onnx::NodeProto& n, int i);
 
   /// The deployment target of the program.
   Target target() const { return b.function().opset(); }

@@ -91,6 +91,31 @@ const Value* Converter::value(const NodeProto& n, int i) {
   return nullptr;
 }
 
+int Converter::elem_type(const NodeProto& n, int i) {
+  if (!has(n, i)) return 0;
+  auto it = declared_types.find(n.input(i));
+  if (it != declared_types.end()) return it->second;
+  for (Scope* s = scope; s; s = s->parent) {
+    auto ct = s->consts.find(n.input(i));
+    if (ct == s->consts.end()) continue;
+    switch (ct->second->dtype()) {
+      case DataType::Float32: return onnx::TensorProto::FLOAT;
+      case DataType::Float16: return onnx::TensorProto::FLOAT16;
+      case DataType::Float64: return onnx::TensorProto::DOUBLE;
+      case DataType::Int8: return onnx::TensorProto::INT8;
+      case DataType::UInt8: return onnx::TensorProto::UINT8;
+      case DataType::Int16: return onnx::TensorProto::INT16;
+      case DataType::UInt16: return onnx::TensorProto::UINT16;
+      case DataType::Int32: return onnx::TensorProto::INT32;
+      case DataType::UInt32: return onnx::TensorProto::UINT32;
+      case DataType::Int64: return onnx::TensorProto::INT64;
+      case DataType::Bool: return onnx::TensorProto::BOOL;
+      default: return 0;
+    }
+  }
+  return 0;
+}
+
 std::vector<int64_t> Converter::ints(const NodeProto& n, int i, const char* what) {
   const Value* v = value(n, i);
   if (!v) fail(n, std::string(what) + " (input '" + (has(n, i) ? n.input(i) : "") + "') must be known at conversion time");
@@ -441,6 +466,22 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
   ExternalData ext;
   ext.base_dir = options.base_dir;
   Converter cv(b, opset, ext, model, fns);
+  // declared element types (graph inputs, outputs, value_info, subgraphs' too)
+  std::function<void(const onnx::GraphProto&)> declare = [&](const onnx::GraphProto& gr) {
+    auto add = [&](const onnx::ValueInfoProto& vi) {
+      if (vi.has_type() && vi.type().has_tensor_type() && vi.type().tensor_type().elem_type())
+        cv.declared_types[vi.name()] = vi.type().tensor_type().elem_type();
+    };
+    for (auto& vi : gr.input()) add(vi);
+    for (auto& vi : gr.output()) add(vi);
+    for (auto& vi : gr.value_info()) add(vi);
+    for (auto& nd : gr.node())
+      for (auto& a : nd.attribute()) {
+        if (a.has_g()) declare(a.g());
+        for (auto& sg : a.graphs()) declare(sg);
+      }
+  };
+  declare(g);
   Scope top;
   cv.scope = &top;
   cv.add_initializers(g);
