@@ -382,11 +382,30 @@ void register_nn(OpTable& t) {
   t["GlobalAveragePool"] = [](C& cv, const NodeProto& n) { global_pool(cv, n, "reduce_mean"); };
   t["GlobalMaxPool"] = [](C& cv, const NodeProto& n) { global_pool(cv, n, "reduce_max"); };
   t["BatchNormalization"] = [](C& cv, const NodeProto& n) {
-    if (C::ai(n, "training_mode", 0) != 0 || C::wants(n, 1) || C::wants(n, 2))
-      cv.fail(n, "training mode (running statistics outputs) is not supported");
     Var* x = cv.in(n, 0);
     int r = cv.rank(n, x);
     double eps = C::af(n, "epsilon", 1e-5f);
+    bool training = cv.opset >= 14 ? C::ai(n, "training_mode", 0) != 0 : C::wants(n, 1) || C::wants(n, 2);
+    if (training) {
+      // normalized with the batch's statistics (population variance over N and the spatial
+      // dims); the running statistics are updated by momentum
+      if (cv.opset < 14 && (C::wants(n, 3) || C::wants(n, 4)))
+        cv.fail(n, "the saved mean / variance outputs of opset < 14 are not supported");
+      std::vector<int64_t> axes = {0};
+      for (int i = 2; i < r; ++i) axes.push_back(i);
+      DataType dt = C::dtype(x);
+      Var* mean = cv.op("reduce_mean", {C::a("x", x), C::aints32("axes", axes), C::abool("keep_dims", false)});
+      Var* d = binary(cv, "sub", x, per_channel(cv, mean, r));
+      Var* var = cv.op("reduce_mean", {C::a("x", binary(cv, "mul", d, d)), C::aints32("axes", axes), C::abool("keep_dims", false)});
+      cv.out(n, 0, norm_composite(cv, x, mean, var, cv.in(n, 1), cv.in(n, 2), eps, r));
+      double mom = C::af(n, "momentum", 0.9f);
+      auto running = [&](Var* old, Var* now) {
+        return binary(cv, "add", binary(cv, "mul", old, cv.cs(mom, dt)), binary(cv, "mul", now, cv.cs(1 - mom, dt)));
+      };
+      if (C::wants(n, 1)) cv.out(n, 1, running(cv.in(n, 3), mean));
+      if (C::wants(n, 2)) cv.out(n, 2, running(cv.in(n, 4), var));
+      return;
+    }
     bool consts = cv.value(n, 1) && cv.value(n, 2) && cv.value(n, 3) && cv.value(n, 4);
     if (consts && r >= 3 && r <= 5) {
       cv.out(n, 0, cv.op("batch_norm", {C::a("x", x), C::a("mean", cv.in(n, 3)), C::a("variance", cv.in(n, 4)),
@@ -455,11 +474,21 @@ void register_nn(OpTable& t) {
                                                C::af32("k", C::af(n, "bias", 1.0f))}));
   };
   t["Dropout"] = [](C& cv, const NodeProto& n) {
-    if (cv.opset >= 12 && C::has(n, 2)) {
-      const Value* tm = cv.value(n, 2);
-      if (!tm || tm->as_int(0) != 0) cv.fail(n, "training mode is not supported");
-    }
     Var* x = cv.in(n, 0);
+    if (cv.opset >= 12 && C::has(n, 2) && cv.ints(n, 2, "training_mode").at(0) != 0) {
+      double ratio = C::has(n, 1) ? cv.doubles(n, 1, "ratio").at(0) : 0.5;
+      if (ratio < 0 || ratio >= 1) cv.fail(n, "ratio must be in [0, 1)");
+      if (ratio > 0) {
+        // a random keep mask (Core ML's generator: not the numbers of any other runtime)
+        DataType dt = C::dtype(x);
+        Var* keep = cv.op("random_bernoulli", {C::a("shape", cv.op("shape", {C::a("x", x)})),
+                                               C::ai32("seed", C::attr(n, "seed") ? C::ai(n, "seed", 0) : -1),
+                                               C::a("prob", Value::scalar_float(dt, 1.0 - ratio))});
+        cv.out(n, 0, binary(cv, "mul", binary(cv, "mul", x, keep), cv.cs(1.0 / (1.0 - ratio), dt)));
+        if (C::wants(n, 1)) cv.out(n, 1, cv.cast(keep, DataType::Bool));
+        return;
+      }
+    }
     cv.out(n, 0, x);
     if (C::wants(n, 1)) {
       Var* shp = cv.op("shape", {C::a("x", x)});
