@@ -56,6 +56,32 @@ def _with_inputs_as_constants(model: Any, values: Dict[str, Any]) -> Any:
     return m
 
 
+# element types of shape-like graph inputs (the integers), which may be folded into a conversion
+_INTEGER_TYPES = {2, 3, 4, 5, 6, 7, 12, 13}
+
+
+def _integer_inputs_feeding(graph: Any, name: str) -> List[str]:
+    """The integer graph inputs that value `name` is computed from (not through Shape or Size,
+    whose outputs depend on shapes only), in graph-input order."""
+    producer = {o: n for n in graph.node for o in n.output}
+    inputs = {i.name: i for i in graph.input}
+    seen, todo, found = set(), [name], set()
+    while todo:
+        v = todo.pop()
+        if v in seen or not v:
+            continue
+        seen.add(v)
+        if v in inputs:
+            if inputs[v].type.tensor_type.elem_type in _INTEGER_TYPES:
+                found.add(v)
+            continue
+        n = producer.get(v)
+        if n is None or n.op_type in ("Shape", "Size"):
+            continue
+        todo.extend(n.input)
+    return [i.name for i in graph.input if i.name in found]
+
+
 class MilkitRep(BackendRep):
     """A converted model: ``run(inputs)`` returns the outputs in the graph's order.
 
@@ -83,9 +109,16 @@ class MilkitRep(BackendRep):
             self.program, self.info = _convert(model, self.options)
         except milkit.MilkitValueError as e:
             m = _NEEDS_CONST.search(str(e))
-            if not m or m.group(1) not in graph_inputs or m.group(1) in self.fixed:
+            if not m:
                 raise
-            self.fixed.append(m.group(1))  # converted at run time, with its value folded in
+            if m.group(1) in graph_inputs:
+                need = [m.group(1)]
+            else:  # computed from graph inputs: fold the integer ones it is computed from
+                need = _integer_inputs_feeding(self.model.graph, m.group(1))
+            need = [n for n in need if n not in self.fixed]
+            if not need:
+                raise
+            self.fixed.extend(need)  # converted at run time, with their values folded in
             self.program = None
             return
         self._plan = milkit.runtime.plan(self.program)
