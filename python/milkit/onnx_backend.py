@@ -65,7 +65,14 @@ def _integer_inputs_feeding(graph: Any, name: str) -> List[str]:
     whose outputs depend on shapes only), in graph-input order."""
     producer = {o: n for n in graph.node for o in n.output}
     inputs = {i.name: i for i in graph.input}
-    seen, todo, found = set(), [name], set()
+    todo = [name]
+    if name not in producer and name not in inputs:
+        # a value inside an operator expanded into its ONNX function body: what feeds those nodes
+        from .frontends.onnx import supported_ops
+
+        native = set(supported_ops())
+        todo = [i for n in graph.node if n.op_type not in native for i in n.input]
+    seen, found = set(), set()
     while todo:
         v = todo.pop()
         if v in seen or not v:
