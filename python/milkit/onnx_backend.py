@@ -26,6 +26,28 @@ _NP_OF_ONNX = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: 
                10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
 
 
+# ONNX's narrow element types (ml_dtypes' numpy dtypes), which milkit holds exactly in fp32 / int32
+_NARROW_OF_ONNX = {16: "bfloat16", 17: "float8_e4m3fn", 18: "float8_e4m3fnuz", 19: "float8_e5m2",
+                   20: "float8_e5m2fnuz", 21: "uint4", 22: "int4", 23: "float4_e2m1fn", 24: "float8_e8m0fnu",
+                   25: "uint2", 26: "int2"}
+_NARROW_INTS = {"uint4", "int4", "uint2", "int2"}
+
+
+def _to_narrow(v: Any, name: str) -> Any:
+    """A holder array (fp32 / int32) as ONNX narrow type `name`; the program has already rounded
+    the values to the type, so this only changes the storage (checked: a value the type cannot
+    hold exactly is an error, not rounded here)."""
+    import ml_dtypes
+    import numpy as np
+
+    out = v.astype(getattr(ml_dtypes, name))
+    back = out.astype(v.dtype)
+    same = (back == v) | (np.isnan(back) & np.isnan(v)) if v.dtype.kind == "f" else back == v
+    if not np.all(same):
+        raise ValueError(f"output values are not all {name} values: {v[~same].ravel()[:4]}")
+    return out
+
+
 _NEEDS_CONST = re.compile(r"\(input '([^']+)'\) must be known at conversion time")
 
 
@@ -169,6 +191,8 @@ class MilkitRep(BackendRep):
         for k, v in list(feed.items()):
             a = np.asarray(v)
             var = fin.get(k)
+            if a.dtype.kind == "V" and a.dtype.name in _NARROW_OF_ONNX.values():  # held exactly
+                a = a.astype(np.int32 if a.dtype.name in _NARROW_INTS else np.float32)
             if var is not None and a.dtype.kind in "iub" and a.dtype != np.int32 and a.dtype != np.bool_:
                 if a.size and (a.min() < -2**31 or a.max() > 2**31 - 1):
                     raise ValueError(f"input {k!r}: values do not fit int32, which Core ML computes integers in")
@@ -184,7 +208,9 @@ class MilkitRep(BackendRep):
             t = self.info["output_types"][i] if i < len(self.info["output_types"]) else 0
             want = _NP_OF_ONNX.get(t)
             v = np.asarray(v)
-            if want is not None and v.dtype != np.dtype(want):
+            if t in _NARROW_OF_ONNX:
+                v = _to_narrow(v, _NARROW_OF_ONNX[t])
+            elif want is not None and v.dtype != np.dtype(want):
                 v = v.astype(want)
             res.append(v)
         return tuple(res)

@@ -520,6 +520,17 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
   for (auto& vo : g.output()) {
     if (!cv.defined(vo.name())) throw FormatError(src + ": graph output '" + vo.name() + "' is never produced");
     Var* v = cv.var(vo.name());
+    // a narrow type's output (computed in its fp32 / int32 holder) is rounded to the type
+    int et = vo.has_type() && vo.type().has_tensor_type() ? vo.type().tensor_type().elem_type() : 0;
+    if (is_narrow_type(et) && !v->input_of()) {
+      auto it = cv.narrow_vars.find(v);
+      if (it == cv.narrow_vars.end() || it->second != et) {
+        onnx::NodeProto where;
+        where.set_op_type("graph output");
+        where.add_output(vo.name());
+        v = to_narrow(cv, where, v, et, et != onnx::TensorProto::BFLOAT16 && et != onnx::TensorProto::FLOAT4E2M1);
+      }
+    }
     // a program output must be an op's output, once
     bool dup = std::find(outs.begin(), outs.end(), v) != outs.end();
     if (!v->op() || dup) {

@@ -45,6 +45,10 @@ std::pair<double, double> qrange(C& cv, const NodeProto& n, int zp_input) {
     case 5: return {-32768, 32767};
     case 4: return {0, 65535};
     case 6: return {-2147483648.0, 2147483647.0};
+    case onnx::TensorProto::INT4: return {-8, 7};
+    case onnx::TensorProto::UINT4: return {0, 15};
+    case kInt2: return {-2, 1};
+    case kUInt2: return {0, 3};
     default: cv.fail(n, "quantized type " + onnx_type_name(et) + " is not supported");
   }
 }
@@ -250,6 +254,16 @@ void register_extra(OpTable& t) {
     int64_t ax = C::ai(n, "axis", 1);
     ax = ax < 0 ? ax + r : ax;  // used only for a per-axis (1-D) or blocked scale
     if (ax < 0 || ax >= std::max(r, 1)) ax = 0;
+    int qt = static_cast<int>(C::ai(n, "output_dtype", 0));
+    if (!qt && C::has(n, 2)) qt = cv.elem_type(n, 2);
+    if (is_narrow_type(qt) && mil_dtype(qt) == DataType::Float32) {
+      // float8 / float4: x / scale (+ zero point) converted to the format, saturated by default
+      Var* xf = cv.cast(x, DataType::Float32);
+      Var* q = binary(cv, "real_div", xf, scale_for(cv, n, cv.cast(cv.in(n, 1), DataType::Float32), x, ax, r));
+      if (C::has(n, 2)) q = binary(cv, "add", q, scale_for(cv, n, cv.cast(cv.in(n, 2), DataType::Float32), x, ax, r));
+      cv.out(n, 0, to_narrow(cv, n, q, qt, C::ai(n, "saturate", 1) != 0));
+      return;
+    }
     auto [lo, hi] = qrange(cv, n, 2);
     Var* xf = cv.cast(x, DataType::Float32);
     Var* q = cv.op("round", {C::a("x", binary(cv, "real_div", xf, scale_for(cv, n, cv.cast(cv.in(n, 1), DataType::Float32), x, ax, r)))});
