@@ -68,6 +68,7 @@ void register_resize(OpTable& t);
 void register_attention(OpTable& t);
 void register_loss(OpTable& t);
 void register_extra(OpTable& t);
+void register_more(OpTable& t);
 
 /// Names visible in one graph (subgraphs see their parents').
 struct Scope {

@@ -35,6 +35,7 @@ const OpTable& op_table() {
     register_attention(t);
     register_loss(t);
     register_extra(t);
+    register_more(t);
     return t;
   }();
   return t;

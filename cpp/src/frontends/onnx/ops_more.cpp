@@ -1,0 +1,564 @@
+// More ONNX operators built from MIL ops: GridSample (resample), CumProd (a log-step scan),
+// the Bitwise ops (bit planes by integer division), Compress, ReverseSequence, MaxUnpool and
+// Col2Im (scatters), Det (closed forms up to 3x3), TensorScatter, DFT and STFT (products with
+// constant DFT matrices), and the integer / quantized-linear matrix products and convolutions.
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "converter.h"
+
+namespace milkit {
+namespace onnx_detail {
+
+namespace {
+
+using onnx::NodeProto;
+using onnx::TensorProto;
+using C = Converter;
+
+Var* binary(C& cv, const char* type, Var* x, Var* y) { return cv.op(type, {C::a("x", x), C::a("y", y)}); }
+Var* sel(C& cv, Var* c, Var* a, Var* b) { return cv.op("select", {C::a("cond", c), C::a("a", a), C::a("b", b)}); }
+
+Value bools(const std::vector<bool>& v) {
+  std::vector<int64_t> r(v.begin(), v.end());
+  return Value::from_ints(DataType::Bool, {static_cast<int64_t>(r.size())}, r);
+}
+
+// x[begin:end] along `axis` (a rank-r tensor).
+Var* slice_axis(C& cv, Var* x, int64_t axis, int64_t begin, int64_t end, int r) {
+  std::vector<int64_t> b(static_cast<size_t>(r), 0), e(static_cast<size_t>(r), 0);
+  std::vector<bool> bm(static_cast<size_t>(r), true), em(static_cast<size_t>(r), true);
+  b[static_cast<size_t>(axis)] = begin;
+  e[static_cast<size_t>(axis)] = end;
+  bm[static_cast<size_t>(axis)] = false;
+  em[static_cast<size_t>(axis)] = false;
+  return cv.op("slice_by_index", {C::a("x", x), C::aints32("begin", b), C::aints32("end", e), C::a("begin_mask", bools(bm)),
+                                  C::a("end_mask", bools(em))});
+}
+
+// x shifted by d along axis (the first d entries `fill`), keeping its length L.
+Var* shift(C& cv, Var* x, int64_t axis, int64_t d, int64_t L, int r, double fill) {
+  Var* s = slice_axis(cv, x, axis, 0, L - d, r);
+  std::vector<int64_t> pad(static_cast<size_t>(2 * r), 0);
+  pad[static_cast<size_t>(2 * axis)] = d;
+  DataType dt = C::dtype(x);
+  Value fv = is_float(dt) ? Value::scalar_float(dt, fill) : Value::scalar_float(DataType::Float32, fill);
+  if (!is_float(dt)) {
+    // MIL pads floats only: pad a float copy (exact for int32 values below 2^24) and cast back
+    Var* f = cv.cast(s, DataType::Float32);
+    return cv.cast(cv.op("pad", {C::a("x", f), C::aints32("pad", pad), C::a("constant_val", fv)}), dt);
+  }
+  return cv.op("pad", {C::a("x", s), C::aints32("pad", pad), C::a("constant_val", fv)});
+}
+
+void grid_sample(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  Var* grid = cv.in(n, 1);
+  if (cv.rank(n, x) != 4) cv.fail(n, "only 2-D sampling (a 4-D input) is supported: Core ML's resample has no volumetric form");
+  std::string mode = C::as(n, "mode", cv.opset >= 20 ? "linear" : "bilinear");
+  std::string sm;
+  if (mode == "linear" || mode == "bilinear") sm = "bilinear";
+  else if (mode == "nearest") sm = "nearest";
+  else cv.fail(n, "mode '" + mode + "' is not supported (Core ML's resample has bilinear and nearest)");
+  bool align = C::ai(n, "align_corners", 0) != 0;
+  std::string pm = C::as(n, "padding_mode", "zeros");
+  std::string p;
+  if (pm == "zeros") p = "constant";
+  else if (pm == "border") p = "border";
+  else if (pm == "reflection") p = align ? "reflection" : "symmetric";  // about the corner centers / edges
+  else cv.fail(n, "padding_mode '" + pm + "' is not supported");
+  DataType dt = C::dtype(x);
+  cv.out(n, 0, cv.op("resample", {C::a("x", x), C::a("coordinates", cv.cast(grid, dt)), C::astr("sampling_mode", sm),
+                                  C::astr("padding_mode", p), C::a("padding_value", Value::scalar_float(dt, 0.0)),
+                                  C::astr("coordinates_mode", "normalized_minus_one_to_one"),
+                                  C::abool("align_corners", align)}));
+}
+
+void cum_prod(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  int64_t ax = cv.axis(n, cv.ints(n, 1, "axis").at(0), r);
+  const Dim& d = C::shape(x)[static_cast<size_t>(ax)];
+  if (!d->is_const()) cv.fail(n, "the length along the axis must be known");
+  int64_t L = d->value();
+  bool rev = C::ai(n, "reverse", 0) != 0;
+  if (rev) x = cv.op("reverse", {C::a("x", x), C::aints32("axes", {ax})});
+  if (C::ai(n, "exclusive", 0) != 0 && L > 0) x = shift(cv, x, ax, 1, L, r, 1.0);
+  // Hillis-Steele: after the step of distance k, entry i holds the product of x[i-2k+1 .. i]
+  for (int64_t k = 1; k < L; k *= 2) x = binary(cv, "mul", x, shift(cv, x, ax, k, L, r, 1.0));
+  if (rev) x = cv.op("reverse", {C::a("x", x), C::aints32("axes", {ax})});
+  cv.out(n, 0, x);
+}
+
+// The width and signedness of an integer ONNX type (values held in int32, sign-extended).
+std::pair<int, bool> int_width(int t) {
+  switch (t) {
+    case TensorProto::INT8: return {8, true};
+    case TensorProto::UINT8: return {8, false};
+    case TensorProto::INT16: return {16, true};
+    case TensorProto::UINT16: return {16, false};
+    case TensorProto::UINT32:
+    case TensorProto::UINT64: return {31, false};  // held in int32: below 2^31
+    default: return {32, true};
+  }
+}
+
+// The bit planes 0..w-1 of x (int32, >= 0 or sign-extended) on a new last axis, as 0/1 int32.
+Var* bit_planes(C& cv, Var* x, int w) {
+  std::vector<int64_t> p;
+  for (int k = 0; k < w; ++k) p.push_back(int64_t(1) << k);
+  Var* e = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {-1})});
+  Var* q = binary(cv, "floor_div", e, cv.c(Value::from_ints(DataType::Int32, {w}, p)));
+  return binary(cv, "sub", q, binary(cv, "mul", binary(cv, "floor_div", q, cv.cs(2, DataType::Int32)), cv.cs(2, DataType::Int32)));
+}
+
+void bitwise(C& cv, const NodeProto& n, char op) {
+  auto [w, sgn] = int_width(cv.elem_type(n, 0));
+  DataType i32 = DataType::Int32;
+  Var* x = cv.cast(cv.in(n, 0), i32);
+  if (op == '~') {
+    // two's complement: ~x = -x - 1; unsigned of width w: 2^w - 1 - x
+    if (!sgn && w > 30) cv.fail(n, "BitwiseNot of a 32- or 64-bit unsigned type does not fit int32");
+    Var* y = sgn ? binary(cv, "sub", binary(cv, "mul", x, cv.cs(-1, i32)), cv.cs(1, i32))
+                 : binary(cv, "sub", cv.cs(static_cast<double>((int64_t(1) << w) - 1), i32), x);
+    cv.out(n, 0, y);
+    return;
+  }
+  Var* y = cv.cast(cv.in(n, 1), i32);
+  // bits below the sign bit from the planes; the sign bit (signed types) from the signs
+  int low = sgn ? w - 1 : w;
+  Var* bx = bit_planes(cv, x, low);
+  Var* by = bit_planes(cv, y, low);
+  Var* both = binary(cv, "mul", bx, by);
+  Var* b = op == '&' ? both : op == '|' ? binary(cv, "sub", binary(cv, "add", bx, by), both)
+                                        : binary(cv, "sub", binary(cv, "add", bx, by), binary(cv, "mul", both, cv.cs(2, i32)));
+  std::vector<int64_t> p;
+  for (int k = 0; k < low; ++k) p.push_back(int64_t(1) << k);
+  Var* v = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", b, cv.c(Value::from_ints(DataType::Int32, {low}, p)))),
+                                C::aints32("axes", {-1}), C::abool("keep_dims", false)});
+  if (sgn) {
+    Var* sx = binary(cv, "less", x, cv.cs(0, i32));
+    Var* sy = binary(cv, "less", y, cv.cs(0, i32));
+    Var* s = op == '&' ? binary(cv, "logical_and", sx, sy) : op == '|' ? binary(cv, "logical_or", sx, sy) : binary(cv, "logical_xor", sx, sy);
+    double top = -std::ldexp(1.0, w - 1);
+    v = binary(cv, "add", v, sel(cv, s, cv.cs(top, i32), cv.cs(0, i32)));
+  }
+  cv.out(n, 0, v);
+}
+
+void compress(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  Var* cond = cv.in(n, 1);
+  int64_t ax = 0;
+  if (C::attr(n, "axis")) ax = cv.axis(n, C::ai(n, "axis", 0), cv.rank(n, x));
+  else x = cv.op("reshape", {C::a("x", x), C::aints32("shape", {-1})});
+  Var* idx = cv.op("reshape", {C::a("x", cv.op("non_zero", {C::a("x", cond)})), C::aints32("shape", {-1})});
+  cv.out(n, 0, cv.op("gather", {C::a("x", x), C::a("indices", idx), C::ai32("axis", ax)}));
+}
+
+void max_unpool(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->size() < 3) cv.fail(n, "needs the input's shape to be known");
+  size_t sp = xs->size() - 2;
+  auto kernel = C::aints(n, "kernel_shape");
+  auto strides = C::aints(n, "strides", std::vector<int64_t>(sp, 1));
+  auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp)
+    cv.fail(n, "kernel_shape, strides and pads need one value (pads two) per spatial dim");
+  std::vector<int64_t> shape = {(*xs)[0], (*xs)[1]};
+  int64_t total = (*xs)[0] * (*xs)[1];
+  for (size_t i = 0; i < sp; ++i) {
+    shape.push_back(((*xs)[2 + i] - 1) * strides[i] - (pads[i] + pads[i + sp]) + kernel[i]);
+    total *= shape.back();
+  }
+  DataType dt = C::dtype(x);
+  Var* data = cv.c(Value::from_doubles(is_float(dt) ? dt : DataType::Float32, {total}, std::vector<double>(static_cast<size_t>(total), 0.0)));
+  Var* idx = cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 1), DataType::Int32)), C::aints32("shape", {-1})});
+  Var* upd = cv.op("reshape", {C::a("x", is_float(dt) ? x : cv.cast(x, DataType::Float32)), C::aints32("shape", {-1})});
+  Var* y = cv.op("scatter", {C::a("data", data), C::a("indices", idx), C::a("updates", upd), C::ai32("axis", 0), C::astr("mode", "update")});
+  y = cv.op("reshape", {C::a("x", y), C::aints32("shape", shape)});
+  if (C::has(n, 2)) {
+    auto os = cv.ints(n, 2, "output_shape");
+    if (os.size() != shape.size()) cv.fail(n, "output_shape needs one value per dim");
+    std::vector<int64_t> pad(2 * shape.size(), 0);
+    bool any = false;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (os[i] < shape[i]) cv.fail(n, "output_shape is smaller than the unpooled shape");
+      pad[2 * i + 1] = os[i] - shape[i];
+      any = any || pad[2 * i + 1];
+    }
+    if (any) y = cv.op("pad", {C::a("x", y), C::aints32("pad", pad)});
+  }
+  cv.out(n, 0, is_float(dt) ? y : cv.cast(y, dt));
+}
+
+void col2im(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->size() != 3) cv.fail(n, "needs a 3-D input of known shape");
+  auto img = cv.ints(n, 1, "image_shape");
+  auto blk = cv.ints(n, 2, "block_shape");
+  size_t sp = img.size();
+  if (blk.size() != sp) cv.fail(n, "image_shape and block_shape need the same length");
+  auto dil = C::aints(n, "dilations", std::vector<int64_t>(sp, 1));
+  auto str = C::aints(n, "strides", std::vector<int64_t>(sp, 1));
+  auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  int64_t K = 1, P = 1, L = 1;
+  std::vector<int64_t> nb(sp);
+  for (size_t i = 0; i < sp; ++i) {
+    K *= blk[i];
+    P *= img[i];
+    nb[i] = (img[i] + pads[i] + pads[i + sp] - (dil[i] * (blk[i] - 1) + 1)) / str[i] + 1;
+    L *= nb[i];
+  }
+  int64_t N = (*xs)[0], CK = (*xs)[1];
+  if (CK % K || (*xs)[2] != L) cv.fail(n, "the input's shape does not match image_shape and block_shape");
+  int64_t Cc = CK / K;
+  // where each input element lands in the flattened [C, image] output (C * P: dropped, in the pads)
+  std::vector<int64_t> idx(static_cast<size_t>(CK * L));
+  for (int64_t c = 0; c < Cc; ++c)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t l = 0; l < L; ++l) {
+        int64_t kk = k, ll = l, flat = 0;
+        bool inside = true;
+        std::vector<int64_t> kd(sp), ld(sp);
+        for (int64_t i = static_cast<int64_t>(sp) - 1; i >= 0; --i) {
+          size_t u = static_cast<size_t>(i);
+          kd[u] = kk % blk[u];
+          kk /= blk[u];
+          ld[u] = ll % nb[u];
+          ll /= nb[u];
+        }
+        for (size_t i = 0; i < sp; ++i) {
+          int64_t q = ld[i] * str[i] + kd[i] * dil[i] - pads[i];
+          inside = inside && q >= 0 && q < img[i];
+          flat = flat * img[i] + q;
+        }
+        idx[static_cast<size_t>((c * K + k) * L + l)] = inside ? c * P + flat : Cc * P;
+      }
+  DataType dt = C::dtype(x);
+  Var* data = cv.c(Value::from_doubles(dt, {N, Cc * P + 1}, std::vector<double>(static_cast<size_t>(N * (Cc * P + 1)), 0.0)));
+  Var* upd = cv.op("reshape", {C::a("x", x), C::aints32("shape", {N, CK * L})});
+  Var* y = cv.op("scatter", {C::a("data", data), C::a("indices", cv.c(Value::from_ints(DataType::Int32, {CK * L}, idx))),
+                             C::a("updates", upd), C::ai32("axis", 1), C::astr("mode", "add")});
+  y = slice_axis(cv, y, 1, 0, Cc * P, 2);
+  std::vector<int64_t> shape = {N, Cc};
+  shape.insert(shape.end(), img.begin(), img.end());
+  cv.out(n, 0, cv.op("reshape", {C::a("x", y), C::aints32("shape", shape)}));
+}
+
+void det(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->size() < 2) cv.fail(n, "needs the input's shape to be known");
+  int r = static_cast<int>(xs->size());
+  int64_t m = xs->back();
+  if ((*xs)[static_cast<size_t>(r - 2)] != m) cv.fail(n, "the matrices must be square");
+  if (m > 3) cv.fail(n, "determinants of matrices larger than 3x3 are not supported");
+  std::vector<int64_t> out(xs->begin(), xs->end() - 2);
+  auto e = [&](int64_t i, int64_t j) {
+    Var* s = slice_axis(cv, slice_axis(cv, x, r - 2, i, i + 1, r), r - 1, j, j + 1, r);
+    return cv.op("reshape", {C::a("x", s), C::aints32("shape", out)});
+  };
+  auto mul = [&](Var* a, Var* b) { return binary(cv, "mul", a, b); };
+  Var* y;
+  if (m == 1) y = e(0, 0);
+  else if (m == 2) y = binary(cv, "sub", mul(e(0, 0), e(1, 1)), mul(e(0, 1), e(1, 0)));
+  else {
+    auto minor = [&](int64_t a, int64_t b, int64_t c, int64_t d) {
+      return binary(cv, "sub", mul(e(1, a), e(2, b)), mul(e(1, c), e(2, d)));
+    };
+    y = binary(cv, "add", binary(cv, "sub", mul(e(0, 0), minor(1, 2, 2, 1)), mul(e(0, 1), minor(0, 2, 2, 0))),
+               mul(e(0, 2), minor(0, 1, 1, 0)));
+  }
+  cv.out(n, 0, y);
+}
+
+void tensor_scatter(C& cv, const NodeProto& n) {
+  Var* past = cv.in(n, 0);
+  Var* upd = cv.in(n, 1);
+  auto ps = C::static_shape(past);
+  auto us = C::static_shape(upd);
+  if (!ps || !us) cv.fail(n, "needs the shapes of the cache and the update to be known");
+  int r = static_cast<int>(ps->size());
+  int64_t ax = cv.axis(n, C::ai(n, "axis", -2), r);
+  if (ax == 0) cv.fail(n, "axis must not be the batch axis");
+  int64_t S = (*ps)[static_cast<size_t>(ax)], T = (*us)[static_cast<size_t>(ax)];
+  std::string mode = C::as(n, "mode", "linear");
+  DataType i32 = DataType::Int32;
+  std::vector<int64_t> tshape(static_cast<size_t>(r), 1), t(static_cast<size_t>(T)), bshape(static_cast<size_t>(r), 1);
+  tshape[static_cast<size_t>(ax)] = T;
+  std::iota(t.begin(), t.end(), 0);
+  Var* pos = cv.c(Value::from_ints(i32, tshape, t));
+  if (C::has(n, 2)) {
+    bshape[0] = -1;
+    pos = binary(cv, "add", pos, cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 2), i32)), C::aints32("shape", bshape)}));
+  }
+  if (mode == "circular") pos = binary(cv, "sub", pos, binary(cv, "mul", binary(cv, "floor_div", pos, cv.cs(static_cast<double>(S), i32)), cv.cs(static_cast<double>(S), i32)));
+  else if (mode != "linear") cv.fail(n, "mode must be linear or circular");
+  Var* full = binary(cv, "add", pos, cv.c(Value::from_ints(i32, *us, std::vector<int64_t>(static_cast<size_t>(std::accumulate(us->begin(), us->end(), int64_t(1), std::multiplies<int64_t>())), 0))));
+  cv.out(n, 0, cv.op("scatter_along_axis", {C::a("data", past), C::a("indices", full), C::a("updates", upd), C::ai32("axis", ax),
+                                           C::astr("mode", "update")}));
+}
+
+// ---- DFT / STFT ------------------------------------------------------------------------------
+
+// y = x @ M (M a constant [k, m] of dtype dt).
+Var* matconst(C& cv, Var* x, int64_t k, int64_t m, const std::vector<double>& v, DataType dt) {
+  return cv.op("matmul", {C::a("x", x), C::a("y", cv.c(Value::from_doubles(dt, {k, m}, v)))});
+}
+
+// The DFT of (re, im) (im may be null) along the last axis of length `len`: n points (the
+// input zero-padded or cut to n), `out` bins; inverse scales by 1/n; `real_out` (an inverse of a
+// one-sided spectrum) returns only the real signal of length n from the `len` given bins.
+std::pair<Var*, Var*> dft_last(C& cv, Var* re, Var* im, int64_t len, int64_t npts, int64_t out, bool inverse, bool real_out,
+                               DataType dt) {
+  double s = inverse ? 1.0 : -1.0, scale = inverse ? 1.0 / static_cast<double>(npts) : 1.0;
+  int64_t k = std::min(len, npts);
+  if (real_out) {
+    // y_j = 1/n sum_k w_k (Xr_k cos - Xi_k sin)(2 pi j k / n): the Hermitian half counted twice
+    std::vector<double> ar(static_cast<size_t>(k * npts)), ai(static_cast<size_t>(k * npts));
+    for (int64_t b = 0; b < k; ++b) {
+      double w = (b == 0 || (npts % 2 == 0 && b == npts / 2)) ? 1.0 : 2.0;
+      for (int64_t j = 0; j < npts; ++j) {
+        double t = 2 * M_PI * static_cast<double>((j * b) % npts) / static_cast<double>(npts);
+        ar[static_cast<size_t>(b * npts + j)] = w * std::cos(t) * scale;
+        ai[static_cast<size_t>(b * npts + j)] = -w * std::sin(t) * scale;
+      }
+    }
+    Var* y = matconst(cv, re, k, npts, ar, dt);
+    if (im) y = binary(cv, "add", y, matconst(cv, im, k, npts, ai, dt));
+    return {y, nullptr};
+  }
+  std::vector<double> cr(static_cast<size_t>(k * out)), si(static_cast<size_t>(k * out));
+  for (int64_t j = 0; j < k; ++j)
+    for (int64_t b = 0; b < out; ++b) {
+      double t = 2 * M_PI * static_cast<double>((j * b) % npts) / static_cast<double>(npts);
+      cr[static_cast<size_t>(j * out + b)] = std::cos(t) * scale;
+      si[static_cast<size_t>(j * out + b)] = s * std::sin(t) * scale;
+    }
+  Var* yr = matconst(cv, re, k, out, cr, dt);
+  Var* yi = matconst(cv, re, k, out, si, dt);
+  if (im) {
+    yr = binary(cv, "sub", yr, matconst(cv, im, k, out, si, dt));
+    yi = binary(cv, "add", yi, matconst(cv, im, k, out, cr, dt));
+  }
+  return {yr, yi};
+}
+
+void dft(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->size() < 2) cv.fail(n, "needs the input's shape to be known");
+  int r = static_cast<int>(xs->size());
+  int64_t ax = cv.opset >= 20 ? (C::has(n, 2) ? cv.ints(n, 2, "axis").at(0) : -2) : C::ai(n, "axis", 1);
+  ax = cv.axis(n, ax, r);
+  if (ax == r - 1) cv.fail(n, "axis must not be the last (real / imaginary) axis");
+  bool inverse = C::ai(n, "inverse", 0) != 0, onesided = C::ai(n, "onesided", 0) != 0;
+  int64_t comp = xs->back();
+  if (comp != 1 && comp != 2) cv.fail(n, "the last dim must be 1 (real) or 2 (complex)");
+  int64_t len = (*xs)[static_cast<size_t>(ax)];
+  bool real_out = inverse && onesided;
+  int64_t npts = C::has(n, 1) ? cv.ints(n, 1, "dft_length").at(0) : real_out ? 2 * (len - 1) : len;
+  int64_t out = real_out ? npts : onesided ? npts / 2 + 1 : npts;
+  DataType dt = C::dtype(x);
+  // the signal axis last: [..., signal] per component
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < r - 1; ++i)
+    if (i != ax) perm.push_back(i);
+  perm.push_back(ax);
+  auto comp_of = [&](int64_t c) {
+    Var* s = cv.op("squeeze", {C::a("x", slice_axis(cv, x, r - 1, c, c + 1, r)), C::aints32("axes", {r - 1})});
+    return cv.op("transpose", {C::a("x", s), C::aints32("perm", perm)});
+  };
+  Var* re = comp_of(0);
+  Var* im = comp == 2 ? comp_of(1) : nullptr;
+  if (npts > len) {  // zero-padded to n
+    std::vector<int64_t> pad(static_cast<size_t>(2 * (r - 1)), 0);
+    pad.back() = npts - len;
+    re = cv.op("pad", {C::a("x", re), C::aints32("pad", pad)});
+    if (im) im = cv.op("pad", {C::a("x", im), C::aints32("pad", pad)});
+    len = npts;
+  } else if (npts < len && !real_out) {
+    re = slice_axis(cv, re, r - 2, 0, npts, r - 1);
+    if (im) im = slice_axis(cv, im, r - 2, 0, npts, r - 1);
+    len = npts;
+  }
+  auto [yr, yi] = dft_last(cv, re, im, len, npts, out, inverse, real_out, dt);
+  // back to the input's layout, components on a last axis
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  auto back = [&](Var* v) {
+    v = cv.op("transpose", {C::a("x", v), C::aints32("perm", inv)});
+    return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {-1})});
+  };
+  if (!yi) {
+    cv.out(n, 0, back(yr));
+    return;
+  }
+  cv.out(n, 0, cv.op("concat", {Arg{"values", {ArgItem{back(yr), nullptr}, ArgItem{back(yi), nullptr}}, true}, C::ai32("axis", -1)}));
+}
+
+void stft(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->size() != 3) cv.fail(n, "needs a [batch, length, 1 or 2] signal of known shape");
+  int64_t step = cv.ints(n, 1, "frame_step").at(0);
+  Var* window = C::has(n, 2) ? cv.in(n, 2) : nullptr;
+  int64_t flen = 0;
+  if (C::has(n, 3)) flen = cv.ints(n, 3, "frame_length").at(0);
+  else if (window) {
+    auto ws = C::static_shape(window);
+    if (!ws) cv.fail(n, "the window's length must be known");
+    flen = ws->at(0);
+  } else cv.fail(n, "needs a window or a frame_length");
+  bool onesided = C::ai(n, "onesided", 1) != 0;
+  int64_t B = (*xs)[0], L = (*xs)[1], comp = (*xs)[2];
+  int64_t frames = (L - flen) / step + 1;
+  if (frames < 1) cv.fail(n, "the signal is shorter than one frame");
+  std::vector<int64_t> idx(static_cast<size_t>(frames * flen));
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t t = 0; t < flen; ++t) idx[static_cast<size_t>(f * flen + t)] = f * step + t;
+  Var* ids = cv.c(Value::from_ints(DataType::Int32, {frames, flen}, idx));
+  DataType dt = C::dtype(x);
+  auto framed = [&](int64_t c) {
+    Var* s = cv.op("reshape", {C::a("x", slice_axis(cv, x, 2, c, c + 1, 3)), C::aints32("shape", {B, L})});
+    Var* f = cv.op("gather", {C::a("x", s), C::a("indices", ids), C::ai32("axis", 1)});  // [B, frames, flen]
+    return window ? binary(cv, "mul", f, cv.cast(window, dt)) : f;
+  };
+  Var* re = framed(0);
+  Var* im = comp == 2 ? framed(1) : nullptr;
+  int64_t out = onesided ? flen / 2 + 1 : flen;
+  auto [yr, yi] = dft_last(cv, re, im, flen, flen, out, false, false, dt);
+  Var* a = cv.op("expand_dims", {C::a("x", yr), C::aints32("axes", {-1})});
+  Var* b = cv.op("expand_dims", {C::a("x", yi), C::aints32("axes", {-1})});
+  cv.out(n, 0, cv.op("concat", {Arg{"values", {ArgItem{a, nullptr}, ArgItem{b, nullptr}}, true}, C::ai32("axis", -1)}));
+}
+
+// ---- integer and quantized-linear products -----------------------------------------------------
+
+// x - zero point, in fp32 (exact for 8-bit values); a per-row zero point of A ([M]) is made [M, 1].
+Var* centered(C& cv, const NodeProto& n, int xi, int zi, bool per_row) {
+  Var* x = cv.cast(cv.in(n, xi), DataType::Float32);
+  if (!C::has(n, zi)) return x;
+  Var* z = cv.cast(cv.in(n, zi), DataType::Float32);
+  if (per_row && z->type()->has_rank() && z->type()->rank() == 1) {
+    auto zs = C::static_shape(z);
+    if (zs && (*zs)[0] > 1) z = cv.op("expand_dims", {C::a("x", z), C::aints32("axes", {-1})});
+  }
+  return binary(cv, "sub", x, z);
+}
+
+// A per-output-channel weight zero point or scale ([M]) made [M, 1, ..., 1] for a rank-r weight.
+Var* per_out_channel(C& cv, Var* v, int r) {
+  auto s = C::static_shape(v);
+  if (!s || s->size() != 1 || (*s)[0] == 1) return v;
+  std::vector<int64_t> axes;
+  for (int i = 1; i < r; ++i) axes.push_back(i);
+  return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", axes)});
+}
+
+std::vector<Arg> conv_args(C& cv, const NodeProto& n, Var* x, Var* w, size_t sp) {
+  std::string ap = C::as(n, "auto_pad", "NOTSET");
+  std::string pt = ap == "SAME_UPPER" ? "same" : ap == "SAME_LOWER" ? "same_lower" : ap == "VALID" ? "valid" : "custom";
+  auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  std::vector<int64_t> mp(2 * sp, 0);
+  if (pt == "custom")
+    for (size_t i = 0; i < sp; ++i) mp[2 * i] = pads[i], mp[2 * i + 1] = pads[i + sp];
+  return {C::a("x", x), C::a("weight", w), C::aints32("strides", C::aints(n, "strides", std::vector<int64_t>(sp, 1))),
+          C::astr("pad_type", pt), C::aints32("pad", mp), C::aints32("dilations", C::aints(n, "dilations", std::vector<int64_t>(sp, 1))),
+          C::ai32("groups", C::ai(n, "group", 1))};
+}
+
+// round half to even, clipped to the quantized type of zero point input `zi` (uint8 without one)
+Var* requantize(C& cv, const NodeProto& n, Var* v, int zi) {
+  int et = C::has(n, zi) ? cv.elem_type(n, zi) : TensorProto::UINT8;
+  double lo = 0, hi = 255;
+  if (et == TensorProto::INT8) lo = -128, hi = 127;
+  else if (et != TensorProto::UINT8) cv.fail(n, "the output zero point must be int8 or uint8");
+  if (C::has(n, zi)) v = binary(cv, "add", cv.op("round", {C::a("x", v)}), cv.cast(cv.in(n, zi), DataType::Float32));
+  else v = cv.op("round", {C::a("x", v)});
+  v = cv.op("clip", {C::a("x", v), C::af32("alpha", lo), C::af32("beta", hi)});
+  return cv.cast(v, DataType::Int32);
+}
+
+}  // namespace
+
+void register_more(OpTable& t) {
+  t["GridSample"] = grid_sample;
+  t["CumProd"] = cum_prod;
+  t["BitwiseAnd"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '&'); };
+  t["BitwiseOr"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '|'); };
+  t["BitwiseXor"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '^'); };
+  t["BitwiseNot"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '~'); };
+  t["Compress"] = compress;
+  t["ReverseSequence"] = [](C& cv, const NodeProto& n) {
+    cv.out(n, 0, cv.op("reverse_sequence", {C::a("x", cv.in(n, 0)), C::a("lengths", cv.cast(cv.in(n, 1), DataType::Int32)),
+                                            C::ai32("seq_axis", C::ai(n, "time_axis", 0)),
+                                            C::ai32("batch_axis", C::ai(n, "batch_axis", 1))}));
+  };
+  t["MaxUnpool"] = max_unpool;
+  t["Col2Im"] = col2im;
+  t["Det"] = det;
+  t["TensorScatter"] = tensor_scatter;
+  t["DFT"] = dft;
+  t["STFT"] = stft;
+  t["MatMulInteger"] = [](C& cv, const NodeProto& n) {
+    Var* y = cv.op("matmul", {C::a("x", centered(cv, n, 0, 2, true)), C::a("y", centered(cv, n, 1, 3, false))});
+    cv.out(n, 0, cv.cast(y, DataType::Int32));
+  };
+  t["ConvInteger"] = [](C& cv, const NodeProto& n) {
+    Var* x = centered(cv, n, 0, 2, false);
+    Var* w = cv.cast(cv.in(n, 1), DataType::Float32);
+    int r = cv.rank(n, w);
+    if (C::has(n, 3)) w = binary(cv, "sub", w, per_out_channel(cv, cv.cast(cv.in(n, 3), DataType::Float32), r));
+    cv.out(n, 0, cv.cast(cv.op("conv", conv_args(cv, n, x, w, static_cast<size_t>(r - 2))), DataType::Int32));
+  };
+  t["QLinearMatMul"] = [](C& cv, const NodeProto& n) {
+    // the integer product exactly (fp32 holds it for 8-bit operands), scaled, rounded, clipped
+    Var* a = centered(cv, n, 0, 2, true);
+    Var* b = centered(cv, n, 3, 5, false);
+    Var* c = cv.op("matmul", {C::a("x", a), C::a("y", b)});
+    Var* s = binary(cv, "real_div", binary(cv, "mul", cv.cast(cv.in(n, 1), DataType::Float32), cv.cast(cv.in(n, 4), DataType::Float32)),
+                    cv.cast(cv.in(n, 6), DataType::Float32));
+    cv.out(n, 0, requantize(cv, n, binary(cv, "mul", c, s), 7));
+  };
+  t["QLinearConv"] = [](C& cv, const NodeProto& n) {
+    Var* x = centered(cv, n, 0, 2, false);
+    Var* w = cv.cast(cv.in(n, 3), DataType::Float32);
+    int r = cv.rank(n, w);
+    if (C::has(n, 5)) w = binary(cv, "sub", w, per_out_channel(cv, cv.cast(cv.in(n, 5), DataType::Float32), r));
+    Var* acc = cv.op("conv", conv_args(cv, n, x, w, static_cast<size_t>(r - 2)));
+    std::vector<int64_t> axes;
+    for (int i = 2; i < r; ++i) axes.push_back(i - 1);
+    if (C::has(n, 8)) acc = binary(cv, "add", acc, cv.op("expand_dims", {C::a("x", cv.cast(cv.in(n, 8), DataType::Float32)), C::aints32("axes", axes)}));
+    Var* ws = cv.cast(cv.in(n, 4), DataType::Float32);
+    auto wss = C::static_shape(ws);
+    if (wss && wss->size() == 1 && (*wss)[0] > 1) ws = cv.op("expand_dims", {C::a("x", ws), C::aints32("axes", axes)});
+    Var* s = binary(cv, "real_div", binary(cv, "mul", cv.cast(cv.in(n, 1), DataType::Float32), ws), cv.cast(cv.in(n, 6), DataType::Float32));
+    cv.out(n, 0, requantize(cv, n, binary(cv, "mul", acc, s), 7));
+  };
+  t["DynamicQuantizeLinear"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.cast(cv.in(n, 0), DataType::Float32);
+    int r = cv.rank(n, x);
+    std::vector<int64_t> all(static_cast<size_t>(r));
+    std::iota(all.begin(), all.end(), 0);
+    DataType f32 = DataType::Float32;
+    Var* mx = binary(cv, "maximum", cv.op("reduce_max", {C::a("x", x), C::aints32("axes", all), C::abool("keep_dims", false)}), cv.cs(0, f32));
+    Var* mn = binary(cv, "minimum", cv.op("reduce_min", {C::a("x", x), C::aints32("axes", all), C::abool("keep_dims", false)}), cv.cs(0, f32));
+    Var* range = binary(cv, "sub", mx, mn);
+    Var* scale = binary(cv, "real_div", sel(cv, binary(cv, "equal", range, cv.cs(0, f32)), cv.cs(1, f32), range), cv.cs(255, f32));
+    Var* zp = cv.op("round", {C::a("x", cv.op("clip", {C::a("x", binary(cv, "sub", cv.cs(0, f32), binary(cv, "real_div", mn, scale))),
+                                                       C::af32("alpha", 0), C::af32("beta", 255)}))});
+    Var* y = binary(cv, "add", cv.op("round", {C::a("x", binary(cv, "real_div", x, scale))}), zp);
+    y = cv.op("clip", {C::a("x", y), C::af32("alpha", 0), C::af32("beta", 255)});
+    cv.out(n, 0, cv.cast(y, DataType::Int32));
+    cv.out(n, 1, scale);
+    cv.out(n, 2, cv.cast(zp, DataType::Int32));
+  };
+}
+
+}  // namespace onnx_detail
+}  // namespace milkit
