@@ -49,6 +49,8 @@ def _to_narrow(v: Any, name: str) -> Any:
 
 
 _NEEDS_CONST = re.compile(r"\(input '([^']+)'\) must be known at conversion time")
+# a node whose output shape depends on values only known at run time
+_NEEDS_SHAPE = re.compile(r"ONNX .*node with output '([^']+)': .*needs the shape to be known at conversion time")
 
 
 def _convert(model: Any, options: Dict[str, Any]) -> Tuple[Any, Dict[str, Any]]:
@@ -85,7 +87,17 @@ _INTEGER_TYPES = {2, 3, 4, 5, 6, 7, 12, 13}
 def _integer_inputs_feeding(graph: Any, name: str) -> List[str]:
     """The integer graph inputs that value `name` is computed from (not through Shape or Size,
     whose outputs depend on shapes only), in graph-input order."""
-    producer = {o: n for n in graph.node for o in n.output}
+    producer: Dict[str, Any] = {}
+
+    def produced(nodes: Any) -> None:  # subgraphs' values too
+        for n in nodes:
+            for o in n.output:
+                producer[o] = n
+            for a in n.attribute:
+                for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    produced(g.node)
+
+    produced(graph.node)
     inputs = {i.name: i for i in graph.input}
     todo = [name]
     if name not in producer and name not in inputs:
@@ -108,7 +120,20 @@ def _integer_inputs_feeding(graph: Any, name: str) -> List[str]:
         if n is None or n.op_type in ("Shape", "Size"):
             continue
         todo.extend(n.input)
+        todo.extend(_names_read_by_subgraphs(n))
     return [i.name for i in graph.input if i.name in found]
+
+
+def _names_read_by_subgraphs(node: Any) -> List[str]:
+    """Names the subgraphs of `node` (If / Loop / Scan bodies) read, outer-scope ones included."""
+    out: List[str] = []
+    for a in node.attribute:
+        graphs = ([a.g] if a.HasField("g") else []) + list(a.graphs)
+        for g in graphs:
+            for sn in g.node:
+                out.extend(sn.input)
+                out.extend(_names_read_by_subgraphs(sn))
+    return out
 
 
 class MilkitRep(BackendRep):
@@ -137,7 +162,7 @@ class MilkitRep(BackendRep):
         try:
             self.program, self.info = _convert(model, self.options)
         except milkit.MilkitValueError as e:
-            m = _NEEDS_CONST.search(str(e))
+            m = _NEEDS_CONST.search(str(e)) or _NEEDS_SHAPE.search(str(e))
             if not m:
                 raise
             if m.group(1) in graph_inputs:

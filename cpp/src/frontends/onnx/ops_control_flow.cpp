@@ -1,5 +1,6 @@
 // ONNX control flow: If -> cond, Loop and Scan -> while_loop (scan outputs collected in lists).
 #include "converter.h"
+#include "milkit/types/error.h"
 
 namespace milkit {
 namespace onnx_detail {
@@ -102,7 +103,14 @@ void if_op(C& cv, const NodeProto& n) {
     };
   };
   std::vector<Arg> args = {C::a("pred", pred)};
-  auto outs = cv.b.create("cond", args, "", cond_blocks(branch(tg), branch(eg)));
+  std::vector<Var*> outs;
+  try {
+    outs = cv.b.create("cond", args, "", cond_blocks(branch(tg), branch(eg)));
+  } catch (const ValueError& e) {
+    // branches whose outputs differ in rank or dtype: only a known condition can pick one
+    if (std::string(e.what()).find("mismatch") == std::string::npos) throw;
+    cv.fail(n, std::string(e.what()) + "; the condition (input '" + n.input(0) + "') must be known at conversion time");
+  }
   for (int i = 0; i < n.output_size(); ++i) cv.out(n, i, outs[static_cast<size_t>(i)]);
 }
 

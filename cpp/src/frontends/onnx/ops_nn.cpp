@@ -97,7 +97,8 @@ void conv_transpose(C& cv, const NodeProto& n) {
       int64_t want = out_shape.empty() ? in * strides[i] : out_shape[i];
       int64_t total = strides[i] * (in - 1) + outpad[i] + ((kernel[i] - 1) * dil[i] + 1) - want;
       bool upper = ap == "SAME_UPPER";
-      int64_t b = upper ? total / 2 : total - total / 2;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor, as ONNX computes it
+      int64_t b = upper ? half : total - half;
       p.pad[2 * i] = b;
       p.pad[2 * i + 1] = total - b;
     }
@@ -116,8 +117,21 @@ void conv_transpose(C& cv, const NodeProto& n) {
       }
     }
   }
+  // an output larger than the transposed conv's (output_shape past it): zeros at the ends
+  std::vector<int64_t> extra_b(sp, 0);
+  for (size_t i = 0; i < sp; ++i) {
+    if (p.pad[2 * i] < 0) {
+      extra_b[i] = -p.pad[2 * i];
+      p.pad[2 * i] = 0;
+    }
+    if (p.pad[2 * i + 1] < 0) {
+      extra[i] += -p.pad[2 * i + 1];
+      p.pad[2 * i + 1] = 0;
+    }
+  }
   std::vector<Arg> args = {C::a("x", x), C::a("weight", w)};
-  bool any_extra = std::any_of(extra.begin(), extra.end(), [](int64_t v) { return v != 0; });
+  bool any_extra = std::any_of(extra.begin(), extra.end(), [](int64_t v) { return v != 0; }) ||
+                   std::any_of(extra_b.begin(), extra_b.end(), [](int64_t v) { return v != 0; });
   if (C::has(n, 2) && !any_extra) args.push_back(C::a("bias", cv.in(n, 2)));
   args.push_back(C::astr("pad_type", p.type));
   args.push_back(C::aints32("pad", p.pad));
@@ -127,7 +141,7 @@ void conv_transpose(C& cv, const NodeProto& n) {
   Var* y = cv.op("conv_transpose", std::move(args));
   if (any_extra) {
     std::vector<int64_t> pads(2 * (sp + 2), 0);
-    for (size_t i = 0; i < sp; ++i) pads[2 * (i + 2) + 1] = extra[i];
+    for (size_t i = 0; i < sp; ++i) pads[2 * (i + 2)] = extra_b[i], pads[2 * (i + 2) + 1] = extra[i];
     y = cv.op("pad", {C::a("x", y), C::aints32("pad", pads)});
     if (C::has(n, 2)) y = binary(cv, "add", y, per_channel(cv, cv.in(n, 2), static_cast<int>(sp + 2)));
   }
