@@ -52,15 +52,137 @@ Var* shift(C& cv, Var* x, int64_t axis, int64_t d, int64_t L, int r, double fill
   return cv.op("pad", {C::a("x", s), C::aints32("pad", pad), C::a("constant_val", fv)});
 }
 
+Var* fconst(C& cv, double v) { return cv.cs(v, DataType::Float32); }
+
+// round half to even (fp32)
+Var* rint(C& cv, Var* x) {
+  Var* f = cv.op("floor", {C::a("x", x)});
+  Var* d = binary(cv, "sub", x, f);
+  Var* odd = binary(cv, "sub", f, binary(cv, "mul", cv.op("floor", {C::a("x", binary(cv, "mul", f, fconst(cv, 0.5)))}), fconst(cv, 2)));
+  Var* up = binary(cv, "logical_or", binary(cv, "greater", d, fconst(cv, 0.5)),
+                   binary(cv, "logical_and", binary(cv, "equal", d, fconst(cv, 0.5)), binary(cv, "equal", odd, fconst(cv, 1))));
+  return binary(cv, "add", f, cv.cast(up, DataType::Float32));
+}
+
+// x reflected into [lo, hi] by its nearer border, repeatedly (ONNX's reference, from torch)
+Var* reflect(C& cv, Var* x, double lo, double hi) {
+  double rng = hi - lo;
+  Var* below = binary(cv, "less", x, fconst(cv, lo));
+  Var* dx = sel(cv, below, binary(cv, "sub", fconst(cv, lo), x), binary(cv, "sub", x, fconst(cv, hi)));
+  Var* k = cv.op("floor", {C::a("x", binary(cv, "real_div", dx, fconst(cv, rng)))});  // dx >= 0 where used
+  Var* r = binary(cv, "sub", dx, binary(cv, "mul", k, fconst(cv, rng)));
+  Var* even = binary(cv, "equal", binary(cv, "sub", k, binary(cv, "mul", cv.op("floor", {C::a("x", binary(cv, "mul", k, fconst(cv, 0.5)))}), fconst(cv, 2))), fconst(cv, 0));
+  Var* from_lo = binary(cv, "add", fconst(cv, lo), r), *from_hi = binary(cv, "sub", fconst(cv, hi), r);
+  Var* in = sel(cv, below, sel(cv, even, from_lo, from_hi), sel(cv, even, from_hi, from_lo));
+  Var* out = binary(cv, "logical_or", below, binary(cv, "greater", x, fconst(cv, hi)));
+  return sel(cv, out, in, x);
+}
+
+// GridSample over any number of spatial dims and with cubic taps, as ONNX's reference computes
+// it: per dim the denormalized coordinate, border handling, taps and weights; every combination
+// of taps gathered from x flattened to [N * P, C] and summed with the product of its weights.
+void grid_sample_general(C& cv, const NodeProto& n, const std::string& mode, const std::string& pm, bool align) {
+  Var* x = cv.in(n, 0);
+  Var* grid = cv.cast(cv.in(n, 1), DataType::Float32);
+  auto xs = C::static_shape(x);
+  auto gs = C::static_shape(grid);
+  if (!xs || !gs) cv.fail(n, "needs the shapes of the input and the grid to be known");
+  size_t k = xs->size() - 2;
+  int gr = static_cast<int>(gs->size());
+  if (gs->size() != k + 2 || gs->back() != static_cast<int64_t>(k)) cv.fail(n, "the grid must be [N, out..., " + std::to_string(k) + "]");
+  int64_t N = (*xs)[0], Cc = (*xs)[1], P = 1;
+  for (size_t i = 0; i < k; ++i) P *= (*xs)[2 + i];
+  DataType dt = C::dtype(x), f32 = DataType::Float32;
+  Var* flat = cv.op("transpose", {C::a("x", cv.op("reshape", {C::a("x", cv.cast(x, f32)), C::aints32("shape", {N, Cc, P})})),
+                                  C::aints32("perm", {0, 2, 1})});
+  flat = cv.op("reshape", {C::a("x", flat), C::aints32("shape", {N * P, Cc})});
+  std::vector<int64_t> bshape(static_cast<size_t>(gr - 1), 1);
+  bshape[0] = N;
+  std::vector<int64_t> base(static_cast<size_t>(N));
+  for (int64_t b = 0; b < N; ++b) base[static_cast<size_t>(b)] = b * P;
+  Var* acc_idx0 = cv.c(Value::from_doubles(f32, bshape, std::vector<double>(base.begin(), base.end())));
+  int taps = mode == "nearest" ? 1 : mode == "cubic" ? 4 : 2;
+  // per dim: tap indices (float, already padded per mode) and weights (zero where padded away)
+  std::vector<std::vector<Var*>> tidx(k), tw(k);
+  int64_t stride = 1;
+  std::vector<int64_t> strides(k);
+  for (int64_t i = static_cast<int64_t>(k) - 1; i >= 0; --i) strides[static_cast<size_t>(i)] = stride, stride *= (*xs)[2 + static_cast<size_t>(i)];
+  for (size_t i = 0; i < k; ++i) {
+    double D = static_cast<double>((*xs)[2 + i]);
+    Var* g = cv.op("squeeze", {C::a("x", slice_axis(cv, grid, gr - 1, static_cast<int64_t>(k - 1 - i), static_cast<int64_t>(k - i), gr)),
+                               C::aints32("axes", {gr - 1})});
+    Var* c = align ? binary(cv, "mul", binary(cv, "add", g, fconst(cv, 1)), fconst(cv, (D - 1) / 2))
+                   : binary(cv, "mul", binary(cv, "sub", binary(cv, "mul", binary(cv, "add", g, fconst(cv, 1)), fconst(cv, D)), fconst(cv, 1)), fconst(cv, 0.5));
+    if (mode == "nearest") c = rint(cv, c);
+    double lo = align ? 0.0 : -0.5, hi = align ? D - 1 : D - 0.5;
+    if (pm == "border") {
+      Var* out = binary(cv, "logical_or", binary(cv, "less", c, fconst(cv, lo)), binary(cv, "greater", c, fconst(cv, hi)));
+      c = sel(cv, out, cv.op("clip", {C::a("x", c), C::af32("alpha", 0), C::af32("beta", D - 1)}), c);
+    } else if (pm == "reflection") {
+      c = reflect(cv, c, lo, hi);
+    }
+    Var* f = mode == "nearest" ? c : cv.op("floor", {C::a("x", c)});
+    Var* t = binary(cv, "sub", c, f);
+    for (int j = 0; j < taps; ++j) {
+      double off = mode == "cubic" ? j - 1 : j;
+      Var* id = binary(cv, "add", f, fconst(cv, off));
+      Var* w;
+      if (mode == "nearest") w = fconst(cv, 1);
+      else if (mode != "cubic") w = j == 0 ? binary(cv, "sub", fconst(cv, 1), t) : t;
+      else {
+        // Keys' cubic (A = -0.75) at distance |t - off|
+        double A = -0.75;
+        Var* d = cv.op("abs", {C::a("x", binary(cv, "sub", t, fconst(cv, off)))});
+        Var* d2 = binary(cv, "mul", d, d), *d3 = binary(cv, "mul", d2, d);
+        Var* near = binary(cv, "add", binary(cv, "sub", binary(cv, "mul", d3, fconst(cv, A + 2)), binary(cv, "mul", d2, fconst(cv, A + 3))), fconst(cv, 1));
+        Var* far = binary(cv, "sub", binary(cv, "add", binary(cv, "sub", binary(cv, "mul", d3, fconst(cv, A)), binary(cv, "mul", d2, fconst(cv, 5 * A))),
+                                             binary(cv, "mul", d, fconst(cv, 8 * A))), fconst(cv, 4 * A));
+        w = sel(cv, binary(cv, "less_equal", d, fconst(cv, 1)), near, far);
+      }
+      // the pixel at the tap: zeros outside, clamped (border), reflected (reflection)
+      if (pm == "zeros") {
+        Var* ok = binary(cv, "logical_and", binary(cv, "greater_equal", id, fconst(cv, 0)), binary(cv, "less", id, fconst(cv, D)));
+        w = binary(cv, "mul", w, cv.cast(ok, f32));
+      } else if (pm == "reflection") {
+        Var* r = reflect(cv, id, lo, hi);
+        id = binary(cv, "mul", cv.op("sign", {C::a("x", r)}), cv.op("floor", {C::a("x", cv.op("abs", {C::a("x", r)}))}));  // int(): toward zero
+      }
+      id = cv.op("clip", {C::a("x", id), C::af32("alpha", 0), C::af32("beta", D - 1)});
+      tidx[i].push_back(binary(cv, "mul", id, fconst(cv, static_cast<double>(strides[i]))));
+      tw[i].push_back(w);
+    }
+  }
+  Var* y = nullptr;
+  int64_t combos = 1;
+  for (size_t i = 0; i < k; ++i) combos *= taps;
+  for (int64_t cmb = 0; cmb < combos; ++cmb) {
+    Var* id = acc_idx0;
+    Var* w = nullptr;
+    for (int64_t r = cmb, i = static_cast<int64_t>(k) - 1; i >= 0; --i, r /= taps) {
+      size_t u = static_cast<size_t>(i), j = static_cast<size_t>(r % taps);
+      id = binary(cv, "add", id, tidx[u][j]);
+      w = w ? binary(cv, "mul", w, tw[u][j]) : tw[u][j];
+    }
+    Var* v = cv.op("gather", {C::a("x", flat), C::a("indices", cv.cast(id, DataType::Int32)), C::ai32("axis", 0)});  // [N, out..., C]
+    v = binary(cv, "mul", v, cv.op("expand_dims", {C::a("x", w), C::aints32("axes", {-1})}));
+    y = y ? binary(cv, "add", y, v) : v;
+  }
+  std::vector<int64_t> perm = {0, gr - 1};
+  for (int i = 1; i < gr - 1; ++i) perm.push_back(i);
+  cv.out(n, 0, cv.cast(cv.op("transpose", {C::a("x", y), C::aints32("perm", perm)}), dt));
+}
+
 void grid_sample(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   Var* grid = cv.in(n, 1);
-  if (cv.rank(n, x) != 4) cv.fail(n, "only 2-D sampling (a 4-D input) is supported: Core ML's resample has no volumetric form");
   std::string mode = C::as(n, "mode", cv.opset >= 20 ? "linear" : "bilinear");
-  std::string sm;
-  if (mode == "linear" || mode == "bilinear") sm = "bilinear";
-  else if (mode == "nearest") sm = "nearest";
-  else cv.fail(n, "mode '" + mode + "' is not supported (Core ML's resample has bilinear and nearest)");
+  if (mode == "bilinear") mode = "linear";
+  if (mode == "bicubic") mode = "cubic";
+  if (mode != "linear" && mode != "nearest" && mode != "cubic") cv.fail(n, "mode '" + mode + "' is not supported");
+  std::string pmode = C::as(n, "padding_mode", "zeros");
+  if (pmode != "zeros" && pmode != "border" && pmode != "reflection") cv.fail(n, "padding_mode '" + pmode + "' is not supported");
+  if (cv.rank(n, x) != 4 || mode == "cubic") return grid_sample_general(cv, n, mode, pmode, C::ai(n, "align_corners", 0) != 0);
+  std::string sm = mode == "linear" ? "bilinear" : "nearest";
   bool align = C::ai(n, "align_corners", 0) != 0;
   std::string pm = C::as(n, "padding_mode", "zeros");
   std::string p;
