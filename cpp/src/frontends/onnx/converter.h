@@ -69,6 +69,9 @@ void register_attention(OpTable& t);
 void register_loss(OpTable& t);
 void register_extra(OpTable& t);
 void register_more(OpTable& t);
+/// Operators of other domains, keyed "domain:Op" (ai.onnx.preview, ai.onnx.preview.training,
+/// ai.onnx.ml).
+void register_domains(OpTable& t);
 
 /// Names visible in one graph (subgraphs see their parents').
 struct Scope {
@@ -213,6 +216,10 @@ bool pool_needs_windows(Converter& cv, const onnx::NodeProto& n, Var* x);
 /// value of the format (ties to even; past the largest value saturated with `saturate`, else
 /// infinite or NaN as the format has it), integers truncated and wrapped to the width.
 Var* to_narrow(Converter& cv, const onnx::NodeProto& n, Var* x, int t, bool saturate);
+
+/// Converts a subgraph (a graph attribute) in a new scope under the current one: `inputs` bind
+/// its inputs; returns its outputs.
+std::vector<Var*> convert_subgraph(Converter& cv, const onnx::GraphProto& g, const std::vector<Var*>& inputs);
 
 /// A label for a node in messages: "node 'name' (Op)" or "node #i (Op)".
 std::string node_label(const onnx::NodeProto& n);

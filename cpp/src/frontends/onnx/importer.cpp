@@ -36,6 +36,7 @@ const OpTable& op_table() {
     register_loss(t);
     register_extra(t);
     register_more(t);
+    register_domains(t);
     return t;
   }();
   return t;
@@ -330,14 +331,17 @@ void inline_function(Converter& cv, const NodeProto& call, const onnx::FunctionP
 
 void Converter::convert_node(const NodeProto& n) {
   const std::string& dom = n.domain();
-  if (!dom.empty() && dom != "ai.onnx") {
-    auto it = functions.find(dom + "\n" + n.op_type());
-    if (it == functions.end()) fail(n, "domain '" + dom + "' is not supported");
-    inline_function(*this, n, *it->second);
-    return;
-  }
   auto& t = op_table();
-  auto it = t.find(n.op_type());
+  bool other = !dom.empty() && dom != "ai.onnx";
+  if (other) {
+    auto it = functions.find(dom + "\n" + n.op_type());
+    if (it != functions.end()) {
+      inline_function(*this, n, *it->second);
+      return;
+    }
+    if (!t.count(dom + ":" + n.op_type())) fail(n, "domain '" + dom + "' is not supported");
+  }
+  auto it = t.find(other ? dom + ":" + n.op_type() : n.op_type());
   if (it == t.end()) {
     auto ft = functions.find("\n" + n.op_type());
     if (ft != functions.end()) {
@@ -381,7 +385,7 @@ void collect_unsupported(const google::protobuf::RepeatedPtrField<NodeProto>& no
     auto ft = fns.find((default_domain ? std::string() : n.domain()) + "\n" + n.op_type());
     if (ft != fns.end() && !(default_domain && t.count(n.op_type()))) {
       if (seen.insert(ft->second).second) collect_unsupported(ft->second->node(), fns, bad, seen);
-    } else if (!default_domain || !t.count(n.op_type())) {
+    } else if (default_domain ? !t.count(n.op_type()) : !t.count(n.domain() + ":" + n.op_type())) {
       bad.push_back(node_label(n) + (default_domain ? "" : " in domain '" + n.domain() + "'"));
     }
     for (auto& a : n.attribute()) {
@@ -570,7 +574,8 @@ std::shared_ptr<Program> import_onnx_file(const std::string& path, OnnxImportOpt
 
 std::vector<std::string> onnx_supported_ops() {
   std::vector<std::string> r;
-  for (auto& kv : op_table()) r.push_back(kv.first);
+  for (auto& kv : op_table())
+    if (kv.first.find(':') == std::string::npos) r.push_back(kv.first);
   std::sort(r.begin(), r.end());
   return r;
 }

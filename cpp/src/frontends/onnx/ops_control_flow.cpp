@@ -17,8 +17,11 @@ const GraphProto& graph_attr(C& cv, const NodeProto& n, const char* name) {
   return a->g();
 }
 
-// Converts a subgraph in a new scope under the current one; `inputs` bind its inputs.
-std::vector<Var*> subgraph(C& cv, const GraphProto& g, const std::vector<Var*>& inputs) {
+std::vector<Var*> subgraph(C& cv, const GraphProto& g, const std::vector<Var*>& inputs) { return convert_subgraph(cv, g, inputs); }
+
+}  // namespace
+
+std::vector<Var*> convert_subgraph(Converter& cv, const onnx::GraphProto& g, const std::vector<Var*>& inputs) {
   Scope inner;
   inner.parent = cv.scope;
   Scope* saved = cv.scope;
@@ -32,6 +35,8 @@ std::vector<Var*> subgraph(C& cv, const GraphProto& g, const std::vector<Var*>& 
   cv.scope = saved;
   return outs;
 }
+
+namespace {
 
 // Thrown by a probing body once it has learned the types of the scan outputs.
 struct ProbeDone {};
