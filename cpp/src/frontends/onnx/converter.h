@@ -95,6 +95,8 @@ class Converter {
   /// ONNX element types of the values whose type the model declares (graph inputs, value_info),
   /// by name; elem_type() also reads consts' own dtypes.
   std::unordered_map<std::string, int> declared_types;
+  /// ONNX values that are empty optionals (Optional() with no input).
+  std::unordered_set<std::string> empty_optionals;
   /// Vars holding only values of a narrow type (made by to_narrow), by var.
   std::unordered_map<const Var*, int> narrow_vars;
   /// The ONNX element type of input `i` (declared, or a const's own), 0 when not known.

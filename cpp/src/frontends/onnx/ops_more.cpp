@@ -713,9 +713,177 @@ void bit_cast(C& cv, const NodeProto& n) {
   cv.out(n, 0, xi);
 }
 
+// NonMaxSuppression as ONNX's reference runs it: per (batch, class) the boxes by descending score
+// (ties: lower index first), greedily kept unless one kept before overlaps it by more than
+// iou_threshold, up to max_output_boxes_per_class; the steps are unrolled over the boxes.
+void nms(C& cv, const NodeProto& n) {
+  Var* boxes = cv.cast(cv.in(n, 0), DataType::Float32);
+  Var* scores = cv.cast(cv.in(n, 1), DataType::Float32);
+  auto bs = C::static_shape(boxes), ss = C::static_shape(scores);
+  if (!bs || !ss || bs->size() != 3 || ss->size() != 3 || (*bs)[2] != 4) cv.fail(n, "needs boxes [B, N, 4] and scores [B, C, N] of known shapes");
+  int64_t B = (*bs)[0], N = (*bs)[1], Cc = (*ss)[1];
+  if (N > 256) cv.fail(n, "more than 256 boxes per batch are not supported (the greedy steps are unrolled)");
+  DataType f32 = DataType::Float32, i32 = DataType::Int32;
+  Var* maxout = C::has(n, 2) ? cv.cast(cv.op("reshape", {C::a("x", cv.in(n, 2)), C::aints32("shape", {})}), f32) : fconst(cv, 0);
+  Var* iou_t = C::has(n, 3) ? cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 3), f32)), C::aints32("shape", {})}) : fconst(cv, 0);
+  // corners: [y1, x1, y2, x2] in either order, or [xc, yc, w, h]
+  auto coord = [&](int64_t i) { return cv.op("squeeze", {C::a("x", slice_axis(cv, boxes, 2, i, i + 1, 3)), C::aints32("axes", {2})}); };
+  Var *x0, *x1, *y0, *y1;
+  if (C::ai(n, "center_point_box", 0) == 0) {
+    Var *a = coord(0), *b = coord(1), *c = coord(2), *d = coord(3);
+    y0 = binary(cv, "minimum", a, c), y1 = binary(cv, "maximum", a, c);
+    x0 = binary(cv, "minimum", b, d), x1 = binary(cv, "maximum", b, d);
+  } else {
+    Var *xc = coord(0), *yc = coord(1), *hw = binary(cv, "mul", coord(2), fconst(cv, 0.5)), *hh = binary(cv, "mul", coord(3), fconst(cv, 0.5));
+    x0 = binary(cv, "sub", xc, hw), x1 = binary(cv, "add", xc, hw), y0 = binary(cv, "sub", yc, hh), y1 = binary(cv, "add", yc, hh);
+  }
+  // [B, N, N]: whether box j is suppressed by a kept box i
+  auto col = [&](Var* v) { return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {2})}); };
+  auto row = [&](Var* v) { return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {1})}); };
+  Var* iw = binary(cv, "sub", binary(cv, "minimum", col(x1), row(x1)), binary(cv, "maximum", col(x0), row(x0)));
+  Var* ih = binary(cv, "sub", binary(cv, "minimum", col(y1), row(y1)), binary(cv, "maximum", col(y0), row(y0)));
+  Var* area = binary(cv, "mul", binary(cv, "sub", x1, x0), binary(cv, "sub", y1, y0));
+  Var* inter = binary(cv, "mul", iw, ih);
+  Var* uni = binary(cv, "sub", binary(cv, "add", col(area), row(area)), inter);
+  Var* ok = binary(cv, "logical_and", binary(cv, "greater", iw, fconst(cv, 0)), binary(cv, "greater", ih, fconst(cv, 0)));
+  ok = binary(cv, "logical_and", ok, binary(cv, "logical_and", binary(cv, "greater", col(area), fconst(cv, 0)), binary(cv, "greater", row(area), fconst(cv, 0))));
+  ok = binary(cv, "logical_and", ok, binary(cv, "greater", uni, fconst(cv, 0)));
+  Var* iou = binary(cv, "real_div", inter, sel(cv, ok, uni, fconst(cv, 1)));
+  Var* sup = cv.cast(binary(cv, "logical_and", ok, binary(cv, "greater", iou, iou_t)), f32);
+  sup = cv.op("expand_dims", {C::a("x", sup), C::aints32("axes", {1})});  // [B, 1, N, N]
+  // the rank of each box by score: how many come before it
+  Var* sc = cv.op("expand_dims", {C::a("x", scores), C::aints32("axes", {3})});  // [B, C, N, 1] (box j)
+  Var* sr = cv.op("expand_dims", {C::a("x", scores), C::aints32("axes", {2})});  // [B, C, 1, N] (box k)
+  std::vector<double> lower(static_cast<size_t>(N * N));
+  for (int64_t j = 0; j < N; ++j)
+    for (int64_t k = 0; k < N; ++k) lower[static_cast<size_t>(j * N + k)] = k < j ? 1 : 0;
+  Var* before = binary(cv, "logical_or", binary(cv, "greater", sr, sc),
+                       binary(cv, "logical_and", binary(cv, "equal", sr, sc), cv.cast(cv.c(Value::from_doubles(f32, {N, N}, lower)), DataType::Bool)));
+  Var* rank = cv.op("reduce_sum", {C::a("x", cv.cast(before, f32)), C::aints32("axes", {3}), C::abool("keep_dims", false)});  // [B, C, N]
+  Var* valid = C::has(n, 4) ? binary(cv, "greater", scores, cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 4), f32)), C::aints32("shape", {})}))
+                            : binary(cv, "equal", scores, scores);
+  Var* validf = cv.cast(valid, f32);
+  Var* supd = nullptr;  // [B, C, N]: suppressed so far
+  Var* count = nullptr;
+  std::vector<ArgItem> kept;
+  for (int64_t r = 0; r < N; ++r) {
+    Var* pick = cv.cast(binary(cv, "equal", rank, fconst(cv, static_cast<double>(r))), f32);  // one-hot [B, C, N]
+    Var* cand = binary(cv, "mul", pick, validf);
+    if (supd) cand = binary(cv, "mul", cand, binary(cv, "sub", fconst(cv, 1), supd));
+    Var* k = cv.op("reduce_sum", {C::a("x", cand), C::aints32("axes", {2}), C::abool("keep_dims", false)});  // [B, C]
+    k = binary(cv, "mul", k, cv.cast(binary(cv, "less", count ? count : fconst(cv, 0), maxout), f32));
+    kept.push_back(ArgItem{cv.op("expand_dims", {C::a("x", k), C::aints32("axes", {2})}), nullptr});
+    count = count ? binary(cv, "add", count, k) : k;
+    // the boxes the kept one overlaps: its row of the suppression matrix
+    Var* rowsel = cv.op("matmul", {C::a("x", cv.op("expand_dims", {C::a("x", binary(cv, "mul", pick, cv.op("expand_dims", {C::a("x", k), C::aints32("axes", {2})}))), C::aints32("axes", {2})})),
+                                   C::a("y", sup)});  // [B, C, 1, N]
+    Var* s2 = cv.op("squeeze", {C::a("x", rowsel), C::aints32("axes", {2})});
+    supd = supd ? binary(cv, "maximum", supd, s2) : s2;
+  }
+  Var* keep = N == 1 ? kept[0].var : cv.op("concat", {Arg{"values", kept, true}, C::ai32("axis", 2)});  // [B, C, rank]
+  // the box of each rank
+  std::vector<double> idx(static_cast<size_t>(N));
+  for (int64_t j = 0; j < N; ++j) idx[static_cast<size_t>(j)] = static_cast<double>(j);
+  std::vector<double> rr(static_cast<size_t>(N));
+  for (int64_t j = 0; j < N; ++j) rr[static_cast<size_t>(j)] = static_cast<double>(j);
+  Var* at = cv.cast(binary(cv, "equal", cv.op("expand_dims", {C::a("x", rank), C::aints32("axes", {3})}), cv.c(Value::from_doubles(f32, {1, 1, 1, N}, rr))), f32);  // [B, C, box, rank]
+  Var* order = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", at, cv.c(Value::from_doubles(f32, {1, 1, N, 1}, idx)))), C::aints32("axes", {2}), C::abool("keep_dims", false)});
+  Var* nz = cv.op("non_zero", {C::a("x", keep)});  // [K, 3]: batch, class, rank
+  Var* box = cv.cast(cv.op("gather_nd", {C::a("x", order), C::a("indices", nz)}), i32);
+  Var* bc = slice_axis(cv, nz, 1, 0, 2, 2);
+  Var* y = cv.op("concat", {Arg{"values", {ArgItem{bc, nullptr}, ArgItem{cv.op("expand_dims", {C::a("x", box), C::aints32("axes", {1})}), nullptr}}, true}, C::ai32("axis", 1)});
+  (void)B, (void)Cc;
+  cv.out(n, 0, y);
+}
+
+// Unique: the slices along axis (elements when no axis) compared pairwise; first occurrences
+// picked with non_zero (a run-time count), ordered by first occurrence or (sorted)
+// lexicographically; inverse indices and counts from the equality with the picked slices.
+void unique(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs) cv.fail(n, "needs the input's shape to be known");
+  int r = static_cast<int>(xs->size());
+  bool has_axis = C::attr(n, "axis") != nullptr;
+  int64_t ax = has_axis ? cv.axis(n, C::ai(n, "axis", 0), r) : 0;
+  DataType i32 = DataType::Int32, f32 = DataType::Float32;
+  // rows: [L, R] with the slices along axis as rows
+  Var* rows;
+  int64_t L, R = 1;
+  std::vector<int64_t> perm;
+  if (!has_axis) {
+    L = 1;
+    for (auto d : *xs) L *= d;
+    rows = cv.op("reshape", {C::a("x", x), C::aints32("shape", {L, 1})});
+  } else {
+    L = (*xs)[static_cast<size_t>(ax)];
+    perm.push_back(ax);
+    for (int i = 0; i < r; ++i)
+      if (i != ax) perm.push_back(i), R *= (*xs)[static_cast<size_t>(i)];
+    rows = cv.op("reshape", {C::a("x", cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)})), C::aints32("shape", {L, R})});
+  }
+  Var* a = cv.op("expand_dims", {C::a("x", rows), C::aints32("axes", {1})});  // [L, 1, R]
+  Var* b = cv.op("expand_dims", {C::a("x", rows), C::aints32("axes", {0})});  // [1, L, R]
+  Var* neq = cv.cast(binary(cv, "not_equal", a, b), f32);                       // [L, L, R]
+  Var* same = binary(cv, "equal", cv.op("reduce_sum", {C::a("x", neq), C::aints32("axes", {2}), C::abool("keep_dims", false)}), fconst(cv, 0));
+  std::vector<double> strict(static_cast<size_t>(L * L));
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = 0; j < L; ++j) strict[static_cast<size_t>(i * L + j)] = j < i ? 1 : 0;
+  Var* earlier = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", cv.cast(same, f32), cv.c(Value::from_doubles(f32, {L, L}, strict)))),
+                                      C::aints32("axes", {1}), C::abool("keep_dims", false)});
+  Var* first = binary(cv, "equal", earlier, fconst(cv, 0));  // [L]
+  Var* idx = cv.op("reshape", {C::a("x", cv.op("non_zero", {C::a("x", first)})), C::aints32("shape", {-1})});  // [K], ascending
+  Var* order = idx;
+  if (C::ai(n, "sorted", 1) != 0) {
+    // row i before row j (lexicographically): at the first differing position, i's is smaller
+    Var* before_diff = binary(cv, "equal", cv.op("cumsum", {C::a("x", neq), C::ai32("axis", 2), C::abool("exclusive", true)}), fconst(cv, 0));
+    Var* lt = binary(cv, "logical_and", binary(cv, "less", a, b), before_diff);
+    Var* less = binary(cv, "greater", cv.op("reduce_sum", {C::a("x", cv.cast(lt, f32)), C::aints32("axes", {2}), C::abool("keep_dims", false)}), fconst(cv, 0));
+    // rank of row i among the first occurrences: first rows j with row j < row i
+    Var* rank = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", cv.cast(cv.op("transpose", {C::a("x", less), C::aints32("perm", {1, 0})}), f32),
+                                                        cv.op("expand_dims", {C::a("x", cv.cast(first, f32)), C::aints32("axes", {0})}))),
+                                     C::aints32("axes", {1}), C::abool("keep_dims", false)});
+    Var* rk = cv.op("gather", {C::a("x", rank), C::a("indices", idx), C::ai32("axis", 0)});
+    Var* p = cv.op("argsort", {C::a("x", rk), C::ai32("axis", 0), C::abool("ascending", true)});
+    order = cv.op("gather", {C::a("x", idx), C::a("indices", p), C::ai32("axis", 0)});
+  }
+  // Y: the picked slices
+  Var* y = cv.op("gather", {C::a("x", x), C::a("indices", order), C::ai32("axis", ax)});
+  if (!has_axis) y = cv.op("reshape", {C::a("x", y), C::aints32("shape", {-1})});
+  cv.out(n, 0, y);
+  cv.out(n, 1, order);
+  // [L, K]: whether row j equals picked row k
+  Var* eqk = cv.op("gather", {C::a("x", cv.cast(same, f32)), C::a("indices", order), C::ai32("axis", 1)});
+  Var* K = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", order)})), C::a("indices", Value::scalar_int(i32, 0))});
+  Var* kk = cv.cast(cv.op("range_1d", {C::a("start", Value::scalar_int(i32, 0)), C::a("end", K), C::a("step", Value::scalar_int(i32, 1))}), f32);
+  Var* inv = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", eqk, cv.op("expand_dims", {C::a("x", kk), C::aints32("axes", {0})}))),
+                                  C::aints32("axes", {1}), C::abool("keep_dims", false)});
+  cv.out(n, 2, cv.cast(inv, i32));
+  cv.out(n, 3, cv.cast(cv.op("reduce_sum", {C::a("x", eqk), C::aints32("axes", {0}), C::abool("keep_dims", false)}), i32));
+  (void)R;
+}
+
 }  // namespace
 
 void register_more(OpTable& t) {
+  t["Unique"] = unique;
+  // optional tensors: a present one is its tensor, an empty one a name without a value
+  t["Optional"] = [](C& cv, const NodeProto& n) {
+    if (C::has(n, 0)) return cv.out(n, 0, cv.in(n, 0));
+    if (C::wants(n, 0)) cv.empty_optionals.insert(n.output(0));
+    // bound to nothing: reading it as a tensor fails below, OptionalHasElement gives false
+    cv.out_const(n, 0, Value::scalar_bool(false));
+  };
+  t["OptionalHasElement"] = [](C& cv, const NodeProto& n) {
+    bool has = C::has(n, 0) && !cv.empty_optionals.count(n.input(0));
+    cv.out_const(n, 0, Value::scalar_bool(has));
+  };
+  t["OptionalGetElement"] = [](C& cv, const NodeProto& n) {
+    if (!C::has(n, 0) || cv.empty_optionals.count(n.input(0))) cv.fail(n, "the optional is empty");
+    Var* x = cv.in(n, 0);
+    cv.out(n, 0, x);
+  };
+  t["NonMaxSuppression"] = nms;
   t["BitCast"] = bit_cast;
   t["GridSample"] = grid_sample;
   t["CumProd"] = cum_prod;
