@@ -863,9 +863,109 @@ void unique(C& cv, const NodeProto& n) {
   (void)R;
 }
 
+// TfIdfVectorizer over integer tokens: each pool n-gram of length k counted at every start
+// whose k tokens, skip_distance apart (1 .. max_skip_count + 1; unigrams once), match it.
+void tfidf(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->empty() || xs->size() > 2) cv.fail(n, "needs a 1-D or 2-D input of known shape");
+  if (!C::attr(n, "pool_int64s")) cv.fail(n, "string pools are not supported (Core ML has no string tensors)");
+  auto pool = C::aints(n, "pool_int64s");
+  auto counts = C::aints(n, "ngram_counts");
+  auto indexes = C::aints(n, "ngram_indexes");
+  auto weights = C::afloats(n, "weights");
+  int64_t minl = C::ai(n, "min_gram_length", 1), maxl = C::ai(n, "max_gram_length", 1), skips = C::ai(n, "max_skip_count", 0);
+  std::string mode = C::as(n, "mode", "TF");
+  int64_t out = 0;
+  for (auto v : indexes) out = std::max(out, v + 1);
+  int r = static_cast<int>(xs->size());
+  int64_t L = xs->back();
+  DataType f32 = DataType::Float32;
+  Var* xf = cv.cast(x, f32);
+  Var* y = nullptr;
+  int64_t id = 0;  // n-gram number (into ngram_indexes)
+  for (size_t lvl = 0; lvl < counts.size(); ++lvl) {
+    int64_t k = static_cast<int64_t>(lvl) + 1;
+    int64_t begin = counts[lvl], end = lvl + 1 < counts.size() ? counts[lvl + 1] : static_cast<int64_t>(pool.size());
+    int64_t grams = (end - begin) / k;
+    if (grams <= 0) continue;
+    int64_t first_id = id;
+    id += grams;
+    if (k < minl || k > maxl) continue;
+    // [grams, out]: where each n-gram's count goes
+    std::vector<double> to(static_cast<size_t>(grams * out), 0.0);
+    for (int64_t g = 0; g < grams; ++g) {
+      if (first_id + g >= static_cast<int64_t>(indexes.size())) cv.fail(n, "ngram_indexes is shorter than the pool");
+      to[static_cast<size_t>(g * out + indexes[static_cast<size_t>(first_id + g)])] = 1.0;
+    }
+    Var* tom = cv.c(Value::from_doubles(f32, {grams, out}, to));
+    for (int64_t d = 1; d <= (k == 1 ? 1 : skips + 1); ++d) {
+      int64_t span = d * (k - 1), len = L - span;
+      if (len <= 0) break;
+      Var* match = nullptr;
+      for (int64_t j = 0; j < k; ++j) {
+        std::vector<double> tok(static_cast<size_t>(grams));
+        for (int64_t g = 0; g < grams; ++g) tok[static_cast<size_t>(g)] = static_cast<double>(pool[static_cast<size_t>(begin + g * k + j)]);
+        Var* sl = cv.op("expand_dims", {C::a("x", slice_axis(cv, xf, r - 1, d * j, d * j + len, r)), C::aints32("axes", {-1})});
+        Var* eq = cv.cast(binary(cv, "equal", sl, cv.c(Value::from_doubles(f32, {grams}, tok))), f32);
+        match = match ? binary(cv, "mul", match, eq) : eq;
+      }
+      Var* c = cv.op("reduce_sum", {C::a("x", match), C::aints32("axes", {r - 1}), C::abool("keep_dims", false)});  // [.., grams]
+      Var* part = cv.op("matmul", {C::a("x", r == 1 ? cv.op("expand_dims", {C::a("x", c), C::aints32("axes", {0})}) : c), C::a("y", tom)});
+      if (r == 1) part = cv.op("squeeze", {C::a("x", part), C::aints32("axes", {0})});
+      y = y ? binary(cv, "add", y, part) : part;
+    }
+  }
+  std::vector<int64_t> oshape = r == 1 ? std::vector<int64_t>{out} : std::vector<int64_t>{(*xs)[0], out};
+  if (!y) y = cv.c(Value::from_doubles(f32, oshape, std::vector<double>(static_cast<size_t>(r == 1 ? out : (*xs)[0] * out), 0.0)));
+  if (mode == "IDF" || mode == "TFIDF") {
+    Var* w = weights.empty() ? fconst(cv, 1) : cv.c(Value::from_doubles(f32, {out}, std::vector<double>(weights.begin(), weights.end())));
+    if (mode == "IDF") y = binary(cv, "mul", cv.cast(binary(cv, "greater", y, fconst(cv, 0)), f32), w);
+    else y = binary(cv, "mul", y, w);
+  } else if (mode != "TF") {
+    cv.fail(n, "mode must be TF, IDF or TFIDF");
+  }
+  cv.out(n, 0, y);
+}
+
 }  // namespace
 
 void register_more(OpTable& t) {
+  t["MelWeightMatrix"] = [](C& cv, const NodeProto& n) {
+    // a constant: triangular filters between mel-spaced bins (ONNX's reference arithmetic: the mel
+    // edges in fp32, the bins in double)
+    int64_t mels = cv.ints(n, 0, "num_mel_bins").at(0), dft = cv.ints(n, 1, "dft_length").at(0);
+    int64_t rate = cv.ints(n, 2, "sample_rate").at(0);
+    float lo = static_cast<float>(cv.doubles(n, 3, "lower_edge_hertz").at(0)), hi = static_cast<float>(cv.doubles(n, 4, "upper_edge_hertz").at(0));
+    if (mels <= 0 || dft <= 0 || rate <= 0) cv.fail(n, "num_mel_bins, dft_length and sample_rate must be positive");
+    auto mel = [](float hz) { return static_cast<float>(2595.0f * std::log1p(hz / 700.0f) / static_cast<float>(std::log(10.0))); };
+    float lm = mel(lo), hm = mel(hi);
+    float step = (hm - lm) / static_cast<float>(mels + 2);
+    std::vector<int64_t> bins(static_cast<size_t>(mels + 2));
+    for (int64_t i = 0; i < mels + 2; ++i) {
+      double f = static_cast<double>(i) * static_cast<double>(step) + static_cast<double>(lm);
+      f = 700.0 * std::expm1(f / 2595.0 * std::log(10.0));
+      bins[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * f / static_cast<double>(rate)));
+    }
+    int64_t nb = dft / 2 + 1;
+    std::vector<double> w(static_cast<size_t>(nb * mels), 0.0);
+    auto at = [&](int64_t j, int64_t i) -> double& {
+      if (j < 0 || j >= nb) cv.fail(n, "a mel bin falls outside the spectrogram bins");
+      return w[static_cast<size_t>(j * mels + i)];
+    };
+    for (int64_t i = 0; i < mels; ++i) {
+      int64_t l = bins[static_cast<size_t>(i)], c = bins[static_cast<size_t>(i + 1)], h = bins[static_cast<size_t>(i + 2)];
+      if (c == l) at(c, i) = 1;
+      else
+        for (int64_t j = l; j <= c; ++j) at(j, i) = static_cast<double>(j - l) / static_cast<double>(c - l);
+      if (h > c)
+        for (int64_t j = c; j < h; ++j) at(j, i) = static_cast<double>(h - j) / static_cast<double>(h - c);
+    }
+    auto dt = mil_dtype(static_cast<int>(C::ai(n, "output_datatype", onnx::TensorProto::FLOAT)));
+    if (!dt) cv.fail(n, "output_datatype is not supported");
+    cv.out_const(n, 0, Value::from_doubles(*dt, {nb, mels}, w));
+  };
+  t["TfIdfVectorizer"] = tfidf;
   t["Unique"] = unique;
   // optional tensors: a present one is its tensor, an empty one a name without a value
   t["Optional"] = [](C& cv, const NodeProto& n) {
