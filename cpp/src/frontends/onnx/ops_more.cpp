@@ -633,7 +633,8 @@ Var* float_bits(C& cv, Var* x, const Ieee& f) {
   e = binary(cv, "add", e, cv.cast(binary(cv, "greater_equal", ac, binary(cv, "mul", p, fconst(cv, 2))), f32));
   Var* sub = binary(cv, "less", ac, fconst(cv, std::ldexp(1.0, 1 - f.bias)));
   Var* E = sel(cv, sub, fconst(cv, 0), binary(cv, "add", e, fconst(cv, f.bias)));
-  Var* M = sel(cv, sub, binary(cv, "mul", ac, fconst(cv, std::ldexp(1.0, f.bias - 1 + f.man))),
+  // subnormals: ac / 2^(1 - bias - man), in two exact steps (2^149 is past fp32's range)
+  Var* M = sel(cv, sub, binary(cv, "mul", binary(cv, "mul", ac, fconst(cv, std::ldexp(1.0, f.bias - 1))), fconst(cv, std::ldexp(1.0, f.man))),
                binary(cv, "mul", binary(cv, "sub", binary(cv, "real_div", ac, cv.op("exp2", {C::a("x", e)})), fconst(cv, 1)), fconst(cv, std::ldexp(1.0, f.man))));
   double emax = std::ldexp(1.0, f.width - 1 - f.man) - 1;  // all-ones exponent
   E = sel(cv, binary(cv, "logical_or", nan, isinf), fconst(cv, emax), E);
