@@ -26,7 +26,31 @@ _NP_OF_ONNX = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: 
                10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
 
 
+# ONNX's narrow element types (ml_dtypes' numpy dtypes), which milkit holds exactly in fp32 / int32
+_NARROW_OF_ONNX = {16: "bfloat16", 17: "float8_e4m3fn", 18: "float8_e4m3fnuz", 19: "float8_e5m2",
+                   20: "float8_e5m2fnuz", 21: "uint4", 22: "int4", 23: "float4_e2m1fn", 24: "float8_e8m0fnu",
+                   25: "uint2", 26: "int2"}
+_NARROW_INTS = {"uint4", "int4", "uint2", "int2"}
+
+
+def _to_narrow(v: Any, name: str) -> Any:
+    """A holder array (fp32 / int32) as ONNX narrow type `name`; the program has already rounded
+    the values to the type, so this only changes the storage (checked: a value the type cannot
+    hold exactly is an error, not rounded here)."""
+    import ml_dtypes
+    import numpy as np
+
+    out = v.astype(getattr(ml_dtypes, name))
+    back = out.astype(v.dtype)
+    same = (back == v) | (np.isnan(back) & np.isnan(v)) if v.dtype.kind == "f" else back == v
+    if not np.all(same):
+        raise ValueError(f"output values are not all {name} values: {v[~same].ravel()[:4]}")
+    return out
+
+
 _NEEDS_CONST = re.compile(r"\(input '([^']+)'\) must be known at conversion time")
+# a node whose output shape depends on values only known at run time
+_NEEDS_SHAPE = re.compile(r"ONNX .*node with output '([^']+)': .*needs the shape to be known at conversion time")
 
 
 def _convert(model: Any, options: Dict[str, Any]) -> Tuple[Any, Dict[str, Any]]:
@@ -56,6 +80,62 @@ def _with_inputs_as_constants(model: Any, values: Dict[str, Any]) -> Any:
     return m
 
 
+# element types of shape-like graph inputs (the integers), which may be folded into a conversion
+_INTEGER_TYPES = {2, 3, 4, 5, 6, 7, 12, 13}
+
+
+def _integer_inputs_feeding(graph: Any, name: str) -> List[str]:
+    """The integer graph inputs that value `name` is computed from (not through Shape or Size,
+    whose outputs depend on shapes only), in graph-input order."""
+    producer: Dict[str, Any] = {}
+
+    def produced(nodes: Any) -> None:  # subgraphs' values too
+        for n in nodes:
+            for o in n.output:
+                producer[o] = n
+            for a in n.attribute:
+                for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                    produced(g.node)
+
+    produced(graph.node)
+    inputs = {i.name: i for i in graph.input}
+    todo = [name]
+    if name not in producer and name not in inputs:
+        # a value inside an operator expanded into its ONNX function body: what feeds those nodes
+        from .frontends.onnx import supported_ops
+
+        native = set(supported_ops())
+        todo = [i for n in graph.node if n.op_type not in native for i in n.input]
+    seen, found = set(), set()
+    while todo:
+        v = todo.pop()
+        if v in seen or not v:
+            continue
+        seen.add(v)
+        if v in inputs:
+            if inputs[v].type.tensor_type.elem_type in _INTEGER_TYPES:
+                found.add(v)
+            continue
+        n = producer.get(v)
+        if n is None or n.op_type in ("Shape", "Size"):
+            continue
+        todo.extend(n.input)
+        todo.extend(_names_read_by_subgraphs(n))
+    return [i.name for i in graph.input if i.name in found]
+
+
+def _names_read_by_subgraphs(node: Any) -> List[str]:
+    """Names the subgraphs of `node` (If / Loop / Scan bodies) read, outer-scope ones included."""
+    out: List[str] = []
+    for a in node.attribute:
+        graphs = ([a.g] if a.HasField("g") else []) + list(a.graphs)
+        for g in graphs:
+            for sn in g.node:
+                out.extend(sn.input)
+                out.extend(_names_read_by_subgraphs(sn))
+    return out
+
+
 class MilkitRep(BackendRep):
     """A converted model: ``run(inputs)`` returns the outputs in the graph's order.
 
@@ -82,10 +162,17 @@ class MilkitRep(BackendRep):
         try:
             self.program, self.info = _convert(model, self.options)
         except milkit.MilkitValueError as e:
-            m = _NEEDS_CONST.search(str(e))
-            if not m or m.group(1) not in graph_inputs or m.group(1) in self.fixed:
+            m = _NEEDS_CONST.search(str(e)) or _NEEDS_SHAPE.search(str(e))
+            if not m:
                 raise
-            self.fixed.append(m.group(1))  # converted at run time, with its value folded in
+            if m.group(1) in graph_inputs:
+                need = [m.group(1)]
+            else:  # computed from graph inputs: fold the integer ones it is computed from
+                need = _integer_inputs_feeding(self.model.graph, m.group(1))
+            need = [n for n in need if n not in self.fixed]
+            if not need:
+                raise
+            self.fixed.extend(need)  # converted at run time, with their values folded in
             self.program = None
             return
         self._plan = milkit.runtime.plan(self.program)
@@ -129,6 +216,8 @@ class MilkitRep(BackendRep):
         for k, v in list(feed.items()):
             a = np.asarray(v)
             var = fin.get(k)
+            if a.dtype.kind == "V" and a.dtype.name in _NARROW_OF_ONNX.values():  # held exactly
+                a = a.astype(np.int32 if a.dtype.name in _NARROW_INTS else np.float32)
             if var is not None and a.dtype.kind in "iub" and a.dtype != np.int32 and a.dtype != np.bool_:
                 if a.size and (a.min() < -2**31 or a.max() > 2**31 - 1):
                     raise ValueError(f"input {k!r}: values do not fit int32, which Core ML computes integers in")
@@ -144,7 +233,9 @@ class MilkitRep(BackendRep):
             t = self.info["output_types"][i] if i < len(self.info["output_types"]) else 0
             want = _NP_OF_ONNX.get(t)
             v = np.asarray(v)
-            if want is not None and v.dtype != np.dtype(want):
+            if t in _NARROW_OF_ONNX:
+                v = _to_narrow(v, _NARROW_OF_ONNX[t])
+            elif want is not None and v.dtype != np.dtype(want):
                 v = v.astype(want)
             res.append(v)
         return tuple(res)

@@ -452,39 +452,41 @@ BlockBuildFn while_loop_blocks(BlockFn cond_fn, BlockFn body_fn) {
       exits = op->blocks()[1]->outputs();
     };
     build();
-    bool changed = false;
-    for (size_t i = 0; i < lv.size(); ++i) {
-      const Type* tin = types[i];
-      const Type* tout = exits[i]->type();
-      if (!is_subtype(tout, tin)) {
-        if (!tin->is_tensor() || !tout->is_tensor() || tin->dtype() != tout->dtype() || !tin->has_rank() ||
-            !tout->has_rank() || tin->rank() != tout->rank())
-          throw ValueError("loop_vars '" + names[i] + "' changes in the body of while_loop '" + op->name() +
-                           "':\n " + tin->str() + " -> " + tout->str());
-        std::vector<Dim> shape;
-        for (int k = 0; k < tin->rank(); ++k) {
-          Dim x = tin->shape()[k], y = tout->shape()[k];
-          shape.push_back(x == y ? x : ctx.fresh());
+    // generalize the loop vars whose type or value the body changes, and rebuild until the
+    // body's outputs fit (a dim made fresh in one round can make another dim fresh in the next)
+    for (int round = 0;; ++round) {
+      bool changed = false;
+      for (size_t i = 0; i < lv.size(); ++i) {
+        const Type* tin = types[i];
+        const Type* tout = exits[i]->type();
+        if (!is_subtype(tout, tin)) {
+          if (!tin->is_tensor() || !tout->is_tensor() || tin->dtype() != tout->dtype() || !tin->has_rank() ||
+              !tout->has_rank() || tin->rank() != tout->rank()) {
+            if (round == 0)
+              throw ValueError("loop_vars '" + names[i] + "' changes in the body of while_loop '" + op->name() +
+                               "':\n " + tin->str() + " -> " + tout->str());
+            throw ValueError("Block output " + exits[i]->name() + ": " + tout->str() +
+                             " is not a subtype of block input " + names[i] + ": " + tin->str() +
+                             " after factoring shape changes");
+          }
+          std::vector<Dim> shape;
+          for (int k = 0; k < tin->rank(); ++k) {
+            Dim x = tin->shape()[k], y = tout->shape()[k];
+            shape.push_back(x == y ? x : ctx.fresh());
+          }
+          types[i] = ctx.tensor(tin->dtype(), shape);
+          changed = true;
         }
-        types[i] = ctx.tensor(tin->dtype(), shape);
-        changed = true;
+        if (values[i] && !same_value(exits[i]->value(), values[i])) {  // an unknown value admits any
+          values[i] = nullptr;
+          changed = true;
+        }
       }
-      if (!same_value(exits[i]->value(), values[i])) {
-        values[i] = nullptr;
-        changed = true;
-      }
-    }
-    if (!changed) return;
-    fn.remove_blocks(op);
-    build();
-    for (size_t i = 0; i < lv.size(); ++i) {
-      if (!is_subtype(exits[i]->type(), types[i]))
-        throw ValueError("Block output " + exits[i]->name() + ": " + exits[i]->type()->str() +
-                         " is not a subtype of block input " + names[i] + ": " + types[i]->str() +
-                         " after factoring shape changes");
-      if (!same_value(exits[i]->value(), values[i]))
-        throw ValueError("Block output " + exits[i]->name() + " is not equal to block input " + names[i] +
-                         " after value changes");
+      if (!changed) return;
+      if (round == 3)
+        throw ValueError("while_loop '" + op->name() + "': the loop vars' types do not settle after 4 rebuilds");
+      fn.remove_blocks(op);
+      build();
     }
   };
 }

@@ -29,6 +29,16 @@ struct ExternalData {
 /// The MIL dtype an ONNX element type becomes (ints -> int32, double/bf16 -> fp32), or nullopt
 /// for types MIL cannot hold (strings, complex, fp8).
 std::optional<DataType> mil_dtype(int onnx_type);
+/// ONNX element types newer than the schema milkit compiles.
+constexpr int kFloat8E8M0 = 24, kUInt2 = 25, kInt2 = 26;
+/// Whether an ONNX element type is one Core ML has no tensors of but milkit holds exactly in fp32
+/// (bfloat16, float8 e4m3fn / e4m3fnuz / e5m2 / e5m2fnuz / e8m0, float4 e2m1) or int32 (int4,
+/// uint4, int2, uint2).
+bool is_narrow_type(int onnx_type);
+/// A tensor of a narrow type other than bfloat16 decoded into its holder (fp32 / int32); nullopt
+/// for other types. `n` is the element count of `shape`.
+std::optional<Value> decode_narrow(const onnx::TensorProto& t, const std::vector<int64_t>& shape, int64_t n,
+                                   const std::string& what);
 /// ONNX's name of an element type ("FLOAT", "INT64").
 std::string onnx_type_name(int onnx_type);
 /// Decodes a TensorProto into a value of its own dtype (int64 and double are kept; fp16/bf16 as
@@ -58,6 +68,10 @@ void register_resize(OpTable& t);
 void register_attention(OpTable& t);
 void register_loss(OpTable& t);
 void register_extra(OpTable& t);
+void register_more(OpTable& t);
+/// Operators of other domains, keyed "domain:Op" (ai.onnx.preview, ai.onnx.preview.training,
+/// ai.onnx.ml).
+void register_domains(OpTable& t);
 
 /// Names visible in one graph (subgraphs see their parents').
 struct Scope {
@@ -78,6 +92,15 @@ class Converter {
   std::shared_ptr<const void> keep;  ///< Keeps the parsed model (and borrowed raw data) alive.
   const std::unordered_map<std::string, const onnx::FunctionProto*>& functions;  ///< Local functions.
   Scope* scope = nullptr;  ///< The innermost graph's names.
+  /// ONNX element types of the values whose type the model declares (graph inputs, value_info),
+  /// by name; elem_type() also reads consts' own dtypes.
+  std::unordered_map<std::string, int> declared_types;
+  /// ONNX values that are empty optionals (Optional() with no input).
+  std::unordered_set<std::string> empty_optionals;
+  /// Vars holding only values of a narrow type (made by to_narrow), by var.
+  std::unordered_map<const Var*, int> narrow_vars;
+  /// The ONNX element type of input `i` (declared, or a const's own), 0 when not known.
+  int elem_type(const onnx::NodeProto& n, int i);
 
   /// The deployment target of the program.
   Target target() const { return b.function().opset(); }
@@ -177,6 +200,28 @@ class Converter {
  private:
   std::unordered_set<const Var*> bound_;  // vars already bound to an ONNX name
 };
+
+/// What pool_by_windows computes over each window.
+enum class PoolKind { Max, Avg, Sum };
+/// Pools x ([N, C, spatial...], static spatial dims) the way ONNX defines it for any dilation,
+/// padding and ceil_mode (windows that start in the end padding dropped): every kernel tap is a
+/// strided slice of the padded input, combined by max or sum (average: divided by the taps that
+/// fall inside the input, or inside input + explicit pads with count_include_pad). With
+/// `indices`, also the flat index (storage_order 0 / 1) of each max in the input.
+Var* pool_by_windows(Converter& cv, const onnx::NodeProto& n, Var* x, PoolKind kind, bool count_include_pad,
+                     Var** indices = nullptr);
+/// Whether ONNX's pool output size differs from MIL's for this node (dilations, or ceil_mode
+/// windows that would start in the end padding).
+bool pool_needs_windows(Converter& cv, const onnx::NodeProto& n, Var* x);
+
+/// x converted to narrow type `t` in the program, in its holder: floats rounded to the nearest
+/// value of the format (ties to even; past the largest value saturated with `saturate`, else
+/// infinite or NaN as the format has it), integers truncated and wrapped to the width.
+Var* to_narrow(Converter& cv, const onnx::NodeProto& n, Var* x, int t, bool saturate);
+
+/// Converts a subgraph (a graph attribute) in a new scope under the current one: `inputs` bind
+/// its inputs; returns its outputs.
+std::vector<Var*> convert_subgraph(Converter& cv, const onnx::GraphProto& g, const std::vector<Var*>& inputs);
 
 /// A label for a node in messages: "node 'name' (Op)" or "node #i (Op)".
 std::string node_label(const onnx::NodeProto& n);

@@ -35,6 +35,8 @@ const OpTable& op_table() {
     register_attention(t);
     register_loss(t);
     register_extra(t);
+    register_more(t);
+    register_domains(t);
     return t;
   }();
   return t;
@@ -89,6 +91,31 @@ const Value* Converter::value(const NodeProto& n, int i) {
     }
   }
   return nullptr;
+}
+
+int Converter::elem_type(const NodeProto& n, int i) {
+  if (!has(n, i)) return 0;
+  auto it = declared_types.find(n.input(i));
+  if (it != declared_types.end()) return it->second;
+  for (Scope* s = scope; s; s = s->parent) {
+    auto ct = s->consts.find(n.input(i));
+    if (ct == s->consts.end()) continue;
+    switch (ct->second->dtype()) {
+      case DataType::Float32: return onnx::TensorProto::FLOAT;
+      case DataType::Float16: return onnx::TensorProto::FLOAT16;
+      case DataType::Float64: return onnx::TensorProto::DOUBLE;
+      case DataType::Int8: return onnx::TensorProto::INT8;
+      case DataType::UInt8: return onnx::TensorProto::UINT8;
+      case DataType::Int16: return onnx::TensorProto::INT16;
+      case DataType::UInt16: return onnx::TensorProto::UINT16;
+      case DataType::Int32: return onnx::TensorProto::INT32;
+      case DataType::UInt32: return onnx::TensorProto::UINT32;
+      case DataType::Int64: return onnx::TensorProto::INT64;
+      case DataType::Bool: return onnx::TensorProto::BOOL;
+      default: return 0;
+    }
+  }
+  return 0;
 }
 
 std::vector<int64_t> Converter::ints(const NodeProto& n, int i, const char* what) {
@@ -304,14 +331,17 @@ void inline_function(Converter& cv, const NodeProto& call, const onnx::FunctionP
 
 void Converter::convert_node(const NodeProto& n) {
   const std::string& dom = n.domain();
-  if (!dom.empty() && dom != "ai.onnx") {
-    auto it = functions.find(dom + "\n" + n.op_type());
-    if (it == functions.end()) fail(n, "domain '" + dom + "' is not supported");
-    inline_function(*this, n, *it->second);
-    return;
-  }
   auto& t = op_table();
-  auto it = t.find(n.op_type());
+  bool other = !dom.empty() && dom != "ai.onnx";
+  if (other) {
+    auto it = functions.find(dom + "\n" + n.op_type());
+    if (it != functions.end()) {
+      inline_function(*this, n, *it->second);
+      return;
+    }
+    if (!t.count(dom + ":" + n.op_type())) fail(n, "domain '" + dom + "' is not supported");
+  }
+  auto it = t.find(other ? dom + ":" + n.op_type() : n.op_type());
   if (it == t.end()) {
     auto ft = functions.find("\n" + n.op_type());
     if (ft != functions.end()) {
@@ -355,7 +385,7 @@ void collect_unsupported(const google::protobuf::RepeatedPtrField<NodeProto>& no
     auto ft = fns.find((default_domain ? std::string() : n.domain()) + "\n" + n.op_type());
     if (ft != fns.end() && !(default_domain && t.count(n.op_type()))) {
       if (seen.insert(ft->second).second) collect_unsupported(ft->second->node(), fns, bad, seen);
-    } else if (!default_domain || !t.count(n.op_type())) {
+    } else if (default_domain ? !t.count(n.op_type()) : !t.count(n.domain() + ":" + n.op_type())) {
       bad.push_back(node_label(n) + (default_domain ? "" : " in domain '" + n.domain() + "'"));
     }
     for (auto& a : n.attribute()) {
@@ -441,6 +471,22 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
   ExternalData ext;
   ext.base_dir = options.base_dir;
   Converter cv(b, opset, ext, model, fns);
+  // declared element types (graph inputs, outputs, value_info, subgraphs' too)
+  std::function<void(const onnx::GraphProto&)> declare = [&](const onnx::GraphProto& gr) {
+    auto add = [&](const onnx::ValueInfoProto& vi) {
+      if (vi.has_type() && vi.type().has_tensor_type() && vi.type().tensor_type().elem_type())
+        cv.declared_types[vi.name()] = vi.type().tensor_type().elem_type();
+    };
+    for (auto& vi : gr.input()) add(vi);
+    for (auto& vi : gr.output()) add(vi);
+    for (auto& vi : gr.value_info()) add(vi);
+    for (auto& nd : gr.node())
+      for (auto& a : nd.attribute()) {
+        if (a.has_g()) declare(a.g());
+        for (auto& sg : a.graphs()) declare(sg);
+      }
+  };
+  declare(g);
   Scope top;
   cv.scope = &top;
   cv.add_initializers(g);
@@ -479,6 +525,17 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
   for (auto& vo : g.output()) {
     if (!cv.defined(vo.name())) throw FormatError(src + ": graph output '" + vo.name() + "' is never produced");
     Var* v = cv.var(vo.name());
+    // a narrow type's output (computed in its fp32 / int32 holder) is rounded to the type
+    int et = vo.has_type() && vo.type().has_tensor_type() ? vo.type().tensor_type().elem_type() : 0;
+    if (is_narrow_type(et) && !v->input_of()) {
+      auto it = cv.narrow_vars.find(v);
+      if (it == cv.narrow_vars.end() || it->second != et) {
+        onnx::NodeProto where;
+        where.set_op_type("graph output");
+        where.add_output(vo.name());
+        v = to_narrow(cv, where, v, et, et != onnx::TensorProto::BFLOAT16 && et != onnx::TensorProto::FLOAT4E2M1);
+      }
+    }
     // a program output must be an op's output, once
     bool dup = std::find(outs.begin(), outs.end(), v) != outs.end();
     if (!v->op() || dup) {
@@ -517,7 +574,8 @@ std::shared_ptr<Program> import_onnx_file(const std::string& path, OnnxImportOpt
 
 std::vector<std::string> onnx_supported_ops() {
   std::vector<std::string> r;
-  for (auto& kv : op_table()) r.push_back(kv.first);
+  for (auto& kv : op_table())
+    if (kv.first.find(':') == std::string::npos) r.push_back(kv.first);
   std::sort(r.begin(), r.end());
   return r;
 }

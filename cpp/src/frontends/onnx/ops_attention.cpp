@@ -48,9 +48,10 @@ void attention(C& cv, const NodeProto& n) {
   Var* v = cv.in(n, 2);
   int r = cv.rank(n, q);
   if (r != 3 && r != 4) cv.fail(n, "Q must be 3-D or 4-D");
-  if (C::has(n, 6)) cv.fail(n, "nonpad_kv_seqlen is not supported");
-  if (C::ai(n, "left_window_size", -1) >= 0 || C::ai(n, "right_window_size", -1) >= 0)
-    cv.fail(n, "sliding windows are not supported");
+  int64_t left = C::ai(n, "left_window_size", -1), right = C::ai(n, "right_window_size", -1);
+  bool window = left >= 0 || right >= 0;
+  bool nonpad = C::has(n, 6);
+  if (nonpad && C::has(n, 4)) cv.fail(n, "nonpad_kv_seqlen cannot be combined with past_key");
   int64_t qh = C::ai(n, "q_num_heads", 0), kvh = C::ai(n, "kv_num_heads", 0);
   if (r == 3) {
     q = split_heads(cv, n, q, qh);
@@ -108,19 +109,57 @@ void attention(C& cv, const NodeProto& n) {
     }
     bias = m;
   }
-  if (C::ai(n, "is_causal", 0) != 0) {
-    if (!qs_shape || !ks_shape) cv.fail(n, "a causal mask needs the sequence lengths to be known");
+  bool causal = C::ai(n, "is_causal", 0) != 0;
+  if (causal || window) {
+    // query i (of this block) may see key j when i + offset - j >= 0 (causal) and, with windows,
+    // i + offset - j <= left and j - (i + offset) <= right. The offset is past_key's length, or
+    // per batch nonpad_kv_seqlen[b] - q_len (an external cache), or 0.
+    if (!qs_shape || !ks_shape) cv.fail(n, "a causal or windowed mask needs the sequence lengths to be known");
     int64_t sq = (*qs_shape)[2], sk = (*ks_shape)[2];
-    int64_t off = C::has(n, 4) ? sk - sq : 0;
-    if (C::has(n, 4)) {
-      auto ps = C::static_shape(cv.in(n, 4));
-      off = ps ? (*ps)[2] : off;
+    auto allowed = [&](int64_t diff) {
+      bool ok = !causal || diff >= 0;
+      if (left >= 0) ok = ok && diff <= left;
+      if (right >= 0) ok = ok && -diff <= right;
+      return ok;
+    };
+    Var* cm;
+    if (!nonpad) {
+      int64_t off = 0;
+      if (C::has(n, 4)) {
+        auto ps = C::static_shape(cv.in(n, 4));
+        off = ps ? (*ps)[2] : sk - sq;
+      }
+      std::vector<double> c(static_cast<size_t>(sq * sk));
+      for (int64_t i = 0; i < sq; ++i)
+        for (int64_t j = 0; j < sk; ++j) c[static_cast<size_t>(i * sk + j)] = allowed(i + off - j) ? 0.0 : ninf;
+      cm = cv.c(Value::from_doubles(dt, {sq, sk}, c));
+    } else {
+      // diff[b, i, j] = i - q_len - j (a constant) + nonpad[b]
+      std::vector<int64_t> d(static_cast<size_t>(sq * sk));
+      for (int64_t i = 0; i < sq; ++i)
+        for (int64_t j = 0; j < sk; ++j) d[static_cast<size_t>(i * sk + j)] = i - sq - j;
+      Var* base = cv.c(Value::from_ints(DataType::Int32, {1, 1, sq, sk}, d));
+      Var* len = cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 6), DataType::Int32)), C::aints32("shape", {-1, 1, 1, 1})});
+      Var* diff = binary(cv, "add", base, len);
+      Var* ok = nullptr;
+      auto both = [&](Var* x) { ok = ok ? binary(cv, "logical_and", ok, x) : x; };
+      if (causal) both(binary(cv, "greater_equal", diff, cv.cs(0, DataType::Int32)));
+      if (left >= 0) both(binary(cv, "less_equal", diff, cv.cs(static_cast<double>(left), DataType::Int32)));
+      if (right >= 0) both(binary(cv, "greater_equal", diff, cv.cs(static_cast<double>(-right), DataType::Int32)));
+      cm = cv.op("select", {C::a("cond", ok), C::a("a", cv.cs(0, dt)), C::a("b", cv.cs(ninf, dt))});
     }
-    std::vector<double> c(static_cast<size_t>(sq * sk));
-    for (int64_t i = 0; i < sq; ++i)
-      for (int64_t j = 0; j < sk; ++j) c[static_cast<size_t>(i * sk + j)] = j <= i + off ? 0.0 : ninf;
-    Var* cm = cv.c(Value::from_doubles(dt, {sq, sk}, c));
     bias = bias ? binary(cv, "add", bias, cm) : cm;
+  }
+  if (nonpad) {
+    // keys at or past nonpad_kv_seqlen[b] are padding
+    if (!ks_shape) cv.fail(n, "nonpad_kv_seqlen needs the kv sequence length to be known");
+    int64_t sk = (*ks_shape)[2];
+    std::vector<int64_t> j(static_cast<size_t>(sk));
+    for (int64_t i = 0; i < sk; ++i) j[static_cast<size_t>(i)] = i;
+    Var* len = cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 6), DataType::Int32)), C::aints32("shape", {-1, 1, 1, 1})});
+    Var* ok = binary(cv, "less", cv.c(Value::from_ints(DataType::Int32, {1, 1, 1, sk}, j)), len);
+    Var* pm = cv.op("select", {C::a("cond", ok), C::a("a", cv.cs(0, dt)), C::a("b", cv.cs(ninf, dt))});
+    bias = bias ? binary(cv, "add", bias, pm) : pm;
   }
   Var* with_bias = bias ? binary(cv, "add", qk, bias) : qk;
   Var* sm = cv.op("softmax", {C::a("x", with_bias), C::ai32("axis", -1)});

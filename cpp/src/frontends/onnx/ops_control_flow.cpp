@@ -1,5 +1,6 @@
 // ONNX control flow: If -> cond, Loop and Scan -> while_loop (scan outputs collected in lists).
 #include "converter.h"
+#include "milkit/types/error.h"
 
 namespace milkit {
 namespace onnx_detail {
@@ -16,8 +17,11 @@ const GraphProto& graph_attr(C& cv, const NodeProto& n, const char* name) {
   return a->g();
 }
 
-// Converts a subgraph in a new scope under the current one; `inputs` bind its inputs.
-std::vector<Var*> subgraph(C& cv, const GraphProto& g, const std::vector<Var*>& inputs) {
+std::vector<Var*> subgraph(C& cv, const GraphProto& g, const std::vector<Var*>& inputs) { return convert_subgraph(cv, g, inputs); }
+
+}  // namespace
+
+std::vector<Var*> convert_subgraph(Converter& cv, const onnx::GraphProto& g, const std::vector<Var*>& inputs) {
   Scope inner;
   inner.parent = cv.scope;
   Scope* saved = cv.scope;
@@ -30,6 +34,51 @@ std::vector<Var*> subgraph(C& cv, const GraphProto& g, const std::vector<Var*>& 
   for (auto& o : g.output()) outs.push_back(cv.var(o.name()));
   cv.scope = saved;
   return outs;
+}
+
+namespace {
+
+// Thrown by a probing body once it has learned the types of the scan outputs.
+struct ProbeDone {};
+
+// The element (dtype, rank) of each scan output: declared by the body graph's outputs
+// [first, first + count), or learned by converting the body once in a loop that is then dropped.
+std::vector<std::pair<DataType, int>> scan_elem_types(C& cv, const NodeProto& n, const GraphProto& body, int first,
+                                                      int count, const std::vector<Var*>& probe_vars,
+                                                      const BlockFn& probe_cond,
+                                                      const std::function<std::vector<Var*>(const std::vector<Var*>&)>& probe_body) {
+  std::vector<std::pair<DataType, int>> r;
+  bool all = true;
+  for (int k = 0; k < count; ++k) {
+    auto& o = body.output(first + k);
+    auto dt = o.has_type() && o.type().has_tensor_type() ? mil_dtype(o.type().tensor_type().elem_type()) : std::nullopt;
+    if (!dt || !o.type().tensor_type().has_shape()) {
+      all = false;
+      break;
+    }
+    r.emplace_back(*dt, o.type().tensor_type().shape().dim_size());
+  }
+  if (all) return r;
+  r.clear();
+  Arg lv{"loop_vars", {}, true};
+  for (Var* v : probe_vars) lv.items.push_back(ArgItem{v, nullptr});
+  BlockFn body_fn = [&](const std::vector<Var*>& vs) -> std::vector<Var*> {
+    auto outs = probe_body(vs);
+    for (int k = 0; k < count; ++k) {
+      Var* v = outs[static_cast<size_t>(first + k)];
+      if (!v->type()->is_tensor() || !v->type()->has_rank())
+        cv.fail(n, "the rank of scan output '" + body.output(first + k).name() + "' is not known");
+      r.emplace_back(C::dtype(v), v->type()->rank());
+    }
+    throw ProbeDone{};
+  };
+  try {
+    std::vector<Arg> args = {lv};
+    cv.b.create("while_loop", args, "", while_loop_blocks(probe_cond, body_fn));
+  } catch (const ProbeDone&) {
+  }
+  if (static_cast<int>(r.size()) != count) cv.fail(n, "the types of the scan outputs could not be learned");
+  return r;
 }
 
 Var* scalar_bool(C& cv, Var* v) {
@@ -59,7 +108,14 @@ void if_op(C& cv, const NodeProto& n) {
     };
   };
   std::vector<Arg> args = {C::a("pred", pred)};
-  auto outs = cv.b.create("cond", args, "", cond_blocks(branch(tg), branch(eg)));
+  std::vector<Var*> outs;
+  try {
+    outs = cv.b.create("cond", args, "", cond_blocks(branch(tg), branch(eg)));
+  } catch (const ValueError& e) {
+    // branches whose outputs differ in rank or dtype: only a known condition can pick one
+    if (std::string(e.what()).find("mismatch") == std::string::npos) throw;
+    cv.fail(n, std::string(e.what()) + "; the condition (input '" + n.input(0) + "') must be known at conversion time");
+  }
   for (int i = 0; i < n.output_size(); ++i) cv.out(n, i, outs[static_cast<size_t>(i)]);
 }
 
@@ -76,29 +132,28 @@ void loop_op(C& cv, const NodeProto& n) {
   Var* i0 = cv.c(Value::scalar_int(DataType::Int32, 0));
   std::vector<Var*> loop_vars = {i0, cond0};
   for (int i = 0; i < nv; ++i) loop_vars.push_back(cv.in(n, 2 + i));
-  // scan outputs: one list per output, written at index i
-  std::vector<DataType> scan_dt;
-  for (int k = 0; k < k_scan; ++k) {
-    auto& o = body.output(1 + nv + k);
-    auto dt = o.has_type() && o.type().has_tensor_type() ? mil_dtype(o.type().tensor_type().elem_type()) : std::nullopt;
-    if (!dt || !o.type().tensor_type().has_shape()) cv.fail(n, "scan output '" + o.name() + "' needs a declared type and shape");
-    // the elements' dims are symbols: the body may make them from run-time values
-    std::vector<ArgItem> es;
-    for (int d = 0; d < o.type().tensor_type().shape().dim_size(); ++d)
-      es.push_back(ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_string(cv.ctx().free_name("scan" + std::to_string(k) + "_d")))});
-    std::vector<Arg> args = {C::a("init_length", Value::scalar_int(DataType::Int32, 0)), Arg{"elem_shape", es, true},
-                             C::astr("dtype", std::string(dtype_name(*dt)))};
-    loop_vars.push_back(cv.op("make_list", std::move(args)));
-    scan_dt.push_back(*dt);
-  }
-  Arg lv{"loop_vars", {}, true};
-  for (Var* v : loop_vars) lv.items.push_back(ArgItem{v, nullptr});
   BlockFn cond_fn = [&cv, m](const std::vector<Var*>& vs) -> std::vector<Var*> {
     Var* go = vs[1];
     if (m) go = cv.op("logical_and", {C::a("x", go), C::a("y", cv.op("less", {C::a("x", vs[0]), C::a("y", m)}))});
     else go = cv.op("identity", {C::a("x", go)});
     return {go};
   };
+  // scan outputs: one list per output, written at index i
+  auto elems = scan_elem_types(cv, n, body, 1 + nv, k_scan, loop_vars, cond_fn, [&](const std::vector<Var*>& vs) {
+    std::vector<Var*> ins(vs.begin(), vs.end());
+    return subgraph(cv, body, ins);
+  });
+  for (int k = 0; k < k_scan; ++k) {
+    // the elements' dims are symbols: the body may make them from run-time values
+    std::vector<ArgItem> es;
+    for (int d = 0; d < elems[static_cast<size_t>(k)].second; ++d)
+      es.push_back(ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_string(cv.ctx().free_name("scan" + std::to_string(k) + "_d")))});
+    std::vector<Arg> args = {C::a("init_length", Value::scalar_int(DataType::Int32, 0)), Arg{"elem_shape", es, true},
+                             C::astr("dtype", std::string(dtype_name(elems[static_cast<size_t>(k)].first)))};
+    loop_vars.push_back(cv.op("make_list", std::move(args)));
+  }
+  Arg lv{"loop_vars", {}, true};
+  for (Var* v : loop_vars) lv.items.push_back(ArgItem{v, nullptr});
   BlockFn body_fn = [&cv, &body, nv, k_scan](const std::vector<Var*>& vs) -> std::vector<Var*> {
     std::vector<Var*> ins = {vs[0], vs[1]};
     for (int i = 0; i < nv; ++i) ins.push_back(vs[static_cast<size_t>(2 + i)]);
@@ -154,26 +209,35 @@ void scan_op(C& cv, const NodeProto& n) {
   Var* len = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", scans[0])})), C::a("indices", Value::scalar_int(DataType::Int32, 0))});
   std::vector<Var*> loop_vars = {cv.c(Value::scalar_int(DataType::Int32, 0))};
   for (int i = 0; i < nstate; ++i) loop_vars.push_back(cv.in(n, i));
-  for (int k = 0; k < k_out; ++k) {
-    auto& o = body.output(nstate + k);
-    auto dt = o.has_type() && o.type().has_tensor_type() ? mil_dtype(o.type().tensor_type().elem_type()) : std::nullopt;
-    if (!dt || !o.type().tensor_type().has_shape()) cv.fail(n, "scan output '" + o.name() + "' needs a declared type and rank");
-    std::vector<ArgItem> es;
-    for (int d = 0; d < o.type().tensor_type().shape().dim_size(); ++d)
-      es.push_back(ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_string(cv.ctx().free_name("scan" + std::to_string(k) + "_d")))});
-    loop_vars.push_back(cv.op("make_list", {C::a("init_length", Value::scalar_int(DataType::Int32, 0)), Arg{"elem_shape", es, true},
-                                            C::astr("dtype", std::string(dtype_name(*dt)))}));
-  }
-  Arg lv{"loop_vars", {}, true};
-  for (Var* v : loop_vars) lv.items.push_back(ArgItem{v, nullptr});
   BlockFn cond_fn = [&cv, len](const std::vector<Var*>& vs) -> std::vector<Var*> {
     return {cv.op("less", {C::a("x", vs[0]), C::a("y", len)})};
   };
-  BlockFn body_fn = [&cv, &body, &scans, nstate, k_out, m](const std::vector<Var*>& vs) -> std::vector<Var*> {
+  auto slices = [&cv, &scans, m](Var* i) {
+    std::vector<Var*> r;
+    for (int j = 0; j < m; ++j)
+      r.push_back(cv.op("gather", {C::a("x", scans[static_cast<size_t>(j)]), C::a("indices", i), C::ai32("axis", 0)}));
+    return r;
+  };
+  auto elems = scan_elem_types(cv, n, body, nstate, k_out, loop_vars, cond_fn, [&](const std::vector<Var*>& vs) {
+    std::vector<Var*> ins(vs.begin() + 1, vs.end());
+    auto sl = slices(vs[0]);
+    ins.insert(ins.end(), sl.begin(), sl.end());
+    return subgraph(cv, body, ins);
+  });
+  for (int k = 0; k < k_out; ++k) {
+    std::vector<ArgItem> es;
+    for (int d = 0; d < elems[static_cast<size_t>(k)].second; ++d)
+      es.push_back(ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_string(cv.ctx().free_name("scan" + std::to_string(k) + "_d")))});
+    loop_vars.push_back(cv.op("make_list", {C::a("init_length", Value::scalar_int(DataType::Int32, 0)), Arg{"elem_shape", es, true},
+                                            C::astr("dtype", std::string(dtype_name(elems[static_cast<size_t>(k)].first)))}));
+  }
+  Arg lv{"loop_vars", {}, true};
+  for (Var* v : loop_vars) lv.items.push_back(ArgItem{v, nullptr});
+  BlockFn body_fn = [&cv, &body, &slices, nstate, k_out](const std::vector<Var*>& vs) -> std::vector<Var*> {
     std::vector<Var*> ins;
     for (int i = 0; i < nstate; ++i) ins.push_back(vs[static_cast<size_t>(1 + i)]);
-    for (int j = 0; j < m; ++j)
-      ins.push_back(cv.op("gather", {C::a("x", scans[static_cast<size_t>(j)]), C::a("indices", vs[0]), C::ai32("axis", 0)}));
+    auto sl = slices(vs[0]);
+    ins.insert(ins.end(), sl.begin(), sl.end());
     auto outs = subgraph(cv, body, ins);
     std::vector<Var*> next = {cv.op("add", {C::a("x", vs[0]), C::a("y", Value::scalar_int(DataType::Int32, 1))})};
     for (int i = 0; i < nstate; ++i) next.push_back(outs[static_cast<size_t>(i)]);

@@ -253,10 +253,19 @@ void register_elementwise(OpTable& t) {
     auto dt = mil_dtype(to);
     if (!dt) cv.fail(n, "cast to " + onnx_type_name(to) + " is not supported");
     Var* x = cv.in(n, 0);
+    if (is_narrow_type(to) && cv.elem_type(n, 0) != to) {
+      cv.out(n, 0, to_narrow(cv, n, x, to, C::ai(n, "saturate", 1) != 0));
+      return;
+    }
     cv.out(n, 0, C::dtype(x) == *dt ? x : cv.cast(x, *dt));
   };
   t["CastLike"] = [](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);
+    int to = cv.elem_type(n, 1);
+    if (is_narrow_type(to) && cv.elem_type(n, 0) != to) {
+      cv.out(n, 0, to_narrow(cv, n, x, to, C::ai(n, "saturate", 1) != 0));
+      return;
+    }
     DataType dt = C::dtype(cv.in(n, 1));
     cv.out(n, 0, C::dtype(x) == dt ? x : cv.cast(x, dt));
   };

@@ -38,24 +38,17 @@ Var* pow2(C& cv, Var* y) {
 std::pair<double, double> qrange(C& cv, const NodeProto& n, int zp_input) {
   int et = 2;  // UINT8
   if (auto* a = C::attr(n, "output_dtype")) et = static_cast<int>(a->i());
-  if (C::has(n, zp_input)) {
-    if (const Value* z = cv.value(n, zp_input)) {
-      switch (z->dtype()) {
-        case DataType::Int8: et = 3; break;
-        case DataType::UInt8: et = 2; break;
-        case DataType::Int16: et = 5; break;
-        case DataType::UInt16: et = 4; break;
-        case DataType::Int32: et = 6; break;
-        default: break;
-      }
-    }
-  }
+  if (C::has(n, zp_input) && cv.elem_type(n, zp_input)) et = cv.elem_type(n, zp_input);
   switch (et) {
     case 3: return {-128, 127};
     case 2: return {0, 255};
     case 5: return {-32768, 32767};
     case 4: return {0, 65535};
     case 6: return {-2147483648.0, 2147483647.0};
+    case onnx::TensorProto::INT4: return {-8, 7};
+    case onnx::TensorProto::UINT4: return {0, 15};
+    case kInt2: return {-2, 1};
+    case kUInt2: return {0, 3};
     default: cv.fail(n, "quantized type " + onnx_type_name(et) + " is not supported");
   }
 }
@@ -67,6 +60,27 @@ Var* along(C& cv, Var* v, int64_t axis, int r) {
   for (int i = 0; i < r; ++i)
     if (i != axis) axes.push_back(i);
   return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", axes)});
+}
+
+// A blocked scale or zero point (the quantized input's shape with ceil(dim / block) along axis)
+// repeated block times along axis and cut to x's size; others reshaped by along().
+Var* scale_for(C& cv, const NodeProto& n, Var* v, Var* x, int64_t axis, int r) {
+  int64_t block = C::ai(n, "block_size", 0);
+  if (block <= 0) return along(cv, v, axis, r);
+  auto vs = C::static_shape(v);
+  auto xs = C::static_shape(x);
+  if (!vs || !xs || static_cast<int>(vs->size()) != r)
+    cv.fail(n, "blocked quantization needs the shapes of x and its scale (of x's rank) to be known");
+  size_t a = static_cast<size_t>(axis);
+  std::vector<int64_t> reps(static_cast<size_t>(r) + 1, 1), merged = *vs;
+  reps[a + 1] = block;
+  merged[a] *= block;
+  Var* e = cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {axis + 1})});
+  Var* t = cv.op("reshape", {C::a("x", cv.op("tile", {C::a("x", e), C::aints32("reps", reps)})), C::aints32("shape", merged)});
+  if (merged[a] == (*xs)[a]) return t;
+  std::vector<int64_t> begin(static_cast<size_t>(r), 0), end = merged;
+  end[a] = (*xs)[a];
+  return cv.op("slice_by_index", {C::a("x", t), C::aints32("begin", begin), C::aints32("end", end)});
 }
 
 void window(OpTable& t, const char* name, double a0, double a1, double a2) {
@@ -178,12 +192,29 @@ void register_extra(OpTable& t) {
     cv.out(n, 0, xf == x ? y : cv.cast(y, dt));
   };
   t["BitShift"] = [](C& cv, const NodeProto& n) {
+    // in int32 (the narrow types' results keep their low bits); a shift by a negative amount or
+    // by 32 or more gives 0 (LEFT) or the sign fill (RIGHT), as in ONNX's reference; shifts are
+    // split in two halves so 2^31 never has to be held
     Var* x = cv.in(n, 0);
-    Var* k = pow2(cv, cv.in(n, 1));
+    Var* y = cv.cast(cv.in(n, 1), DataType::Int32);
+    DataType i32 = DataType::Int32;
+    Var* valid = binary(cv, "logical_and", binary(cv, "greater_equal", y, cv.cs(0, i32)), binary(cv, "less", y, cv.cs(32, i32)));
+    Var* ys = cv.op("select", {C::a("cond", valid), C::a("a", y), C::a("b", cv.cs(0, i32))});
+    Var* h1 = binary(cv, "floor_div", ys, cv.cs(2, i32));
+    Var* h2 = binary(cv, "sub", ys, h1);
     std::string dir = C::as(n, "direction", "");
-    if (dir == "LEFT") cv.out(n, 0, binary(cv, "mul", x, k));
-    else if (dir == "RIGHT") cv.out(n, 0, binary(cv, "floor_div", x, k));
-    else cv.fail(n, "direction must be LEFT or RIGHT");
+    Var* xi = cv.cast(x, i32);
+    Var *r, *fill;
+    if (dir == "LEFT") {
+      r = binary(cv, "mul", binary(cv, "mul", xi, pow2(cv, h1)), pow2(cv, h2));
+      fill = cv.cs(0, i32);
+    } else if (dir == "RIGHT") {
+      r = binary(cv, "floor_div", binary(cv, "floor_div", xi, pow2(cv, h1)), pow2(cv, h2));
+      fill = cv.op("select", {C::a("cond", binary(cv, "less", xi, cv.cs(0, i32))), C::a("a", cv.cs(-1, i32)), C::a("b", cv.cs(0, i32))});
+    } else {
+      cv.fail(n, "direction must be LEFT or RIGHT");
+    }
+    cv.out(n, 0, cv.cast(cv.op("select", {C::a("cond", valid), C::a("a", r), C::a("b", fill)}), C::dtype(x)));
   };
   t["LpPool"] = [](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);
@@ -191,9 +222,14 @@ void register_extra(OpTable& t) {
     auto kernel = C::aints(n, "kernel_shape");
     size_t sp = static_cast<size_t>(r - 2);
     if (kernel.size() != sp) cv.fail(n, "kernel_shape needs one value per spatial dim");
-    for (auto d : C::aints(n, "dilations", std::vector<int64_t>(sp, 1)))
-      if (d != 1) cv.fail(n, "dilated pooling is not supported by Core ML");
     double p = static_cast<double>(C::ai(n, "p", 2));
+    if (pool_needs_windows(cv, n, x)) {
+      DataType dt = C::dtype(x);
+      Var* xp = cv.op("pow", {C::a("x", cv.op("abs", {C::a("x", x)})), C::a("y", cv.cs(p, dt))});
+      Var* sum = pool_by_windows(cv, n, xp, PoolKind::Sum, false);
+      cv.out(n, 0, cv.op("pow", {C::a("x", sum), C::a("y", cv.cs(1.0 / p, dt))}));
+      return;
+    }
     auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
     std::vector<int64_t> mp(2 * sp);
     for (size_t i = 0; i < sp; ++i) mp[2 * i] = pads[i], mp[2 * i + 1] = pads[i + sp];
@@ -215,29 +251,37 @@ void register_extra(OpTable& t) {
   t["QuantizeLinear"] = [](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);
     int r = cv.rank(n, x);
-    if (C::ai(n, "block_size", 0) != 0) cv.fail(n, "blocked quantization is not supported");
     int64_t ax = C::ai(n, "axis", 1);
-    ax = ax < 0 ? ax + r : ax;  // used only for a per-axis (1-D) scale
+    ax = ax < 0 ? ax + r : ax;  // used only for a per-axis (1-D) or blocked scale
     if (ax < 0 || ax >= std::max(r, 1)) ax = 0;
+    int qt = static_cast<int>(C::ai(n, "output_dtype", 0));
+    if (!qt && C::has(n, 2)) qt = cv.elem_type(n, 2);
+    if (is_narrow_type(qt) && mil_dtype(qt) == DataType::Float32) {
+      // float8 / float4: x / scale (+ zero point) converted to the format, saturated by default
+      Var* xf = cv.cast(x, DataType::Float32);
+      Var* q = binary(cv, "real_div", xf, scale_for(cv, n, cv.cast(cv.in(n, 1), DataType::Float32), x, ax, r));
+      if (C::has(n, 2)) q = binary(cv, "add", q, scale_for(cv, n, cv.cast(cv.in(n, 2), DataType::Float32), x, ax, r));
+      cv.out(n, 0, to_narrow(cv, n, q, qt, C::ai(n, "saturate", 1) != 0));
+      return;
+    }
     auto [lo, hi] = qrange(cv, n, 2);
     Var* xf = cv.cast(x, DataType::Float32);
-    Var* q = cv.op("round", {C::a("x", binary(cv, "real_div", xf, along(cv, cv.cast(cv.in(n, 1), DataType::Float32), ax, r)))});
-    if (C::has(n, 2)) q = binary(cv, "add", q, along(cv, cv.cast(cv.in(n, 2), DataType::Float32), ax, r));
+    Var* q = cv.op("round", {C::a("x", binary(cv, "real_div", xf, scale_for(cv, n, cv.cast(cv.in(n, 1), DataType::Float32), x, ax, r)))});
+    if (C::has(n, 2)) q = binary(cv, "add", q, scale_for(cv, n, cv.cast(cv.in(n, 2), DataType::Float32), x, ax, r));
     q = cv.op("clip", {C::a("x", q), C::af32("alpha", lo), C::af32("beta", hi)});
     cv.out(n, 0, cv.cast(q, DataType::Int32));
   };
   t["DequantizeLinear"] = [](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);
     int r = cv.rank(n, x);
-    if (C::ai(n, "block_size", 0) != 0) cv.fail(n, "blocked quantization is not supported");
     int64_t ax = C::ai(n, "axis", 1);
-    ax = ax < 0 ? ax + r : ax;  // used only for a per-axis (1-D) scale
+    ax = ax < 0 ? ax + r : ax;  // used only for a per-axis (1-D) or blocked scale
     if (ax < 0 || ax >= std::max(r, 1)) ax = 0;
     Var* scale = cv.in(n, 1);
     DataType dt = C::dtype(scale);
     Var* xf = cv.cast(x, dt);
-    if (C::has(n, 2)) xf = binary(cv, "sub", xf, along(cv, cv.cast(cv.in(n, 2), dt), ax, r));
-    cv.out(n, 0, binary(cv, "mul", xf, along(cv, scale, ax, r)));
+    if (C::has(n, 2)) xf = binary(cv, "sub", xf, scale_for(cv, n, cv.cast(cv.in(n, 2), dt), x, ax, r));
+    cv.out(n, 0, binary(cv, "mul", xf, scale_for(cv, n, scale, x, ax, r)));
   };
   window(t, "HannWindow", 0.5, 0.5, 0.0);
   window(t, "HammingWindow", 25.0 / 46.0, 21.0 / 46.0, 0.0);

@@ -1,6 +1,7 @@
 // ONNX neural-network operators: MatMul, Gemm, Conv, ConvTranspose, pooling, normalization,
 // Dropout, LRN.
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "converter.h"
@@ -96,7 +97,8 @@ void conv_transpose(C& cv, const NodeProto& n) {
       int64_t want = out_shape.empty() ? in * strides[i] : out_shape[i];
       int64_t total = strides[i] * (in - 1) + outpad[i] + ((kernel[i] - 1) * dil[i] + 1) - want;
       bool upper = ap == "SAME_UPPER";
-      int64_t b = upper ? total / 2 : total - total / 2;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor, as ONNX computes it
+      int64_t b = upper ? half : total - half;
       p.pad[2 * i] = b;
       p.pad[2 * i + 1] = total - b;
     }
@@ -115,8 +117,21 @@ void conv_transpose(C& cv, const NodeProto& n) {
       }
     }
   }
+  // an output larger than the transposed conv's (output_shape past it): zeros at the ends
+  std::vector<int64_t> extra_b(sp, 0);
+  for (size_t i = 0; i < sp; ++i) {
+    if (p.pad[2 * i] < 0) {
+      extra_b[i] = -p.pad[2 * i];
+      p.pad[2 * i] = 0;
+    }
+    if (p.pad[2 * i + 1] < 0) {
+      extra[i] += -p.pad[2 * i + 1];
+      p.pad[2 * i + 1] = 0;
+    }
+  }
   std::vector<Arg> args = {C::a("x", x), C::a("weight", w)};
-  bool any_extra = std::any_of(extra.begin(), extra.end(), [](int64_t v) { return v != 0; });
+  bool any_extra = std::any_of(extra.begin(), extra.end(), [](int64_t v) { return v != 0; }) ||
+                   std::any_of(extra_b.begin(), extra_b.end(), [](int64_t v) { return v != 0; });
   if (C::has(n, 2) && !any_extra) args.push_back(C::a("bias", cv.in(n, 2)));
   args.push_back(C::astr("pad_type", p.type));
   args.push_back(C::aints32("pad", p.pad));
@@ -126,12 +141,190 @@ void conv_transpose(C& cv, const NodeProto& n) {
   Var* y = cv.op("conv_transpose", std::move(args));
   if (any_extra) {
     std::vector<int64_t> pads(2 * (sp + 2), 0);
-    for (size_t i = 0; i < sp; ++i) pads[2 * (i + 2) + 1] = extra[i];
+    for (size_t i = 0; i < sp; ++i) pads[2 * (i + 2)] = extra_b[i], pads[2 * (i + 2) + 1] = extra[i];
     y = cv.op("pad", {C::a("x", y), C::aints32("pad", pads)});
     if (C::has(n, 2)) y = binary(cv, "add", y, per_channel(cv, cv.in(n, 2), static_cast<int>(sp + 2)));
   }
   cv.out(n, 0, y);
 }
+
+// ONNX's pool geometry for one node: per spatial dim the input size, kernel, stride, dilation,
+// begin pad and output size (auto_pad resolved, ceil_mode's last window dropped when it would
+// start in the end padding).
+struct PoolGeom {
+  std::vector<int64_t> in, kernel, stride, dil, pad_b, pad_e, out;
+};
+
+PoolGeom pool_geom(C& cv, const NodeProto& n, Var* x) {
+  size_t sp = spatial_rank(cv, n, x);
+  auto xs = C::static_shape(x);
+  PoolGeom g;
+  g.kernel = C::aints(n, "kernel_shape");
+  if (g.kernel.size() != sp) cv.fail(n, "kernel_shape needs " + std::to_string(sp) + " values");
+  g.stride = C::aints(n, "strides", std::vector<int64_t>(sp, 1));
+  g.dil = C::aints(n, "dilations", std::vector<int64_t>(sp, 1));
+  if (g.stride.size() != sp || g.dil.size() != sp) cv.fail(n, "strides and dilations need one value per spatial dim");
+  auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  if (pads.size() != 2 * sp) cv.fail(n, "pads needs two values per spatial dim");
+  std::string ap = C::as(n, "auto_pad", "NOTSET");
+  bool ceil = C::ai(n, "ceil_mode", 0) != 0;
+  for (size_t i = 0; i < sp; ++i) {
+    const Dim& d = C::shape(x)[2 + i];
+    int64_t in = d->is_const() ? d->value() : -1;
+    int64_t s = g.stride[i], ek = (g.kernel[i] - 1) * g.dil[i] + 1;
+    int64_t b = pads[i], e = pads[i + sp], out = -1;
+    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      if (in >= 0) {
+        out = (in + s - 1) / s;
+        int64_t total = std::max<int64_t>(0, (out - 1) * s + ek - in);
+        b = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+        e = total - b;
+      }
+    } else if (ap == "VALID") {
+      b = e = 0;
+      if (in >= 0) out = (in - ek) / s + 1;
+    } else if (in >= 0) {
+      int64_t span = in + b + e - ek;
+      out = (ceil ? (span + s - 1) / s : span / s) + 1;
+      if (ceil && (out - 1) * s >= in + b) --out;
+    }
+    g.in.push_back(in);
+    g.pad_b.push_back(b);
+    g.pad_e.push_back(e);
+    g.out.push_back(out);
+  }
+  (void)xs;
+  return g;
+}
+
+}  // namespace
+
+bool pool_needs_windows(C& cv, const NodeProto& n, Var* x) {
+  PoolGeom g = pool_geom(cv, n, x);
+  for (size_t i = 0; i < g.dil.size(); ++i) {
+    if (g.dil[i] != 1) return true;
+    if (C::ai(n, "ceil_mode", 0) != 0 && g.in[i] >= 0 && C::as(n, "auto_pad", "NOTSET") == "NOTSET") {
+      // MIL keeps a last window that starts in the end padding; ONNX drops it
+      int64_t span = g.in[i] + g.pad_b[i] + g.pad_e[i] - g.kernel[i];
+      if ((span + g.stride[i] - 1) / g.stride[i] + 1 != g.out[i]) return true;
+    }
+  }
+  return false;
+}
+
+Var* pool_by_windows(C& cv, const NodeProto& n, Var* x, PoolKind kind, bool count_include_pad, Var** indices) {
+  PoolGeom g = pool_geom(cv, n, x);
+  size_t sp = g.in.size();
+  for (size_t i = 0; i < sp; ++i)
+    if (g.in[i] < 0 || g.out[i] < 1) cv.fail(n, "pooling with dilations, ceil_mode or indices needs the spatial size to be known");
+  DataType dt = C::dtype(x);
+  double ninf = -std::numeric_limits<double>::infinity();
+  // pad: begin pads, and at the end whatever the last window reaches past the input
+  std::vector<int64_t> pad(2 * (sp + 2), 0), need(sp);
+  bool any_pad = false;
+  for (size_t i = 0; i < sp; ++i) {
+    need[i] = (g.out[i] - 1) * g.stride[i] + (g.kernel[i] - 1) * g.dil[i] + 1;
+    pad[2 * (i + 2)] = g.pad_b[i];
+    pad[2 * (i + 2) + 1] = std::max<int64_t>(0, need[i] - g.pad_b[i] - g.in[i]);
+    any_pad = any_pad || pad[2 * (i + 2)] || pad[2 * (i + 2) + 1];
+  }
+  Var* xp = x;
+  if (any_pad)
+    xp = cv.op("pad", {C::a("x", x), C::aints32("pad", pad),
+                       C::a("constant_val", Value::scalar_float(dt, kind == PoolKind::Max ? ninf : 0.0))});
+  // kernel taps in row-major order (the first maximum wins, as in ONNX's reference)
+  int64_t taps = 1;
+  for (auto k : g.kernel) taps *= k;
+  int64_t out_count = 1;
+  for (auto o : g.out) out_count *= o;
+  std::vector<int64_t> out_shape = {1, 1};
+  out_shape.insert(out_shape.end(), g.out.begin(), g.out.end());
+  Var* acc = nullptr;
+  Var* idx = nullptr;
+  std::vector<double> count(static_cast<size_t>(out_count), 0.0);
+  int64_t in_count = 1;
+  for (auto v : g.in) in_count *= v;
+  bool storage_col = C::ai(n, "storage_order", 0) != 0;
+  for (int64_t t = 0; t < taps; ++t) {
+    std::vector<int64_t> tap(sp);
+    for (int64_t r = t, i = static_cast<int64_t>(sp) - 1; i >= 0; --i) {
+      tap[static_cast<size_t>(i)] = r % g.kernel[static_cast<size_t>(i)];
+      r /= g.kernel[static_cast<size_t>(i)];
+    }
+    std::vector<int64_t> begin = {0, 0}, end = {0, 0}, stride = {1, 1};
+    std::vector<bool> bm = {true, true}, em = {true, true};
+    for (size_t i = 0; i < sp; ++i) {
+      int64_t b0 = tap[i] * g.dil[i];
+      begin.push_back(b0);
+      end.push_back(b0 + (g.out[i] - 1) * g.stride[i] + 1);
+      stride.push_back(g.stride[i]);
+      bm.push_back(false);
+      em.push_back(false);
+    }
+    auto bools = [](const std::vector<bool>& v) {
+      std::vector<int64_t> r(v.begin(), v.end());
+      return Value::from_ints(DataType::Bool, {static_cast<int64_t>(r.size())}, r);
+    };
+    Var* s = cv.op("slice_by_index", {C::a("x", xp), C::aints32("begin", begin), C::aints32("end", end),
+                                      C::aints32("stride", stride), C::a("begin_mask", bools(bm)),
+                                      C::a("end_mask", bools(em))});
+    // where each output's tap lands in the input (for the count and the indices)
+    std::vector<int64_t> flat(static_cast<size_t>(out_count), -1);
+    for (int64_t o = 0; o < out_count; ++o) {
+      bool inside = true, in_pads = true;
+      int64_t f = 0, mul = 1;
+      std::vector<int64_t> pos(sp);
+      for (int64_t r = o, i = static_cast<int64_t>(sp) - 1; i >= 0; --i) {
+        size_t u = static_cast<size_t>(i);
+        int64_t oi = r % g.out[u];
+        r /= g.out[u];
+        int64_t p = oi * g.stride[u] + tap[u] * g.dil[u] - g.pad_b[u];
+        pos[u] = p;
+        inside = inside && p >= 0 && p < g.in[u];
+        in_pads = in_pads && p >= -g.pad_b[u] && p < g.in[u] + g.pad_e[u];
+      }
+      if (storage_col) {
+        for (size_t i = 0; i < sp; ++i) {
+          f += pos[i] * mul;
+          mul *= g.in[i];
+        }
+      } else {
+        for (int64_t i = static_cast<int64_t>(sp) - 1; i >= 0; --i) {
+          f += pos[static_cast<size_t>(i)] * mul;
+          mul *= g.in[static_cast<size_t>(i)];
+        }
+      }
+      if (inside) flat[static_cast<size_t>(o)] = f;
+      if (count_include_pad ? in_pads : inside) count[static_cast<size_t>(o)] += 1;
+    }
+    if (!acc) {
+      acc = s;
+      if (indices) idx = cv.c(Value::from_ints(DataType::Int32, out_shape, flat));
+    } else if (kind == PoolKind::Max) {
+      if (indices) {
+        Var* gt = binary(cv, "greater", s, acc);
+        idx = cv.op("select", {C::a("cond", gt), C::a("a", cv.c(Value::from_ints(DataType::Int32, out_shape, flat))), C::a("b", idx)});
+      }
+      acc = binary(cv, "maximum", acc, s);
+    } else {
+      acc = binary(cv, "add", acc, s);
+    }
+  }
+  if (kind == PoolKind::Avg) acc = binary(cv, "real_div", acc, cv.c(Value::from_doubles(dt, out_shape, count)));
+  if (indices) {
+    // + (n * C + c) * prod(spatial)
+    auto xs = C::static_shape(x);
+    if (!xs) cv.fail(n, "the Indices output needs the input shape to be known");
+    std::vector<int64_t> base(static_cast<size_t>((*xs)[0] * (*xs)[1]));
+    for (size_t i = 0; i < base.size(); ++i) base[i] = static_cast<int64_t>(i) * in_count;
+    std::vector<int64_t> bshape = {(*xs)[0], (*xs)[1]};
+    for (size_t i = 0; i < sp; ++i) bshape.push_back(1);
+    *indices = binary(cv, "add", idx, cv.c(Value::from_ints(DataType::Int32, bshape, base)));
+  }
+  return acc;
+}
+
+namespace {
 
 void pool(C& cv, const NodeProto& n, bool is_max) {
   Var* x = cv.in(n, 0);
@@ -139,13 +332,17 @@ void pool(C& cv, const NodeProto& n, bool is_max) {
   auto kernel = C::aints(n, "kernel_shape");
   if (kernel.size() != sp) cv.fail(n, "kernel_shape needs " + std::to_string(sp) + " values");
   auto strides = C::aints(n, "strides", std::vector<int64_t>(sp, 1));
-  auto dil = C::aints(n, "dilations", std::vector<int64_t>(sp, 1));
-  for (auto d : dil)
-    if (d != 1) cv.fail(n, "dilated pooling is not supported by Core ML");
-  if (C::wants(n, 1)) cv.fail(n, "the Indices output is not supported");
   Padding p = padding(cv, n, sp);
   DataType dt = C::dtype(x);
   if (!is_float(dt)) x = cv.cast(x, DataType::Float32);  // MIL pools floats only
+  if (C::wants(n, 1) || pool_needs_windows(cv, n, x)) {
+    Var* idx = nullptr;
+    Var* y = pool_by_windows(cv, n, x, is_max ? PoolKind::Max : PoolKind::Avg, C::ai(n, "count_include_pad", 0) != 0,
+                             C::wants(n, 1) ? &idx : nullptr);
+    cv.out(n, 0, is_float(dt) ? y : cv.cast(y, dt));
+    if (idx) cv.out(n, 1, idx);
+    return;
+  }
   std::vector<Arg> args = {C::a("x", x), C::aints32("kernel_sizes", kernel), C::aints32("strides", strides),
                            C::astr("pad_type", p.type), C::aints32("pad", p.pad),
                            C::abool("ceil_mode", C::ai(n, "ceil_mode", 0) != 0)};
@@ -199,11 +396,30 @@ void register_nn(OpTable& t) {
   t["GlobalAveragePool"] = [](C& cv, const NodeProto& n) { global_pool(cv, n, "reduce_mean"); };
   t["GlobalMaxPool"] = [](C& cv, const NodeProto& n) { global_pool(cv, n, "reduce_max"); };
   t["BatchNormalization"] = [](C& cv, const NodeProto& n) {
-    if (C::ai(n, "training_mode", 0) != 0 || C::wants(n, 1) || C::wants(n, 2))
-      cv.fail(n, "training mode (running statistics outputs) is not supported");
     Var* x = cv.in(n, 0);
     int r = cv.rank(n, x);
     double eps = C::af(n, "epsilon", 1e-5f);
+    bool training = cv.opset >= 14 ? C::ai(n, "training_mode", 0) != 0 : C::wants(n, 1) || C::wants(n, 2);
+    if (training) {
+      // normalized with the batch's statistics (population variance over N and the spatial
+      // dims); the running statistics are updated by momentum
+      if (cv.opset < 14 && (C::wants(n, 3) || C::wants(n, 4)))
+        cv.fail(n, "the saved mean / variance outputs of opset < 14 are not supported");
+      std::vector<int64_t> axes = {0};
+      for (int i = 2; i < r; ++i) axes.push_back(i);
+      DataType dt = C::dtype(x);
+      Var* mean = cv.op("reduce_mean", {C::a("x", x), C::aints32("axes", axes), C::abool("keep_dims", false)});
+      Var* d = binary(cv, "sub", x, per_channel(cv, mean, r));
+      Var* var = cv.op("reduce_mean", {C::a("x", binary(cv, "mul", d, d)), C::aints32("axes", axes), C::abool("keep_dims", false)});
+      cv.out(n, 0, norm_composite(cv, x, mean, var, cv.in(n, 1), cv.in(n, 2), eps, r));
+      double mom = C::af(n, "momentum", 0.9f);
+      auto running = [&](Var* old, Var* now) {
+        return binary(cv, "add", binary(cv, "mul", old, cv.cs(mom, dt)), binary(cv, "mul", now, cv.cs(1 - mom, dt)));
+      };
+      if (C::wants(n, 1)) cv.out(n, 1, running(cv.in(n, 3), mean));
+      if (C::wants(n, 2)) cv.out(n, 2, running(cv.in(n, 4), var));
+      return;
+    }
     bool consts = cv.value(n, 1) && cv.value(n, 2) && cv.value(n, 3) && cv.value(n, 4);
     if (consts && r >= 3 && r <= 5) {
       cv.out(n, 0, cv.op("batch_norm", {C::a("x", x), C::a("mean", cv.in(n, 3)), C::a("variance", cv.in(n, 4)),
@@ -272,11 +488,21 @@ void register_nn(OpTable& t) {
                                                C::af32("k", C::af(n, "bias", 1.0f))}));
   };
   t["Dropout"] = [](C& cv, const NodeProto& n) {
-    if (cv.opset >= 12 && C::has(n, 2)) {
-      const Value* tm = cv.value(n, 2);
-      if (!tm || tm->as_int(0) != 0) cv.fail(n, "training mode is not supported");
-    }
     Var* x = cv.in(n, 0);
+    if (cv.opset >= 12 && C::has(n, 2) && cv.ints(n, 2, "training_mode").at(0) != 0) {
+      double ratio = C::has(n, 1) ? cv.doubles(n, 1, "ratio").at(0) : 0.5;
+      if (ratio < 0 || ratio >= 1) cv.fail(n, "ratio must be in [0, 1)");
+      if (ratio > 0) {
+        // a random keep mask (Core ML's generator: not the numbers of any other runtime)
+        DataType dt = C::dtype(x);
+        Var* keep = cv.op("random_bernoulli", {C::a("shape", cv.op("shape", {C::a("x", x)})),
+                                               C::ai32("seed", C::attr(n, "seed") ? C::ai(n, "seed", 0) : -1),
+                                               C::a("prob", Value::scalar_float(dt, 1.0 - ratio))});
+        cv.out(n, 0, binary(cv, "mul", binary(cv, "mul", x, keep), cv.cs(1.0 / (1.0 - ratio), dt)));
+        if (C::wants(n, 1)) cv.out(n, 1, cv.cast(keep, DataType::Bool));
+        return;
+      }
+    }
     cv.out(n, 0, x);
     if (C::wants(n, 1)) {
       Var* shp = cv.op("shape", {C::a("x", x)});

@@ -68,6 +68,9 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
     double lo = roi.empty() ? 0 : roi[ax], hi = roi.empty() ? 1 : roi[ax + r];
     if (L == M && s == 1.0 && coord != "tf_crop_and_resize") continue;
     int taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+    // antialiased downsampling: the kernel stretched by 1 / scale (more taps, ONNX's reference)
+    bool aa = C::ai(n, "antialias", 0) != 0 && mode != "nearest" && s < 1.0;
+    if (aa) taps = static_cast<int>(2 - 2 * (std::floor((mode == "linear" ? -1.0 : -2.0) / s) + 1));
     std::vector<std::vector<int64_t>> idx(static_cast<size_t>(taps), std::vector<int64_t>(static_cast<size_t>(M)));
     std::vector<std::vector<double>> w(static_cast<size_t>(taps), std::vector<double>(static_cast<size_t>(M), 0.0));
     std::vector<int64_t> outside(static_cast<size_t>(M), 0);
@@ -81,6 +84,24 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
       }
       double f = std::floor(xo), t = xo - f;
       int64_t i0 = static_cast<int64_t>(f);
+      if (aa) {
+        // taps i0 + off (off from 1 - taps / 2), i0 the pixel left of xo (xo - 1 when xo is whole)
+        double ratio = t == 0 ? 1.0 : t;
+        int64_t left = t == 0 ? i0 - 1 : i0;
+        double sum = 0;
+        for (int k = 0; k < taps; ++k) {
+          int64_t off = 1 - taps / 2 + k, j = left + off;
+          double d = s * (static_cast<double>(off) - ratio);
+          double wk = mode == "linear" ? std::clamp(1 - std::fabs(d), 0.0, 1.0) : cubic(d, a);
+          if (exclude && (j < 0 || j >= L)) wk = 0;
+          idx[static_cast<size_t>(k)][static_cast<size_t>(i)] = std::clamp<int64_t>(j, 0, L - 1);
+          w[static_cast<size_t>(k)][static_cast<size_t>(i)] = wk;
+          sum += wk;
+        }
+        if (sum != 0)
+          for (int k = 0; k < taps; ++k) w[static_cast<size_t>(k)][static_cast<size_t>(i)] /= sum;
+        continue;
+      }
       if (mode == "linear") {
         idx[0][static_cast<size_t>(i)] = std::clamp<int64_t>(i0, 0, L - 1);
         idx[1][static_cast<size_t>(i)] = std::clamp<int64_t>(i0 + 1, 0, L - 1);
@@ -207,7 +228,6 @@ void register_resize(OpTable& t) {
     std::string mode = C::as(n, "mode", "nearest");
     std::string coord = C::as(n, "coordinate_transformation_mode", "half_pixel");
     std::string nm = C::as(n, "nearest_mode", "round_prefer_floor");
-    if (C::ai(n, "antialias", 0) != 0) cv.fail(n, "antialias is not supported");
     std::vector<double> scales, roi;
     std::vector<int64_t> sizes;
     if (cv.opset < 11) {

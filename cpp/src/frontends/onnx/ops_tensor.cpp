@@ -43,6 +43,8 @@ void reshape(C& cv, const NodeProto& n) {
     shape = C::aints(n, "shape");
   } else {
     const Value* sv = cv.value(n, 1);
+    // MIL's reshape reads a 0 as "copy the dim": an allowzero 0 (an empty output) needs the shape
+    if (!sv && C::ai(n, "allowzero", 0) != 0) cv.ints(n, 1, "shape (with allowzero)");  // throws: not known
     if (!sv) {
       // a computed shape (often symbolic): MIL's reshape takes it, with ONNX's 0 ("copy the
       // input's dim") made explicit unless allowzero
@@ -91,6 +93,13 @@ void reshape(C& cv, const NodeProto& n) {
     }
   }
   if (!dynamic) {
+    auto xss = C::static_shape(x);
+    bool empty = xss && std::find(xss->begin(), xss->end(), 0) != xss->end();
+    if (empty && std::find(run.begin(), run.end(), -1) == run.end() && std::find(run.begin(), run.end(), 0) != run.end()) {
+      // no elements either way (MIL's reshape cannot produce a 0 dim): an empty const
+      cv.out(n, 0, cv.c(Value::from_doubles(C::dtype(x), run, {})));
+      return;
+    }
     cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::aints32("shape", run)}));
     return;
   }
@@ -291,7 +300,86 @@ void einsum(C& cv, const NodeProto& n) {
   eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
   std::vector<Var*> ins;
   for (int i = 0; i < n.input_size(); ++i) ins.push_back(cv.in(n, i));
-  if (eq.find("...") != std::string::npos) cv.fail(n, "ellipsis in the equation is not supported");
+  if (eq.find("...") != std::string::npos) {
+    // "..." becomes letters of its own (right-aligned across operands, as broadcasting is)
+    std::string free;
+    for (char c = 'A'; c <= 'Z'; ++c)
+      if (eq.find(c) == std::string::npos) free += c;
+    auto arrow0 = eq.find("->");
+    std::string lhs0 = eq.substr(0, arrow0);
+    std::vector<std::string> t0;
+    size_t st = 0;
+    for (size_t i = 0; i <= lhs0.size(); ++i)
+      if (i == lhs0.size() || lhs0[i] == ',') t0.push_back(lhs0.substr(st, i - st)), st = i + 1;
+    if (t0.size() != ins.size()) cv.fail(n, "the equation's operands do not match the inputs");
+    size_t most = 0;
+    for (size_t k = 0; k < t0.size(); ++k) {
+      auto pos = t0[k].find("...");
+      if (pos == std::string::npos) continue;
+      int r = cv.rank(n, ins[k]);
+      int64_t cnt = r - static_cast<int64_t>(t0[k].size() - 3);
+      if (cnt < 0 || static_cast<size_t>(cnt) > free.size()) cv.fail(n, "the ellipsis does not match the rank of input " + std::to_string(k));
+      most = std::max(most, static_cast<size_t>(cnt));
+      t0[k] = t0[k].substr(0, pos) + free.substr(free.size() - static_cast<size_t>(cnt)) + t0[k].substr(pos + 3);
+    }
+    std::string ell = free.substr(free.size() - most), rhs;
+    if (arrow0 == std::string::npos) {
+      std::string rest;
+      for (auto& t : t0)
+        for (char c : t)
+          if (ell.find(c) == std::string::npos && std::count(lhs0.begin(), lhs0.end(), c) == 1) rest += c;
+      std::sort(rest.begin(), rest.end());
+      rhs = ell + rest;
+    } else {
+      rhs = eq.substr(arrow0 + 2);
+      auto pos = rhs.find("...");
+      if (pos != std::string::npos) rhs = rhs.substr(0, pos) + ell + rhs.substr(pos + 3);
+    }
+    eq.clear();
+    for (size_t k = 0; k < t0.size(); ++k) eq += (k ? "," : "") + t0[k];
+    eq += "->" + rhs;
+  }
+  {
+    // a letter repeated within one operand: that operand's diagonal first
+    auto arrow0 = eq.find("->");
+    std::string lhs0 = eq.substr(0, arrow0), rest = arrow0 == std::string::npos ? "" : eq.substr(arrow0);
+    std::vector<std::string> t0;
+    size_t st = 0;
+    for (size_t i = 0; i <= lhs0.size(); ++i)
+      if (i == lhs0.size() || lhs0[i] == ',') t0.push_back(lhs0.substr(st, i - st)), st = i + 1;
+    bool changed = false;
+    for (size_t k = 0; k < t0.size() && k < ins.size(); ++k) {
+      for (size_t p = 0; p < t0[k].size(); ++p) {
+        size_t q = t0[k].find(t0[k][p], p + 1);
+        if (q == std::string::npos) continue;
+        auto xs = C::static_shape(ins[k]);
+        if (!xs || xs->size() != t0[k].size()) cv.fail(n, "a diagonal needs the input's shape to be known");
+        int64_t d = (*xs)[p];
+        if ((*xs)[q] != d) cv.fail(n, "a repeated letter spans dims of different sizes");
+        std::vector<int64_t> es(xs->size(), 1);
+        es[p] = d, es[q] = d;
+        std::vector<double> eye(static_cast<size_t>(d * d), 0.0);
+        for (int64_t i = 0; i < d; ++i) eye[static_cast<size_t>(i * d + i)] = 1.0;
+        Var* m = cv.op("mul", {C::a("x", ins[k]), C::a("y", cv.c(Value::from_doubles(C::dtype(ins[k]), es, eye)))});
+        ins[k] = cv.op("reduce_sum", {C::a("x", m), C::aints32("axes", {static_cast<int64_t>(q)}), C::abool("keep_dims", false)});
+        t0[k].erase(q, 1);
+        changed = true;
+        --p;
+      }
+    }
+    if (changed) {
+      std::string lhs1;
+      for (size_t k = 0; k < t0.size(); ++k) lhs1 += (k ? "," : "") + t0[k];
+      if (rest.empty()) {  // the implicit output of the original terms (letters used once, sorted)
+        std::string o;
+        for (char c : lhs0)
+          if (c != ',' && std::count(lhs0.begin(), lhs0.end(), c) == 1) o += c;
+        std::sort(o.begin(), o.end());
+        rest = "->" + o;
+      }
+      eq = lhs1 + rest;
+    }
+  }
   auto arrow = eq.find("->");
   std::string lhs = eq.substr(0, arrow), out;
   std::vector<std::string> terms;
@@ -368,7 +456,7 @@ void register_tensor(OpTable& t) {
     auto axes = axes_of(cv, n, 13, 1);
     if (!axes) {
       auto s = C::static_shape(x);
-      if (!s) cv.fail(n, "squeezing every dim of size 1 needs the shape to be known");
+      if (!s) cv.fail(n, "squeezing every dim of size 1 needs the shape to be known at conversion time");
       axes.emplace();
       for (int i = 0; i < r; ++i)
         if ((*s)[static_cast<size_t>(i)] == 1) axes->push_back(i);
@@ -498,6 +586,30 @@ void register_tensor(OpTable& t) {
       if (std::all_of(mil.begin(), mil.end(), [](int64_t p) { return p == 0; })) return cv.out(n, 0, x);
     }
     std::string m = mode == "edge" ? "replicate" : mode;
+    if (m == "wrap") {
+      // circular: the last p entries before, the first q after (concat of slices per axis)
+      for (int i = 0; i < r; ++i) {
+        int64_t b = mil[2 * i], e = mil[2 * i + 1];
+        if (!b && !e) continue;
+        const Dim& d = C::shape(x)[static_cast<size_t>(i)];
+        if (!d->is_const() || b > d->value() || e > d->value()) cv.fail(n, "wrap padding needs the padded dims to be known and at least the pads");
+        int64_t len = d->value();
+        auto part = [&](int64_t from, int64_t to) {
+          std::vector<int64_t> bb(static_cast<size_t>(r), 0), ee(static_cast<size_t>(r), 0);
+          std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
+          bb[static_cast<size_t>(i)] = from, ee[static_cast<size_t>(i)] = to, bm[static_cast<size_t>(i)] = 0, em[static_cast<size_t>(i)] = 0;
+          return cv.op("slice_by_index", {C::a("x", x), C::aints32("begin", bb), C::aints32("end", ee),
+                                          C::a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
+                                          C::a("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
+        };
+        Arg v{"values", {}, true};
+        if (b) v.items.push_back(ArgItem{part(len - b, len), nullptr});
+        v.items.push_back(ArgItem{x, nullptr});
+        if (e) v.items.push_back(ArgItem{part(0, e), nullptr});
+        x = cv.op("concat", {v, C::ai32("axis", i)});
+      }
+      return cv.out(n, 0, x);
+    }
     if (m != "constant" && m != "reflect" && m != "replicate") cv.fail(n, "mode '" + mode + "' is not supported");
     DataType dt = C::dtype(x);
     Var* xf = is_float(dt) ? x : cv.cast(x, DataType::Float32);  // MIL pads floats only
@@ -641,7 +753,18 @@ void register_tensor(OpTable& t) {
     cv.out(n, 0, cv.op("depth_to_space", {C::a("x", x), C::ai32("block_size", bs)}));
   };
   t["SpaceToDepth"] = [](C& cv, const NodeProto& n) {
-    cv.out(n, 0, cv.op("space_to_depth", {C::a("x", cv.in(n, 0)), C::ai32("block_size", C::ai(n, "blocksize", 1))}));
+    int64_t bs = C::ai(n, "blocksize", 1);
+    Var* x = cv.in(n, 0);
+    if (C::as(n, "mode", "DCR") == "CRD") {
+      // channel c * bs^2 + (i * bs + j): [N, C, H/bs, bs, W/bs, bs] -> [N, C, bs, bs, H/bs, W/bs]
+      auto s = C::static_shape(x);
+      if (!s || s->size() != 4) cv.fail(n, "mode CRD needs a 4-D input of known shape");
+      int64_t N = (*s)[0], Cc = (*s)[1], H = (*s)[2], W = (*s)[3];
+      Var* y = cv.op("reshape", {C::a("x", x), C::aints32("shape", {N, Cc, H / bs, bs, W / bs, bs})});
+      y = cv.op("transpose", {C::a("x", y), C::aints32("perm", {0, 1, 3, 5, 2, 4})});
+      return cv.out(n, 0, cv.op("reshape", {C::a("x", y), C::aints32("shape", {N, Cc * bs * bs, H / bs, W / bs})}));
+    }
+    cv.out(n, 0, cv.op("space_to_depth", {C::a("x", x), C::ai32("block_size", bs)}));
   };
   t["Trilu"] = [](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);

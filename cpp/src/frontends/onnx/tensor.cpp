@@ -23,7 +23,17 @@ std::optional<DataType> mil_dtype(int t) {
   switch (t) {
     case TensorProto::FLOAT:
     case TensorProto::DOUBLE:
-    case TensorProto::BFLOAT16: return DataType::Float32;
+    case TensorProto::BFLOAT16:
+    case TensorProto::FLOAT8E4M3FN:
+    case TensorProto::FLOAT8E4M3FNUZ:
+    case TensorProto::FLOAT8E5M2:
+    case TensorProto::FLOAT8E5M2FNUZ:
+    case TensorProto::FLOAT4E2M1:
+    case kFloat8E8M0: return DataType::Float32;
+    case TensorProto::INT4:
+    case TensorProto::UINT4:
+    case kInt2:
+    case kUInt2:
     case TensorProto::FLOAT16: return DataType::Float16;
     case TensorProto::BOOL: return DataType::Bool;
     case TensorProto::INT8:
@@ -43,7 +53,7 @@ std::string onnx_type_name(int t) {
                                 "INT32",     "INT64",  "STRING",    "BOOL",     "FLOAT16", "DOUBLE",
                                 "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16",
                                 "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
-                                "UINT4", "INT4", "FLOAT4E2M1"};
+                                "UINT4", "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
   if (t >= 0 && t < static_cast<int>(sizeof(names) / sizeof(names[0]))) return names[t];
   return "type " + std::to_string(t);
 }
@@ -178,6 +188,7 @@ Value decode_tensor(const TensorProto& t, ExternalData& ext, const std::shared_p
                         std::to_string(n));
     return Value::strings(shape, std::vector<std::string>(t.string_data().begin(), t.string_data().end()));
   }
+  if (auto v = decode_narrow(t, shape, n, what)) return std::move(*v);
   auto dt = exact_dtype(et);
   if (!dt) throw ValueError(what + ": element type " + onnx_type_name(et) + " is not supported by milkit");
   size_t esz = static_cast<size_t>(dtype_storage_bytes(*dt));

@@ -1,0 +1,1063 @@
+// More ONNX operators built from MIL ops: GridSample (resample), CumProd (a log-step scan),
+// the Bitwise ops (bit planes by integer division), Compress, ReverseSequence, MaxUnpool and
+// Col2Im (scatters), Det (closed forms up to 3x3), TensorScatter, DFT and STFT (products with
+// constant DFT matrices), and the integer / quantized-linear matrix products and convolutions.
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <optional>
+
+#include "converter.h"
+
+namespace milkit {
+namespace onnx_detail {
+
+namespace {
+
+using onnx::NodeProto;
+using onnx::TensorProto;
+using C = Converter;
+
+Var* binary(C& cv, const char* type, Var* x, Var* y) { return cv.op(type, {C::a("x", x), C::a("y", y)}); }
+Var* sel(C& cv, Var* c, Var* a, Var* b) { return cv.op("select", {C::a("cond", c), C::a("a", a), C::a("b", b)}); }
+
+Value bools(const std::vector<bool>& v) {
+  std::vector<int64_t> r(v.begin(), v.end());
+  return Value::from_ints(DataType::Bool, {static_cast<int64_t>(r.size())}, r);
+}
+
+// x[begin:end] along `axis` (a rank-r tensor).
+Var* slice_axis(C& cv, Var* x, int64_t axis, int64_t begin, int64_t end, int r) {
+  std::vector<int64_t> b(static_cast<size_t>(r), 0), e(static_cast<size_t>(r), 0);
+  std::vector<bool> bm(static_cast<size_t>(r), true), em(static_cast<size_t>(r), true);
+  b[static_cast<size_t>(axis)] = begin;
+  e[static_cast<size_t>(axis)] = end;
+  bm[static_cast<size_t>(axis)] = false;
+  em[static_cast<size_t>(axis)] = false;
+  return cv.op("slice_by_index", {C::a("x", x), C::aints32("begin", b), C::aints32("end", e), C::a("begin_mask", bools(bm)),
+                                  C::a("end_mask", bools(em))});
+}
+
+// x shifted by d along axis (the first d entries `fill`), keeping its length L.
+Var* shift(C& cv, Var* x, int64_t axis, int64_t d, int64_t L, int r, double fill) {
+  Var* s = slice_axis(cv, x, axis, 0, L - d, r);
+  std::vector<int64_t> pad(static_cast<size_t>(2 * r), 0);
+  pad[static_cast<size_t>(2 * axis)] = d;
+  DataType dt = C::dtype(x);
+  Value fv = is_float(dt) ? Value::scalar_float(dt, fill) : Value::scalar_float(DataType::Float32, fill);
+  if (!is_float(dt)) {
+    // MIL pads floats only: pad a float copy (exact for int32 values below 2^24) and cast back
+    Var* f = cv.cast(s, DataType::Float32);
+    return cv.cast(cv.op("pad", {C::a("x", f), C::aints32("pad", pad), C::a("constant_val", fv)}), dt);
+  }
+  return cv.op("pad", {C::a("x", s), C::aints32("pad", pad), C::a("constant_val", fv)});
+}
+
+Var* fconst(C& cv, double v) { return cv.cs(v, DataType::Float32); }
+
+// round half to even (fp32)
+Var* rint(C& cv, Var* x) {
+  Var* f = cv.op("floor", {C::a("x", x)});
+  Var* d = binary(cv, "sub", x, f);
+  Var* odd = binary(cv, "sub", f, binary(cv, "mul", cv.op("floor", {C::a("x", binary(cv, "mul", f, fconst(cv, 0.5)))}), fconst(cv, 2)));
+  Var* up = binary(cv, "logical_or", binary(cv, "greater", d, fconst(cv, 0.5)),
+                   binary(cv, "logical_and", binary(cv, "equal", d, fconst(cv, 0.5)), binary(cv, "equal", odd, fconst(cv, 1))));
+  return binary(cv, "add", f, cv.cast(up, DataType::Float32));
+}
+
+// x reflected into [lo, hi] by its nearer border, repeatedly (ONNX's reference, from torch)
+Var* reflect(C& cv, Var* x, double lo, double hi) {
+  double rng = hi - lo;
+  Var* below = binary(cv, "less", x, fconst(cv, lo));
+  Var* dx = sel(cv, below, binary(cv, "sub", fconst(cv, lo), x), binary(cv, "sub", x, fconst(cv, hi)));
+  Var* k = cv.op("floor", {C::a("x", binary(cv, "real_div", dx, fconst(cv, rng)))});  // dx >= 0 where used
+  Var* r = binary(cv, "sub", dx, binary(cv, "mul", k, fconst(cv, rng)));
+  Var* even = binary(cv, "equal", binary(cv, "sub", k, binary(cv, "mul", cv.op("floor", {C::a("x", binary(cv, "mul", k, fconst(cv, 0.5)))}), fconst(cv, 2))), fconst(cv, 0));
+  Var* from_lo = binary(cv, "add", fconst(cv, lo), r), *from_hi = binary(cv, "sub", fconst(cv, hi), r);
+  Var* in = sel(cv, below, sel(cv, even, from_lo, from_hi), sel(cv, even, from_hi, from_lo));
+  Var* out = binary(cv, "logical_or", below, binary(cv, "greater", x, fconst(cv, hi)));
+  return sel(cv, out, in, x);
+}
+
+// GridSample over any number of spatial dims and with cubic taps, as ONNX's reference computes
+// it: per dim the denormalized coordinate, border handling, taps and weights; every combination
+// of taps gathered from x flattened to [N * P, C] and summed with the product of its weights.
+void grid_sample_general(C& cv, const NodeProto& n, const std::string& mode, const std::string& pm, bool align) {
+  Var* x = cv.in(n, 0);
+  Var* grid = cv.cast(cv.in(n, 1), DataType::Float32);
+  auto xs = C::static_shape(x);
+  auto gs = C::static_shape(grid);
+  if (!xs || !gs) cv.fail(n, "needs the shapes of the input and the grid to be known");
+  size_t k = xs->size() - 2;
+  int gr = static_cast<int>(gs->size());
+  if (gs->size() != k + 2 || gs->back() != static_cast<int64_t>(k)) cv.fail(n, "the grid must be [N, out..., " + std::to_string(k) + "]");
+  int64_t N = (*xs)[0], Cc = (*xs)[1], P = 1;
+  for (size_t i = 0; i < k; ++i) P *= (*xs)[2 + i];
+  DataType dt = C::dtype(x), f32 = DataType::Float32;
+  Var* flat = cv.op("transpose", {C::a("x", cv.op("reshape", {C::a("x", cv.cast(x, f32)), C::aints32("shape", {N, Cc, P})})),
+                                  C::aints32("perm", {0, 2, 1})});
+  flat = cv.op("reshape", {C::a("x", flat), C::aints32("shape", {N * P, Cc})});
+  std::vector<int64_t> bshape(static_cast<size_t>(gr - 1), 1);
+  bshape[0] = N;
+  std::vector<int64_t> base(static_cast<size_t>(N));
+  for (int64_t b = 0; b < N; ++b) base[static_cast<size_t>(b)] = b * P;
+  Var* acc_idx0 = cv.c(Value::from_doubles(f32, bshape, std::vector<double>(base.begin(), base.end())));
+  int taps = mode == "nearest" ? 1 : mode == "cubic" ? 4 : 2;
+  // per dim: tap indices (float, already padded per mode) and weights (zero where padded away)
+  std::vector<std::vector<Var*>> tidx(k), tw(k);
+  int64_t stride = 1;
+  std::vector<int64_t> strides(k);
+  for (int64_t i = static_cast<int64_t>(k) - 1; i >= 0; --i) strides[static_cast<size_t>(i)] = stride, stride *= (*xs)[2 + static_cast<size_t>(i)];
+  for (size_t i = 0; i < k; ++i) {
+    double D = static_cast<double>((*xs)[2 + i]);
+    Var* g = cv.op("squeeze", {C::a("x", slice_axis(cv, grid, gr - 1, static_cast<int64_t>(k - 1 - i), static_cast<int64_t>(k - i), gr)),
+                               C::aints32("axes", {gr - 1})});
+    Var* c = align ? binary(cv, "mul", binary(cv, "add", g, fconst(cv, 1)), fconst(cv, (D - 1) / 2))
+                   : binary(cv, "mul", binary(cv, "sub", binary(cv, "mul", binary(cv, "add", g, fconst(cv, 1)), fconst(cv, D)), fconst(cv, 1)), fconst(cv, 0.5));
+    if (mode == "nearest") c = rint(cv, c);
+    double lo = align ? 0.0 : -0.5, hi = align ? D - 1 : D - 0.5;
+    if (pm == "border") {
+      Var* out = binary(cv, "logical_or", binary(cv, "less", c, fconst(cv, lo)), binary(cv, "greater", c, fconst(cv, hi)));
+      c = sel(cv, out, cv.op("clip", {C::a("x", c), C::af32("alpha", 0), C::af32("beta", D - 1)}), c);
+    } else if (pm == "reflection") {
+      c = reflect(cv, c, lo, hi);
+    }
+    Var* f = mode == "nearest" ? c : cv.op("floor", {C::a("x", c)});
+    Var* t = binary(cv, "sub", c, f);
+    for (int j = 0; j < taps; ++j) {
+      double off = mode == "cubic" ? j - 1 : j;
+      Var* id = binary(cv, "add", f, fconst(cv, off));
+      Var* w;
+      if (mode == "nearest") w = fconst(cv, 1);
+      else if (mode != "cubic") w = j == 0 ? binary(cv, "sub", fconst(cv, 1), t) : t;
+      else {
+        // Keys' cubic (A = -0.75) at distance |t - off|
+        double A = -0.75;
+        Var* d = cv.op("abs", {C::a("x", binary(cv, "sub", t, fconst(cv, off)))});
+        Var* d2 = binary(cv, "mul", d, d), *d3 = binary(cv, "mul", d2, d);
+        Var* near = binary(cv, "add", binary(cv, "sub", binary(cv, "mul", d3, fconst(cv, A + 2)), binary(cv, "mul", d2, fconst(cv, A + 3))), fconst(cv, 1));
+        Var* far = binary(cv, "sub", binary(cv, "add", binary(cv, "sub", binary(cv, "mul", d3, fconst(cv, A)), binary(cv, "mul", d2, fconst(cv, 5 * A))),
+                                             binary(cv, "mul", d, fconst(cv, 8 * A))), fconst(cv, 4 * A));
+        w = sel(cv, binary(cv, "less_equal", d, fconst(cv, 1)), near, far);
+      }
+      // the pixel at the tap: zeros outside, clamped (border), reflected (reflection)
+      if (pm == "zeros") {
+        Var* ok = binary(cv, "logical_and", binary(cv, "greater_equal", id, fconst(cv, 0)), binary(cv, "less", id, fconst(cv, D)));
+        w = binary(cv, "mul", w, cv.cast(ok, f32));
+      } else if (pm == "reflection") {
+        Var* r = reflect(cv, id, lo, hi);
+        id = binary(cv, "mul", cv.op("sign", {C::a("x", r)}), cv.op("floor", {C::a("x", cv.op("abs", {C::a("x", r)}))}));  // int(): toward zero
+      }
+      id = cv.op("clip", {C::a("x", id), C::af32("alpha", 0), C::af32("beta", D - 1)});
+      tidx[i].push_back(binary(cv, "mul", id, fconst(cv, static_cast<double>(strides[i]))));
+      tw[i].push_back(w);
+    }
+  }
+  Var* y = nullptr;
+  int64_t combos = 1;
+  for (size_t i = 0; i < k; ++i) combos *= taps;
+  for (int64_t cmb = 0; cmb < combos; ++cmb) {
+    Var* id = acc_idx0;
+    Var* w = nullptr;
+    for (int64_t r = cmb, i = static_cast<int64_t>(k) - 1; i >= 0; --i, r /= taps) {
+      size_t u = static_cast<size_t>(i), j = static_cast<size_t>(r % taps);
+      id = binary(cv, "add", id, tidx[u][j]);
+      w = w ? binary(cv, "mul", w, tw[u][j]) : tw[u][j];
+    }
+    Var* v = cv.op("gather", {C::a("x", flat), C::a("indices", cv.cast(id, DataType::Int32)), C::ai32("axis", 0)});  // [N, out..., C]
+    v = binary(cv, "mul", v, cv.op("expand_dims", {C::a("x", w), C::aints32("axes", {-1})}));
+    y = y ? binary(cv, "add", y, v) : v;
+  }
+  std::vector<int64_t> perm = {0, gr - 1};
+  for (int i = 1; i < gr - 1; ++i) perm.push_back(i);
+  cv.out(n, 0, cv.cast(cv.op("transpose", {C::a("x", y), C::aints32("perm", perm)}), dt));
+}
+
+void grid_sample(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  Var* grid = cv.in(n, 1);
+  std::string mode = C::as(n, "mode", cv.opset >= 20 ? "linear" : "bilinear");
+  if (mode == "bilinear") mode = "linear";
+  if (mode == "bicubic") mode = "cubic";
+  if (mode != "linear" && mode != "nearest" && mode != "cubic") cv.fail(n, "mode '" + mode + "' is not supported");
+  std::string pmode = C::as(n, "padding_mode", "zeros");
+  if (pmode != "zeros" && pmode != "border" && pmode != "reflection") cv.fail(n, "padding_mode '" + pmode + "' is not supported");
+  if (cv.rank(n, x) != 4 || mode == "cubic") return grid_sample_general(cv, n, mode, pmode, C::ai(n, "align_corners", 0) != 0);
+  std::string sm = mode == "linear" ? "bilinear" : "nearest";
+  bool align = C::ai(n, "align_corners", 0) != 0;
+  std::string pm = C::as(n, "padding_mode", "zeros");
+  std::string p;
+  if (pm == "zeros") p = "constant";
+  else if (pm == "border") p = "border";
+  else if (pm == "reflection") p = align ? "reflection" : "symmetric";  // about the corner centers / edges
+  else cv.fail(n, "padding_mode '" + pm + "' is not supported");
+  DataType dt = C::dtype(x);
+  cv.out(n, 0, cv.op("resample", {C::a("x", x), C::a("coordinates", cv.cast(grid, dt)), C::astr("sampling_mode", sm),
+                                  C::astr("padding_mode", p), C::a("padding_value", Value::scalar_float(dt, 0.0)),
+                                  C::astr("coordinates_mode", "normalized_minus_one_to_one"),
+                                  C::abool("align_corners", align)}));
+}
+
+void cum_prod(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  int64_t ax = cv.axis(n, cv.ints(n, 1, "axis").at(0), r);
+  const Dim& d = C::shape(x)[static_cast<size_t>(ax)];
+  if (!d->is_const()) cv.fail(n, "the length along the axis must be known");
+  int64_t L = d->value();
+  bool rev = C::ai(n, "reverse", 0) != 0;
+  if (rev) x = cv.op("reverse", {C::a("x", x), C::aints32("axes", {ax})});
+  if (C::ai(n, "exclusive", 0) != 0 && L > 0) x = shift(cv, x, ax, 1, L, r, 1.0);
+  // Hillis-Steele: after the step of distance k, entry i holds the product of x[i-2k+1 .. i]
+  for (int64_t k = 1; k < L; k *= 2) x = binary(cv, "mul", x, shift(cv, x, ax, k, L, r, 1.0));
+  if (rev) x = cv.op("reverse", {C::a("x", x), C::aints32("axes", {ax})});
+  cv.out(n, 0, x);
+}
+
+// The width and signedness of an integer ONNX type (values held in int32, sign-extended).
+std::pair<int, bool> int_width(int t) {
+  switch (t) {
+    case TensorProto::INT8: return {8, true};
+    case TensorProto::UINT8: return {8, false};
+    case TensorProto::INT16: return {16, true};
+    case TensorProto::UINT16: return {16, false};
+    case TensorProto::UINT32:
+    case TensorProto::UINT64: return {31, false};  // held in int32: below 2^31
+    default: return {32, true};
+  }
+}
+
+// The bit planes 0..w-1 of x (int32, >= 0 or sign-extended) on a new last axis, as 0/1 int32.
+Var* bit_planes(C& cv, Var* x, int w) {
+  std::vector<int64_t> p;
+  for (int k = 0; k < w; ++k) p.push_back(int64_t(1) << k);
+  Var* e = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {-1})});
+  Var* q = binary(cv, "floor_div", e, cv.c(Value::from_ints(DataType::Int32, {w}, p)));
+  return binary(cv, "sub", q, binary(cv, "mul", binary(cv, "floor_div", q, cv.cs(2, DataType::Int32)), cv.cs(2, DataType::Int32)));
+}
+
+void bitwise(C& cv, const NodeProto& n, char op) {
+  auto [w, sgn] = int_width(cv.elem_type(n, 0));
+  DataType i32 = DataType::Int32;
+  Var* x = cv.cast(cv.in(n, 0), i32);
+  if (op == '~') {
+    // two's complement: ~x = -x - 1; unsigned of width w: 2^w - 1 - x
+    if (!sgn && w > 30) cv.fail(n, "BitwiseNot of a 32- or 64-bit unsigned type does not fit int32");
+    Var* y = sgn ? binary(cv, "sub", binary(cv, "mul", x, cv.cs(-1, i32)), cv.cs(1, i32))
+                 : binary(cv, "sub", cv.cs(static_cast<double>((int64_t(1) << w) - 1), i32), x);
+    cv.out(n, 0, y);
+    return;
+  }
+  Var* y = cv.cast(cv.in(n, 1), i32);
+  // bits below the sign bit from the planes; the sign bit (signed types) from the signs
+  int low = sgn ? w - 1 : w;
+  Var* bx = bit_planes(cv, x, low);
+  Var* by = bit_planes(cv, y, low);
+  Var* both = binary(cv, "mul", bx, by);
+  Var* b = op == '&' ? both : op == '|' ? binary(cv, "sub", binary(cv, "add", bx, by), both)
+                                        : binary(cv, "sub", binary(cv, "add", bx, by), binary(cv, "mul", both, cv.cs(2, i32)));
+  std::vector<int64_t> p;
+  for (int k = 0; k < low; ++k) p.push_back(int64_t(1) << k);
+  Var* v = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", b, cv.c(Value::from_ints(DataType::Int32, {low}, p)))),
+                                C::aints32("axes", {-1}), C::abool("keep_dims", false)});
+  if (sgn) {
+    Var* sx = binary(cv, "less", x, cv.cs(0, i32));
+    Var* sy = binary(cv, "less", y, cv.cs(0, i32));
+    Var* s = op == '&' ? binary(cv, "logical_and", sx, sy) : op == '|' ? binary(cv, "logical_or", sx, sy) : binary(cv, "logical_xor", sx, sy);
+    double top = -std::ldexp(1.0, w - 1);
+    v = binary(cv, "add", v, sel(cv, s, cv.cs(top, i32), cv.cs(0, i32)));
+  }
+  cv.out(n, 0, v);
+}
+
+void compress(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  Var* cond = cv.in(n, 1);
+  int64_t ax = 0;
+  if (C::attr(n, "axis")) ax = cv.axis(n, C::ai(n, "axis", 0), cv.rank(n, x));
+  else x = cv.op("reshape", {C::a("x", x), C::aints32("shape", {-1})});
+  Var* idx = cv.op("reshape", {C::a("x", cv.op("non_zero", {C::a("x", cond)})), C::aints32("shape", {-1})});
+  cv.out(n, 0, cv.op("gather", {C::a("x", x), C::a("indices", idx), C::ai32("axis", ax)}));
+}
+
+void max_unpool(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->size() < 3) cv.fail(n, "needs the input's shape to be known");
+  size_t sp = xs->size() - 2;
+  auto kernel = C::aints(n, "kernel_shape");
+  auto strides = C::aints(n, "strides", std::vector<int64_t>(sp, 1));
+  auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp)
+    cv.fail(n, "kernel_shape, strides and pads need one value (pads two) per spatial dim");
+  std::vector<int64_t> shape = {(*xs)[0], (*xs)[1]};
+  int64_t total = (*xs)[0] * (*xs)[1];
+  for (size_t i = 0; i < sp; ++i) {
+    shape.push_back(((*xs)[2 + i] - 1) * strides[i] - (pads[i] + pads[i + sp]) + kernel[i]);
+    total *= shape.back();
+  }
+  DataType dt = C::dtype(x);
+  Var* data = cv.c(Value::from_doubles(is_float(dt) ? dt : DataType::Float32, {total}, std::vector<double>(static_cast<size_t>(total), 0.0)));
+  Var* idx = cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 1), DataType::Int32)), C::aints32("shape", {-1})});
+  Var* upd = cv.op("reshape", {C::a("x", is_float(dt) ? x : cv.cast(x, DataType::Float32)), C::aints32("shape", {-1})});
+  Var* y = cv.op("scatter", {C::a("data", data), C::a("indices", idx), C::a("updates", upd), C::ai32("axis", 0), C::astr("mode", "update")});
+  y = cv.op("reshape", {C::a("x", y), C::aints32("shape", shape)});
+  if (C::has(n, 2)) {
+    auto os = cv.ints(n, 2, "output_shape");
+    if (os.size() != shape.size()) cv.fail(n, "output_shape needs one value per dim");
+    std::vector<int64_t> pad(2 * shape.size(), 0);
+    bool any = false;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (os[i] < shape[i]) cv.fail(n, "output_shape is smaller than the unpooled shape");
+      pad[2 * i + 1] = os[i] - shape[i];
+      any = any || pad[2 * i + 1];
+    }
+    if (any) y = cv.op("pad", {C::a("x", y), C::aints32("pad", pad)});
+  }
+  cv.out(n, 0, is_float(dt) ? y : cv.cast(y, dt));
+}
+
+void col2im(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->size() != 3) cv.fail(n, "needs a 3-D input of known shape");
+  auto img = cv.ints(n, 1, "image_shape");
+  auto blk = cv.ints(n, 2, "block_shape");
+  size_t sp = img.size();
+  if (blk.size() != sp) cv.fail(n, "image_shape and block_shape need the same length");
+  auto dil = C::aints(n, "dilations", std::vector<int64_t>(sp, 1));
+  auto str = C::aints(n, "strides", std::vector<int64_t>(sp, 1));
+  auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  int64_t K = 1, P = 1, L = 1;
+  std::vector<int64_t> nb(sp);
+  for (size_t i = 0; i < sp; ++i) {
+    K *= blk[i];
+    P *= img[i];
+    nb[i] = (img[i] + pads[i] + pads[i + sp] - (dil[i] * (blk[i] - 1) + 1)) / str[i] + 1;
+    L *= nb[i];
+  }
+  int64_t N = (*xs)[0], CK = (*xs)[1];
+  if (CK % K || (*xs)[2] != L) cv.fail(n, "the input's shape does not match image_shape and block_shape");
+  int64_t Cc = CK / K;
+  // where each input element lands in the flattened [C, image] output (C * P: dropped, in the pads)
+  std::vector<int64_t> idx(static_cast<size_t>(CK * L));
+  for (int64_t c = 0; c < Cc; ++c)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t l = 0; l < L; ++l) {
+        int64_t kk = k, ll = l, flat = 0;
+        bool inside = true;
+        std::vector<int64_t> kd(sp), ld(sp);
+        for (int64_t i = static_cast<int64_t>(sp) - 1; i >= 0; --i) {
+          size_t u = static_cast<size_t>(i);
+          kd[u] = kk % blk[u];
+          kk /= blk[u];
+          ld[u] = ll % nb[u];
+          ll /= nb[u];
+        }
+        for (size_t i = 0; i < sp; ++i) {
+          int64_t q = ld[i] * str[i] + kd[i] * dil[i] - pads[i];
+          inside = inside && q >= 0 && q < img[i];
+          flat = flat * img[i] + q;
+        }
+        idx[static_cast<size_t>((c * K + k) * L + l)] = inside ? c * P + flat : Cc * P;
+      }
+  DataType dt = C::dtype(x);
+  Var* data = cv.c(Value::from_doubles(dt, {N, Cc * P + 1}, std::vector<double>(static_cast<size_t>(N * (Cc * P + 1)), 0.0)));
+  Var* upd = cv.op("reshape", {C::a("x", x), C::aints32("shape", {N, CK * L})});
+  Var* y = cv.op("scatter", {C::a("data", data), C::a("indices", cv.c(Value::from_ints(DataType::Int32, {CK * L}, idx))),
+                             C::a("updates", upd), C::ai32("axis", 1), C::astr("mode", "add")});
+  y = slice_axis(cv, y, 1, 0, Cc * P, 2);
+  std::vector<int64_t> shape = {N, Cc};
+  shape.insert(shape.end(), img.begin(), img.end());
+  cv.out(n, 0, cv.op("reshape", {C::a("x", y), C::aints32("shape", shape)}));
+}
+
+void det(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->size() < 2) cv.fail(n, "needs the input's shape to be known");
+  int r = static_cast<int>(xs->size());
+  int64_t m = xs->back();
+  if ((*xs)[static_cast<size_t>(r - 2)] != m) cv.fail(n, "the matrices must be square");
+  if (m > 3) cv.fail(n, "determinants of matrices larger than 3x3 are not supported");
+  std::vector<int64_t> out(xs->begin(), xs->end() - 2);
+  auto e = [&](int64_t i, int64_t j) {
+    Var* s = slice_axis(cv, slice_axis(cv, x, r - 2, i, i + 1, r), r - 1, j, j + 1, r);
+    return cv.op("reshape", {C::a("x", s), C::aints32("shape", out)});
+  };
+  auto mul = [&](Var* a, Var* b) { return binary(cv, "mul", a, b); };
+  Var* y;
+  if (m == 1) y = e(0, 0);
+  else if (m == 2) y = binary(cv, "sub", mul(e(0, 0), e(1, 1)), mul(e(0, 1), e(1, 0)));
+  else {
+    auto minor = [&](int64_t a, int64_t b, int64_t c, int64_t d) {
+      return binary(cv, "sub", mul(e(1, a), e(2, b)), mul(e(1, c), e(2, d)));
+    };
+    y = binary(cv, "add", binary(cv, "sub", mul(e(0, 0), minor(1, 2, 2, 1)), mul(e(0, 1), minor(0, 2, 2, 0))),
+               mul(e(0, 2), minor(0, 1, 1, 0)));
+  }
+  cv.out(n, 0, y);
+}
+
+void tensor_scatter(C& cv, const NodeProto& n) {
+  Var* past = cv.in(n, 0);
+  Var* upd = cv.in(n, 1);
+  auto ps = C::static_shape(past);
+  auto us = C::static_shape(upd);
+  if (!ps || !us) cv.fail(n, "needs the shapes of the cache and the update to be known");
+  int r = static_cast<int>(ps->size());
+  int64_t ax = cv.axis(n, C::ai(n, "axis", -2), r);
+  if (ax == 0) cv.fail(n, "axis must not be the batch axis");
+  int64_t S = (*ps)[static_cast<size_t>(ax)], T = (*us)[static_cast<size_t>(ax)];
+  std::string mode = C::as(n, "mode", "linear");
+  DataType i32 = DataType::Int32;
+  std::vector<int64_t> tshape(static_cast<size_t>(r), 1), t(static_cast<size_t>(T)), bshape(static_cast<size_t>(r), 1);
+  tshape[static_cast<size_t>(ax)] = T;
+  std::iota(t.begin(), t.end(), 0);
+  Var* pos = cv.c(Value::from_ints(i32, tshape, t));
+  if (C::has(n, 2)) {
+    bshape[0] = -1;
+    pos = binary(cv, "add", pos, cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 2), i32)), C::aints32("shape", bshape)}));
+  }
+  if (mode == "circular") pos = binary(cv, "sub", pos, binary(cv, "mul", binary(cv, "floor_div", pos, cv.cs(static_cast<double>(S), i32)), cv.cs(static_cast<double>(S), i32)));
+  else if (mode != "linear") cv.fail(n, "mode must be linear or circular");
+  Var* full = binary(cv, "add", pos, cv.c(Value::from_ints(i32, *us, std::vector<int64_t>(static_cast<size_t>(std::accumulate(us->begin(), us->end(), int64_t(1), std::multiplies<int64_t>())), 0))));
+  cv.out(n, 0, cv.op("scatter_along_axis", {C::a("data", past), C::a("indices", full), C::a("updates", upd), C::ai32("axis", ax),
+                                           C::astr("mode", "update")}));
+}
+
+// ---- DFT / STFT ------------------------------------------------------------------------------
+
+// y = x @ M (M a constant [k, m] of dtype dt).
+Var* matconst(C& cv, Var* x, int64_t k, int64_t m, const std::vector<double>& v, DataType dt) {
+  return cv.op("matmul", {C::a("x", x), C::a("y", cv.c(Value::from_doubles(dt, {k, m}, v)))});
+}
+
+// The DFT of (re, im) (im may be null) along the last axis of length `len`: n points (the
+// input zero-padded or cut to n), `out` bins; inverse scales by 1/n; `real_out` (an inverse of a
+// one-sided spectrum) returns only the real signal of length n from the `len` given bins.
+std::pair<Var*, Var*> dft_last(C& cv, Var* re, Var* im, int64_t len, int64_t npts, int64_t out, bool inverse, bool real_out,
+                               DataType dt) {
+  double s = inverse ? 1.0 : -1.0, scale = inverse ? 1.0 / static_cast<double>(npts) : 1.0;
+  int64_t k = std::min(len, npts);
+  if (real_out) {
+    // y_j = 1/n sum_k w_k (Xr_k cos - Xi_k sin)(2 pi j k / n): the Hermitian half counted twice
+    std::vector<double> ar(static_cast<size_t>(k * npts)), ai(static_cast<size_t>(k * npts));
+    for (int64_t b = 0; b < k; ++b) {
+      double w = (b == 0 || (npts % 2 == 0 && b == npts / 2)) ? 1.0 : 2.0;
+      for (int64_t j = 0; j < npts; ++j) {
+        double t = 2 * M_PI * static_cast<double>((j * b) % npts) / static_cast<double>(npts);
+        ar[static_cast<size_t>(b * npts + j)] = w * std::cos(t) * scale;
+        ai[static_cast<size_t>(b * npts + j)] = -w * std::sin(t) * scale;
+      }
+    }
+    Var* y = matconst(cv, re, k, npts, ar, dt);
+    if (im) y = binary(cv, "add", y, matconst(cv, im, k, npts, ai, dt));
+    return {y, nullptr};
+  }
+  std::vector<double> cr(static_cast<size_t>(k * out)), si(static_cast<size_t>(k * out));
+  for (int64_t j = 0; j < k; ++j)
+    for (int64_t b = 0; b < out; ++b) {
+      double t = 2 * M_PI * static_cast<double>((j * b) % npts) / static_cast<double>(npts);
+      cr[static_cast<size_t>(j * out + b)] = std::cos(t) * scale;
+      si[static_cast<size_t>(j * out + b)] = s * std::sin(t) * scale;
+    }
+  Var* yr = matconst(cv, re, k, out, cr, dt);
+  Var* yi = matconst(cv, re, k, out, si, dt);
+  if (im) {
+    yr = binary(cv, "sub", yr, matconst(cv, im, k, out, si, dt));
+    yi = binary(cv, "add", yi, matconst(cv, im, k, out, cr, dt));
+  }
+  return {yr, yi};
+}
+
+void dft(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->size() < 2) cv.fail(n, "needs the input's shape to be known");
+  int r = static_cast<int>(xs->size());
+  int64_t ax = cv.opset >= 20 ? (C::has(n, 2) ? cv.ints(n, 2, "axis").at(0) : -2) : C::ai(n, "axis", 1);
+  ax = cv.axis(n, ax, r);
+  if (ax == r - 1) cv.fail(n, "axis must not be the last (real / imaginary) axis");
+  bool inverse = C::ai(n, "inverse", 0) != 0, onesided = C::ai(n, "onesided", 0) != 0;
+  int64_t comp = xs->back();
+  if (comp != 1 && comp != 2) cv.fail(n, "the last dim must be 1 (real) or 2 (complex)");
+  int64_t len = (*xs)[static_cast<size_t>(ax)];
+  bool real_out = inverse && onesided;
+  int64_t npts = C::has(n, 1) ? cv.ints(n, 1, "dft_length").at(0) : real_out ? 2 * (len - 1) : len;
+  int64_t out = real_out ? npts : onesided ? npts / 2 + 1 : npts;
+  DataType dt = C::dtype(x);
+  // the signal axis last: [..., signal] per component
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < r - 1; ++i)
+    if (i != ax) perm.push_back(i);
+  perm.push_back(ax);
+  auto comp_of = [&](int64_t c) {
+    Var* s = cv.op("squeeze", {C::a("x", slice_axis(cv, x, r - 1, c, c + 1, r)), C::aints32("axes", {r - 1})});
+    return cv.op("transpose", {C::a("x", s), C::aints32("perm", perm)});
+  };
+  Var* re = comp_of(0);
+  Var* im = comp == 2 ? comp_of(1) : nullptr;
+  if (npts > len) {  // zero-padded to n
+    std::vector<int64_t> pad(static_cast<size_t>(2 * (r - 1)), 0);
+    pad.back() = npts - len;
+    re = cv.op("pad", {C::a("x", re), C::aints32("pad", pad)});
+    if (im) im = cv.op("pad", {C::a("x", im), C::aints32("pad", pad)});
+    len = npts;
+  } else if (npts < len && !real_out) {
+    re = slice_axis(cv, re, r - 2, 0, npts, r - 1);
+    if (im) im = slice_axis(cv, im, r - 2, 0, npts, r - 1);
+    len = npts;
+  }
+  auto [yr, yi] = dft_last(cv, re, im, len, npts, out, inverse, real_out, dt);
+  // back to the input's layout, components on a last axis
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  auto back = [&](Var* v) {
+    v = cv.op("transpose", {C::a("x", v), C::aints32("perm", inv)});
+    return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {-1})});
+  };
+  if (!yi) {
+    cv.out(n, 0, back(yr));
+    return;
+  }
+  cv.out(n, 0, cv.op("concat", {Arg{"values", {ArgItem{back(yr), nullptr}, ArgItem{back(yi), nullptr}}, true}, C::ai32("axis", -1)}));
+}
+
+void stft(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->size() != 3) cv.fail(n, "needs a [batch, length, 1 or 2] signal of known shape");
+  int64_t step = cv.ints(n, 1, "frame_step").at(0);
+  Var* window = C::has(n, 2) ? cv.in(n, 2) : nullptr;
+  int64_t flen = 0;
+  if (C::has(n, 3)) flen = cv.ints(n, 3, "frame_length").at(0);
+  else if (window) {
+    auto ws = C::static_shape(window);
+    if (!ws) cv.fail(n, "the window's length must be known");
+    flen = ws->at(0);
+  } else cv.fail(n, "needs a window or a frame_length");
+  bool onesided = C::ai(n, "onesided", 1) != 0;
+  int64_t B = (*xs)[0], L = (*xs)[1], comp = (*xs)[2];
+  int64_t frames = (L - flen) / step + 1;
+  if (frames < 1) cv.fail(n, "the signal is shorter than one frame");
+  std::vector<int64_t> idx(static_cast<size_t>(frames * flen));
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t t = 0; t < flen; ++t) idx[static_cast<size_t>(f * flen + t)] = f * step + t;
+  Var* ids = cv.c(Value::from_ints(DataType::Int32, {frames, flen}, idx));
+  DataType dt = C::dtype(x);
+  auto framed = [&](int64_t c) {
+    Var* s = cv.op("reshape", {C::a("x", slice_axis(cv, x, 2, c, c + 1, 3)), C::aints32("shape", {B, L})});
+    Var* f = cv.op("gather", {C::a("x", s), C::a("indices", ids), C::ai32("axis", 1)});  // [B, frames, flen]
+    return window ? binary(cv, "mul", f, cv.cast(window, dt)) : f;
+  };
+  Var* re = framed(0);
+  Var* im = comp == 2 ? framed(1) : nullptr;
+  int64_t out = onesided ? flen / 2 + 1 : flen;
+  auto [yr, yi] = dft_last(cv, re, im, flen, flen, out, false, false, dt);
+  Var* a = cv.op("expand_dims", {C::a("x", yr), C::aints32("axes", {-1})});
+  Var* b = cv.op("expand_dims", {C::a("x", yi), C::aints32("axes", {-1})});
+  cv.out(n, 0, cv.op("concat", {Arg{"values", {ArgItem{a, nullptr}, ArgItem{b, nullptr}}, true}, C::ai32("axis", -1)}));
+}
+
+// ---- integer and quantized-linear products -----------------------------------------------------
+
+// x - zero point, in fp32 (exact for 8-bit values); a per-row zero point of A ([M]) is made [M, 1].
+Var* centered(C& cv, const NodeProto& n, int xi, int zi, bool per_row) {
+  Var* x = cv.cast(cv.in(n, xi), DataType::Float32);
+  if (!C::has(n, zi)) return x;
+  Var* z = cv.cast(cv.in(n, zi), DataType::Float32);
+  if (per_row && z->type()->has_rank() && z->type()->rank() == 1) {
+    auto zs = C::static_shape(z);
+    if (zs && (*zs)[0] > 1) z = cv.op("expand_dims", {C::a("x", z), C::aints32("axes", {-1})});
+  }
+  return binary(cv, "sub", x, z);
+}
+
+// A per-output-channel weight zero point or scale ([M]) made [M, 1, ..., 1] for a rank-r weight.
+Var* per_out_channel(C& cv, Var* v, int r) {
+  auto s = C::static_shape(v);
+  if (!s || s->size() != 1 || (*s)[0] == 1) return v;
+  std::vector<int64_t> axes;
+  for (int i = 1; i < r; ++i) axes.push_back(i);
+  return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", axes)});
+}
+
+std::vector<Arg> conv_args(C& cv, const NodeProto& n, Var* x, Var* w, size_t sp) {
+  std::string ap = C::as(n, "auto_pad", "NOTSET");
+  std::string pt = ap == "SAME_UPPER" ? "same" : ap == "SAME_LOWER" ? "same_lower" : ap == "VALID" ? "valid" : "custom";
+  auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  std::vector<int64_t> mp(2 * sp, 0);
+  if (pt == "custom")
+    for (size_t i = 0; i < sp; ++i) mp[2 * i] = pads[i], mp[2 * i + 1] = pads[i + sp];
+  return {C::a("x", x), C::a("weight", w), C::aints32("strides", C::aints(n, "strides", std::vector<int64_t>(sp, 1))),
+          C::astr("pad_type", pt), C::aints32("pad", mp), C::aints32("dilations", C::aints(n, "dilations", std::vector<int64_t>(sp, 1))),
+          C::ai32("groups", C::ai(n, "group", 1))};
+}
+
+// round half to even, clipped to the quantized type of zero point input `zi` (uint8 without one)
+Var* requantize(C& cv, const NodeProto& n, Var* v, int zi) {
+  int et = C::has(n, zi) ? cv.elem_type(n, zi) : TensorProto::UINT8;
+  double lo = 0, hi = 255;
+  if (et == TensorProto::INT8) lo = -128, hi = 127;
+  else if (et != TensorProto::UINT8) cv.fail(n, "the output zero point must be int8 or uint8");
+  if (C::has(n, zi)) v = binary(cv, "add", cv.op("round", {C::a("x", v)}), cv.cast(cv.in(n, zi), DataType::Float32));
+  else v = cv.op("round", {C::a("x", v)});
+  v = cv.op("clip", {C::a("x", v), C::af32("alpha", lo), C::af32("beta", hi)});
+  return cv.cast(v, DataType::Int32);
+}
+
+// The IEEE layouts BitCast reinterprets (fp32, fp16): exponent bias and mantissa bits.
+struct Ieee {
+  int bias, man, width;
+};
+std::optional<Ieee> ieee(int t) {
+  if (t == TensorProto::FLOAT) return Ieee{127, 23, 32};
+  if (t == TensorProto::FLOAT16) return Ieee{15, 10, 16};
+  return std::nullopt;
+}
+
+// The bit pattern of x (a float of layout f) as a signed integer of f's width, by arithmetic:
+// sign, binade (log2, corrected) and significand.
+Var* float_bits(C& cv, Var* x, const Ieee& f) {
+  DataType f32 = DataType::Float32, i32 = DataType::Int32;
+  Var* xf = cv.cast(x, f32);
+  Var* a = cv.op("abs", {C::a("x", xf)});
+  double inf = std::numeric_limits<double>::infinity();
+  Var* nan = binary(cv, "not_equal", xf, xf);
+  Var* isinf = binary(cv, "equal", a, fconst(cv, inf));
+  Var* ac = sel(cv, binary(cv, "logical_or", nan, isinf), fconst(cv, 1), a);
+  Var* e = cv.op("floor", {C::a("x", binary(cv, "mul", cv.op("log", {C::a("x", ac)}), fconst(cv, 1.0 / std::log(2.0))))});
+  Var* p = cv.op("exp2", {C::a("x", e)});
+  e = binary(cv, "sub", e, cv.cast(binary(cv, "less", ac, p), f32));
+  e = binary(cv, "add", e, cv.cast(binary(cv, "greater_equal", ac, binary(cv, "mul", p, fconst(cv, 2))), f32));
+  Var* sub = binary(cv, "less", ac, fconst(cv, std::ldexp(1.0, 1 - f.bias)));
+  Var* E = sel(cv, sub, fconst(cv, 0), binary(cv, "add", e, fconst(cv, f.bias)));
+  // subnormals: ac / 2^(1 - bias - man), in two exact steps (2^149 is past fp32's range)
+  Var* M = sel(cv, sub, binary(cv, "mul", binary(cv, "mul", ac, fconst(cv, std::ldexp(1.0, f.bias - 1))), fconst(cv, std::ldexp(1.0, f.man))),
+               binary(cv, "mul", binary(cv, "sub", binary(cv, "real_div", ac, cv.op("exp2", {C::a("x", e)})), fconst(cv, 1)), fconst(cv, std::ldexp(1.0, f.man))));
+  double emax = std::ldexp(1.0, f.width - 1 - f.man) - 1;  // all-ones exponent
+  E = sel(cv, binary(cv, "logical_or", nan, isinf), fconst(cv, emax), E);
+  M = sel(cv, isinf, fconst(cv, 0), sel(cv, nan, fconst(cv, std::ldexp(1.0, f.man - 1)), M));
+  Var* bits = binary(cv, "add", binary(cv, "mul", cv.cast(E, i32), cv.cs(std::ldexp(1.0, f.man), i32)), cv.cast(M, i32));
+  // the sign bit: the top bit of the signed integer
+  Var* neg = binary(cv, "logical_or", binary(cv, "less", xf, fconst(cv, 0)),
+                    binary(cv, "logical_and", binary(cv, "equal", xf, fconst(cv, 0)), binary(cv, "less", binary(cv, "real_div", fconst(cv, 1), xf), fconst(cv, 0))));
+  return binary(cv, "add", bits, sel(cv, neg, cv.cs(-std::ldexp(1.0, f.width - 1), i32), cv.cs(0, i32)));
+}
+
+// The float of layout f whose bit pattern is the integer x (of f's width, signed or not).
+Var* bits_float(C& cv, Var* x, const Ieee& f) {
+  DataType f32 = DataType::Float32, i32 = DataType::Int32;
+  Var* xi = cv.cast(x, i32);
+  Var* neg = binary(cv, "less", xi, cv.cs(0, i32));
+  double top = std::ldexp(1.0, f.width - 1);
+  // the bits below the sign: x + 2^(w-1) for a negative (signed) x, x - 2^(w-1) for a large unsigned one
+  Var* u = sel(cv, neg, binary(cv, "sub", xi, cv.cs(-top, i32)), xi);
+  if (f.width < 32) {  // an unsigned pattern past the sign bit (int32 cannot hold one)
+    Var* big = binary(cv, "greater_equal", u, cv.cs(top, i32));
+    u = sel(cv, big, binary(cv, "sub", u, cv.cs(top, i32)), u);
+    neg = binary(cv, "logical_or", neg, big);
+  }
+  Var* E = binary(cv, "floor_div", u, cv.cs(std::ldexp(1.0, f.man), i32));
+  Var* M = cv.cast(binary(cv, "sub", u, binary(cv, "mul", E, cv.cs(std::ldexp(1.0, f.man), i32))), f32);
+  Var* Ef = cv.cast(E, f32);
+  double emax = std::ldexp(1.0, f.width - 1 - f.man) - 1;
+  Var* normal = binary(cv, "mul", binary(cv, "add", fconst(cv, 1), binary(cv, "mul", M, fconst(cv, std::ldexp(1.0, -f.man)))),
+                       cv.op("exp2", {C::a("x", binary(cv, "sub", Ef, fconst(cv, f.bias)))}));
+  Var* subn = binary(cv, "mul", M, fconst(cv, std::ldexp(1.0, 1 - f.bias - f.man)));
+  Var* v = sel(cv, binary(cv, "equal", Ef, fconst(cv, 0)), subn, normal);
+  Var* special = sel(cv, binary(cv, "equal", M, fconst(cv, 0)), fconst(cv, std::numeric_limits<double>::infinity()),
+                     fconst(cv, std::numeric_limits<double>::quiet_NaN()));
+  v = sel(cv, binary(cv, "equal", Ef, fconst(cv, emax)), special, v);
+  return sel(cv, neg, binary(cv, "mul", v, fconst(cv, -1)), v);
+}
+
+void bit_cast(C& cv, const NodeProto& n) {
+  int from = cv.elem_type(n, 0), to = static_cast<int>(C::ai(n, "to", 0));
+  Var* x = cv.in(n, 0);
+  auto width = [](int t) -> int {
+    switch (t) {
+      case TensorProto::BOOL:
+      case TensorProto::INT8:
+      case TensorProto::UINT8: return 8;
+      case TensorProto::INT16:
+      case TensorProto::UINT16:
+      case TensorProto::FLOAT16:
+      case TensorProto::BFLOAT16: return 16;
+      case TensorProto::INT32:
+      case TensorProto::UINT32:
+      case TensorProto::FLOAT: return 32;
+      default: return 64;
+    }
+  };
+  if (!from) cv.fail(n, "the input's element type must be known");
+  if (width(from) != width(to)) cv.fail(n, "the element types must have the same width");
+  if (width(from) == 64) cv.fail(n, "64-bit types are held in 32 bits: their bit patterns cannot be reinterpreted");
+  auto fi = ieee(from), ti = ieee(to);
+  if (is_narrow_type(from) || is_narrow_type(to)) cv.fail(n, "bfloat16 bit patterns are not supported");
+  DataType i32 = DataType::Int32;
+  if (fi && ti) return cv.out(n, 0, x);
+  if (fi) x = float_bits(cv, x, *fi);
+  if (ti) return cv.out(n, 0, cv.cast(bits_float(cv, x, *ti), *mil_dtype(to)));
+  // integer to integer of one width: wrapped to the target's signedness
+  int w = width(to);
+  bool to_signed = to == TensorProto::INT8 || to == TensorProto::INT16 || to == TensorProto::INT32;
+  Var* xi = cv.cast(x, i32);
+  double span = std::ldexp(1.0, w);
+  if (to == TensorProto::BOOL) return cv.out(n, 0, binary(cv, "not_equal", xi, cv.cs(0, i32)));
+  if (to_signed && w < 32) xi = sel(cv, binary(cv, "greater_equal", xi, cv.cs(span / 2, i32)), binary(cv, "sub", xi, cv.cs(span, i32)), xi);
+  if (!to_signed) {
+    if (w == 32) cv.fail(n, "uint32 values past 2^31 - 1 cannot be held in int32");
+    xi = sel(cv, binary(cv, "less", xi, cv.cs(0, i32)), binary(cv, "add", xi, cv.cs(span, i32)), xi);
+  }
+  cv.out(n, 0, xi);
+}
+
+// NonMaxSuppression as ONNX's reference runs it: per (batch, class) the boxes by descending score
+// (ties: lower index first), greedily kept unless one kept before overlaps it by more than
+// iou_threshold, up to max_output_boxes_per_class; the steps are unrolled over the boxes.
+void nms(C& cv, const NodeProto& n) {
+  Var* boxes = cv.cast(cv.in(n, 0), DataType::Float32);
+  Var* scores = cv.cast(cv.in(n, 1), DataType::Float32);
+  auto bs = C::static_shape(boxes), ss = C::static_shape(scores);
+  if (!bs || !ss || bs->size() != 3 || ss->size() != 3 || (*bs)[2] != 4) cv.fail(n, "needs boxes [B, N, 4] and scores [B, C, N] of known shapes");
+  int64_t B = (*bs)[0], N = (*bs)[1], Cc = (*ss)[1];
+  if (N > 256) cv.fail(n, "more than 256 boxes per batch are not supported (the greedy steps are unrolled)");
+  DataType f32 = DataType::Float32, i32 = DataType::Int32;
+  Var* maxout = C::has(n, 2) ? cv.cast(cv.op("reshape", {C::a("x", cv.in(n, 2)), C::aints32("shape", {})}), f32) : fconst(cv, 0);
+  Var* iou_t = C::has(n, 3) ? cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 3), f32)), C::aints32("shape", {})}) : fconst(cv, 0);
+  // corners: [y1, x1, y2, x2] in either order, or [xc, yc, w, h]
+  auto coord = [&](int64_t i) { return cv.op("squeeze", {C::a("x", slice_axis(cv, boxes, 2, i, i + 1, 3)), C::aints32("axes", {2})}); };
+  Var *x0, *x1, *y0, *y1;
+  if (C::ai(n, "center_point_box", 0) == 0) {
+    Var *a = coord(0), *b = coord(1), *c = coord(2), *d = coord(3);
+    y0 = binary(cv, "minimum", a, c), y1 = binary(cv, "maximum", a, c);
+    x0 = binary(cv, "minimum", b, d), x1 = binary(cv, "maximum", b, d);
+  } else {
+    Var *xc = coord(0), *yc = coord(1), *hw = binary(cv, "mul", coord(2), fconst(cv, 0.5)), *hh = binary(cv, "mul", coord(3), fconst(cv, 0.5));
+    x0 = binary(cv, "sub", xc, hw), x1 = binary(cv, "add", xc, hw), y0 = binary(cv, "sub", yc, hh), y1 = binary(cv, "add", yc, hh);
+  }
+  // [B, N, N]: whether box j is suppressed by a kept box i
+  auto col = [&](Var* v) { return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {2})}); };
+  auto row = [&](Var* v) { return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {1})}); };
+  Var* iw = binary(cv, "sub", binary(cv, "minimum", col(x1), row(x1)), binary(cv, "maximum", col(x0), row(x0)));
+  Var* ih = binary(cv, "sub", binary(cv, "minimum", col(y1), row(y1)), binary(cv, "maximum", col(y0), row(y0)));
+  Var* area = binary(cv, "mul", binary(cv, "sub", x1, x0), binary(cv, "sub", y1, y0));
+  Var* inter = binary(cv, "mul", iw, ih);
+  Var* uni = binary(cv, "sub", binary(cv, "add", col(area), row(area)), inter);
+  Var* ok = binary(cv, "logical_and", binary(cv, "greater", iw, fconst(cv, 0)), binary(cv, "greater", ih, fconst(cv, 0)));
+  ok = binary(cv, "logical_and", ok, binary(cv, "logical_and", binary(cv, "greater", col(area), fconst(cv, 0)), binary(cv, "greater", row(area), fconst(cv, 0))));
+  ok = binary(cv, "logical_and", ok, binary(cv, "greater", uni, fconst(cv, 0)));
+  Var* iou = binary(cv, "real_div", inter, sel(cv, ok, uni, fconst(cv, 1)));
+  Var* sup = cv.cast(binary(cv, "logical_and", ok, binary(cv, "greater", iou, iou_t)), f32);
+  sup = cv.op("expand_dims", {C::a("x", sup), C::aints32("axes", {1})});  // [B, 1, N, N]
+  // the rank of each box by score: how many come before it
+  Var* sc = cv.op("expand_dims", {C::a("x", scores), C::aints32("axes", {3})});  // [B, C, N, 1] (box j)
+  Var* sr = cv.op("expand_dims", {C::a("x", scores), C::aints32("axes", {2})});  // [B, C, 1, N] (box k)
+  std::vector<double> lower(static_cast<size_t>(N * N));
+  for (int64_t j = 0; j < N; ++j)
+    for (int64_t k = 0; k < N; ++k) lower[static_cast<size_t>(j * N + k)] = k < j ? 1 : 0;
+  Var* before = binary(cv, "logical_or", binary(cv, "greater", sr, sc),
+                       binary(cv, "logical_and", binary(cv, "equal", sr, sc), cv.cast(cv.c(Value::from_doubles(f32, {N, N}, lower)), DataType::Bool)));
+  Var* rank = cv.op("reduce_sum", {C::a("x", cv.cast(before, f32)), C::aints32("axes", {3}), C::abool("keep_dims", false)});  // [B, C, N]
+  Var* valid = C::has(n, 4) ? binary(cv, "greater", scores, cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 4), f32)), C::aints32("shape", {})}))
+                            : binary(cv, "equal", scores, scores);
+  Var* validf = cv.cast(valid, f32);
+  Var* supd = nullptr;  // [B, C, N]: suppressed so far
+  Var* count = nullptr;
+  std::vector<ArgItem> kept;
+  for (int64_t r = 0; r < N; ++r) {
+    Var* pick = cv.cast(binary(cv, "equal", rank, fconst(cv, static_cast<double>(r))), f32);  // one-hot [B, C, N]
+    Var* cand = binary(cv, "mul", pick, validf);
+    if (supd) cand = binary(cv, "mul", cand, binary(cv, "sub", fconst(cv, 1), supd));
+    Var* k = cv.op("reduce_sum", {C::a("x", cand), C::aints32("axes", {2}), C::abool("keep_dims", false)});  // [B, C]
+    k = binary(cv, "mul", k, cv.cast(binary(cv, "less", count ? count : fconst(cv, 0), maxout), f32));
+    kept.push_back(ArgItem{cv.op("expand_dims", {C::a("x", k), C::aints32("axes", {2})}), nullptr});
+    count = count ? binary(cv, "add", count, k) : k;
+    // the boxes the kept one overlaps: its row of the suppression matrix
+    Var* rowsel = cv.op("matmul", {C::a("x", cv.op("expand_dims", {C::a("x", binary(cv, "mul", pick, cv.op("expand_dims", {C::a("x", k), C::aints32("axes", {2})}))), C::aints32("axes", {2})})),
+                                   C::a("y", sup)});  // [B, C, 1, N]
+    Var* s2 = cv.op("squeeze", {C::a("x", rowsel), C::aints32("axes", {2})});
+    supd = supd ? binary(cv, "maximum", supd, s2) : s2;
+  }
+  Var* keep = N == 1 ? kept[0].var : cv.op("concat", {Arg{"values", kept, true}, C::ai32("axis", 2)});  // [B, C, rank]
+  // the box of each rank
+  std::vector<double> idx(static_cast<size_t>(N));
+  for (int64_t j = 0; j < N; ++j) idx[static_cast<size_t>(j)] = static_cast<double>(j);
+  std::vector<double> rr(static_cast<size_t>(N));
+  for (int64_t j = 0; j < N; ++j) rr[static_cast<size_t>(j)] = static_cast<double>(j);
+  Var* at = cv.cast(binary(cv, "equal", cv.op("expand_dims", {C::a("x", rank), C::aints32("axes", {3})}), cv.c(Value::from_doubles(f32, {1, 1, 1, N}, rr))), f32);  // [B, C, box, rank]
+  Var* order = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", at, cv.c(Value::from_doubles(f32, {1, 1, N, 1}, idx)))), C::aints32("axes", {2}), C::abool("keep_dims", false)});
+  Var* nz = cv.op("non_zero", {C::a("x", keep)});  // [K, 3]: batch, class, rank
+  Var* box = cv.cast(cv.op("gather_nd", {C::a("x", order), C::a("indices", nz)}), i32);
+  Var* bc = slice_axis(cv, nz, 1, 0, 2, 2);
+  Var* y = cv.op("concat", {Arg{"values", {ArgItem{bc, nullptr}, ArgItem{cv.op("expand_dims", {C::a("x", box), C::aints32("axes", {1})}), nullptr}}, true}, C::ai32("axis", 1)});
+  (void)B, (void)Cc;
+  cv.out(n, 0, y);
+}
+
+// Unique: the slices along axis (elements when no axis) compared pairwise; first occurrences
+// picked with non_zero (a run-time count), ordered by first occurrence or (sorted)
+// lexicographically; inverse indices and counts from the equality with the picked slices.
+void unique(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs) cv.fail(n, "needs the input's shape to be known");
+  int r = static_cast<int>(xs->size());
+  bool has_axis = C::attr(n, "axis") != nullptr;
+  int64_t ax = has_axis ? cv.axis(n, C::ai(n, "axis", 0), r) : 0;
+  DataType i32 = DataType::Int32, f32 = DataType::Float32;
+  // rows: [L, R] with the slices along axis as rows
+  Var* rows;
+  int64_t L, R = 1;
+  std::vector<int64_t> perm;
+  if (!has_axis) {
+    L = 1;
+    for (auto d : *xs) L *= d;
+    rows = cv.op("reshape", {C::a("x", x), C::aints32("shape", {L, 1})});
+  } else {
+    L = (*xs)[static_cast<size_t>(ax)];
+    perm.push_back(ax);
+    for (int i = 0; i < r; ++i)
+      if (i != ax) perm.push_back(i), R *= (*xs)[static_cast<size_t>(i)];
+    rows = cv.op("reshape", {C::a("x", cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)})), C::aints32("shape", {L, R})});
+  }
+  Var* a = cv.op("expand_dims", {C::a("x", rows), C::aints32("axes", {1})});  // [L, 1, R]
+  Var* b = cv.op("expand_dims", {C::a("x", rows), C::aints32("axes", {0})});  // [1, L, R]
+  Var* neq = cv.cast(binary(cv, "not_equal", a, b), f32);                       // [L, L, R]
+  Var* same = binary(cv, "equal", cv.op("reduce_sum", {C::a("x", neq), C::aints32("axes", {2}), C::abool("keep_dims", false)}), fconst(cv, 0));
+  std::vector<double> strict(static_cast<size_t>(L * L));
+  for (int64_t i = 0; i < L; ++i)
+    for (int64_t j = 0; j < L; ++j) strict[static_cast<size_t>(i * L + j)] = j < i ? 1 : 0;
+  Var* earlier = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", cv.cast(same, f32), cv.c(Value::from_doubles(f32, {L, L}, strict)))),
+                                      C::aints32("axes", {1}), C::abool("keep_dims", false)});
+  Var* first = binary(cv, "equal", earlier, fconst(cv, 0));  // [L]
+  Var* idx = cv.op("reshape", {C::a("x", cv.op("non_zero", {C::a("x", first)})), C::aints32("shape", {-1})});  // [K], ascending
+  Var* order = idx;
+  if (C::ai(n, "sorted", 1) != 0) {
+    // row i before row j (lexicographically): at the first differing position, i's is smaller
+    Var* before_diff = binary(cv, "equal", cv.op("cumsum", {C::a("x", neq), C::ai32("axis", 2), C::abool("exclusive", true)}), fconst(cv, 0));
+    Var* lt = binary(cv, "logical_and", binary(cv, "less", a, b), before_diff);
+    Var* less = binary(cv, "greater", cv.op("reduce_sum", {C::a("x", cv.cast(lt, f32)), C::aints32("axes", {2}), C::abool("keep_dims", false)}), fconst(cv, 0));
+    // rank of row i among the first occurrences: first rows j with row j < row i
+    Var* rank = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", cv.cast(cv.op("transpose", {C::a("x", less), C::aints32("perm", {1, 0})}), f32),
+                                                        cv.op("expand_dims", {C::a("x", cv.cast(first, f32)), C::aints32("axes", {0})}))),
+                                     C::aints32("axes", {1}), C::abool("keep_dims", false)});
+    Var* rk = cv.op("gather", {C::a("x", rank), C::a("indices", idx), C::ai32("axis", 0)});
+    Var* p = cv.op("argsort", {C::a("x", rk), C::ai32("axis", 0), C::abool("ascending", true)});
+    order = cv.op("gather", {C::a("x", idx), C::a("indices", p), C::ai32("axis", 0)});
+  }
+  // Y: the picked slices
+  Var* y = cv.op("gather", {C::a("x", x), C::a("indices", order), C::ai32("axis", ax)});
+  if (!has_axis) y = cv.op("reshape", {C::a("x", y), C::aints32("shape", {-1})});
+  cv.out(n, 0, y);
+  cv.out(n, 1, order);
+  // [L, K]: whether row j equals picked row k
+  Var* eqk = cv.op("gather", {C::a("x", cv.cast(same, f32)), C::a("indices", order), C::ai32("axis", 1)});
+  Var* K = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", order)})), C::a("indices", Value::scalar_int(i32, 0))});
+  Var* kk = cv.cast(cv.op("range_1d", {C::a("start", Value::scalar_int(i32, 0)), C::a("end", K), C::a("step", Value::scalar_int(i32, 1))}), f32);
+  Var* inv = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", eqk, cv.op("expand_dims", {C::a("x", kk), C::aints32("axes", {0})}))),
+                                  C::aints32("axes", {1}), C::abool("keep_dims", false)});
+  cv.out(n, 2, cv.cast(inv, i32));
+  cv.out(n, 3, cv.cast(cv.op("reduce_sum", {C::a("x", eqk), C::aints32("axes", {0}), C::abool("keep_dims", false)}), i32));
+  (void)R;
+}
+
+// TfIdfVectorizer over integer tokens: each pool n-gram of length k counted at every start
+// whose k tokens, skip_distance apart (1 .. max_skip_count + 1; unigrams once), match it.
+void tfidf(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->empty() || xs->size() > 2) cv.fail(n, "needs a 1-D or 2-D input of known shape");
+  if (!C::attr(n, "pool_int64s")) cv.fail(n, "string pools are not supported (Core ML has no string tensors)");
+  auto pool = C::aints(n, "pool_int64s");
+  auto counts = C::aints(n, "ngram_counts");
+  auto indexes = C::aints(n, "ngram_indexes");
+  auto weights = C::afloats(n, "weights");
+  int64_t minl = C::ai(n, "min_gram_length", 1), maxl = C::ai(n, "max_gram_length", 1), skips = C::ai(n, "max_skip_count", 0);
+  std::string mode = C::as(n, "mode", "TF");
+  int64_t out = 0;
+  for (auto v : indexes) out = std::max(out, v + 1);
+  int r = static_cast<int>(xs->size());
+  int64_t L = xs->back();
+  DataType f32 = DataType::Float32;
+  Var* xf = cv.cast(x, f32);
+  Var* y = nullptr;
+  int64_t id = 0;  // n-gram number (into ngram_indexes)
+  for (size_t lvl = 0; lvl < counts.size(); ++lvl) {
+    int64_t k = static_cast<int64_t>(lvl) + 1;
+    int64_t begin = counts[lvl], end = lvl + 1 < counts.size() ? counts[lvl + 1] : static_cast<int64_t>(pool.size());
+    int64_t grams = (end - begin) / k;
+    if (grams <= 0) continue;
+    int64_t first_id = id;
+    id += grams;
+    if (k < minl || k > maxl) continue;
+    // [grams, out]: where each n-gram's count goes
+    std::vector<double> to(static_cast<size_t>(grams * out), 0.0);
+    for (int64_t g = 0; g < grams; ++g) {
+      if (first_id + g >= static_cast<int64_t>(indexes.size())) cv.fail(n, "ngram_indexes is shorter than the pool");
+      to[static_cast<size_t>(g * out + indexes[static_cast<size_t>(first_id + g)])] = 1.0;
+    }
+    Var* tom = cv.c(Value::from_doubles(f32, {grams, out}, to));
+    for (int64_t d = 1; d <= (k == 1 ? 1 : skips + 1); ++d) {
+      int64_t span = d * (k - 1), len = L - span;
+      if (len <= 0) break;
+      Var* match = nullptr;
+      for (int64_t j = 0; j < k; ++j) {
+        std::vector<double> tok(static_cast<size_t>(grams));
+        for (int64_t g = 0; g < grams; ++g) tok[static_cast<size_t>(g)] = static_cast<double>(pool[static_cast<size_t>(begin + g * k + j)]);
+        Var* sl = cv.op("expand_dims", {C::a("x", slice_axis(cv, xf, r - 1, d * j, d * j + len, r)), C::aints32("axes", {-1})});
+        Var* eq = cv.cast(binary(cv, "equal", sl, cv.c(Value::from_doubles(f32, {grams}, tok))), f32);
+        match = match ? binary(cv, "mul", match, eq) : eq;
+      }
+      Var* c = cv.op("reduce_sum", {C::a("x", match), C::aints32("axes", {r - 1}), C::abool("keep_dims", false)});  // [.., grams]
+      Var* part = cv.op("matmul", {C::a("x", r == 1 ? cv.op("expand_dims", {C::a("x", c), C::aints32("axes", {0})}) : c), C::a("y", tom)});
+      if (r == 1) part = cv.op("squeeze", {C::a("x", part), C::aints32("axes", {0})});
+      y = y ? binary(cv, "add", y, part) : part;
+    }
+  }
+  std::vector<int64_t> oshape = r == 1 ? std::vector<int64_t>{out} : std::vector<int64_t>{(*xs)[0], out};
+  if (!y) y = cv.c(Value::from_doubles(f32, oshape, std::vector<double>(static_cast<size_t>(r == 1 ? out : (*xs)[0] * out), 0.0)));
+  if (mode == "IDF" || mode == "TFIDF") {
+    Var* w = weights.empty() ? fconst(cv, 1) : cv.c(Value::from_doubles(f32, {out}, std::vector<double>(weights.begin(), weights.end())));
+    if (mode == "IDF") y = binary(cv, "mul", cv.cast(binary(cv, "greater", y, fconst(cv, 0)), f32), w);
+    else y = binary(cv, "mul", y, w);
+  } else if (mode != "TF") {
+    cv.fail(n, "mode must be TF, IDF or TFIDF");
+  }
+  cv.out(n, 0, y);
+}
+
+}  // namespace
+
+void register_more(OpTable& t) {
+  t["MelWeightMatrix"] = [](C& cv, const NodeProto& n) {
+    // a constant: triangular filters between mel-spaced bins (ONNX's reference arithmetic: the mel
+    // edges in fp32, the bins in double)
+    int64_t mels = cv.ints(n, 0, "num_mel_bins").at(0), dft = cv.ints(n, 1, "dft_length").at(0);
+    int64_t rate = cv.ints(n, 2, "sample_rate").at(0);
+    float lo = static_cast<float>(cv.doubles(n, 3, "lower_edge_hertz").at(0)), hi = static_cast<float>(cv.doubles(n, 4, "upper_edge_hertz").at(0));
+    if (mels <= 0 || dft <= 0 || rate <= 0) cv.fail(n, "num_mel_bins, dft_length and sample_rate must be positive");
+    auto mel = [](float hz) { return static_cast<float>(2595.0f * std::log1p(hz / 700.0f) / static_cast<float>(std::log(10.0))); };
+    float lm = mel(lo), hm = mel(hi);
+    float step = (hm - lm) / static_cast<float>(mels + 2);
+    std::vector<int64_t> bins(static_cast<size_t>(mels + 2));
+    for (int64_t i = 0; i < mels + 2; ++i) {
+      double f = static_cast<double>(i) * static_cast<double>(step) + static_cast<double>(lm);
+      f = 700.0 * std::expm1(f / 2595.0 * std::log(10.0));
+      bins[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * f / static_cast<double>(rate)));
+    }
+    int64_t nb = dft / 2 + 1;
+    std::vector<double> w(static_cast<size_t>(nb * mels), 0.0);
+    auto at = [&](int64_t j, int64_t i) -> double& {
+      if (j < 0 || j >= nb) cv.fail(n, "a mel bin falls outside the spectrogram bins");
+      return w[static_cast<size_t>(j * mels + i)];
+    };
+    for (int64_t i = 0; i < mels; ++i) {
+      int64_t l = bins[static_cast<size_t>(i)], c = bins[static_cast<size_t>(i + 1)], h = bins[static_cast<size_t>(i + 2)];
+      if (c == l) at(c, i) = 1;
+      else
+        for (int64_t j = l; j <= c; ++j) at(j, i) = static_cast<double>(j - l) / static_cast<double>(c - l);
+      if (h > c)
+        for (int64_t j = c; j < h; ++j) at(j, i) = static_cast<double>(h - j) / static_cast<double>(h - c);
+    }
+    auto dt = mil_dtype(static_cast<int>(C::ai(n, "output_datatype", onnx::TensorProto::FLOAT)));
+    if (!dt) cv.fail(n, "output_datatype is not supported");
+    cv.out_const(n, 0, Value::from_doubles(*dt, {nb, mels}, w));
+  };
+  t["TfIdfVectorizer"] = tfidf;
+  t["Unique"] = unique;
+  // optional tensors: a present one is its tensor, an empty one a name without a value
+  t["Optional"] = [](C& cv, const NodeProto& n) {
+    if (C::has(n, 0)) return cv.out(n, 0, cv.in(n, 0));
+    if (C::wants(n, 0)) cv.empty_optionals.insert(n.output(0));
+    // bound to nothing: reading it as a tensor fails below, OptionalHasElement gives false
+    cv.out_const(n, 0, Value::scalar_bool(false));
+  };
+  t["OptionalHasElement"] = [](C& cv, const NodeProto& n) {
+    bool has = C::has(n, 0) && !cv.empty_optionals.count(n.input(0));
+    cv.out_const(n, 0, Value::scalar_bool(has));
+  };
+  t["OptionalGetElement"] = [](C& cv, const NodeProto& n) {
+    if (!C::has(n, 0) || cv.empty_optionals.count(n.input(0))) cv.fail(n, "the optional is empty");
+    Var* x = cv.in(n, 0);
+    cv.out(n, 0, x);
+  };
+  t["NonMaxSuppression"] = nms;
+  t["BitCast"] = bit_cast;
+  t["GridSample"] = grid_sample;
+  t["CumProd"] = cum_prod;
+  t["BitwiseAnd"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '&'); };
+  t["BitwiseOr"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '|'); };
+  t["BitwiseXor"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '^'); };
+  t["BitwiseNot"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '~'); };
+  t["Compress"] = compress;
+  t["ReverseSequence"] = [](C& cv, const NodeProto& n) {
+    cv.out(n, 0, cv.op("reverse_sequence", {C::a("x", cv.in(n, 0)), C::a("lengths", cv.cast(cv.in(n, 1), DataType::Int32)),
+                                            C::ai32("seq_axis", C::ai(n, "time_axis", 0)),
+                                            C::ai32("batch_axis", C::ai(n, "batch_axis", 1))}));
+  };
+  t["MaxUnpool"] = max_unpool;
+  t["Col2Im"] = col2im;
+  t["Det"] = det;
+  t["TensorScatter"] = tensor_scatter;
+  t["DFT"] = dft;
+  t["STFT"] = stft;
+  t["MatMulInteger"] = [](C& cv, const NodeProto& n) {
+    Var* y = cv.op("matmul", {C::a("x", centered(cv, n, 0, 2, true)), C::a("y", centered(cv, n, 1, 3, false))});
+    cv.out(n, 0, cv.cast(y, DataType::Int32));
+  };
+  t["ConvInteger"] = [](C& cv, const NodeProto& n) {
+    Var* x = centered(cv, n, 0, 2, false);
+    Var* w = cv.cast(cv.in(n, 1), DataType::Float32);
+    int r = cv.rank(n, w);
+    if (C::has(n, 3)) w = binary(cv, "sub", w, per_out_channel(cv, cv.cast(cv.in(n, 3), DataType::Float32), r));
+    cv.out(n, 0, cv.cast(cv.op("conv", conv_args(cv, n, x, w, static_cast<size_t>(r - 2))), DataType::Int32));
+  };
+  t["QLinearMatMul"] = [](C& cv, const NodeProto& n) {
+    // the integer product exactly (fp32 holds it for 8-bit operands), scaled, rounded, clipped
+    Var* a = centered(cv, n, 0, 2, true);
+    Var* b = centered(cv, n, 3, 5, false);
+    Var* c = cv.op("matmul", {C::a("x", a), C::a("y", b)});
+    Var* s = binary(cv, "real_div", binary(cv, "mul", cv.cast(cv.in(n, 1), DataType::Float32), cv.cast(cv.in(n, 4), DataType::Float32)),
+                    cv.cast(cv.in(n, 6), DataType::Float32));
+    cv.out(n, 0, requantize(cv, n, binary(cv, "mul", c, s), 7));
+  };
+  t["QLinearConv"] = [](C& cv, const NodeProto& n) {
+    Var* x = centered(cv, n, 0, 2, false);
+    Var* w = cv.cast(cv.in(n, 3), DataType::Float32);
+    int r = cv.rank(n, w);
+    if (C::has(n, 5)) w = binary(cv, "sub", w, per_out_channel(cv, cv.cast(cv.in(n, 5), DataType::Float32), r));
+    Var* acc = cv.op("conv", conv_args(cv, n, x, w, static_cast<size_t>(r - 2)));
+    std::vector<int64_t> axes;
+    for (int i = 2; i < r; ++i) axes.push_back(i - 1);
+    if (C::has(n, 8)) acc = binary(cv, "add", acc, cv.op("expand_dims", {C::a("x", cv.cast(cv.in(n, 8), DataType::Float32)), C::aints32("axes", axes)}));
+    Var* ws = cv.cast(cv.in(n, 4), DataType::Float32);
+    auto wss = C::static_shape(ws);
+    if (wss && wss->size() == 1 && (*wss)[0] > 1) ws = cv.op("expand_dims", {C::a("x", ws), C::aints32("axes", axes)});
+    Var* s = binary(cv, "real_div", binary(cv, "mul", cv.cast(cv.in(n, 1), DataType::Float32), ws), cv.cast(cv.in(n, 6), DataType::Float32));
+    cv.out(n, 0, requantize(cv, n, binary(cv, "mul", acc, s), 7));
+  };
+  t["DynamicQuantizeLinear"] = [](C& cv, const NodeProto& n) {
+    Var* x = cv.cast(cv.in(n, 0), DataType::Float32);
+    int r = cv.rank(n, x);
+    std::vector<int64_t> all(static_cast<size_t>(r));
+    std::iota(all.begin(), all.end(), 0);
+    DataType f32 = DataType::Float32;
+    Var* mx = binary(cv, "maximum", cv.op("reduce_max", {C::a("x", x), C::aints32("axes", all), C::abool("keep_dims", false)}), cv.cs(0, f32));
+    Var* mn = binary(cv, "minimum", cv.op("reduce_min", {C::a("x", x), C::aints32("axes", all), C::abool("keep_dims", false)}), cv.cs(0, f32));
+    Var* range = binary(cv, "sub", mx, mn);
+    Var* scale = binary(cv, "real_div", sel(cv, binary(cv, "equal", range, cv.cs(0, f32)), cv.cs(1, f32), range), cv.cs(255, f32));
+    Var* zp = cv.op("round", {C::a("x", cv.op("clip", {C::a("x", binary(cv, "sub", cv.cs(0, f32), binary(cv, "real_div", mn, scale))),
+                                                       C::af32("alpha", 0), C::af32("beta", 255)}))});
+    Var* y = binary(cv, "add", cv.op("round", {C::a("x", binary(cv, "real_div", x, scale))}), zp);
+    y = cv.op("clip", {C::a("x", y), C::af32("alpha", 0), C::af32("beta", 255)});
+    cv.out(n, 0, cv.cast(y, DataType::Int32));
+    cv.out(n, 1, scale);
+    cv.out(n, 2, cv.cast(zp, DataType::Int32));
+  };
+}
+
+}  // namespace onnx_detail
+}  // namespace milkit
