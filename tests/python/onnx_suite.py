@@ -4,7 +4,9 @@
 Run as a script to rerun every case and rewrite that file (each failing case with the error as
 its reason); ``test_onnx_backend_suite.py`` runs the suite in ``make test``.
 
-    PYTHONPATH=python python3 tests/python/onnx_suite.py [--write]
+    PYTHONPATH=python python3 tests/python/onnx_suite.py [--write] [--families]
+
+--families prints the pass rate per operator family (a markdown table).
 """
 
 from __future__ import annotations
@@ -89,6 +91,74 @@ def node_case_ops() -> Dict[str, List[str]]:
     return out
 
 
+# operator families for the per-family table (issue 9's note); an operator not listed is "other"
+FAMILIES: Dict[str, List[str]] = {
+    "elementwise & activations": (
+        "Abs Acos Acosh Add And Asin Asinh Atan Atanh Ceil Celu Clip Cos Cosh Div Elu Equal Erf Exp Floor Gelu "
+        "Greater GreaterOrEqual HardSigmoid HardSwish Hardmax Identity IsInf IsNaN LeakyRelu Less LessOrEqual Log "
+        "LogSoftmax Max Mean Min Mish Mod Mul Neg Not Or PRelu Pow Reciprocal Relu Round Selu Shrink Sigmoid Sign Sin "
+        "Sinh Softmax Softplus Softsign Sqrt Sub Sum Swish Tan Tanh ThresholdedRelu Where Xor BitShift BitwiseAnd "
+        "BitwiseNot BitwiseOr BitwiseXor SwiGLU").split(),
+    "casts & element types": "Cast CastLike BitCast".split(),
+    "conv, pool, matmul": (
+        "Conv ConvTranspose DeformConv Gemm MatMul AveragePool MaxPool LpPool GlobalAveragePool GlobalMaxPool "
+        "GlobalLpPool MaxUnpool Col2Im Dropout LRN").split(),
+    "normalization": (
+        "BatchNormalization InstanceNormalization LayerNormalization GroupNormalization RMSNormalization "
+        "MeanVarianceNormalization LpNormalization").split(),
+    "quantization": (
+        "QuantizeLinear DequantizeLinear DynamicQuantizeLinear QLinearMatMul QLinearConv MatMulInteger "
+        "ConvInteger").split(),
+    "shape & tensor": (
+        "Concat Constant ConstantOfShape DepthToSpace Einsum Expand EyeLike Flatten Gather GatherElements GatherND "
+        "NonZero OneHot Pad Range Reshape Scatter ScatterElements ScatterND Shape Size Slice SpaceToDepth Split "
+        "Squeeze Tile TopK Transpose Trilu Unsqueeze Compress ReverseSequence Unique TensorScatter CenterCropPad "
+        "Det").split(),
+    "reductions & scans": (
+        "ArgMax ArgMin ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp ReduceMax ReduceMean ReduceMin ReduceProd "
+        "ReduceSum ReduceSumSquare CumSum CumProd").split(),
+    "control flow, sequences, optionals": (
+        "If Loop Scan Optional OptionalGetElement OptionalHasElement SequenceAt SequenceConstruct SequenceEmpty "
+        "SequenceErase SequenceInsert SequenceLength SequenceMap SplitToSequence ConcatFromSequence").split(),
+    "recurrent": "GRU LSTM RNN".split(),
+    "resize & sampling": "Resize Upsample GridSample AffineGrid RoiAlign NonMaxSuppression".split(),
+    "attention": "Attention FlexAttention LinearAttention RotaryEmbedding CausalConvWithState".split(),
+    "signal": "DFT STFT MelWeightMatrix HannWindow HammingWindow BlackmanWindow".split(),
+    "losses & training": "NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss Adagrad Adam Momentum".split(),
+    "strings & text": (
+        "StringConcat StringNormalizer StringSplit RegexFullMatch TfIdfVectorizer").split(),
+    "ai.onnx.ml & image decoding": "ArrayFeatureExtractor Binarizer LabelEncoder TreeEnsemble ImageDecoder".split(),
+    "random": "Bernoulli RandomNormal RandomNormalLike RandomUniform RandomUniformLike Multinomial".split(),
+}
+
+
+def case_family(name: str, ops: List[str]) -> str:
+    """The family of a node case: its operator's (the one the case is named after when the case
+    holds several nodes, as the expanded ones do)."""
+    family_of = {op: fam for fam, l in FAMILIES.items() for op in l}
+    real = [o for o in ops if o != "<dtype>"]
+    key = name[len("test_"):].replace("_", "").lower()
+    named = sorted((o for o in family_of if key.startswith(o.lower())), key=len, reverse=True)
+    op = named[0] if named else (real[0] if len(real) == 1 else None)
+    if op is None:
+        op = next((o for o in real if o in family_of), real[0] if real else "")
+    return family_of.get(op, "other")
+
+
+def family_table(fails: Dict[str, str]) -> List[Tuple[str, int, int]]:
+    """(family, cases, passing) for every family, from the failures of a run."""
+    import collections
+
+    ops = node_case_ops()
+    total: Dict[str, int] = collections.Counter()
+    good: Dict[str, int] = collections.Counter()
+    for name, o in ops.items():
+        fam = case_family(name, o)
+        total[fam] += 1
+        good[fam] += name not in fails
+    return sorted(((f, total[f], good[f]) for f in total), key=lambda r: -r[1])
+
+
 def run_all() -> Tuple[int, Dict[str, str]]:
     """Runs every node case without expected failures; returns (count, failures name -> reason)."""
     cls = node_test_class(xfail=False)
@@ -111,6 +181,10 @@ def run_all() -> Tuple[int, Dict[str, str]]:
 def main() -> None:
     n, fails = run_all()
     print(f"{n} cases, {len(fails)} fail ({100.0 * (n - len(fails)) / max(n, 1):.1f}% pass)")
+    if "--families" in sys.argv:
+        print("| family | cases | pass | rate |\n|---|---:|---:|---:|")
+        for fam, t, g in family_table(fails):
+            print(f"| {fam} | {t} | {g} | {100.0 * g / t:.1f}% |")
     if "--write" in sys.argv:
         with open(XFAIL_FILE, "w") as f:
             f.write("# ONNX backend node cases milkit is expected to fail, one per line: name  # reason\n")

@@ -502,3 +502,35 @@ def test_dead_code_and_consts_inside_blocks():
         return mb.while_loop(_cond=lambda i, a: mb.less(x=i, y=3), _body=body, loop_vars=(0, x))
 
     check_passes(build, [((2,), "fp32")], ["common::dead_code_elimination", "common::const_elimination"])
+
+
+def test_while_loop_rebuilds_until_the_loop_vars_settle():
+    # Round 1 knows the counter (0), so x[i:i+1] is (1,) and y keeps (1,); round 2 (the counter's
+    # value dropped) makes the slice's dim a fresh symbol, which y's (1,) does not admit; round 3
+    # builds with y's dim a symbol too. coremltools stops after its second build with "not a
+    # subtype"; milkit rebuilds until the types settle (ONNX's loop11 needs it), which is right
+    # since the program is well typed with y: (s,).
+    from coremltools.converters.mil import Builder as cmb
+    from milkit import Builder as mb
+
+    def build(b):
+        @b.program(input_specs=[b.TensorSpec(shape=(5,))])
+        def prog(x):
+            def cond(i, y):
+                return b.less(x=i, y=4)
+
+            def body(i, y):
+                s = b.slice_by_index(x=x, begin=b.reshape(x=i, shape=[1]), end=b.reshape(x=b.add(x=i, y=1), shape=[1]))
+                return b.add(x=i, y=1), b.add(x=s, y=y)
+
+            return b.while_loop(_cond=cond, _body=body, loop_vars=(0, np.zeros(1, np.float32)))
+
+        return prog
+
+    with pytest.raises(ValueError, match="not a subtype"):
+        build(cmb)
+    prog = build(mb)
+    x = np.arange(5, dtype=np.float32)
+    out = milkit.run(prog, {"x": x})
+    got = [np.asarray(v) for v in (out.values() if isinstance(out, dict) else out)]
+    assert int(got[0]) == 4 and np.allclose(got[1], [0 + 1 + 2 + 3])

@@ -181,21 +181,18 @@ void loop_op(C& cv, const NodeProto& n) {
 }
 
 
-void scan_op(C& cv, const NodeProto& n) {
-  if (cv.opset < 9) cv.fail(n, "Scan before opset 9 (with a batch axis) is not supported");
-  const GraphProto& body = graph_attr(cv, n, "body");
-  int m = static_cast<int>(C::ai(n, "num_scan_inputs", 0));
-  int nstate = n.input_size() - m;
+// One Scan over states and scan inputs (opset 9's form): returns the final states, then the scan
+// outputs.
+std::vector<Var*> run_scan(C& cv, const NodeProto& n, const GraphProto& body, const std::vector<Var*>& state_in,
+                           const std::vector<Var*>& scan_in, const std::vector<int64_t>& in_axes,
+                           const std::vector<int64_t>& in_dirs, const std::vector<int64_t>& out_axes,
+                           const std::vector<int64_t>& out_dirs) {
+  int m = static_cast<int>(scan_in.size()), nstate = static_cast<int>(state_in.size());
   int k_out = body.output_size() - nstate;
-  if (m <= 0 || nstate < 0 || k_out < 0 || body.input_size() != nstate + m)
-    cv.fail(n, "the body must take (states..., scan slices...) and return (states..., scan outputs...)");
-  auto in_axes = C::aints(n, "scan_input_axes", std::vector<int64_t>(static_cast<size_t>(m), 0));
-  auto in_dirs = C::aints(n, "scan_input_directions", std::vector<int64_t>(static_cast<size_t>(m), 0));
-  auto out_axes = C::aints(n, "scan_output_axes", std::vector<int64_t>(static_cast<size_t>(k_out), 0));
-  auto out_dirs = C::aints(n, "scan_output_directions", std::vector<int64_t>(static_cast<size_t>(k_out), 0));
+  std::vector<Var*> result;
   std::vector<Var*> scans;
   for (int j = 0; j < m; ++j) {
-    Var* x = cv.in(n, nstate + j);
+    Var* x = scan_in[static_cast<size_t>(j)];
     int64_t ax = cv.axis(n, in_axes[static_cast<size_t>(j)], cv.rank(n, x));
     if (ax != 0) {  // iterate along axis 0
       std::vector<int64_t> perm = {ax};
@@ -208,7 +205,7 @@ void scan_op(C& cv, const NodeProto& n) {
   }
   Var* len = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", scans[0])})), C::a("indices", Value::scalar_int(DataType::Int32, 0))});
   std::vector<Var*> loop_vars = {cv.c(Value::scalar_int(DataType::Int32, 0))};
-  for (int i = 0; i < nstate; ++i) loop_vars.push_back(cv.in(n, i));
+  for (int i = 0; i < nstate; ++i) loop_vars.push_back(state_in[static_cast<size_t>(i)]);
   BlockFn cond_fn = [&cv, len](const std::vector<Var*>& vs) -> std::vector<Var*> {
     return {cv.op("less", {C::a("x", vs[0]), C::a("y", len)})};
   };
@@ -250,7 +247,7 @@ void scan_op(C& cv, const NodeProto& n) {
   };
   std::vector<Arg> args = {lv};
   auto outs = cv.b.create("while_loop", args, "", while_loop_blocks(cond_fn, body_fn));
-  for (int i = 0; i < nstate; ++i) cv.out(n, i, outs[static_cast<size_t>(1 + i)]);
+  for (int i = 0; i < nstate; ++i) result.push_back(outs[static_cast<size_t>(1 + i)]);
   for (int k = 0; k < k_out; ++k) {
     Var* ls = outs[static_cast<size_t>(1 + nstate + k)];
     Var* idx = cv.op("range_1d", {C::a("start", Value::scalar_int(DataType::Int32, 0)), C::a("end", cv.op("list_length", {C::a("ls", ls)})),
@@ -266,7 +263,54 @@ void scan_op(C& cv, const NodeProto& n) {
       for (int64_t i = ax + 1; i < r; ++i) perm.push_back(i);
       y = cv.op("transpose", {C::a("x", y), C::aints32("perm", perm)});
     }
-    cv.out(n, nstate + k, y);
+    result.push_back(y);
+  }
+  return result;
+}
+
+void scan_op(C& cv, const NodeProto& n) {
+  const GraphProto& body = graph_attr(cv, n, "body");
+  int m = static_cast<int>(C::ai(n, "num_scan_inputs", 0));
+  int first = cv.opset < 9 ? 1 : 0;  // opset 8: sequence_lens first
+  int nstate = n.input_size() - first - m;
+  int k_out = body.output_size() - nstate;
+  if (m <= 0 || nstate < 0 || k_out < 0 || body.input_size() != nstate + m)
+    cv.fail(n, "the body must take (states..., scan slices...) and return (states..., scan outputs...)");
+  if (cv.opset >= 9) {
+    std::vector<Var*> st, sc;
+    for (int i = 0; i < nstate; ++i) st.push_back(cv.in(n, i));
+    for (int j = 0; j < m; ++j) sc.push_back(cv.in(n, nstate + j));
+    auto outs = run_scan(cv, n, body, st, sc, C::aints(n, "scan_input_axes", std::vector<int64_t>(static_cast<size_t>(m), 0)),
+                         C::aints(n, "scan_input_directions", std::vector<int64_t>(static_cast<size_t>(m), 0)),
+                         C::aints(n, "scan_output_axes", std::vector<int64_t>(static_cast<size_t>(k_out), 0)),
+                         C::aints(n, "scan_output_directions", std::vector<int64_t>(static_cast<size_t>(k_out), 0)));
+    for (size_t i = 0; i < outs.size(); ++i) cv.out(n, static_cast<int>(i), outs[i]);
+    return;
+  }
+  // opset 8: a batch axis 0 on states and scan inputs, sequences along axis 1; each batch entry
+  // scanned on its own, the results stacked
+  if (C::has(n, 0)) cv.fail(n, "sequence_lens of Scan-8 is not supported (every sequence must have the full length)");
+  std::vector<Var*> st, sc;
+  for (int i = 0; i < nstate; ++i) st.push_back(cv.in(n, 1 + i));
+  for (int j = 0; j < m; ++j) sc.push_back(cv.in(n, 1 + nstate + j));
+  const Dim& bd = C::shape(nstate ? st[0] : sc[0])[0];
+  if (!bd->is_const()) cv.fail(n, "Scan-8 needs the batch size to be known");
+  auto dirs = C::aints(n, "directions", std::vector<int64_t>(static_cast<size_t>(m), 0));
+  std::vector<std::vector<Var*>> per(static_cast<size_t>(nstate + k_out));
+  for (int64_t b = 0; b < bd->value(); ++b) {
+    auto pick = [&](Var* v) { return cv.op("gather", {C::a("x", v), C::a("indices", Value::scalar_int(DataType::Int32, b)), C::ai32("axis", 0)}); };
+    std::vector<Var*> sb, cb;
+    for (Var* v : st) sb.push_back(pick(v));
+    for (Var* v : sc) cb.push_back(pick(v));
+    auto outs = run_scan(cv, n, body, sb, cb, std::vector<int64_t>(static_cast<size_t>(m), 0), dirs,
+                         std::vector<int64_t>(static_cast<size_t>(k_out), 0), std::vector<int64_t>(static_cast<size_t>(k_out), 0));
+    for (size_t i = 0; i < outs.size(); ++i)
+      per[i].push_back(cv.op("expand_dims", {C::a("x", outs[i]), C::aints32("axes", {0})}));
+  }
+  for (size_t i = 0; i < per.size(); ++i) {
+    Arg v{"values", {}, true};
+    for (Var* x : per[i]) v.items.push_back(ArgItem{x, nullptr});
+    cv.out(n, static_cast<int>(i), per[i].size() == 1 ? per[i][0] : cv.op("concat", {v, C::ai32("axis", 0)}));
   }
 }
 

@@ -929,9 +929,152 @@ void tfidf(C& cv, const NodeProto& n) {
   cv.out(n, 0, y);
 }
 
+// Bilinear taps along one axis of size D at run-time coordinates c ([R, S]), as RoiAlign's
+// reference takes them: a sample outside [-1, D] contributes nothing (valid), below 0 it is 0, at
+// or past D - 1 both taps are the last pixel.
+struct Taps2 {
+  Var *lo, *hi, *wlo, *whi, *valid;
+};
+Taps2 roi_taps(C& cv, Var* c, int64_t D) {
+  DataType f32 = DataType::Float32;
+  Var* valid = cv.cast(binary(cv, "logical_and", binary(cv, "greater_equal", c, fconst(cv, -1)), binary(cv, "less_equal", c, fconst(cv, static_cast<double>(D)))), f32);
+  Var* y = binary(cv, "maximum", c, fconst(cv, 0));
+  Var* lo = cv.op("floor", {C::a("x", y)});
+  Var* last = binary(cv, "greater_equal", lo, fconst(cv, static_cast<double>(D - 1)));
+  lo = sel(cv, last, fconst(cv, static_cast<double>(D - 1)), lo);
+  Var* hi = sel(cv, last, lo, binary(cv, "add", lo, fconst(cv, 1)));
+  y = sel(cv, last, lo, y);
+  Var* l = binary(cv, "sub", y, lo);
+  return {cv.cast(lo, DataType::Int32), cv.cast(hi, DataType::Int32), binary(cv, "sub", fconst(cv, 1), l), l, valid};
+}
+
+void roi_align(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  Var* rois = cv.cast(cv.in(n, 1), DataType::Float32);
+  auto xs = C::static_shape(x), rs = C::static_shape(rois);
+  if (!xs || !rs || xs->size() != 4 || rs->size() != 2 || (*rs)[1] != 4) cv.fail(n, "needs X [N, C, H, W] and rois [R, 4] of known shapes");
+  int64_t R = (*rs)[0], Cc = (*xs)[1], H = (*xs)[2], W = (*xs)[3];
+  int64_t oh = C::ai(n, "output_height", 1), ow = C::ai(n, "output_width", 1), g = C::ai(n, "sampling_ratio", 0);
+  if (g <= 0) cv.fail(n, "an adaptive sampling_ratio (0) depends on the boxes' values; give a positive one");
+  double scale = C::af(n, "spatial_scale", 1.0f);
+  bool half = C::as(n, "coordinate_transformation_mode", cv.opset >= 16 ? "half_pixel" : "output_half_pixel") == "half_pixel";
+  std::string mode = C::as(n, "mode", "avg");
+  DataType f32 = DataType::Float32, i32 = DataType::Int32;
+  auto col = [&](int64_t i) { return slice_axis(cv, rois, 1, i, i + 1, 2); };  // [R, 1]
+  auto start_of = [&](int64_t i) { return binary(cv, "sub", binary(cv, "mul", col(i), fconst(cv, scale)), fconst(cv, half ? 0.5 : 0.0)); };
+  Var *sw = start_of(0), *shh = start_of(1), *ew = start_of(2), *eh = start_of(3);
+  Var* rw = binary(cv, "sub", ew, sw);
+  Var* rh = binary(cv, "sub", eh, shh);
+  if (!half) rw = binary(cv, "maximum", rw, fconst(cv, 1)), rh = binary(cv, "maximum", rh, fconst(cv, 1));
+  auto samples = [&](Var* start, Var* len, int64_t out) {
+    std::vector<double> k(static_cast<size_t>(out * g));
+    for (int64_t i = 0; i < out * g; ++i) k[static_cast<size_t>(i)] = static_cast<double>(i / g) + (static_cast<double>(i % g) + 0.5) / static_cast<double>(g);
+    Var* bin = binary(cv, "real_div", len, fconst(cv, static_cast<double>(out)));
+    return binary(cv, "add", start, binary(cv, "mul", bin, cv.c(Value::from_doubles(f32, {1, out * g}, k))));  // [R, S]
+  };
+  Taps2 ty = roi_taps(cv, samples(shh, rh, oh), H), tx = roi_taps(cv, samples(sw, rw, ow), W);
+  Var* xb = cv.op("gather", {C::a("x", cv.cast(x, f32)), C::a("indices", cv.cast(cv.in(n, 2), i32)), C::ai32("axis", 0)});  // [R, C, H, W]
+  int64_t Sy = oh * g, Sx = ow * g;
+  auto rows = [&](Var* idx) {  // [R, C, Sy, W]
+    Var* i4 = cv.op("reshape", {C::a("x", idx), C::aints32("shape", {R, 1, Sy, 1})});
+    i4 = cv.op("tile", {C::a("x", i4), C::aints32("reps", {1, Cc, 1, W})});
+    return cv.op("gather_along_axis", {C::a("x", xb), C::a("indices", i4), C::ai32("axis", 2)});
+  };
+  auto cols = [&](Var* v, Var* idx) {  // [R, C, Sy, Sx]
+    Var* i4 = cv.op("reshape", {C::a("x", idx), C::aints32("shape", {R, 1, 1, Sx})});
+    i4 = cv.op("tile", {C::a("x", i4), C::aints32("reps", {1, Cc, Sy, 1})});
+    return cv.op("gather_along_axis", {C::a("x", v), C::a("indices", i4), C::ai32("axis", 3)});
+  };
+  auto wy = [&](Var* w) { return cv.op("reshape", {C::a("x", binary(cv, "mul", w, ty.valid)), C::aints32("shape", {R, 1, Sy, 1})}); };
+  auto wx = [&](Var* w) { return cv.op("reshape", {C::a("x", binary(cv, "mul", w, tx.valid)), C::aints32("shape", {R, 1, 1, Sx})}); };
+  Var *rlo = rows(ty.lo), *rhi = rows(ty.hi);
+  Var* corner[4] = {binary(cv, "mul", cols(rlo, tx.lo), binary(cv, "mul", wy(ty.wlo), wx(tx.wlo))),
+                    binary(cv, "mul", cols(rlo, tx.hi), binary(cv, "mul", wy(ty.wlo), wx(tx.whi))),
+                    binary(cv, "mul", cols(rhi, tx.lo), binary(cv, "mul", wy(ty.whi), wx(tx.wlo))),
+                    binary(cv, "mul", cols(rhi, tx.hi), binary(cv, "mul", wy(ty.whi), wx(tx.whi)))};
+  Var* v;
+  if (mode == "avg") {
+    v = binary(cv, "add", binary(cv, "add", corner[0], corner[1]), binary(cv, "add", corner[2], corner[3]));
+  } else if (mode == "max") {
+    v = binary(cv, "maximum", binary(cv, "maximum", corner[0], corner[1]), binary(cv, "maximum", corner[2], corner[3]));
+  } else {
+    cv.fail(n, "mode must be avg or max");
+  }
+  v = cv.op("reshape", {C::a("x", v), C::aints32("shape", {R, Cc, oh, g, ow, g})});
+  Var* y = mode == "avg" ? binary(cv, "real_div", cv.op("reduce_sum", {C::a("x", v), C::aints32("axes", {3, 5}), C::abool("keep_dims", false)}),
+                                  fconst(cv, static_cast<double>(g * g)))
+                         : cv.op("reduce_max", {C::a("x", v), C::aints32("axes", {3, 5}), C::abool("keep_dims", false)});
+  cv.out(n, 0, cv.cast(y, C::dtype(x)));
+}
+
+// DeformConv (2-D): every kernel tap sampled bilinearly at its offset position (taps outside the
+// image are 0, as ONNX's reference samples with GridSample), times the mask, then a grouped
+// convolution as a matrix product over the sampled columns.
+void deform_conv(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  Var* w = cv.in(n, 1);
+  Var* off = cv.cast(cv.in(n, 2), DataType::Float32);
+  auto xs = C::static_shape(x), ws = C::static_shape(w), os = C::static_shape(off);
+  if (!xs || !ws || !os || xs->size() != 4) cv.fail(n, "needs a 4-D input and the shapes of X, W and offset to be known");
+  int64_t N = (*xs)[0], Ci = (*xs)[1], H = (*xs)[2], Wd = (*xs)[3], Co = (*ws)[0];
+  auto ks = C::aints(n, "kernel_shape", {(*ws)[2], (*ws)[3]});
+  auto st = C::aints(n, "strides", {1, 1}), dl = C::aints(n, "dilations", {1, 1}), pads = C::aints(n, "pads", {0, 0, 0, 0});
+  int64_t grp = C::ai(n, "group", 1), og = C::ai(n, "offset_group", 1);
+  int64_t kh = ks[0], kw = ks[1], oh = (*os)[2], ow = (*os)[3];
+  if (Ci % og || Ci % grp || Co % grp || (*os)[1] != og * kh * kw * 2) cv.fail(n, "the channel, group and offset shapes do not match");
+  int64_t K = kh * kw * oh * ow, Cg = Ci / og;
+  DataType f32 = DataType::Float32, i32 = DataType::Int32;
+  Var* o7 = cv.op("reshape", {C::a("x", off), C::aints32("shape", {N, og, kh, kw, 2, oh, ow})});
+  auto comp = [&](int64_t c, int64_t dim) {
+    // base position of each tap and output: -pad + stride * o + dilation * k
+    std::vector<double> base(static_cast<size_t>(K));
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j)
+        for (int64_t a = 0; a < oh; ++a)
+          for (int64_t b = 0; b < ow; ++b)
+            base[static_cast<size_t>(((i * kw + j) * oh + a) * ow + b)] =
+                dim == 0 ? static_cast<double>(-pads[0] + st[0] * a + dl[0] * i) : static_cast<double>(-pads[1] + st[1] * b + dl[1] * j);
+    Var* o = cv.op("reshape", {C::a("x", slice_axis(cv, o7, 4, c, c + 1, 7)), C::aints32("shape", {N, og, 1, K})});
+    return binary(cv, "add", o, cv.c(Value::from_doubles(f32, {1, 1, 1, K}, base)));
+  };
+  Var* py = comp(0, 0);
+  Var* px = comp(1, 1);
+  Var* fy = cv.op("floor", {C::a("x", py)});
+  Var* fx = cv.op("floor", {C::a("x", px)});
+  Var* ly = binary(cv, "sub", py, fy);
+  Var* lx = binary(cv, "sub", px, fx);
+  Var* mask = C::has(n, 4) ? cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 4), f32)), C::aints32("shape", {N, og, 1, K})}) : nullptr;
+  Var* xg = cv.op("reshape", {C::a("x", cv.cast(x, f32)), C::aints32("shape", {N, og, Cg, H * Wd})});
+  Var* acc = nullptr;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b) {
+      Var* iy = binary(cv, "add", fy, fconst(cv, a));
+      Var* ix = binary(cv, "add", fx, fconst(cv, b));
+      Var* wgt = binary(cv, "mul", a ? ly : binary(cv, "sub", fconst(cv, 1), ly), b ? lx : binary(cv, "sub", fconst(cv, 1), lx));
+      Var* ok = binary(cv, "logical_and", binary(cv, "logical_and", binary(cv, "greater_equal", iy, fconst(cv, 0)), binary(cv, "less", iy, fconst(cv, static_cast<double>(H)))),
+                       binary(cv, "logical_and", binary(cv, "greater_equal", ix, fconst(cv, 0)), binary(cv, "less", ix, fconst(cv, static_cast<double>(Wd)))));
+      wgt = binary(cv, "mul", wgt, cv.cast(ok, f32));
+      if (mask) wgt = binary(cv, "mul", wgt, mask);
+      Var* flat = binary(cv, "add", binary(cv, "mul", cv.op("clip", {C::a("x", iy), C::af32("alpha", 0), C::af32("beta", static_cast<double>(H - 1))}), fconst(cv, static_cast<double>(Wd))),
+                         cv.op("clip", {C::a("x", ix), C::af32("alpha", 0), C::af32("beta", static_cast<double>(Wd - 1))}));
+      Var* idx = cv.op("tile", {C::a("x", cv.cast(flat, i32)), C::aints32("reps", {1, 1, Cg, 1})});
+      Var* v = binary(cv, "mul", cv.op("gather_along_axis", {C::a("x", xg), C::a("indices", idx), C::ai32("axis", 3)}), wgt);  // [N, og, Cg, K]
+      acc = acc ? binary(cv, "add", acc, v) : v;
+    }
+  // columns [N, group, (Ci / group) * kh * kw, oh * ow] against W [group, Co / group, (Ci / group) * kh * kw]
+  Var* cols = cv.op("reshape", {C::a("x", acc), C::aints32("shape", {N, grp, (Ci / grp) * kh * kw, oh * ow})});
+  Var* wm = cv.op("reshape", {C::a("x", cv.cast(w, f32)), C::aints32("shape", {grp, Co / grp, (Ci / grp) * kh * kw})});
+  Var* y = cv.op("matmul", {C::a("x", wm), C::a("y", cols)});  // [N, group, Co / group, oh * ow]
+  y = cv.op("reshape", {C::a("x", y), C::aints32("shape", {N, Co, oh, ow})});
+  if (C::has(n, 3)) y = binary(cv, "add", y, cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 3), f32)), C::aints32("shape", {1, Co, 1, 1})}));
+  cv.out(n, 0, cv.cast(y, C::dtype(x)));
+}
+
 }  // namespace
 
 void register_more(OpTable& t) {
+  t["DeformConv"] = deform_conv;
+  t["RoiAlign"] = roi_align;
   t["MelWeightMatrix"] = [](C& cv, const NodeProto& n) {
     // a constant: triangular filters between mel-spaced bins (ONNX's reference arithmetic: the mel
     // edges in fp32, the bins in double)
