@@ -194,8 +194,7 @@ void Block::move_before(Operation* op, Operation* before) {
 
 Function::Function(Target opset, std::shared_ptr<Context> ctx)
     : ctx_(ctx ? std::move(ctx) : std::make_shared<Context>()), opset_(opset) {
-  blocks_.push_back(std::make_unique<Block>());
-  body_ = blocks_.back().get();
+  body_ = blocks_.make();
   body_->function_ = this;
 }
 
@@ -206,8 +205,7 @@ Var* Function::add_input(const std::string& name, const Type* type) {
 }
 
 Var* Function::add_block_input(Block* b, const std::string& name, const Type* type) {
-  vars_.push_back(std::make_unique<Var>());
-  Var* v = vars_.back().get();
+  Var* v = vars_.make();
   v->name_ = name;
   v->type_ = type;
   v->input_of_ = b;
@@ -217,8 +215,7 @@ Var* Function::add_block_input(Block* b, const std::string& name, const Type* ty
 
 Operation* Function::new_op(const OpSchema& schema, std::string name, std::vector<Var*> args,
                             std::vector<uint32_t> starts) {
-  ops_.push_back(std::make_unique<Operation>());
-  Operation* op = ops_.back().get();
+  Operation* op = ops_.make();
   op->schema_ = &schema;
   op->type_id_ = schema.type_id;
   op->name_ = std::move(name);
@@ -230,8 +227,7 @@ Operation* Function::new_op(const OpSchema& schema, std::string name, std::vecto
 }
 
 Var* Function::add_output(Operation* op, std::string name, const Type* type) {
-  vars_.push_back(std::make_unique<Var>());
-  Var* v = vars_.back().get();
+  Var* v = vars_.make();
   v->name_ = std::move(name);
   v->type_ = type;
   v->op_ = op;
@@ -241,8 +237,7 @@ Var* Function::add_output(Operation* op, std::string name, const Type* type) {
 }
 
 Block* Function::add_block(Operation* op) {
-  blocks_.push_back(std::make_unique<Block>());
-  Block* b = blocks_.back().get();
+  Block* b = blocks_.make();
   b->function_ = this;
   b->parent_op_ = op;
   op->blocks_.push_back(b);

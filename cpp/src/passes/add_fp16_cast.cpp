@@ -35,22 +35,35 @@ Arg dtype_arg(DataType t) {
   return a;
 }
 
-const std::set<std::string> kUnsupported = {
+const std::initializer_list<const char*> kUnsupported = {
     "cast",      "while_loop", "cond",       "make_list", "list_gather",         "list_scatter",
     "list_read", "list_write", "list_length", "read_state", "coreml_update_state"};
-const std::set<std::string> kAlphaOps = {"elu", "leaky_relu", "prelu", "thresholded_relu"};
-const std::set<std::string> kAlphaBetaOps = {"clamped_relu", "linear_activation", "scaled_tanh",
-                                             "sigmoid_hard", "softplus_parametric"};
-const std::set<std::string> kEpsilonOps = {"inverse", "log", "rsqrt"};
+const std::initializer_list<const char*> kAlphaOps = {"elu", "leaky_relu", "prelu", "thresholded_relu"};
+const std::initializer_list<const char*> kAlphaBetaOps = {"clamped_relu", "linear_activation", "scaled_tanh",
+                                                          "sigmoid_hard", "softplus_parametric"};
+const std::initializer_list<const char*> kEpsilonOps = {"inverse", "log", "rsqrt"};
 
 constexpr double kHalfMinSubnormal = 5.9604644775390625e-08;  // 2^-24
 constexpr double kFloatMinSubnormal = 1.401298464324817e-45;  // 2^-149
 
 bool is_fp32(const Var* v) { return v->type()->is_tensor() && v->type()->dtype() == DataType::Float32; }
 
+// Type ids of a set of op names (names no op has are left out).
+std::vector<bool> id_set(std::initializer_list<const char*> names) {
+  std::vector<bool> r(OpRegistry::instance().num_types(), false);
+  for (const char* n : names)
+    if (int id = OpRegistry::instance().type_id(n); id >= 0) r[static_cast<size_t>(id)] = true;
+  return r;
+}
+
+bool in_set(const std::vector<bool>& set, const Operation* op) {
+  return op->type_id() < set.size() && set[op->type_id()];
+}
+
 bool fp16_overflow(const Operation* op) {
+  static const uint16_t kConst = op_type_id("const");
   for (Var* v : op->args()) {
-    if (!v || !v->op() || v->op()->op_type() != "const" || !is_fp32(v) || !v->has_value()) continue;
+    if (!v || !v->op() || v->op()->type_id() != kConst || !is_fp32(v) || !v->has_value()) continue;
     const Value& val = *v->value();
     // a tight loop over the fp32 elements (weights can be large); numpy compares the fp32
     // array with 1e38 rounded to fp32
@@ -96,22 +109,24 @@ class AddFp16Cast : public Pass {
   using Cache = std::unordered_map<std::string, Var*>;
 
   void apply_block(Block& blk) {
+    static const std::vector<bool> unsupported = id_set(kUnsupported);
     Cache cache;
     for (Operation* op : blk.ops()) {
       for (Block* nb : op->blocks()) apply_block(*nb);
-      if (kUnsupported.count(op->op_type()) || fp16_overflow(op) || skip_.count(op->op_type()))
+      if (in_set(unsupported, op) || fp16_overflow(op) || (!skip_.empty() && skip_.count(op->op_type())))
         continue;
       transform(op, cache);
     }
   }
 
   static bool should_cast(const Operation* op, const InputDef& d) {
+    static const std::vector<bool> alpha = id_set(kAlphaOps), alpha_beta = id_set(kAlphaBetaOps),
+                                   epsilon = id_set(kEpsilonOps);
     if (!d.dtypes.contains(DataType::Float16)) return false;
     if (op->function()->opset() >= Target::iOS17) {
-      const std::string& t = op->op_type();
-      if (kAlphaOps.count(t) && d.name == "alpha") return false;
-      if (kAlphaBetaOps.count(t) && (d.name == "alpha" || d.name == "beta")) return false;
-      if (kEpsilonOps.count(t) && d.name == "epsilon") return false;
+      if (in_set(alpha, op) && d.name == "alpha") return false;
+      if (in_set(alpha_beta, op) && (d.name == "alpha" || d.name == "beta")) return false;
+      if (in_set(epsilon, op) && d.name == "epsilon") return false;
     }
     return true;
   }
@@ -122,11 +137,11 @@ class AddFp16Cast : public Pass {
     const Value& nv = *casted->value();
     const Value& ov = *orig->value();
     if (ov.numel() >= 400) return;
-    std::vector<double> nd = nv.to_doubles();
     auto near0_16 = [](double x) { return std::fabs(x) <= kHalfMinSubnormal; };
     bool any = false;
-    for (double x : nd) any = any || near0_16(x);
+    for (int64_t i = 0; i < nv.numel() && !any; ++i) any = near0_16(nv.as_double(i));
     if (!any) return;
+    std::vector<double> nd = nv.to_doubles();
     bool modified = false;
     for (int64_t i = 0; i < ov.numel(); ++i) {
       double o = ov.as_double(i);

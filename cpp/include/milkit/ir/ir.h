@@ -75,14 +75,15 @@ class Var {
   friend class Operation;
   friend class Block;
   friend class Function;
-  std::string name_;
-  const Type* type_ = nullptr;
+  // hot fields first (passes read the producer, type, value and uses of many vars)
   Operation* op_ = nullptr;
-  int index_ = 0;
-  Block* input_of_ = nullptr;
+  const Type* type_ = nullptr;
+  std::shared_ptr<const Value> value_;
   std::vector<Use> uses_;
   std::vector<Block*> block_uses_;
-  std::shared_ptr<const Value> value_;
+  Block* input_of_ = nullptr;
+  int index_ = 0;
+  std::string name_;
 };
 
 /// coremltools' Var.is_descendant_of_const: whether `v` is a compile-time constant, i.e. it has a
@@ -166,20 +167,21 @@ class Operation {
  private:
   friend class Block;
   friend class Function;
-  const OpSchema* schema_ = nullptr;
-  std::string name_;
-  std::vector<Var*> args_;
-  std::vector<uint32_t> starts_;
-  std::vector<Var*> outputs_;
-  std::vector<Block*> blocks_;
-  std::map<std::string, std::shared_ptr<const Value>> attrs_;
-  Block* parent_ = nullptr;
-  Operation* prev_ = nullptr;
+  // hot fields first: a walk over a block reads the links, the type and the outputs of each op
   Operation* next_ = nullptr;
-  Function* function_ = nullptr;
-  Location loc_;
+  Operation* prev_ = nullptr;
+  Block* parent_ = nullptr;
   uint16_t type_id_ = 0;
   bool erased_ = false;
+  std::vector<Var*> outputs_;
+  std::vector<Block*> blocks_;
+  const OpSchema* schema_ = nullptr;
+  std::vector<Var*> args_;
+  std::vector<uint32_t> starts_;
+  Function* function_ = nullptr;
+  std::string name_;
+  std::map<std::string, std::shared_ptr<const Value>> attrs_;
+  Location loc_;
 };
 
 /// A block: inputs, a list of ops, outputs.
@@ -225,6 +227,29 @@ class Block {
   Operation* parent_op_ = nullptr;
   Function* function_ = nullptr;
 };
+
+namespace detail {
+/// Stable storage for IR objects: chunks of default-constructed objects, handed out in order
+/// (one allocation per chunk instead of one per object, and neighbours in memory).
+template <class T>
+class ObjectArena {
+ public:
+  /// A fresh object owned by the arena.
+  T* make() {
+    if (used_ == cap_) {
+      cap_ = chunks_.empty() ? 8 : (cap_ < 1024 ? cap_ * 2 : cap_);
+      chunks_.emplace_back(new T[cap_]);
+      used_ = 0;
+    }
+    return &chunks_.back()[used_++];
+  }
+
+ private:
+  std::vector<std::unique_ptr<T[]>> chunks_;
+  size_t used_ = 0;
+  size_t cap_ = 0;
+};
+}  // namespace detail
 
 /// A function: typed inputs, an opset, a body block. Owns all its IR objects.
 class Function : public std::enable_shared_from_this<Function> {
@@ -302,9 +327,9 @@ class Function : public std::enable_shared_from_this<Function> {
   Target opset_;
   bool opset_auto_ = false;
   Block* body_;
-  std::deque<std::unique_ptr<Operation>> ops_;
-  std::deque<std::unique_ptr<Var>> vars_;
-  std::deque<std::unique_ptr<Block>> blocks_;
+  detail::ObjectArena<Operation> ops_;
+  detail::ObjectArena<Var> vars_;
+  detail::ObjectArena<Block> blocks_;
   std::vector<uint32_t> type_counts_;  // live ops per OpSchema::type_id
   size_t live_ops_ = 0;
   size_t block_ops_ = 0;  // live ops whose schema has nested blocks
