@@ -1,10 +1,12 @@
 // milkit/passes/pass.h - graph passes, their registry and the pass manager.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 #include <vector>
 
@@ -88,6 +90,34 @@ bool is_function_input(const Var* v);
 /// function body `new_var` takes its name (ValueError if `new_var` is a function input with
 /// another name).
 void replace_var(Var* old_var, Var* new_var);
+/// A set of names for passes that see every name of a function: open addressing over views of
+/// its own copies, kept in large chunks (no allocation per name).
+class NameSet {
+ public:
+  NameSet();
+  NameSet(const NameSet&) = delete;
+  NameSet& operator=(const NameSet&) = delete;
+  /// Room for about `n` names without rehashing.
+  void reserve(size_t n);
+  /// Adds a copy of `s`; false when it was already there.
+  bool insert(std::string_view s);
+  /// Whether `s` is in the set.
+  bool contains(std::string_view s) const;
+
+ private:
+  struct Slot {
+    const char* data = nullptr;  // nullptr: empty
+    uint32_t size = 0;
+    uint32_t hash = 0;
+  };
+  size_t find(std::string_view s, uint32_t h) const;
+  void grow();
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  size_t chunk_used_ = 0, chunk_cap_ = 0;
+};
+
 /// coremltools' NameSanitizer: makes names match [A-Za-z_][A-Za-z0-9_]*, unique among the names
 /// it has seen.
 class NameSanitizer {
@@ -98,10 +128,15 @@ class NameSanitizer {
   /// needed, reserved MIL words get "_workaround"; a changed name that was seen before gets
   /// "_0", "_0_1", "_0_1_2", ... (coremltools' accumulating suffix) until unique.
   std::string sanitize(const std::string& name);
+  /// sanitize() without copying a name that stays: returns false when `name` is kept, else true
+  /// with the new name in `out`.
+  bool sanitize_changed(const std::string& name, std::string& out);
+  /// Room for about `n` names.
+  void reserve(size_t n) { seen_.reserve(n); }
 
  private:
   std::string prefix_;
-  std::unordered_set<std::string> seen_;
+  NameSet seen_;
 };
 /// An integer option, or `dflt` when absent; ValueError naming the pass when malformed.
 int64_t int_option(const PassOptions& opts, const std::string& pass, const std::string& name,
