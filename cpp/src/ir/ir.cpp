@@ -37,6 +37,29 @@ bool is_descendant_of_const(const Var* v) {
 // ---------------------------------------------------------------------------------------------
 // Var
 
+void Var::touch() {
+  Function* f = op_ ? op_->function_ : (input_of_ ? input_of_->function() : nullptr);
+  if (f) ++f->epoch_;
+}
+
+void Var::set_name(std::string n) {
+  if (n == name_) return;
+  name_ = std::move(n);
+  touch();
+}
+
+void Var::set_type(const Type* t) {
+  if (t == type_) return;
+  type_ = t;
+  touch();
+}
+
+void Var::set_value(std::shared_ptr<const Value> v) {
+  if (v == value_) return;
+  value_ = std::move(v);
+  touch();
+}
+
 void Var::replace_all_uses_with(Var* other) {
   if (other == this) return;
   auto uses = uses_;  // set_arg edits uses_
@@ -54,6 +77,17 @@ void Var::replace_all_uses_with(Var* other) {
 // Operation
 
 const std::string& Operation::op_type() const { return schema_->name; }
+
+void Operation::set_name(std::string n) {
+  if (n == name_) return;
+  name_ = std::move(n);
+  ++function_->epoch_;
+}
+
+std::map<std::string, std::shared_ptr<const Value>>& Operation::attributes() {
+  ++function_->epoch_;  // the caller may change them
+  return attrs_;
+}
 
 int Operation::input_index(std::string_view name) const { return schema_->input_index(name); }
 
@@ -84,6 +118,7 @@ void remove_use(Var* v, Operation* op, uint32_t slot) {
 void Operation::set_arg(size_t slot, Var* v) {
   Var* old = args_.at(slot);
   if (old == v) return;
+  ++function_->epoch_;
   if (!erased_) {
     remove_use(old, this, static_cast<uint32_t>(slot));
     v->uses_.push_back(Use{this, static_cast<uint32_t>(slot)});
@@ -109,6 +144,8 @@ std::vector<Operation*> Block::ops() const {
 }
 
 void Block::set_outputs(const std::vector<Var*>& outs) {
+  if (outs == outputs_) return;  // unchanged (use lists included)
+  ++function_->epoch_;
   for (Var* v : outputs_) {
     auto& bu = v->block_uses_;
     auto it = std::find(bu.begin(), bu.end(), this);
@@ -125,6 +162,7 @@ void Block::set_output(size_t i, Var* v) {
 }
 
 void Block::link_before(Operation* op, Operation* before) {
+  ++function_->epoch_;
   op->parent_ = this;
   if (!before) {
     op->prev_ = last_;
@@ -144,6 +182,7 @@ void Block::link_before(Operation* op, Operation* before) {
 }
 
 void Block::unlink(Operation* op) {
+  ++function_->epoch_;
   if (op->prev_) op->prev_->next_ = op->next_;
   else first_ = op->next_;
   if (op->next_) op->next_->prev_ = op->prev_;
@@ -185,6 +224,7 @@ void Block::erase(Operation* op) {
 
 void Block::move_before(Operation* op, Operation* before) {
   if (op == before) return;
+  if (op->parent_ == this && (before ? op->next_ == before : op == last_)) return;  // in place
   unlink(op);
   link_before(op, before);
 }
@@ -205,6 +245,7 @@ Var* Function::add_input(const std::string& name, const Type* type) {
 }
 
 Var* Function::add_block_input(Block* b, const std::string& name, const Type* type) {
+  ++epoch_;
   Var* v = vars_.make();
   v->name_ = name;
   v->type_ = type;
@@ -227,6 +268,7 @@ Operation* Function::new_op(const OpSchema& schema, std::string name, std::vecto
 }
 
 Var* Function::add_output(Operation* op, std::string name, const Type* type) {
+  ++epoch_;
   Var* v = vars_.make();
   v->name_ = std::move(name);
   v->type_ = type;
@@ -237,6 +279,7 @@ Var* Function::add_output(Operation* op, std::string name, const Type* type) {
 }
 
 Block* Function::add_block(Operation* op) {
+  ++epoch_;
   Block* b = blocks_.make();
   b->function_ = this;
   b->parent_op_ = op;
@@ -244,9 +287,13 @@ Block* Function::add_block(Operation* op) {
   return b;
 }
 
-void Function::share_block_input(Block* b, Var* v) { b->inputs_.push_back(v); }
+void Function::share_block_input(Block* b, Var* v) {
+  ++epoch_;
+  b->inputs_.push_back(v);
+}
 
 void Function::remove_blocks(Operation* op) {
+  ++epoch_;
   for (Block* b : op->blocks_) {
     b->clear();
     b->parent_op_ = nullptr;
@@ -255,6 +302,7 @@ void Function::remove_blocks(Operation* op) {
 }
 
 void Function::remove_args(Operation* op, size_t input, const std::vector<size_t>& elems) {
+  ++epoch_;
   std::vector<bool> drop(op->args_.size(), false);
   uint32_t lo = op->starts_.at(input), hi = op->starts_.at(input + 1);
   for (size_t e : elems) {
@@ -278,6 +326,7 @@ void Function::remove_args(Operation* op, size_t input, const std::vector<size_t
 }
 
 void Function::remove_outputs(Operation* op, const std::vector<size_t>& idx) {
+  ++epoch_;
   std::vector<bool> drop(op->outputs_.size(), false);
   for (size_t i : idx) {
     Var* v = op->outputs_.at(i);
@@ -294,6 +343,7 @@ void Function::remove_outputs(Operation* op, const std::vector<size_t>& idx) {
 }
 
 void Function::remove_block_inputs(Block* b, const std::vector<size_t>& idx) {
+  ++epoch_;
   std::vector<bool> drop(b->inputs_.size(), false);
   for (size_t i : idx) drop.at(i) = true;
   std::vector<Var*> ins;
@@ -336,6 +386,22 @@ std::vector<Operation*> Function::all_ops() const {
   };
   walk(body_);
   return r;
+}
+
+void Function::mark_clean(const std::string& key, const Program* p) {
+  for (CleanMark& m : clean_)
+    if (m.key == key) {
+      m.program = p;
+      m.epoch = epoch_;
+      return;
+    }
+  clean_.push_back(CleanMark{key, p, epoch_});
+}
+
+bool Function::is_clean(const std::string& key, const Program* p) const {
+  for (const CleanMark& m : clean_)
+    if (m.key == key) return m.program == p && m.epoch == epoch_;
+  return false;
 }
 
 Var* Function::find_var(const std::string& name) const {

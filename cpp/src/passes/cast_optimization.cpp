@@ -103,9 +103,10 @@ class CastOptimization : public Pass {
   bool sweep(Block& blk, std::vector<std::pair<Block*, std::vector<Pair>>>& across) {
     for (Operation* op : blk.ops())
       for (Block* nb : op->blocks()) wrapper(*nb);
+    static const uint16_t kCast = op_type_id("cast");
     bool changed = false;
     for (Operation* op : blk.ops())
-      if (!op->erased() && op->op_type() == "cast" && transform(op, across)) changed = true;
+      if (!op->erased() && op->type_id() == kCast && transform(op, across)) changed = true;
     return changed;
   }
 

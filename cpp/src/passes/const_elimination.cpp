@@ -24,8 +24,9 @@ class ConstElimination : public Pass {
 
  private:
   static void fold_block(Builder& b, Block& blk, int64_t skip_by_size) {
+    static const uint16_t kConst = op_type_id("const");
     for (Operation* op : blk.ops()) {
-      if (op->op_type() == "const" || op->schema().is_constexpr) continue;
+      if (op->type_id() == kConst || op->schema().is_constexpr) continue;
       bool all = true;
       for (Var* out : op->outputs()) {
         if (!out->has_value()) {

@@ -1,6 +1,7 @@
 #include "milkit/passes/pass.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "milkit/builder/builder.h"
 
@@ -40,6 +41,22 @@ void PassManager::add(const std::string& name, PassOptions options) {
   passes_.emplace_back(name, std::move(options));
 }
 
+namespace {
+
+// Passes that are deterministic functions of the IR and, when a run changes nothing, use up no
+// names either: such a pass, run again on functions whose IR no change has touched since a run
+// that changed nothing (Function::epoch), would change nothing again, so it is not run. Only with
+// default options.
+bool rerun_skippable(const std::string& name, const PassOptions& opts) {
+  static const std::unordered_set<std::string> kPasses = {
+      "common::const_elimination",   "common::dead_code_elimination", "common::cast_optimization",
+      "common::noop_elimination",    "common::const_deduplication",   "common::dedup_op_and_var_names",
+      "common::remove_redundant_ops"};
+  return opts.empty() && kPasses.count(name);
+}
+
+}  // namespace
+
 std::vector<std::string> PassManager::run(Program& p, bool verify_each, bool skip_unknown) const {
   const PassRegistry& reg = PassRegistry::instance();
   std::vector<std::string> skipped;
@@ -49,7 +66,24 @@ std::vector<std::string> PassManager::run(Program& p, bool verify_each, bool ski
       skipped.push_back(name);
       continue;
     }
+    const bool skippable = rerun_skippable(name, opts) && !p.functions().empty();
+    std::vector<uint64_t> before;
+    if (skippable) {
+      bool clean = true;
+      for (auto& [fname, f] : p.functions()) {
+        clean = clean && f->is_clean(name, &p);
+        before.push_back(f->epoch());
+      }
+      if (clean) continue;
+    }
     reg.create(name)->run(p, opts);
+    if (skippable) {
+      bool unchanged = true;
+      size_t i = 0;
+      for (auto& [fname, f] : p.functions()) unchanged = unchanged && i < before.size() && f->epoch() == before[i++];
+      if (unchanged && i == before.size())
+        for (auto& [fname, f] : p.functions()) f->mark_clean(name, &p);
+    }
     if (verify_each)
       for (auto& [fname, f] : p.functions()) verify(*f, fname);
   }

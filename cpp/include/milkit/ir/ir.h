@@ -23,6 +23,7 @@ namespace milkit {
 class Operation;
 class Block;
 class Function;
+class Program;
 struct OpSchema;
 
 /// Where an op was created: the user's source file and line.
@@ -45,11 +46,11 @@ class Var {
   /// The var's name (unique in its function).
   const std::string& name() const { return name_; }
   /// Renames the var.
-  void set_name(std::string n) { name_ = std::move(n); }
+  void set_name(std::string n);
   /// The var's type.
   const Type* type() const { return type_; }
   /// Changes the type (used by passes and re-inference).
-  void set_type(const Type* t) { type_ = t; }
+  void set_type(const Type* t);
   /// The producing op, or nullptr for function and block inputs.
   Operation* op() const { return op_; }
   /// Output index in the producing op.
@@ -67,7 +68,7 @@ class Var {
   /// Whether a fully known value is attached.
   bool has_value() const { return value_ && !value_->is_symbolic(); }
   /// Sets the compile-time value.
-  void set_value(std::shared_ptr<const Value> v) { value_ = std::move(v); }
+  void set_value(std::shared_ptr<const Value> v);
   /// Makes every use of this var (ops and block outputs) use `other` instead.
   void replace_all_uses_with(Var* other);
 
@@ -75,6 +76,7 @@ class Var {
   friend class Operation;
   friend class Block;
   friend class Function;
+  void touch();  // raises the owning function's epoch
   // hot fields first (passes read the producer, type, value and uses of many vars)
   Operation* op_ = nullptr;
   const Type* type_ = nullptr;
@@ -120,7 +122,7 @@ class Operation {
   /// The op's name (unique in its function).
   const std::string& name() const { return name_; }
   /// Renames the op.
-  void set_name(std::string n) { name_ = std::move(n); }
+  void set_name(std::string n);
   /// Number of schema inputs (present or not).
   size_t num_inputs() const { return starts_.empty() ? 0 : starts_.size() - 1; }
   /// Vars bound to schema input i (empty when absent).
@@ -154,7 +156,7 @@ class Operation {
   /// Sets the location.
   void set_location(Location l) { loc_ = std::move(l); }
   /// Extra attributes (constexpr parameters before iOS18, etc.), by name.
-  std::map<std::string, std::shared_ptr<const Value>>& attributes() { return attrs_; }
+  std::map<std::string, std::shared_ptr<const Value>>& attributes();
   /// Extra attributes, read-only.
   const std::map<std::string, std::shared_ptr<const Value>>& attributes() const { return attrs_; }
   /// Whether the op was erased from its block.
@@ -167,6 +169,7 @@ class Operation {
  private:
   friend class Block;
   friend class Function;
+  friend class Var;
   // hot fields first: a walk over a block reads the links, the type and the outputs of each op
   Operation* next_ = nullptr;
   Operation* prev_ = nullptr;
@@ -267,12 +270,18 @@ class Function : public std::enable_shared_from_this<Function> {
   /// The opset the function is written in.
   Target opset() const { return opset_; }
   /// Changes the opset.
-  void set_opset(Target t) { opset_ = t; }
+  void set_opset(Target t) {
+    if (t != opset_) ++epoch_;
+    opset_ = t;
+  }
   /// Whether the opset follows the ops used (coremltools' behaviour when no opset is given):
   /// each op takes its oldest version and the function's opset rises to the newest op's.
   bool opset_auto() const { return opset_auto_; }
   /// Sets opset_auto().
-  void set_opset_auto(bool a) { opset_auto_ = a; }
+  void set_opset_auto(bool a) {
+    if (a != opset_auto_) ++epoch_;
+    opset_auto_ = a;
+  }
   /// The function body.
   Block& body() { return *body_; }
   /// The function body, read-only.
@@ -321,6 +330,15 @@ class Function : public std::enable_shared_from_this<Function> {
   std::vector<Operation*> all_ops() const;
   /// Finds a var by name in the whole function (linear search).
   Var* find_var(const std::string& name) const;
+  /// A counter that every change of the function's IR raises (ops inserted, erased, moved or
+  /// rewired; names, types, values, block inputs and outputs, the opset); equal counts mean the
+  /// same IR.
+  uint64_t epoch() const { return epoch_; }
+  /// Notes that pass `key` found nothing to change in this function at the current epoch (of
+  /// program `p`); see PassManager.
+  void mark_clean(const std::string& key, const Program* p);
+  /// Whether mark_clean(key, p) was called and nothing changed since.
+  bool is_clean(const std::string& key, const Program* p) const;
 
  private:
   std::shared_ptr<Context> ctx_;
@@ -333,7 +351,16 @@ class Function : public std::enable_shared_from_this<Function> {
   std::vector<uint32_t> type_counts_;  // live ops per OpSchema::type_id
   size_t live_ops_ = 0;
   size_t block_ops_ = 0;  // live ops whose schema has nested blocks
+  uint64_t epoch_ = 0;
+  struct CleanMark {
+    std::string key;
+    const Program* program;
+    uint64_t epoch;
+  };
+  std::vector<CleanMark> clean_;
   friend class Block;
+  friend class Var;
+  friend class Operation;
 };
 
 /// A program: named functions (one is the default), and program attributes.

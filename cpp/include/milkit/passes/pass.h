@@ -47,7 +47,11 @@ class PassRegistry {
   std::map<std::string, PassFactory> passes_;
 };
 
-/// Runs passes in order; optionally verifies the program after each.
+/// Runs passes in order; optionally verifies the program after each. A few cleanup passes
+/// (const_elimination, dead_code_elimination, cast_optimization, noop_elimination,
+/// const_deduplication, dedup_op_and_var_names, remove_redundant_ops; default options) are not run
+/// again on a program whose functions no change has touched since such a pass last ran on it and
+/// changed nothing (Function::epoch): the run would change nothing again.
 class PassManager {
  public:
   /// Appends a pass with options.
