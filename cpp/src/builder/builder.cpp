@@ -38,11 +38,11 @@ Arg Builder::arg(std::string name, Value v) {
   return a;
 }
 
-Var* Builder::add_const(std::shared_ptr<const Value> v, const std::string& name) {
+Var* Builder::add_const(std::shared_ptr<const Value> v, std::string name) {
   static const OpSchema* const_schema = OpRegistry::instance().find("const", Target::iOS13);
   Context& ctx = fn_->ctx();
-  std::string n = name.empty() ? ctx.free_name("const") : name;
-  Operation* op = fn_->new_op(*const_schema, n, {}, {0});
+  std::string n = name.empty() ? ctx.free_name("const") : std::move(name);
+  Operation* op = fn_->new_op(*const_schema, std::string(), {}, {0});
   const Type* t;
   if (v->is_list()) {
     // coremltools' const of a mil_list: list[<element>, n], fixed length
@@ -54,6 +54,7 @@ Var* Builder::add_const(std::shared_ptr<const Value> v, const std::string& name)
     t = ctx.tensor(v->dtype(), dims);
   }
   Var* out = fn_->add_output(op, n, t);
+  op->set_name(std::move(n));
   out->set_value(std::move(v));
   op->set_location(loc_);
   fn_->insert(op, block_, before_);
@@ -197,8 +198,8 @@ class Scratch {
 
 }  // namespace
 
-std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& args,
-                                  const std::string& given_name, const BlockBuildFn& build_blocks) {
+std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& args, std::string given_name,
+                                  const BlockBuildFn& build_blocks) {
   Context& ctx = fn_->ctx();
   const OpSchema* sp = nullptr;
   if (fn_->opset_auto()) {
@@ -206,7 +207,7 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
     if (!versions.empty()) sp = versions.front();
   }
   const OpSchema& s = sp ? *sp : schema_for(op_type, fn_->opset(), given_name);
-  std::string name = given_name.empty() ? ctx.free_name(s.name) : given_name;
+  std::string name = given_name.empty() ? ctx.free_name(s.name) : std::move(given_name);
   const size_t n_in = s.inputs.size();
   const size_t n_args = args.size();
 

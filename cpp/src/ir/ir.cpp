@@ -62,8 +62,17 @@ void Var::set_value(std::shared_ptr<const Value> v) {
 
 void Var::replace_all_uses_with(Var* other) {
   if (other == this) return;
-  auto uses = uses_;  // set_arg edits uses_
-  for (const Use& u : uses) u.op->set_arg(u.slot, other);
+  // set_arg edits uses_: walk a copy, in order (on the stack for a few uses)
+  const size_t n = uses_.size();
+  if (n <= 4) {
+    Use buf[4];
+    std::copy(uses_.begin(), uses_.end(), buf);
+    for (size_t i = 0; i < n; ++i) buf[i].op->set_arg(buf[i].slot, other);
+  } else {
+    auto uses = uses_;
+    for (const Use& u : uses) u.op->set_arg(u.slot, other);
+  }
+  if (block_uses_.empty()) return;
   auto blocks = block_uses_;
   for (Block* b : blocks) {
     std::vector<Var*> outs = b->outputs();

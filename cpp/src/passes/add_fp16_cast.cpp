@@ -155,18 +155,32 @@ class AddFp16Cast : public Pass {
           Value::from_doubles(DataType::Float16, nv.shape(), nd)));
   }
 
+  // cast(v, dtype) named `name`, through argument vectors kept between calls (create only reads
+  // them)
+  Var* make_cast(Var* v, DataType dt, std::string name) {
+    std::vector<Arg>& ca = dt == DataType::Float16 ? cast16_args_ : cast32_args_;
+    if (ca.empty()) {
+      ca.push_back(Builder::arg("x", v));
+      ca.push_back(dtype_arg(dt));
+    }
+    ca[0].items[0].var = v;
+    return builder_->create("cast", ca, std::move(name)).at(0);
+  }
+
   void transform(Operation* op, Cache& cache) {
     const OpSchema& s = op->schema();
-    std::vector<Arg> args;
+    size_t n_args = 0;
     bool modified = false;
     builder_->set_location(op->location());
     for (size_t i = 0; i < op->num_inputs(); ++i) {
       VarSpan in = op->input(i);
       if (in.empty()) continue;
       const InputDef& d = s.inputs[i];
-      Arg a;
+      if (args_.size() <= n_args) args_.emplace_back();
+      Arg& a = args_[n_args++];
       a.name = d.name;
       a.is_sequence = d.kind == InputKind::Tuple;
+      a.items.clear();
       for (Var* v : in) a.items.push_back(ArgItem{v, nullptr});
       if (should_cast(op, d)) {
         for (ArgItem& item : a.items) {
@@ -174,38 +188,39 @@ class AddFp16Cast : public Pass {
           if (!is_fp32(v)) continue;
           modified = true;
           std::string cname = v->name() + "_to_fp16";
-          bool shared = v->uses().size() > 1;
-          auto hit = cache.find(cname);
-          if (shared && hit != cache.end()) {
-            item.var = hit->second;
-            continue;
+          const bool shared = v->uses().size() > 1;
+          if (shared) {
+            auto hit = cache.find(cname);
+            if (hit != cache.end()) {
+              item.var = hit->second;
+              continue;
+            }
           }
           builder_->set_insertion_point(op->parent(), op);
-          std::vector<Arg> cargs{Builder::arg("x", v), dtype_arg(DataType::Float16)};
-          Var* c = builder_->create("cast", cargs, cname).at(0);
+          Var* c = shared ? make_cast(v, DataType::Float16, cname) : make_cast(v, DataType::Float16, std::move(cname));
           keep_tiny_values(c, v);
           item.var = c;
-          if (shared) cache[cname] = c;
+          if (shared) cache[std::move(cname)] = c;
         }
       }
-      args.push_back(std::move(a));
     }
     if (!modified) return;
+    args_.resize(n_args);
     builder_->set_insertion_point(op->parent(), op);
-    std::vector<Var*> outs = builder_->create(op->op_type(), args, op->name() + "_cast_fp16");
+    std::vector<Var*> outs = builder_->create(op->op_type(), args_, op->name() + "_cast_fp16");
     for (size_t k = 0; k < op->outputs().size() && k < outs.size(); ++k) {
       Var* old_out = op->output(k);
       Var* nv = outs[k];
       if (is_fp32(old_out) && !is_fp32(nv)) {
         builder_->set_insertion_point(op->parent(), op);
-        std::vector<Arg> cargs{Builder::arg("x", nv), dtype_arg(DataType::Float32)};
-        nv = builder_->create("cast", cargs, nv->name() + "_to_fp32").at(0);
+        nv = make_cast(nv, DataType::Float32, nv->name() + "_to_fp32");
       }
       pass_util::replace_var(old_out, nv);
     }
     op->parent()->erase(op);
   }
 
+  std::vector<Arg> args_, cast16_args_, cast32_args_;
   std::set<std::string> skip_;
   Builder* builder_ = nullptr;
 };

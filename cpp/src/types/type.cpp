@@ -1,5 +1,7 @@
 #include "milkit/types/type.h"
 
+#include <cstdio>
+
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -156,10 +158,18 @@ const Type* Context::import(const Type* t) {
   return t;
 }
 
-std::string Context::free_name(const std::string& base) {
-  int64_t& n = name_counts_[base];
+std::string Context::free_name(std::string base) {
+  auto it = name_counts_.find(base);
+  if (it == name_counts_.end()) it = name_counts_.emplace(std::move(base), 0).first;
+  const std::string& b = it->first;
+  int64_t& n = it->second;
   for (;;) {
-    std::string name = base + "_" + std::to_string(n++);
+    char digits[24];
+    int len = std::snprintf(digits, sizeof digits, "%lld", static_cast<long long>(n++));
+    std::string name;
+    name.reserve(b.size() + 1 + static_cast<size_t>(len));
+    name.append(b).push_back('_');
+    name.append(digits, static_cast<size_t>(len));
     if (used_names_.empty() || used_names_.find(name) == used_names_.end()) return name;
   }
 }

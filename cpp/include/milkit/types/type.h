@@ -91,7 +91,7 @@ class Context : public SymbolContext {
   using SymbolContext::import;
 
   /// Returns "<base>_<n>" with n counted per base name (coremltools' naming: add_0, add_1).
-  std::string free_name(const std::string& base);
+  std::string free_name(std::string base);
   /// Marks a name as used so free_name never returns it.
   void reserve_name(const std::string& name) { used_names_.insert(name); }
 
