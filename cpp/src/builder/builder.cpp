@@ -238,28 +238,30 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
       if (!(*it)->erased() && !(*it)->output(0)->used()) (*it)->parent()->erase(*it);
   };
   // the vars of argument a are item_vars[arg_start[a] ...] (items in order)
-  std::vector<Var*> item_vars;
-  item_vars.reserve(n_items);
+  Scratch<Var*, 16> item_vars(n_items, nullptr);
+  size_t n_item_vars = 0;
   Scratch<uint32_t, 16> arg_start(n_args, 0);
   Scratch<Var*, 16> default_var(n_in, nullptr);
   try {
     for (size_t a = 0; a < n_args; ++a) {
       const InputDef& d = s.inputs[slot_of[a]];
-      arg_start[a] = static_cast<uint32_t>(item_vars.size());
+      arg_start[a] = static_cast<uint32_t>(n_item_vars);
       for (size_t k = 0; k < args[a].items.size(); ++k) {
         ArgItem& it = args[a].items[k];
         if (it.var) {
           if (it.var->op() && it.var->op()->function() != fn_)
             throw ValueError(s.name + " '" + name + "': input '" + d.name + "' var '" +
                              it.var->name() + "' belongs to another function");
-          item_vars.push_back(it.var);
+          item_vars[n_item_vars++] = it.var;
           continue;
         }
-        std::string base = name + "_" + d.name;
+        std::string base;
+        base.reserve(name.size() + d.name.size() + 4);
+        base.append(name).append("_").append(d.name);
         if (d.kind == InputKind::Tuple) base += std::to_string(k);
-        Var* c = add_const(it.value, ctx.free_name(base));
+        Var* c = add_const(it.value, ctx.free_name(std::move(base)));
         created.push_back(c->op());
-        item_vars.push_back(c);
+        item_vars[n_item_vars++] = c;
       }
     }
     for (size_t i = 0; i < n_in; ++i)
@@ -278,8 +280,7 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
       starts.push_back(0);
       for (size_t i = 0; i < n_in; ++i) {
         if (int a = given[i]; a >= 0)
-          flat.insert(flat.end(), item_vars.begin() + arg_start[a],
-                      item_vars.begin() + arg_start[a] + args[a].items.size());
+          for (size_t k = 0; k < args[a].items.size(); ++k) flat.push_back(item_vars[arg_start[a] + k]);
         if (default_var[i]) flat.push_back(default_var[i]);  // only for an absent (or empty) input
         starts.push_back(static_cast<uint32_t>(flat.size()));
       }

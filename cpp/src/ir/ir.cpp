@@ -95,7 +95,13 @@ void Operation::set_name(std::string n) {
 
 std::map<std::string, std::shared_ptr<const Value>>& Operation::attributes() {
   ++function_->epoch_;  // the caller may change them
-  return attrs_;
+  if (!attrs_) attrs_ = std::make_unique<std::map<std::string, std::shared_ptr<const Value>>>();
+  return *attrs_;
+}
+
+const std::map<std::string, std::shared_ptr<const Value>>& Operation::attributes() const {
+  static const std::map<std::string, std::shared_ptr<const Value>> kNone;
+  return attrs_ ? *attrs_ : kNone;
 }
 
 int Operation::input_index(std::string_view name) const { return schema_->input_index(name); }

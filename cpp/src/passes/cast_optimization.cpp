@@ -68,7 +68,7 @@ std::optional<Range> propagate(DataType in, std::initializer_list<DataType> chai
   return cur;
 }
 
-std::string dtype_str(const Operation* cast) {
+const std::string& dtype_str(const Operation* cast) {
   return cast->input1("dtype")->value()->string_values().at(0);
 }
 

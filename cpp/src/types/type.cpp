@@ -1,6 +1,6 @@
 #include "milkit/types/type.h"
 
-#include <cstdio>
+#include <cstdint>
 
 #include "milkit/types/error.h"
 
@@ -95,6 +95,19 @@ const Type* Context::scalar(DataType dt) {
   return scalars_[i] = intern(std::move(t));
 }
 
+const Type* Context::with_dtype(const Type* t, DataType dt) {
+  const uint64_t key = (reinterpret_cast<uintptr_t>(t) << 8) ^ static_cast<uint8_t>(dt);
+  auto it = with_dtype_.find(key);
+  if (it != with_dtype_.end()) {
+    const Type* c = it->second;  // checked, so a type from elsewhere at a reused address is no hit
+    if (c->dtype() == dt && c->has_rank() == t->has_rank() && (!t->has_rank() || c->shape() == t->shape()))
+      return c;
+  }
+  const Type* r = t->has_rank() ? tensor(dt, t->shape()) : tensor_unknown_rank(dt);
+  with_dtype_[key] = r;
+  return r;
+}
+
 const Type* Context::tensor_unknown_rank(DataType dt) {
   Type t;
   t.kind_ = TypeKind::Tensor;
@@ -165,11 +178,17 @@ std::string Context::free_name(std::string base) {
   int64_t& n = it->second;
   for (;;) {
     char digits[24];
-    int len = std::snprintf(digits, sizeof digits, "%lld", static_cast<long long>(n++));
+    char* end = digits + sizeof digits;
+    char* p = end;
+    uint64_t v = static_cast<uint64_t>(n++);  // counts start at 0
+    do {
+      *--p = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v);
     std::string name;
-    name.reserve(b.size() + 1 + static_cast<size_t>(len));
+    name.reserve(b.size() + 1 + static_cast<size_t>(end - p));
     name.append(b).push_back('_');
-    name.append(digits, static_cast<size_t>(len));
+    name.append(p, static_cast<size_t>(end - p));
     if (used_names_.empty() || used_names_.find(name) == used_names_.end()) return name;
   }
 }

@@ -158,7 +158,7 @@ class Operation {
   /// Extra attributes (constexpr parameters before iOS18, etc.), by name.
   std::map<std::string, std::shared_ptr<const Value>>& attributes();
   /// Extra attributes, read-only.
-  const std::map<std::string, std::shared_ptr<const Value>>& attributes() const { return attrs_; }
+  const std::map<std::string, std::shared_ptr<const Value>>& attributes() const;
   /// Whether the op was erased from its block.
   bool erased() const { return erased_; }
   /// The function that owns the op.
@@ -183,7 +183,7 @@ class Operation {
   std::vector<uint32_t> starts_;
   Function* function_ = nullptr;
   std::string name_;
-  std::map<std::string, std::shared_ptr<const Value>> attrs_;
+  std::unique_ptr<std::map<std::string, std::shared_ptr<const Value>>> attrs_;  // made when first set
   Location loc_;
 };
 

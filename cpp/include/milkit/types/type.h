@@ -78,6 +78,8 @@ class Context : public SymbolContext {
   const Type* scalar(DataType dt);
   /// A tensor of unknown rank.
   const Type* tensor_unknown_rank(DataType dt);
+  /// Tensor `t` (ranked or not) with dtype `dt` (remembered per type: casts ask often).
+  const Type* with_dtype(const Type* t, DataType dt);
   /// A list type; `length` may be nullptr (unknown).
   const Type* list(const Type* elem, Dim length, bool dynamic_length);
   /// A tuple type.
@@ -108,6 +110,7 @@ class Context : public SymbolContext {
   std::unordered_map<std::string, int64_t> name_counts_;
   std::unordered_set<std::string> used_names_;
   const Type* scalars_[64] = {};
+  std::unordered_map<uint64_t, const Type*> with_dtype_;  // (type index << 8 | dtype) -> type
 };
 
 /// coremltools' is_compatible_type: equal types, or tensors of the same dtype and rank whose
