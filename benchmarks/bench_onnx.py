@@ -41,7 +41,7 @@ def plain_copy(path: str, out_dir: str) -> None:
         os.fsync(f.fileno())
 
 
-def milkit_convert(path: str, out_dir: str, precision: str) -> None:
+def milkit_convert(path: str, precision: str, out_dir: str) -> None:
     import milkit
 
     p = milkit.precision.FLOAT16 if precision == "fp16" else milkit.precision.FLOAT32

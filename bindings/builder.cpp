@@ -250,6 +250,8 @@ void init_builder(py::module_& m) {
   });
   m.def("op_names", [](int opset) { return OpRegistry::instance().names(static_cast<Target>(opset)); },
         py::arg("opset") = static_cast<int>(Target::iOS26));
+  m.def("dialect_op_names", [] { return OpRegistry::instance().dialect_names(); },
+        "Names of the dialect ops (complex_*), which op_names does not list.");
   m.def("op_inputs", [](const std::string& name, int opset) {
     return schema_info(schema_for(name, static_cast<Target>(opset), ""));
   });

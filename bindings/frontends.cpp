@@ -20,8 +20,10 @@ py::dict info_dict(const OnnxImportInfo& i) {
   return d;
 }
 
-OnnxImportOptions options(int target, const std::string& base_dir, const std::string& source) {
+OnnxImportOptions options(int target, const std::string& base_dir, const std::string& source,
+                          std::map<std::string, std::vector<int64_t>> dims) {
   OnnxImportOptions o;
+  o.input_dims = std::move(dims);
   auto t = target_from_spec(target);
   if (!t) throw ValueError("unknown deployment target (specification version " + std::to_string(target) + ")");
   o.target = *t;
@@ -35,30 +37,34 @@ OnnxImportOptions options(int target, const std::string& base_dir, const std::st
 void init_frontends(py::module_& m) {
   m.def(
       "import_onnx_bytes",
-      [](py::buffer data, int target, const std::string& base_dir, const std::string& source) {
+      [](py::buffer data, int target, const std::string& base_dir, const std::string& source,
+         std::map<std::string, std::vector<int64_t>> dims) {
         py::buffer_info b = data.request();
         OnnxImportInfo info;
         std::shared_ptr<Program> p;
         {
           py::gil_scoped_release release;
-          p = import_onnx(b.ptr, static_cast<size_t>(b.size * b.itemsize), options(target, base_dir, source), &info);
+          p = import_onnx(b.ptr, static_cast<size_t>(b.size * b.itemsize), options(target, base_dir, source, dims), &info);
         }
         return py::make_tuple(p, info_dict(info));
       },
       py::arg("data"), py::arg("target"), py::arg("base_dir") = "", py::arg("source") = "<ModelProto>",
-      "Imports a serialized ONNX ModelProto; returns (program, info).");
+      py::arg("input_dims") = std::map<std::string, std::vector<int64_t>>{},
+      "Imports a serialized ONNX ModelProto; returns (program, info). `input_dims` fixes input dims "
+      "(name -> dims, -1 keeps the model's).");
   m.def(
       "import_onnx_file",
-      [](const std::string& path, int target) {
+      [](const std::string& path, int target, std::map<std::string, std::vector<int64_t>> dims) {
         OnnxImportInfo info;
         std::shared_ptr<Program> p;
         {
           py::gil_scoped_release release;
-          p = import_onnx_file(path, options(target, "", "<ModelProto>"), &info);
+          p = import_onnx_file(path, options(target, "", "<ModelProto>", dims), &info);
         }
         return py::make_tuple(p, info_dict(info));
       },
-      py::arg("path"), py::arg("target"), "Imports an .onnx file (external data beside it); returns (program, info).");
+      py::arg("path"), py::arg("target"), py::arg("input_dims") = std::map<std::string, std::vector<int64_t>>{},
+      "Imports an .onnx file (external data beside it); returns (program, info).");
   m.def("onnx_supported_ops", &onnx_supported_ops, "The ONNX operators (default domain) milkit converts.");
 }
 

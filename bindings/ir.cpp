@@ -288,6 +288,59 @@ void init_ir(py::module_& m) {
           "Ops of the function (nested blocks included) whose name starts with prefix and whose type is op_type (empty: any); with exactly_one, raises ValueError unless exactly one matches.")
       .def("num_ops", &Function::num_ops,
           "The number of ops, consts and nested ones included.")
+      .def("_image_inputs", [](const Function& f) {
+        py::list l;
+        for (const ImageInput& im : f.image_inputs()) {
+          py::dict d;
+          d["input"] = im.input;
+          d["color_layout"] = color_layout_name(im.color_layout);
+          d["scale"] = im.scale;
+          d["bias"] = im.bias;
+          d["channel_first"] = im.channel_first;
+          d["enumerated_shapes"] = im.enumerated_shapes;
+          d["default_shape"] = im.default_shape;
+          l.append(d);
+        }
+        return l;
+      },
+          "The image inputs as dicts (input index, color_layout, scale, bias, channel_first, enumerated_shapes, default_shape).")
+      .def("_set_image_inputs", [](Function& f, const py::list& l) {
+        std::vector<ImageInput> v;
+        for (auto h : l) {
+          py::dict d = py::reinterpret_borrow<py::dict>(h);
+          ImageInput im;
+          im.input = d["input"].cast<size_t>();
+          if (im.input >= f.inputs().size())
+            throw ValueError("image input index " + std::to_string(im.input) + " is past the function's " +
+                             std::to_string(f.inputs().size()) + " inputs");
+          im.color_layout = parse_color_layout(d["color_layout"].cast<std::string>());
+          im.scale = d["scale"].cast<double>();
+          im.bias = d["bias"].cast<std::vector<double>>();
+          im.channel_first = d["channel_first"].cast<bool>();
+          im.enumerated_shapes = d["enumerated_shapes"].cast<std::vector<std::vector<int64_t>>>();
+          im.default_shape = d["default_shape"].cast<std::vector<int64_t>>();
+          v.push_back(std::move(im));
+        }
+        f.image_inputs() = std::move(v);
+      },
+          "Replaces the image inputs (dicts as _image_inputs gives them).")
+      .def("_image_outputs", [](const Function& f) {
+        py::dict d;
+        for (const ImageOutput& im : f.image_outputs()) d[py::int_(im.output)] = color_layout_name(im.color_layout);
+        return d;
+      },
+          "The image outputs: output index -> color layout.")
+      .def("_set_image_outputs", [](Function& f, const std::map<size_t, std::string>& m) {
+        std::vector<ImageOutput> v;
+        for (const auto& [i, c] : m) {
+          if (i >= f.body().outputs().size())
+            throw ValueError("image output index " + std::to_string(i) + " is past the function's " +
+                             std::to_string(f.body().outputs().size()) + " outputs");
+          v.push_back(ImageOutput{i, parse_color_layout(c)});
+        }
+        f.image_outputs() = std::move(v);
+      },
+          "Replaces the image outputs (output index -> color layout).")
       .def("to_str", [](const Function& f, const std::string& name) { return function_to_text(f, name); },
            py::arg("func_name") = "function",
           "The function's MIL text, headed by func_name.")

@@ -313,6 +313,8 @@ py::tuple shape_to_py(const Type* t, const std::shared_ptr<SymbolContext>& ctx) 
 void init_types(py::module_& m) {
   py::list names;
   for (DataType t : kAllDataTypes) names.append(py::make_tuple(std::string(dtype_name(t)), static_cast<int>(t)));
+  // the complex dialect's type (not a MIL.proto type)
+  names.append(py::make_tuple(std::string(dtype_name(DataType::Complex64)), static_cast<int>(DataType::Complex64)));
   m.attr("DTYPES") = names;
   m.def("promote_dtypes", [](int a, int b) {
     return static_cast<int>(promote_dtypes(static_cast<DataType>(a), static_cast<DataType>(b)));

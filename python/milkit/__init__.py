@@ -24,6 +24,7 @@ from .convert import (
     precision,
 )
 from .graph import show
+from .image_types import ColorLayout, ImageType, colorlayout
 from .io import load, save
 from .pipeline import PassPipeline
 from .program import Block, Function, Operation, Program, Var, mil_list
@@ -46,7 +47,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ClassifierConfig",
+    "ColorLayout",
     "ComputePrecision",
+    "ImageType",
+    "colorlayout",
     "EnumeratedShapes",
     "MLModel",
     "PassPipeline",

@@ -88,7 +88,7 @@ def _signature(op: str) -> str:
 
 def generate() -> str:
     """The stub text for the current registry."""
-    ops = [o for o in _core.op_names() if o != "const"]
+    ops = sorted(o for o in _core.op_names() + _core.dialect_op_names() if o != "const")
     return _HEADER + "".join(_signature(o) for o in ops)
 
 

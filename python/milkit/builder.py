@@ -213,6 +213,6 @@ def _function_of(op: Any) -> Any:
     return op._function
 
 
-for _op in _core.op_names():
+for _op in _core.op_names() + _core.dialect_op_names():
     if _op != "const":
         setattr(Builder, _op, _core.op_caller(_op))

@@ -93,6 +93,48 @@ class Builder:
     def clip(x: _Value, alpha: _Value, beta: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """x: tensor of {fp16, fp32}; alpha: tensor of {fp16, fp32} (const); beta: tensor of {fp16, fp32} (const)"""
     @staticmethod
+    def complex(real_data: _Value, imag_data: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """real_data: tensor of {fp32}; imag_data: tensor of {fp32}"""
+    @staticmethod
+    def complex_abs(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {complex64}"""
+    @staticmethod
+    def complex_fft(data: _Value, n: _Value = ..., dim: _Value = ..., norm: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {fp32, complex64}; n: tensor of {int32} (const, optional); dim: tensor of {int32} (const, optional); norm: tensor of {string} (const, optional)"""
+    @staticmethod
+    def complex_fftn(data: _Value, shapes: _Value = ..., dims: _Value = ..., norm: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {fp32, complex64}; shapes: tensor of {int32} (const, optional); dims: tensor of {int32} (const, optional); norm: tensor of {string} (const, optional)"""
+    @staticmethod
+    def complex_ifft(data: _Value, n: _Value = ..., dim: _Value = ..., norm: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {complex64}; n: tensor of {int32} (const, optional); dim: tensor of {int32} (const, optional); norm: tensor of {string} (const, optional)"""
+    @staticmethod
+    def complex_ifftn(data: _Value, shapes: _Value = ..., dims: _Value = ..., norm: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {complex64}; shapes: tensor of {int32} (const, optional); dims: tensor of {int32} (const, optional); norm: tensor of {string} (const, optional)"""
+    @staticmethod
+    def complex_imag(data: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {complex64}"""
+    @staticmethod
+    def complex_irfft(data: _Value, n: _Value = ..., dim: _Value = ..., norm: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {complex64}; n: tensor of {int32} (const, optional); dim: tensor of {int32} (const, optional); norm: tensor of {string} (const, optional)"""
+    @staticmethod
+    def complex_irfftn(data: _Value, shapes: _Value = ..., dims: _Value = ..., norm: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {complex64}; shapes: tensor of {int32} (const, optional); dims: tensor of {int32} (const, optional); norm: tensor of {string} (const, optional)"""
+    @staticmethod
+    def complex_real(data: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {complex64}"""
+    @staticmethod
+    def complex_rfft(data: _Value, n: _Value = ..., dim: _Value = ..., norm: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {fp32}; n: tensor of {int32} (const, optional); dim: tensor of {int32} (const, optional); norm: tensor of {string} (const, optional)"""
+    @staticmethod
+    def complex_rfftn(data: _Value, shapes: _Value = ..., dims: _Value = ..., norm: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """data: tensor of {fp32}; shapes: tensor of {int32} (const, optional); dims: tensor of {int32} (const, optional); norm: tensor of {string} (const, optional)"""
+    @staticmethod
+    def complex_shape(x: _Value, *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """x: tensor of {complex64}"""
+    @staticmethod
+    def complex_stft(input: _Value, n_fft: _Value, hop_length: _Value = ..., win_length: _Value = ..., window: _Value = ..., normalized: _Value = ..., onesided: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
+        """input: tensor of {fp32, complex64}; n_fft: tensor of {int32} (const); hop_length: tensor of {int32} (const, optional); win_length: tensor of {int32} (const, optional); window: tensor of {fp32} (const, optional); normalized: tensor of {bool} (const, optional); onesided: tensor of {bool} (const, optional)"""
+    @staticmethod
     def concat(values: Sequence[_Value], axis: _Value, interleave: _Value = ..., *, name: str | None = ..., before_op: Operation | None = ...) -> Any:
         """values: tuple of {bool, string, fp16, fp32, fp64, bf16, int8, int16, int32, int64, int4, uint8, uint16, uint32, uint64, uint4, uint2, uint1, uint6, uint3, fp8e4m3fn, fp8e5m2}; axis: tensor of {int32} (const); interleave: tensor of {bool} (const, optional)"""
     @staticmethod

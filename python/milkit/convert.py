@@ -302,25 +302,43 @@ class MLModel:
                     bar.update(1)
                 self._fn = prog.functions[name]
                 self._enumerated = _package_enumerated_shapes(self.package_path)
+                self._image_in, self._image_out = _package_image_features(self.package_path, self.function_name)
             return self._plan
 
     def predict(self, data: Any, state: Any = None) -> Any:
         """Runs the model with milkit's interpreter (any OS), as coremltools' ``MLModel.predict``:
         `data` is a dict of input name -> array (a list of dicts runs each and returns a list);
         returns a dict of output name -> numpy array (a classifier's label is a str or int and its
-        probabilities a dict label -> float, as Core ML returns them). Stateful models take
+        probabilities a dict label -> float, as Core ML returns them). Image inputs take PIL images
+        (mode 'RGB' for RGB / BGR, 'L' for GRAYSCALE, 'F' for GRAYSCALE_FLOAT16), turned into the
+        tensor Core ML feeds; image outputs come back as PIL images ('RGBA', 'L' or 'F'). Stateful models take
         ``state=model.make_state()``. Several threads may predict on one model at once."""
         from . import runtime
 
         plan = self._get_plan()
         if isinstance(data, (list, tuple)):
             return [self.predict(d, state) for d in data]
+        if self._image_in and isinstance(data, dict):
+            from .image_types import check_image_size, image_to_array
+
+            data = dict(data)
+            for name, desc in self._image_in.items():
+                if name in data:
+                    data[name] = image_to_array(data[name], name, desc["colorSpace"])
+                    check_image_size(data[name], name, desc)
         feed = runtime.coerce_inputs(self._fn, data)
         for name, shapes in self._enumerated.items():
             if name in feed and list(feed[name].shape) not in shapes:
                 raise ValueError(f"input {name!r} has shape {tuple(feed[name].shape)}, which is not one of the "
                                  f"model's enumerated shapes {[tuple(s) for s in shapes]}")
-        return runtime.outputs_as_coreml(self._fn, plan.run(feed, state))
+        out = runtime.outputs_as_coreml(self._fn, plan.run(feed, state))
+        if self._image_out:
+            from .image_types import array_to_image
+
+            for name, desc in self._image_out.items():
+                if name in out:
+                    out[name] = array_to_image(out[name], name, desc["colorSpace"])
+        return out
 
     def make_state(self) -> Any:
         """A fresh state object (zero-filled) for a stateful (iOS18) model."""
@@ -349,6 +367,21 @@ def _package_enumerated_shapes(path: str) -> dict:
     return {k: [list(s) for s in v] for k, v in shapes.items()}
 
 
+def _package_image_features(path: str, function_name: str | None) -> tuple:
+    """(input name -> image description, output name -> image description) of the package's
+    function (the default one when `function_name` is None), from its model description."""
+    import json
+
+    with open(_package_model_path(path), "rb") as f:
+        desc = json.loads(_core.model_description_json(f.read(), path))
+    ins, outs = desc.get("input", []), desc.get("output", [])
+    for fd in desc.get("functions", []):
+        if fd.get("name") == (function_name or desc.get("defaultFunctionName")):
+            ins, outs = fd.get("input", []), fd.get("output", [])
+    pick = lambda fs: {f["name"]: f["type"] for f in fs if f["type"].get("kind") == "image"}  # noqa: E731
+    return pick(ins), pick(outs)
+
+
 def _package_model_path(path: str) -> str:
     """The model.mlmodel of a package (its Manifest's root item), or `path` itself for a file."""
     import json
@@ -373,23 +406,36 @@ def _target_value(t: Any) -> int:
     return int(v)
 
 
-def _apply_input_types(prog: Any, inputs: Sequence[Any]) -> dict:
-    """Applies ``inputs`` to the program's default function; returns the enumerated shapes by
-    input name, for the writer."""
+def _apply_input_types(fn: Any, inputs: Sequence[Any]) -> dict:
+    """Applies ``inputs`` (TensorTypes and ImageTypes) to function `fn`: symbol ranges, and the
+    image inputs recorded on the function (replacing those of the inputs named); returns the
+    enumerated shapes of tensor inputs by input name, for the writer."""
     from . import types
     from .builder import _as_dtype
+    from .image_types import ImageType, _check_image_input, _image_input_record
 
     enumerated: dict = {}
-    main = prog.functions[prog.default_function_name]
-    fin = main.inputs
+    fin = fn.inputs
+    names = list(fin)
+    images = []
+    named = set()
     for i, t in enumerate(inputs):
-        if not isinstance(t, TensorType):
-            raise TypeError(f"inputs[{i}] must be ct.TensorType, got {type(t).__name__}")
-        name = t.name if t.name is not None else list(fin)[i] if i < len(fin) else None
+        if not isinstance(t, (TensorType, ImageType)):
+            raise TypeError(f"inputs[{i}] must be ct.TensorType or ct.ImageType, got {type(t).__name__}")
+        name = t.name if t.name is not None else names[i] if i < len(fin) else None
         if name not in fin:
-            raise ValueError(f"inputs[{i}]: the program has no input named {t.name!r}; its inputs are {list(fin)}")
+            raise ValueError(f"inputs[{i}]: the program has no input named {t.name!r}; its inputs are {names}")
+        if name in named:
+            raise ValueError(f"inputs[{i}]: input {name!r} is given twice")
+        named.add(name)
         var = fin[name]
-        if t.dtype is not None and _as_dtype(t.dtype) is not var.dtype:
+        if isinstance(t, ImageType):
+            _check_image_input(t, name, var)
+            es = t.shape if isinstance(t.shape, EnumeratedShapes) else None
+            if es is not None and not all(isinstance(d, int) for d in var.shape):
+                _check_enumerated(name, es, var)
+            images.append(_image_input_record(t, names.index(name), var, es))
+        elif t.dtype is not None and _as_dtype(t.dtype) is not var.dtype:
             raise ValueError(f"input {name!r}: dtype {types.builtin_to_string(_as_dtype(t.dtype))} differs from "
                              f"the program's {var.dtype}; cast inside the program instead")
         if t.shape is None:
@@ -401,7 +447,9 @@ def _apply_input_types(prog: Any, inputs: Sequence[Any]) -> dict:
                 warnings.warn(f"input {name!r}: the program's shape {tuple(var.shape)} is static, so its "
                               "EnumeratedShapes are ignored (as coremltools does); make the differing dims "
                               "symbolic in the TensorSpec to use them", UserWarning, stacklevel=3)
-            else:
+                if isinstance(t, ImageType):
+                    images[-1]["enumerated_shapes"] = []
+            elif not isinstance(t, ImageType):
                 _check_enumerated(name, t.shape, var)
                 enumerated[name] = ([list(sh) for sh in t.shape.shapes], list(t.shape.default))
             continue
@@ -423,7 +471,21 @@ def _apply_input_types(prog: Any, inputs: Sequence[Any]) -> dict:
                 if not isinstance(have, int):
                     raise ValueError(f"input {name!r} dim {k}: the program's dim {have} is symbolic; give a RangeDim "
                                      "or fix it in the TensorSpec")
+    keep = [r for r in fn._image_inputs() if names[r["input"]] not in named]
+    fn._set_image_inputs(keep + images)
     return enumerated
+
+
+def _apply_output_types(fn: Any, outputs: Sequence[Any]) -> None:
+    """Records the ImageTypes of ``outputs`` as the function's image outputs (by position)."""
+    from .image_types import ImageType, _check_image_output
+
+    recs = {}
+    for i, o in enumerate(outputs):
+        if isinstance(o, ImageType):
+            _check_image_output(o, i)
+            recs[i] = o.color_layout.value
+    fn._set_image_outputs(recs)
 
 
 def _check_enumerated(name: str, es: EnumeratedShapes, var: Any) -> None:
@@ -453,7 +515,9 @@ def _update_output_dtypes(model: Any, outputs: Sequence[Any]) -> None:
     new_outputs = []
     changed = False
     for o, v in zip(outputs, fn.outputs):
-        want = getattr(o, "dtype", None)
+        # an image output is read as fp32 (fp16 for GRAYSCALE_FLOAT16); coremltools casts only
+        # GRAYSCALE_FLOAT16 (the one ImageType with a dtype) and would write an fp16 RGB output as is
+        want = getattr(o, "_tensor_dtype", None) or getattr(o, "dtype", None)
         if want is None or v._kind not in ("tensor", "scalar"):
             new_outputs.append(v)
             continue
@@ -512,8 +576,10 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         model: the milkit Program.
         source: ``"auto"`` or ``"milinternal"``.
         inputs: ``TensorType`` s giving shapes (ints, ``RangeDim``, ``EnumeratedShapes``) and names
-            to the default function's inputs, by name or in order.
-        outputs: names for the outputs (objects with a ``name``), in order.
+            to the default function's inputs, by name or in order; ``ImageType`` s make inputs
+            images (see :mod:`milkit.image_types`).
+        outputs: names for the outputs (objects with a ``name``), in order; a ``TensorType`` with
+            a dtype casts the output, an ``ImageType`` makes it an image.
         minimum_deployment_target: a ``milkit.target`` (default iOS15); sets the specification
             version and the opset written.
         convert_to: ``None`` or ``"mlprogram"``.
@@ -539,7 +605,8 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
 
     if source == "onnx" or (source == "auto" and _onnx.is_onnx_source(model)):
         model, _info = _onnx.import_model(model, int(AvailableTarget.iOS15) if minimum_deployment_target is None
-                                          else _target_value(minimum_deployment_target))
+                                          else _target_value(minimum_deployment_target),
+                                          input_dims=_onnx_input_dims(model, inputs))
     if not isinstance(model, _core.Program):
         raise TypeError(f"milkit.convert takes a milkit Program (source 'milinternal') or an ONNX model "
                         f"(a .onnx path or a ModelProto), got {type(model).__name__}")
@@ -559,12 +626,14 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         compute_precision = ComputePrecision.FLOAT16
     if compute_precision not in (ComputePrecision.FLOAT16, ComputePrecision.FLOAT32):
         raise ValueError(f"Invalid value of the argument 'compute_precision': {compute_precision}")
-    enumerated = _apply_input_types(model, inputs) if inputs else {}
+    main = model.functions[model.default_function_name]
+    enumerated = _apply_input_types(main, inputs) if inputs else {}
 
     if outputs and classifier_config is None:
-        n_out = len(model.functions[model.default_function_name].outputs)
+        n_out = len(main.outputs)
         if len(outputs) != n_out:
             raise ValueError(f"outputs: {len(outputs)} given, the program has {n_out}")
+        _apply_output_types(main, outputs)
     with Progress("convert", total=_pipeline_length(pass_pipeline, compute_precision) + 1, unit="pass") as bar:
         skipped, times = _run_pipeline(model, pass_pipeline, compute_precision, outputs, bar)
         if outputs and classifier_config is None:
@@ -631,3 +700,17 @@ def _run_pipeline_only(model: Any, minimum_deployment_target: Any, compute_preci
     if compute_precision is None:
         compute_precision = ComputePrecision.FLOAT16
     return _run_pipeline(model, pass_pipeline, compute_precision)[0]
+
+
+def _onnx_input_dims(model: Any, inputs: Sequence[Any] | None) -> Dict[str, List[int]]:
+    """The dims an importer fixes from ``inputs``: TensorTypes with a name and a shape, their int
+    dims (RangeDims and enumerated shapes are applied to the imported program afterwards)."""
+    out: Dict[str, List[int]] = {}
+    for t in inputs or []:
+        shape = getattr(t, "shape", None)
+        name = getattr(t, "name", None)
+        if not name or shape is None or isinstance(shape, EnumeratedShapes):
+            continue
+        dims = getattr(shape, "shape", shape)
+        out[name] = [d if isinstance(d, int) and not isinstance(d, bool) and d >= 0 else -1 for d in dims]
+    return out

@@ -69,6 +69,50 @@ Function.opset_version = property(lambda self: _target_of(self.opset),
 Function.__repr__ = lambda self: self.to_str("function")
 
 
+def _fn_set_input_types(self: Any, inputs: Any) -> None:
+    """coremltools' ``Function.set_input_types``: applies ``TensorType`` s and ``ImageType`` s
+    (shapes, symbol ranges, image inputs) to this function's inputs, by name or in order."""
+    from .convert import _apply_input_types
+
+    if not isinstance(inputs, (list, tuple)):
+        raise ValueError(f"input types should be a list or tuple, got {type(inputs).__name__}")
+    enumerated = _apply_input_types(self, list(inputs))
+    if enumerated:
+        raise ValueError("EnumeratedShapes of tensor inputs are given to milkit.convert, not set on a function")
+
+
+def _fn_set_output_types(self: Any, outputs: Any) -> None:
+    """coremltools' ``Function.set_output_types``: ``ImageType`` s (by position) make outputs
+    images; other entries leave their output a tensor."""
+    from .convert import _apply_output_types
+
+    if len(outputs) != len(self.outputs):
+        raise ValueError(f"{len(outputs)} output types given, the function has {len(self.outputs)} outputs")
+    _apply_output_types(self, list(outputs))
+
+
+def _fn_image_inputs(self: Any) -> dict:
+    """The image inputs: input name -> ``ImageType`` (scale 1 and no bias once
+    mil_backend::insert_image_preprocessing_ops has put them into the program)."""
+    from .image_types import _input_types_of
+
+    return _input_types_of(self)
+
+
+def _fn_image_outputs(self: Any) -> dict:
+    """The image outputs: output name -> ``milkit.colorlayout``."""
+    from .image_types import ColorLayout
+
+    outs = self.outputs
+    return {outs[i].name: ColorLayout(c) for i, c in sorted(self._image_outputs().items())}
+
+
+Function.set_input_types = _fn_set_input_types
+Function.set_output_types = _fn_set_output_types
+Function.image_inputs = property(_fn_image_inputs)
+Function.image_outputs = property(_fn_image_outputs)
+
+
 def _target_of(v: int) -> Any:
     from ._target import AvailableTarget
 

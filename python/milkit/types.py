@@ -27,6 +27,7 @@ __all__ = [
     "bf16",
     "fp8e4m3fn",
     "fp8e5m2",
+    "complex64",
     "int4",
     "int8",
     "int16",
@@ -64,6 +65,7 @@ __all__ = [
     "is_sub_byte",
     "is_bool",
     "is_str",
+    "is_complex",
     "builtin_to_string",
     "string_to_builtin",
     "numpy_type_to_builtin_type",
@@ -129,6 +131,7 @@ fp64 = _BY_NAME["fp64"]
 bf16 = _BY_NAME["bf16"]
 fp8e4m3fn = _BY_NAME["fp8e4m3fn"]
 fp8e5m2 = _BY_NAME["fp8e5m2"]
+complex64 = _BY_NAME["complex64"]  # the complex dialect's type (not a MIL.proto type)
 int4 = _BY_NAME["int4"]
 int8 = _BY_NAME["int8"]
 int16 = _BY_NAME["int16"]
@@ -362,6 +365,11 @@ def is_str(t: Any) -> _builtin_bool:
     return _prim(t) is string
 
 
+def is_complex(t: Any) -> _builtin_bool:
+    """complex64: the type of complex dialect ops' data (coremltools' ``types.is_complex``)."""
+    return _prim(t) is complex64
+
+
 def builtin_to_string(t: Any) -> _builtin_str | None:
     """``types.fp32`` -> ``"fp32"``; None for non-element types."""
     if isinstance(t, DType):
@@ -413,6 +421,7 @@ def _np_tables() -> tuple:
         np.dtype(np.uint32): uint32,
         np.dtype(np.uint64): uint64,
         np.dtype(np.bool_): bool,
+        np.dtype(np.complex64): complex64,
     }
     from_builtin = {
         fp16: np.float16,
@@ -437,6 +446,7 @@ def _np_tables() -> tuple:
         bf16: np.float32,
         fp8e4m3fn: np.float32,
         fp8e5m2: np.float32,
+        complex64: np.complex64,
     }
     return to_builtin, from_builtin
 

@@ -166,3 +166,116 @@ TEST_CASE("pass_util::NameSet: copies of the names, growth, empty names", "[pass
   CHECK(set.contains(""));
   CHECK_FALSE(set.insert(""));
 }
+
+TEST_CASE("lower_complex_dialect_ops: complex64 stays internal, abs(fft) lowers to core ops only", "[passes][complex]") {
+  CHECK(dtype_name(DataType::Complex64) == "complex64");
+  CHECK(dtype_from_name("complex64") == DataType::Complex64);
+  CHECK_FALSE(is_valid_dtype_code(static_cast<int>(DataType::Complex64)));  // never a MIL.proto code
+  CHECK_THROWS_AS(promote_dtypes(DataType::Complex64, DataType::Float32), TypeError);
+  const auto dialect = OpRegistry::instance().dialect_names();
+  CHECK(dialect.size() == 14);
+  for (const auto& n : OpRegistry::instance().names(Target::iOS18)) CHECK(n.rfind("complex", 0) != 0);
+
+  Prog g;
+  Var* c = g.b.op("complex_fft", {{"data", g.x()}});
+  CHECK(c->type()->dtype() == DataType::Complex64);
+  Var* a = g.b.op("complex_abs", {{"x", c}});
+  g.f->body().set_outputs({a});
+  g.run({"common::lower_complex_dialect_ops", "common::dead_code_elimination"});
+  for (Operation* op : g.f->body().ops()) CHECK(op->schema().dialect.empty());
+  CHECK(g.f->body().outputs()[0]->name() == "complex_abs_0");
+  CHECK(g.f->body().outputs()[0]->op()->op_type() == "sqrt");
+  CHECK_NOTHROW(verify(*g.f, "main"));
+}
+
+TEST_CASE("lower_complex_dialect_ops: a complex function output is refused before any change", "[passes][complex]") {
+  Prog g;
+  Var* c = g.b.op("complex", {{"real_data", g.x()}, {"imag_data", g.x()}});
+  g.f->body().set_outputs({c});
+  try {
+    g.run({"common::lower_complex_dialect_ops"});
+    FAIL("complex output accepted");
+  } catch (const ValueError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("complex data as model's output"));
+  }
+  CHECK(g.f->body().outputs()[0] == c);
+}
+
+#include "Model.pb.h"
+#include "milkit/serde/proto_reader.h"
+#include "milkit/serde/proto_writer.h"
+
+TEST_CASE("image inputs: NHWC preprocess, scale and bias ops, description, read back",
+          "[passes][serde]") {
+  Program p;
+  auto fn = std::make_shared<Function>(Target::iOS17);
+  Context& ctx = fn->ctx();
+  auto hs = Symbol::fresh();
+  hs->set_range(4, 16);
+  Dim h = ctx.symbol(hs);
+  Var* x = fn->add_input(
+      "x", ctx.tensor(DataType::Float32, {ctx.constant(1), h, ctx.constant(5), ctx.constant(3)}));
+  p.add_function("main", fn);
+  Builder b(*fn);
+  Var* r = b.op("relu", {{"x", x}});
+  fn->body().set_outputs({r, x});
+  ImageInput im;
+  im.input = 0;
+  im.color_layout = ColorLayout::BGR;
+  im.scale = 0.5;
+  im.bias = {1, 2, 3};
+  im.channel_first = false;
+  im.default_shape = {1, 8, 5, 3};
+  fn->image_inputs().push_back(im);
+  fn->image_outputs().push_back(ImageOutput{0, ColorLayout::RGB});
+  PassManager pm;
+  pm.add("common::image_input_preprocess");
+  pm.add("mil_backend::insert_image_preprocessing_ops");
+  pm.run(p, true);
+  std::vector<std::string> ops;
+  for (Operation* op : fn->body().ops()) ops.push_back(op->op_type() + ":" + op->name());
+  CHECK(ops == std::vector<std::string>{"const:x__scaled___y_0", "mul:x__scaled__",
+                                        "const:x__biased___y_0", "add:x__biased__",
+                                        "const:x__transpose_from_nchw___perm_0",
+                                        "transpose:x__transpose_from_nchw__", "relu:relu_0"});
+  CHECK(x->type()->shape()[1]->value() == 3);  // NCHW now
+  CHECK(fn->body().outputs()[1]->name() == "x__transpose_from_nchw__");
+  const ImageInput& done = fn->image_inputs()[0];
+  CHECK(done.channel_first);
+  CHECK(done.scale == 1);
+  CHECK(done.bias.empty());
+  CHECK(done.default_shape == std::vector<int64_t>{1, 3, 8, 5});
+  CHECK_NOTHROW(verify(*fn, "main"));
+
+  // the RGB output is NHWC (1, H, 5, 3): not an image shape
+  ProtoWriteOptions o;
+  o.target = Target::iOS17;
+  CHECK_THROWS_AS(write_model_proto(p, o), ValueError);
+  fn->image_outputs().clear();
+  std::string bytes = write_model_proto(p, o);
+  CoreML::Specification::Model m;
+  REQUIRE(m.ParseFromString(bytes));
+  const auto& it = m.description().input(0).type().imagetype();
+  CHECK(it.colorspace() == CoreML::Specification::ImageFeatureType::BGR);
+  CHECK(it.height() == 8);
+  CHECK(it.width() == 5);
+  CHECK(it.imagesizerange().heightrange().lowerbound() == 4);
+  CHECK(it.imagesizerange().heightrange().upperbound() == 16);
+  CHECK(it.imagesizerange().widthrange().lowerbound() == 5);
+  CHECK(it.imagesizerange().widthrange().upperbound() == 5);
+  auto back = read_model_proto(bytes, nullptr, "t");
+  const Function* g = back->function("main");
+  REQUIRE(g->image_inputs().size() == 1);
+  CHECK(g->image_inputs()[0].color_layout == ColorLayout::BGR);
+  CHECK(g->image_inputs()[0].default_shape == std::vector<int64_t>{1, 3, 8, 5});
+  Dim gh = g->inputs()[0]->type()->shape()[2];
+  CHECK(gh->symbol()->lo() == 4);
+  CHECK(gh->symbol()->hi() == 16);
+  CoreML::Specification::Model m2;
+  REQUIRE(m2.ParseFromString(write_model_proto(*back, o)));
+  REQUIRE(m2.description().input_size() == 1);
+  CHECK(m2.description().input(0).SerializeAsString() ==
+        m.description().input(0).SerializeAsString());
+  CHECK(m2.description().output(1).SerializeAsString() ==
+        m.description().output(1).SerializeAsString());
+}

@@ -105,12 +105,14 @@ def test_convert_errors():
                        inputs=[milkit.TensorType(name="y", shape=(2,))])
 
 
-def test_default_pipeline_reports_skipped_passes(tmp_path):
+def test_default_pipeline_skips_nothing(tmp_path):
     _, mp = _both(lambda mb, x: mb.add(x=x, y=1.0), [((2,), "fp32")])
-    with pytest.warns(milkit.SkippedPassesWarning):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         m = milkit.convert(mp, minimum_deployment_target=milkit.target.iOS17)
-    assert all("::" in p for p in m.skipped_passes)
-    assert "common::const_elimination" not in m.skipped_passes
+    # every pass of DEFAULT and of the backend is milkit's own now: nothing skipped or reported
+    assert m.skipped_passes == []
+    assert not [w for w in caught if issubclass(w.category, milkit.SkippedPassesWarning)]
     m.save(tmp_path / "a.mlpackage")
     m.save(tmp_path / "a.mlpackage")  # overwrite in place
     assert (tmp_path / "a.mlpackage" / "Manifest.json").exists()

@@ -260,3 +260,19 @@ def test_import_milkit_does_not_import_onnx():
     code = "import sys, milkit; assert 'onnx' not in sys.modules and 'onnxruntime' not in sys.modules, 'imported'"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_convert_inputs_rename_and_bound_dims():
+    m = milkit.convert(mlp_model("batch"), minimum_deployment_target=milkit.target.iOS17,
+                       compute_precision=milkit.precision.FLOAT32,
+                       inputs=[milkit.TensorType(name="x", shape=(milkit.RangeDim(1, 16), 8))])
+    desc = m.get_spec().description
+    (inp,) = desc.input
+    rng = inp.type.multiArrayType.shapeRange.sizeRanges
+    assert (rng[0].lowerBound, rng[0].upperBound) == (1, 16) and (rng[1].lowerBound, rng[1].upperBound) == (8, 8)
+    x = rnd(4, 8)
+    (want,) = milkit_run(mlp_model("batch"), {"x": x})
+    np.testing.assert_allclose(m.predict({"x": x})["y"], want, rtol=1e-5, atol=1e-6)
+    e = milkit.convert(mlp_model("batch"), minimum_deployment_target=milkit.target.iOS17,
+                       inputs=[milkit.TensorType(name="x", shape=(2, 8))])
+    assert list(e.get_spec().description.input[0].type.multiArrayType.shape) == [2, 8]

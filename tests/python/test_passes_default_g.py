@@ -223,15 +223,16 @@ def test_default_pipeline_runs_these_passes():
     def prog(x):
         return mb.add(x=x, y=1.0)
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         m = milkit.convert(prog, minimum_deployment_target=milkit.target.iOS17)
-    assert not set(MINE) & set(m.skipped_passes)
-    # what DEFAULT still skips is among the passes other parts of the work add
-    rest = {"common::reduce_transposes", "common::lower_complex_dialect_ops", "common::image_input_preprocess",
-            "mil_backend::insert_image_preprocessing_ops",
-            "common::nullify_redundant_quantization_zero_point", "common::dequantize_quantize_pair_elimination"}
-    assert set(m.skipped_passes) <= rest
+    # DEFAULT skips nothing, and says nothing about skipping
+    assert m.skipped_passes == []
+    assert not [w for w in caught if issubclass(w.category, milkit.SkippedPassesWarning)]
+    # every pass of coremltools' pipelines is registered
+    from milkit.pipeline import BACKEND_MLPROGRAM_PASSES, CLEANUP_PASSES, COMMON_PASSES
+
+    assert set(COMMON_PASSES + CLEANUP_PASSES + BACKEND_MLPROGRAM_PASSES) <= set(pass_names())
 
 
 def test_default_pipeline_parity():

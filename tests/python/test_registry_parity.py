@@ -37,6 +37,8 @@ def _ct_dtypes(cls, t, types) -> set:
     dom = getattr(t, "type_domain", ())
     if isinstance(dom, str):
         dom = cls.type_domains[dom]
+    if not dom and getattr(t, "type_domain_id", None) is not None:  # "T": resolved per op instance
+        dom = cls.type_domains[t.type_domain_id]
     return {types.builtin_to_string(d) for d in dom}
 
 
@@ -100,46 +102,67 @@ def _ops_at(opset):
 
 @pytest.mark.parametrize("opset", sorted(OPSETS))
 def test_same_inputs(opset):
-    import milkit._core as core
-
-    _, types = _ct_registry()
     problems = []
     for name, cls in sorted(_ct_ops(OPSETS[opset]).items()):
         if name in ("const", "_const_symbolic"):
             continue  # created with a value, no inputs to compare
         if name in NOT_YET:
             continue
-        try:
-            mk = core.op_inputs(name, OPSETS[opset])
-        except Exception as e:  # noqa: BLE001
-            problems.append(f"{name}: {e}")
-            continue
-        ct_inputs = [(n, t) for n, t in cls.input_spec.input_types.items()
-                     if _ct_kind(t) not in ("function", "internal")]
-        ct_names, mk_names = [n for n, _ in ct_inputs], [i["name"] for i in mk]
-        if ct_names != mk_names and (name not in _ORDER_EXEMPT or sorted(ct_names) != sorted(mk_names)):
-            problems.append(f"{name}: inputs {mk_names} != coremltools {ct_names}")
-            continue
-        by_name = {i["name"]: i for i in mk}
-        mk = [by_name[n] for n in ct_names]
-        defaults = _ct_fixed_defaults(cls)
-        for (n, t), i in zip(ct_inputs, mk):
-            where = f"{name}.{n}"
-            if bool(t.optional) != i["optional"]:
-                problems.append(f"{where}: optional {i['optional']} != {t.optional}")
-            if bool(getattr(t, "const", False)) != i["const"]:
-                problems.append(f"{where}: const {i['const']} != {getattr(t, 'const', False)}")
-            kind = _ct_kind(t)
-            if kind != i["kind"]:
-                problems.append(f"{where}: kind {i['kind']} != {kind}")
-            if kind in ("tensor",):
-                want = _ct_dtypes(cls, t, types)
-                have = {d.strip() for d in i["dtypes"].split(",") if d.strip()}
-                if want and have != want:
-                    problems.append(f"{where}: dtypes {sorted(have)} != {sorted(want)}")
-            if defaults is not None and i["default"] is not None and n in defaults:
-                if not _same_default(i["default"], defaults[n]):
-                    problems.append(f"{where}: default {i['default']!r} != {defaults[n]!r}")
-            if defaults is not None and n in defaults and i["optional"] and i["default"] is None:
-                pass  # milkit computes it (DefaultsFn): checked by building the op
+        problems += _input_problems(name, cls, OPSETS[opset])
     assert problems == [], f"{len(problems)} differences:\n" + "\n".join(problems)
+
+
+def test_complex_dialect_ops():
+    """The complex dialect (coremltools' namespace "complex"): the same ops, inputs and defaults.
+    They are not core ops: op_names leaves them out (test_same_op_names) and dialect_op_names lists
+    them; they exist at every opset."""
+    import milkit._core as core
+
+    reg, _ = _ct_registry()
+    ct_ops = {n: c for n, c in reg.dialect_ops.items() if getattr(c, "_dialect_namespace", None) == "complex"}
+    assert sorted(core.dialect_op_names()) == sorted(ct_ops)
+    problems = []
+    for opset in OPSETS.values():
+        for name, cls in sorted(ct_ops.items()):
+            problems += _input_problems(name, cls, opset)
+    assert problems == [], f"{len(problems)} differences:\n" + "\n".join(problems)
+
+
+def _input_problems(name, cls, opset) -> list:
+    """Differences between milkit's inputs of op `name` at `opset` and coremltools' op class."""
+    import milkit._core as core
+
+    _, types = _ct_registry()
+    problems: list = []
+    try:
+        mk = core.op_inputs(name, opset)
+    except Exception as e:  # noqa: BLE001
+        return [f"{name}: {e}"]
+    ct_inputs = [(n, t) for n, t in cls.input_spec.input_types.items()
+                 if _ct_kind(t) not in ("function", "internal")]
+    ct_names, mk_names = [n for n, _ in ct_inputs], [i["name"] for i in mk]
+    if ct_names != mk_names and (name not in _ORDER_EXEMPT or sorted(ct_names) != sorted(mk_names)):
+        return [f"{name}: inputs {mk_names} != coremltools {ct_names}"]
+    by_name = {i["name"]: i for i in mk}
+    mk = [by_name[n] for n in ct_names]
+    defaults = _ct_fixed_defaults(cls)
+    for (n, t), i in zip(ct_inputs, mk):
+        where = f"{name}.{n}"
+        if bool(t.optional) != i["optional"]:
+            problems.append(f"{where}: optional {i['optional']} != {t.optional}")
+        if bool(getattr(t, "const", False)) != i["const"]:
+            problems.append(f"{where}: const {i['const']} != {getattr(t, 'const', False)}")
+        kind = _ct_kind(t)
+        if kind != i["kind"]:
+            problems.append(f"{where}: kind {i['kind']} != {kind}")
+        if kind in ("tensor",):
+            want = _ct_dtypes(cls, t, types)
+            have = {d.strip() for d in i["dtypes"].split(",") if d.strip()}
+            if want and have != want:
+                problems.append(f"{where}: dtypes {sorted(have)} != {sorted(want)}")
+        if defaults is not None and i["default"] is not None and n in defaults:
+            if not _same_default(i["default"], defaults[n]):
+                problems.append(f"{where}: default {i['default']!r} != {defaults[n]!r}")
+        if defaults is not None and n in defaults and i["optional"] and i["default"] is None:
+            pass  # milkit computes it (DefaultsFn): checked by building the op
+    return problems

@@ -136,6 +136,7 @@ struct Planner {
   std::unordered_map<int32_t, int32_t> fp32_of;  // const index -> fp32 copy index
   int32_t next_slot = 0;
   std::vector<std::string> missing;
+  bool has_complex = false;  // a complex dialect op is among the missing
 
   int32_t add_const(Tensor t, bool made) {
     if (made) const_bytes += t.nbytes();
@@ -167,8 +168,10 @@ struct Planner {
   void collect_missing(const Block& b) {
     for (Operation* op : b.ops()) {
       if (op->op_type() == "const") continue;
-      if (!reg.find(op->op_type()))
+      if (!reg.find(op->op_type())) {
         missing.push_back(op->describe());
+        if (op->schema().dialect == "complex") has_complex = true;
+      }
       for (Block* nb : op->blocks()) collect_missing(*nb);
     }
   }
@@ -546,6 +549,9 @@ Plan::Plan(std::shared_ptr<const Function> fn, const KernelRegistry* kernels) : 
   if (!pl.missing.empty()) {
     std::string msg = "the interpreter has no kernel for " + std::to_string(pl.missing.size()) + " op(s): ";
     for (size_t i = 0; i < pl.missing.size(); ++i) msg += (i ? ", " : "") + pl.missing[i];
+    if (pl.has_complex)
+      msg += ". Complex dialect ops are not run: lower them first with common::lower_complex_dialect_ops "
+             "(PassPipeline.DEFAULT does)";
     throw ValueError(msg);
   }
   for (Var* v : fn_->inputs()) pl.new_slot(v);

@@ -428,6 +428,43 @@ Var* Function::find_var(const std::string& name) const {
   return nullptr;
 }
 
+const ImageInput* Function::image_input(size_t index) const {
+  for (const ImageInput& im : image_inputs_)
+    if (im.input == index) return &im;
+  return nullptr;
+}
+
+const ImageOutput* Function::image_output(size_t index) const {
+  for (const ImageOutput& im : image_outputs_)
+    if (im.output == index) return &im;
+  return nullptr;
+}
+
+const char* color_layout_name(ColorLayout c) {
+  switch (c) {
+    case ColorLayout::RGB:
+      return "RGB";
+    case ColorLayout::BGR:
+      return "BGR";
+    case ColorLayout::Grayscale:
+      return "G";
+    case ColorLayout::GrayscaleFloat16:
+      return "G_FLOAT16";
+  }
+  return "?";
+}
+
+ColorLayout parse_color_layout(const std::string& s) {
+  if (s == "RGB") return ColorLayout::RGB;
+  if (s == "BGR") return ColorLayout::BGR;
+  if (s == "G" || s == "GRAYSCALE") return ColorLayout::Grayscale;
+  if (s == "G_FLOAT16" || s == "GRAYSCALE_FLOAT16") return ColorLayout::GrayscaleFloat16;
+  throw ValueError("unknown color layout '" + s +
+                   "'; expected RGB, BGR, GRAYSCALE or GRAYSCALE_FLOAT16");
+}
+
+int color_channels(ColorLayout c) { return c == ColorLayout::RGB || c == ColorLayout::BGR ? 3 : 1; }
+
 // ---------------------------------------------------------------------------------------------
 // Program
 

@@ -23,6 +23,7 @@ void register_all_ops(OpRegistry& r) {
   register_transformers_ops(r);
   register_quantization_ops(r);
   register_classify_ops(r);
+  register_complex_dialect_ops(r);
 }
 
 }  // namespace milkit

@@ -11,6 +11,9 @@ std::string DTypeSet::str() const {
   std::string s;
   for (DataType t : kAllDataTypes)
     if (contains(t)) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
+  // complex64 (not a MIL.proto type) is listed where it is named, not for "any dtype" inputs
+  if (contains(DataType::Complex64) && bits_ != ~uint64_t{0})
+    s += (s.empty() ? "" : ", ") + std::string("complex64");
   return s;
 }
 
@@ -177,7 +180,15 @@ std::optional<Target> OpRegistry::introduced(std::string_view name) const {
 std::vector<std::string> OpRegistry::names(Target opset) const {
   std::vector<std::string> r;
   for (auto& [n, v] : ops_)
-    if (static_cast<int>(v.front()->since) <= static_cast<int>(opset)) r.push_back(n);
+    if (v.front()->dialect.empty() && static_cast<int>(v.front()->since) <= static_cast<int>(opset))
+      r.push_back(n);
+  return r;
+}
+
+std::vector<std::string> OpRegistry::dialect_names() const {
+  std::vector<std::string> r;
+  for (auto& [n, v] : ops_)
+    if (!v.front()->dialect.empty()) r.push_back(n);
   return r;
 }
 

@@ -201,6 +201,40 @@ std::vector<int64_t> checked_perm(InferCtx& ic, int64_t rank) {
   return perm;
 }
 
+
+// The elements of `x` read in the order of an output of `shape` whose dim i steps `ost[i]`
+// elements of x (a transpose's value).
+template <class T>
+void permute_copy(const T* in, T* out, const std::vector<int64_t>& shape, const std::vector<int64_t>& ost, int64_t n) {
+  int rank = static_cast<int>(shape.size());
+  std::vector<int64_t> c(static_cast<size_t>(rank), 0);
+  int64_t src = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    out[k] = in[src];
+    for (int d = rank - 1; d >= 0; --d) {
+      if (++c[static_cast<size_t>(d)] < shape[static_cast<size_t>(d)]) {
+        src += ost[static_cast<size_t>(d)];
+        break;
+      }
+      src -= ost[static_cast<size_t>(d)] * (shape[static_cast<size_t>(d)] - 1);
+      c[static_cast<size_t>(d)] = 0;
+    }
+  }
+}
+
+std::shared_ptr<const Buffer> permute_raw(const Value& x, const std::vector<int64_t>& shape, const std::vector<int64_t>& ost) {
+  int64_t n = x.numel();
+  size_t es = static_cast<size_t>(dtype_storage_bytes(x.dtype()));
+  std::vector<uint8_t> out(static_cast<size_t>(n) * es);
+  switch (es) {
+    case 1: permute_copy(x.raw(), out.data(), shape, ost, n); break;
+    case 2: permute_copy(reinterpret_cast<const uint16_t*>(x.raw()), reinterpret_cast<uint16_t*>(out.data()), shape, ost, n); break;
+    case 4: permute_copy(reinterpret_cast<const uint32_t*>(x.raw()), reinterpret_cast<uint32_t*>(out.data()), shape, ost, n); break;
+    default: permute_copy(reinterpret_cast<const uint64_t*>(x.raw()), reinterpret_cast<uint64_t*>(out.data()), shape, ost, n); break;
+  }
+  return Buffer::take(std::move(out));
+}
+
 void add_transpose(OpRegistry& r) {
   for (bool ios17 : {false, true}) {
     OpSchema s;
@@ -224,6 +258,13 @@ void add_transpose(OpRegistry& r) {
       std::vector<int64_t> shape;
       for (int64_t p : perm) shape.push_back(xv->shape()[p]);
       std::vector<int64_t> st = ops::strides_of(xv->shape());
+      if (xv->raw() && !xv->is_symbolic() && xv->numel() > 0) {
+        // plain elements (weights): one pass with running offsets, no per-element index vector
+        std::vector<int64_t> ost(static_cast<size_t>(rank));
+        for (int64_t i = 0; i < rank; ++i) ost[static_cast<size_t>(i)] = st[static_cast<size_t>(perm[static_cast<size_t>(i)])];
+        o.push_back(ops::share(Value(xv->dtype(), shape, permute_raw(*xv, shape, ost))));
+        return true;
+      }
       auto idx = ops::index_map(shape, [&](const std::vector<int64_t>& c) {
         int64_t f = 0;
         for (size_t i = 0; i < c.size(); ++i) f += c[i] * st[perm[i]];

@@ -25,6 +25,8 @@ void register_dequantize_quantize_pair_elimination(PassRegistry& r);
 void register_nullify_redundant_quantization_zero_point(PassRegistry& r);
 void register_dequantize_to_constexpr(PassRegistry& r);
 void register_merge_affine_dequantize_with_consecutive_ops(PassRegistry& r);
+void register_image_input_preprocess(PassRegistry& r);
+void register_insert_image_preprocessing_ops(PassRegistry& r);
 void register_prelu_to_lrelu(PassRegistry& r);
 void register_select_optimization(PassRegistry& r);
 
@@ -68,6 +70,7 @@ void register_canonicalize_inplace_pattern(PassRegistry& r);
 void register_prefer_state_in_downstream(PassRegistry& r);
 void register_distributive_quantized_binary_op_scale_normalization(PassRegistry& r);
 void register_canonicalize_quantized_lut_pattern(PassRegistry& r);
+void register_lower_complex_dialect_ops(PassRegistry& r);
 
 void register_all_passes(PassRegistry& r) {
   register_dead_code_elimination(r);
@@ -134,6 +137,9 @@ void register_all_passes(PassRegistry& r) {
   register_reduce_transposes(r);
   register_distributive_quantized_binary_op_scale_normalization(r);
   register_canonicalize_quantized_lut_pattern(r);
+  register_lower_complex_dialect_ops(r);
+  register_image_input_preprocess(r);
+  register_insert_image_preprocessing_ops(r);
 }
 
 }  // namespace milkit

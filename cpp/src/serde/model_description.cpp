@@ -71,8 +71,23 @@ json feature_type(const spec::FeatureType& t) {
     }
     case spec::FeatureType::kImageType: {
       const auto& im = t.imagetype();
-      return json{{"kind", "image"}, {"width", im.width()}, {"height", im.height()},
-                  {"colorSpace", color_space_name(im.colorspace())}};
+      json j{{"kind", "image"},
+             {"width", im.width()},
+             {"height", im.height()},
+             {"colorSpace", color_space_name(im.colorspace())}};
+      if (im.has_enumeratedsizes()) {
+        json sizes = json::array();
+        for (const auto& sz : im.enumeratedsizes().sizes())
+          sizes.push_back(json::array({sz.height(), sz.width()}));
+        j["enumeratedSizes"] = sizes;
+      }
+      if (im.has_imagesizerange()) {
+        const auto& r = im.imagesizerange();
+        j["sizeRange"] = json{
+            {"height", json::array({r.heightrange().lowerbound(), r.heightrange().upperbound()})},
+            {"width", json::array({r.widthrange().lowerbound(), r.widthrange().upperbound()})}};
+      }
+      return j;
     }
     case spec::FeatureType::kInt64Type: return json{{"kind", "int64"}};
     case spec::FeatureType::kDoubleType: return json{{"kind", "double"}};

@@ -261,7 +261,9 @@ class Reader {
     return val->string_values()[0];
   }
 
-  void function(Program& prog, const std::string& name, const mil::Function& pf, const Ranges& ranges) {
+  void function(
+      Program& prog, const std::string& name, const mil::Function& pf, const Ranges& ranges,
+      const google::protobuf::RepeatedPtrField<spec::FeatureDescription>* outputs = nullptr) {
     const std::string fwhere = "function '" + name + "'";
     if (!pf.attributes().empty()) fail(fwhere, "attributes on functions are not supported");
     auto it = pf.block_specializations().find(pf.opset());
@@ -285,7 +287,68 @@ class Reader {
     for (const auto& n : defined_anywhere) ctx.reserve_name(n);
     Builder b(*f);
     block(b, *f, it->second, fwhere);
+    image_inputs(*f, ranges, fwhere);
+    if (outputs) {
+      const auto& outs = f->body().outputs();
+      for (const auto& fd : *outputs) {
+        if (!fd.type().has_imagetype()) continue;
+        for (size_t i = 0; i < outs.size(); ++i)
+          if (outs[i]->name() == fd.name())
+            f->image_outputs().push_back(
+                ImageOutput{i, layout_of(fd.type().imagetype().colorspace(),
+                                         fwhere + ", output '" + fd.name() + "'")});
+      }
+    }
     prog.add_function(name, f);
+  }
+
+  ColorLayout layout_of(int color_space, const std::string& w) {
+    switch (color_space) {
+      case spec::ImageFeatureType_ColorSpace_RGB:
+        return ColorLayout::RGB;
+      case spec::ImageFeatureType_ColorSpace_BGR:
+        return ColorLayout::BGR;
+      case spec::ImageFeatureType_ColorSpace_GRAYSCALE:
+        return ColorLayout::Grayscale;
+      case spec::ImageFeatureType_ColorSpace_GRAYSCALE_FLOAT16:
+        return ColorLayout::GrayscaleFloat16;
+      default:
+        fail(w, "image feature with invalid color space " + std::to_string(color_space));
+    }
+    return ColorLayout::RGB;
+  }
+
+  // Image inputs of the description: channel first, no preprocessing left (the program holds it);
+  // enumerated sizes and the default size kept for writing the description again.
+  void image_inputs(Function& f, const Ranges& ranges, const std::string& fwhere) {
+    for (size_t i = 0; i < f.inputs().size(); ++i) {
+      Var* v = f.inputs()[i];
+      auto r = ranges.find(v->name());
+      if (r == ranges.end() || !r->second->type().has_imagetype()) continue;
+      const std::string w = fwhere + ", image input '" + v->name() + "'";
+      const auto& it = r->second->type().imagetype();
+      const Type* t = v->type();
+      if (!t->is_tensor() || t->rank() < 2)
+        fail(w, "an image input must be a tensor of rank 4, got " + t->str());
+      ImageInput im;
+      im.input = i;
+      im.color_layout = layout_of(it.colorspace(), w);
+      auto full = [&](int64_t h, int64_t wd) {
+        std::vector<int64_t> s;
+        for (Dim d : t->shape()) s.push_back(d->is_const() ? d->value() : 1);
+        s[s.size() - 2] = h;
+        s[s.size() - 1] = wd;
+        return s;
+      };
+      if (!t->is_static()) {
+        im.default_shape = full(it.height(), it.width());
+        if (it.has_enumeratedsizes())
+          for (const auto& sz : it.enumeratedsizes().sizes())
+            im.enumerated_shapes.push_back(
+                full(static_cast<int64_t>(sz.height()), static_cast<int64_t>(sz.width())));
+      }
+      f.image_inputs().push_back(std::move(im));
+    }
   }
 
   const Type* input_type(Context& ctx, const mil::NamedValueType& in, const Ranges& ranges, const std::string& w) {
@@ -300,6 +363,11 @@ class Reader {
     const spec::ArrayFeatureType* at = nullptr;
     if (auto r = ranges.find(in.name()); r != ranges.end() && r->second->type().has_multiarraytype())
       at = &r->second->type().multiarraytype();
+    // an image input's flexible height and width (the last two dims)
+    const spec::ImageFeatureType_ImageSizeRange* image_range = nullptr;
+    if (auto r = ranges.find(in.name()); r != ranges.end() && r->second->type().has_imagetype() &&
+                                         r->second->type().imagetype().has_imagesizerange())
+      image_range = &r->second->type().imagetype().imagesizerange();
     std::vector<Dim> dims;
     for (int i = 0; i < tt.dimensions_size(); ++i) {
       const auto& d = tt.dimensions(i);
@@ -312,8 +380,13 @@ class Reader {
       if (d.dimension_case() != mil::Dimension::kUnknown || d.unknown().variadic())
         fail(w, "variadic or unset input dimensions are not supported");
       auto sym = Symbol::fresh();
-      if (at && at->has_shaperange() && i < at->shaperange().sizeranges_size()) {
-        const auto& sr = at->shaperange().sizeranges(i);
+      const spec::SizeRange* range = nullptr;
+      if (at && at->has_shaperange() && i < at->shaperange().sizeranges_size())
+        range = &at->shaperange().sizeranges(i);
+      if (image_range && i == tt.dimensions_size() - 2) range = &image_range->heightrange();
+      if (image_range && i == tt.dimensions_size() - 1) range = &image_range->widthrange();
+      if (range) {
+        const auto& sr = *range;
         int64_t lo = static_cast<int64_t>(std::min<uint64_t>(sr.lowerbound(), static_cast<uint64_t>(kPosInf)));
         int64_t hi = sr.upperbound() < 0 ? kPosInf : sr.upperbound();
         if (lo < 1) lo = 1;
@@ -661,10 +734,14 @@ std::shared_ptr<Program> read_model_proto(const std::string& bytes, const BlobRe
   for (const auto& n : order) {
     Ranges ranges;
     const google::protobuf::RepeatedPtrField<spec::FeatureDescription>* ins = &desc.input();
+    const google::protobuf::RepeatedPtrField<spec::FeatureDescription>* outs = &desc.output();
     for (const auto& fd : desc.functions())
-      if (fd.name() == n) ins = &fd.input();
+      if (fd.name() == n) {
+        ins = &fd.input();
+        outs = &fd.output();
+      }
     for (const auto& fd : *ins) ranges[fd.name()] = &fd;
-    r.function(*prog, n, pp.functions().at(n), ranges);
+    r.function(*prog, n, pp.functions().at(n), ranges, outs);
   }
   std::string def = desc.defaultfunctionname();
   if (def.empty()) def = pp.functions().count("main") || order.size() != 1 ? "main" : order[0];

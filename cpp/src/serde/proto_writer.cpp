@@ -159,6 +159,9 @@ class Writer {
     size_t m = e.open(field);
     switch (t->kind()) {
       case TypeKind::Tensor: {
+        if (is_complex(t->dtype()))
+          throw ValueError("complex64 data cannot be written to an ML Program (Core ML has no complex type); "
+                           "run common::lower_complex_dialect_ops first");
         size_t tm = e.open(f::kVtTensor);
         e.uint(f::kTtDataType, static_cast<uint64_t>(static_cast<int>(t->dtype())));
         if (!t->has_rank()) {  // pymil's variadic shape: one variadic unknown dim
@@ -461,6 +464,11 @@ class Writer {
 
   void op_body(const Operation& o, Enc& e) {
     static const std::string what;  // prefixed by op() on error
+    if (!o.schema().dialect.empty())
+      throw ValueError(" is a " + o.schema().dialect + " dialect op, which an ML Program cannot hold; run " +
+                       (o.schema().dialect == "complex" ? "common::lower_complex_dialect_ops"
+                                                        : "the pass that lowers it") +
+                       " first (convert and PassPipeline.DEFAULT do)");
     static const uint16_t kConst = op_type_id("const"), kClassify = op_type_id("classify");
     e.str(f::kOpType, o.op_type());
     pending_attrs_.clear();
@@ -739,6 +747,160 @@ class Writer {
     return v->op() && v->op()->op_type() == "classify" && v->index() == index;
   }
 
+  // ---- image features (coremltools' ImageType inputs and outputs) --------------------------
+  static spec::ImageFeatureType_ColorSpace color_space(ColorLayout c) {
+    switch (c) {
+      case ColorLayout::RGB:
+        return spec::ImageFeatureType_ColorSpace_RGB;
+      case ColorLayout::BGR:
+        return spec::ImageFeatureType_ColorSpace_BGR;
+      case ColorLayout::Grayscale:
+        return spec::ImageFeatureType_ColorSpace_GRAYSCALE;
+      case ColorLayout::GrayscaleFloat16:
+        return spec::ImageFeatureType_ColorSpace_GRAYSCALE_FLOAT16;
+    }
+    return spec::ImageFeatureType_ColorSpace_RGB;
+  }
+
+  static std::string dims_text(const std::vector<int64_t>& s, size_t n) {
+    std::string out = "[";
+    for (size_t i = 0; i < n && i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+  }
+
+  // coremltools' _validate_image_input_output_shapes (-1: a symbolic dim), plus the tensor dtype
+  // Core ML fills or reads (fp32; fp16 for GRAYSCALE_FLOAT16).
+  static void check_image(ColorLayout c, const std::vector<int64_t>& shape, const Var* v,
+                          bool input) {
+    const std::string io = input ? "input" : "output";
+    if (shape.size() != 4)
+      throw ValueError("Image " + io + ", '" + v->name() +
+                       "', must have rank 4. Instead it has rank " + std::to_string(shape.size()));
+    const int64_t ch = color_channels(c);
+    if (shape[0] != 1 || shape[1] != ch)
+      throw ValueError(std::string("Shape of the ") + (ch == 3 ? "RGB/BGR" : "Grayscale") +
+                       " image " + io + ", '" + v->name() + "', must be of kind (1, " +
+                       std::to_string(ch) + ", H, W), i.e., first two dimensions must be (1, " +
+                       std::to_string(ch) + "), instead they are: " + dims_text(shape, 2));
+    const DataType want =
+        c == ColorLayout::GrayscaleFloat16 ? DataType::Float16 : DataType::Float32;
+    if (v->type()->dtype() != want)
+      throw ValueError(
+          "Image " + io + ", '" + v->name() + "' (" + color_layout_name(c) + ") must be " +
+          std::string(dtype_name(want)) + " in the program, not " +
+          std::string(dtype_name(v->type()->dtype())) +
+          (input ? "" : "; cast it, or give outputs=[ImageType(...)] to convert, which casts it"));
+  }
+
+  // [lo, hi] written for a dim: a constant's value, or the symbol's range (an unbounded one gets
+  // coremltools' default [lo, lo + 1]).
+  static std::pair<int64_t, int64_t> dim_range(const Function& f, Dim d) {
+    if (d->is_const()) return {d->value(), d->value()};
+    Interval iv = f.ctx().range(d);
+    int64_t lo = std::max<int64_t>(1, iv.lo == kNegInf ? 1 : iv.lo);
+    int64_t hi = iv.hi == kPosInf ? lo + 1 : iv.hi;
+    return {lo, std::max(hi, lo)};
+  }
+
+  // coremltools' CoreMLProtoExporter.get_func_input for an ImageType input.
+  void image_input_feature(const Function& f, Var* v, const ImageInput& im,
+                           spec::FeatureDescription* fd) {
+    fd->set_name(v->name());
+    const Type* t = v->type();
+    if (!t->is_tensor() || t->is_scalar())
+      throw ValueError("For the image input, '" + v->name() +
+                       "', its type in the MIL program must be tensor. "
+                       "Instead it is " +
+                       t->str() + ".");
+    if (!t->has_rank())
+      throw ValueError("Variable rank model inputs are not supported! ('" + v->name() + "')");
+    const bool symbolic = !t->is_static();
+    std::vector<int64_t> shape;
+    if (symbolic && im.default_shape.size() == t->shape().size()) {
+      shape = im.default_shape;
+    } else {
+      for (Dim d : t->shape()) shape.push_back(dim_range(f, d).first);
+    }
+    check_image(im.color_layout, shape, v, true);
+    if (!im.channel_first)
+      throw ValueError("Image input, '" + v->name() +
+                       "', must be in the channel_first format "
+                       "(run common::image_input_preprocess)");
+    bool pending = im.scale != 1;
+    for (double b : im.bias) pending |= b != 0;
+    if (pending)
+      throw ValueError("image input '" + v->name() +
+                       "' has a scale or bias that is not in the program yet (run "
+                       "mil_backend::insert_image_preprocessing_ops, as milkit.convert does)");
+    auto* it = fd->mutable_type()->mutable_imagetype();
+    const size_t r = shape.size();
+    it->set_width(shape[r - 1]);
+    it->set_height(shape[r - 2]);
+    it->set_colorspace(color_space(im.color_layout));
+    if (!symbolic) return;
+    if (!im.enumerated_shapes.empty()) {
+      // _add_enumerated_image_sizes_for_feature: the sizes in order (duplicates skipped before
+      // iOS18), the default size first when it is not among them
+      const bool dups = static_cast<int>(opt_.target) >= static_cast<int>(Target::iOS18);
+      std::vector<std::pair<int64_t, int64_t>> sizes;
+      for (const auto& s : im.enumerated_shapes) {
+        if (s.size() < 2)
+          throw ValueError("image input '" + v->name() + "': enumerated shape " +
+                           dims_text(s, s.size()) + " has rank below 2");
+        std::pair<int64_t, int64_t> hw{s[s.size() - 2], s[s.size() - 1]};
+        if (!dups && std::find(sizes.begin(), sizes.end(), hw) != sizes.end()) continue;
+        sizes.push_back(hw);
+      }
+      std::pair<int64_t, int64_t> def{shape[r - 2], shape[r - 1]};
+      if (std::find(sizes.begin(), sizes.end(), def) == sizes.end())
+        sizes.insert(sizes.begin(), def);
+      auto* en = it->mutable_enumeratedsizes();
+      for (const auto& [h, w] : sizes) {
+        auto* sz = en->add_sizes();
+        sz->set_height(static_cast<uint64_t>(h));
+        sz->set_width(static_cast<uint64_t>(w));
+      }
+      return;
+    }
+    auto* range = it->mutable_imagesizerange();
+    auto [hlo, hhi] = dim_range(f, t->shape()[r - 2]);
+    auto [wlo, whi] = dim_range(f, t->shape()[r - 1]);
+    range->mutable_heightrange()->set_lowerbound(static_cast<uint64_t>(hlo));
+    range->mutable_heightrange()->set_upperbound(hhi);
+    range->mutable_widthrange()->set_lowerbound(static_cast<uint64_t>(wlo));
+    range->mutable_widthrange()->set_upperbound(whi);
+  }
+
+  // coremltools' CoreMLProtoExporter.get_func_output for an ImageType output.
+  void image_output_feature(Var* v, const ImageOutput& im, spec::FeatureDescription* fd) {
+    fd->set_name(v->name());
+    const Type* t = v->type();
+    if (!t->is_tensor() || t->is_scalar())
+      throw ValueError("Image output, '" + v->name() +
+                       "', is a scalar, but it should be a tensor of rank 4");
+    if (!t->has_rank())
+      throw ValueError("Variable rank model outputs, that are ImageTypes, are not supported ('" +
+                       v->name() + "')");
+    std::vector<int64_t> shape;
+    for (Dim d : t->shape()) shape.push_back(d->is_const() ? d->value() : -1);
+    check_image(im.color_layout, shape, v, false);
+    auto* it = fd->mutable_type()->mutable_imagetype();
+    it->set_colorspace(color_space(im.color_layout));
+    if (t->is_static()) {
+      it->set_width(shape[3]);
+      it->set_height(shape[2]);
+      return;
+    }
+    // flexible: coremltools writes 1 x 1 with both ranges [1, unbounded]
+    it->set_width(1);
+    it->set_height(1);
+    auto* range = it->mutable_imagesizerange();
+    range->mutable_widthrange()->set_lowerbound(1);
+    range->mutable_widthrange()->set_upperbound(-1);
+    range->mutable_heightrange()->set_lowerbound(1);
+    range->mutable_heightrange()->set_upperbound(-1);
+  }
+
   void output_feature(Var* v, spec::FeatureDescription* fd) {
     fd->set_name(v->name());
     const Type* t = v->type();
@@ -772,17 +934,36 @@ class Writer {
 
   template <class Desc>
   void describe(const Function& f, Desc* d) {
-    for (Var* v : f.inputs()) {
+    for (size_t i = 0; i < f.inputs().size(); ++i) {
+      Var* v = f.inputs()[i];
       if (v->type()->kind() == TypeKind::State)
         input_feature(f, v, d->add_state());
+      else if (const ImageInput* im = f.image_input(i))
+        image_input_feature(f, v, *im, d->add_input());
       else
         input_feature(f, v, d->add_input());
     }
-    for (Var* v : f.body().outputs()) output_feature(v, d->add_output());
     // a classifier: classify's label and probabilities are the predicted feature / probabilities
     for (Var* v : f.body().outputs()) {
       if (is_classify_output(v, 0)) d->set_predictedfeaturename(v->name());
       if (is_classify_output(v, 1)) d->set_predictedprobabilitiesname(v->name());
+    }
+    for (const ImageInput& im : f.image_inputs())
+      if (im.input >= f.inputs().size())
+        throw ValueError("image input index " + std::to_string(im.input) +
+                         " is past the function's " + std::to_string(f.inputs().size()) +
+                         " inputs");
+    for (const ImageOutput& im : f.image_outputs())
+      if (im.output >= f.body().outputs().size())
+        throw ValueError("image output index " + std::to_string(im.output) +
+                         " is past the function's " + std::to_string(f.body().outputs().size()) +
+                         " outputs");
+    for (size_t i = 0; i < f.body().outputs().size(); ++i) {
+      Var* v = f.body().outputs()[i];
+      if (const ImageOutput* im = f.image_output(i))
+        image_output_feature(v, *im, d->add_output());
+      else
+        output_feature(v, d->add_output());
     }
   }
 

@@ -38,6 +38,7 @@ std::string_view dtype_name(DataType t) {
     case DataType::UInt3: return "uint3";
     case DataType::Float8E4M3FN: return "fp8e4m3fn";
     case DataType::Float8E5M2: return "fp8e5m2";
+    case DataType::Complex64: return "complex64";
   }
   return "unknown";
 }
@@ -52,6 +53,7 @@ std::optional<DataType> dtype_from_name(std::string_view name) {
   if (name == "float") return DataType::Float32;
   if (name == "double") return DataType::Float64;
   if (name == "int") return DataType::Int32;
+  if (name == "complex64") return DataType::Complex64;
   for (DataType t : kAllDataTypes)
     if (dtype_name(t) == name) return t;
   return std::nullopt;
@@ -87,7 +89,8 @@ int dtype_bits(DataType t) {
     case DataType::UInt32: return 32;
     case DataType::Float64:
     case DataType::Int64:
-    case DataType::UInt64: return 64;
+    case DataType::UInt64:
+    case DataType::Complex64: return 64;
   }
   return 0;
 }
@@ -108,6 +111,8 @@ bool is_float(DataType t) {
     default: return false;
   }
 }
+
+bool is_complex(DataType t) { return t == DataType::Complex64; }
 
 bool is_signed_int(DataType t) {
   switch (t) {
@@ -182,7 +187,7 @@ DataType unsigned_of_bits(int bits) {
 
 DataType promote_dtypes(DataType a, DataType b) {
   if (a == b) return a;
-  if (a == DataType::String || b == DataType::String)
+  if (a == DataType::String || b == DataType::String || is_complex(a) || is_complex(b))
     throw TypeError("cannot promote " + std::string(dtype_name(a)) + " with " +
                     std::string(dtype_name(b)));
   if (a == DataType::Bool) return b;

@@ -25,23 +25,26 @@ def is_onnx_source(model: Any) -> bool:
     return t.__name__ == "ModelProto" and hasattr(model, "SerializeToString") and hasattr(model, "graph")
 
 
-def import_model(model: Any, target: int, base_dir: str | None = None) -> Tuple[Any, Dict[str, Any]]:
+def import_model(model: Any, target: int, base_dir: str | None = None,
+                 input_dims: Dict[str, List[int]] | None = None) -> Tuple[Any, Dict[str, Any]]:
     """Imports `model` (a path, a ModelProto, or the bytes of one) for deployment target `target`
     (a specification version). Returns the Program and what the importer learned (input and output
     names with their ONNX element types, opset, metadata).
 
     A ModelProto whose weights live in external files needs `base_dir`, the folder they are in.
+    `input_dims` fixes input dims by input name (-1 keeps the model's dim).
     """
+    dims = dict(input_dims or {})
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not os.path.exists(path):
             raise FileNotFoundError(f"ONNX model '{path}' does not exist")
-        return _core.import_onnx_file(path, target)
+        return _core.import_onnx_file(path, target, dims)
     if isinstance(model, (bytes, bytearray, memoryview)):
-        return _core.import_onnx_bytes(model, target, base_dir or "", "<ModelProto bytes>")
+        return _core.import_onnx_bytes(model, target, base_dir or "", "<ModelProto bytes>", dims)
     if is_onnx_source(model):
         data = model.SerializeToString()
-        return _core.import_onnx_bytes(data, target, base_dir or "", "<ModelProto>")
+        return _core.import_onnx_bytes(data, target, base_dir or "", "<ModelProto>", dims)
     raise TypeError(f"not an ONNX model: {type(model).__name__}")
 
 

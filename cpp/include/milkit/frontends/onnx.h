@@ -20,6 +20,9 @@ struct OnnxImportOptions {
   std::string base_dir;
   /// Where the model came from, for error messages ("model.onnx", "<ModelProto>").
   std::string source = "<ModelProto>";
+  /// Input dims to fix, by input name: a value >= 0 replaces the model's dim (symbolic or not),
+  /// -1 keeps it. A name that is not a graph input is an error.
+  std::map<std::string, std::vector<int64_t>> input_dims;
 };
 
 /// What the importer learned about the model besides the program.

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "milkit/ir/image_type.h"
 #include "milkit/ir/value.h"
 #include "milkit/types/target.h"
 #include "milkit/types/type.h"
@@ -339,11 +340,25 @@ class Function : public std::enable_shared_from_this<Function> {
   void mark_clean(const std::string& key, const Program* p);
   /// Whether mark_clean(key, p) was called and nothing changed since.
   bool is_clean(const std::string& key, const Program* p) const;
+  /// Image inputs (coremltools' ImageType inputs), in the order the user gave them.
+  std::vector<ImageInput>& image_inputs() { return image_inputs_; }
+  /// Image inputs, read-only.
+  const std::vector<ImageInput>& image_inputs() const { return image_inputs_; }
+  /// The image description of input `index`, or nullptr.
+  const ImageInput* image_input(size_t index) const;
+  /// Image outputs (coremltools' ImageType outputs).
+  std::vector<ImageOutput>& image_outputs() { return image_outputs_; }
+  /// Image outputs, read-only.
+  const std::vector<ImageOutput>& image_outputs() const { return image_outputs_; }
+  /// The image description of output `index`, or nullptr.
+  const ImageOutput* image_output(size_t index) const;
 
  private:
   std::shared_ptr<Context> ctx_;
   Target opset_;
   bool opset_auto_ = false;
+  std::vector<ImageInput> image_inputs_;
+  std::vector<ImageOutput> image_outputs_;
   Block* body_;
   detail::ObjectArena<Operation> ops_;
   detail::ObjectArena<Var> vars_;

@@ -50,5 +50,8 @@ void register_transformers_ops(OpRegistry& r);
 void register_quantization_ops(OpRegistry& r);
 /// classify (the classifier output op).
 void register_classify_ops(OpRegistry& r);
+/// The complex dialect (complex, complex_real, complex_fft, ..., complex_stft): lowered to core
+/// ops by common::lower_complex_dialect_ops.
+void register_complex_dialect_ops(OpRegistry& r);
 
 }  // namespace milkit

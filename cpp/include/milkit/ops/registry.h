@@ -94,6 +94,10 @@ struct OpSchema {
   ValueFn value;                          ///< Value inference (optional).
   bool is_constexpr = false;              ///< constexpr_* op: const-like, never folded.
   int num_blocks = 0;                     ///< Nested blocks a control-flow op has (cond: 2).
+  /// The dialect of a dialect op ("complex"), empty for core MIL ops. Dialect ops exist at every
+  /// opset like coremltools' namespaced registrations; a pass lowers them to core ops, and
+  /// neither the writer nor the interpreter accepts them.
+  std::string dialect;
   /// Dense id of the op type, shared by every version of the op (set by OpRegistry::add; indexes
   /// Function's per-type op counts).
   uint16_t type_id = 0;
@@ -174,8 +178,10 @@ class OpRegistry {
   bool exists(std::string_view name) const;
   /// The first opset where the op exists.
   std::optional<Target> introduced(std::string_view name) const;
-  /// Op names available at `opset`, sorted.
+  /// Core op names available at `opset`, sorted (dialect ops are not listed).
   std::vector<std::string> names(Target opset) const;
+  /// Names of the dialect ops, sorted.
+  std::vector<std::string> dialect_names() const;
   /// Every version of an op.
   std::vector<const OpSchema*> versions(std::string_view name) const;
   /// The type id of an op name (OpSchema::type_id), -1 when no op has that name.

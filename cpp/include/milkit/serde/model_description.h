@@ -16,9 +16,10 @@ namespace milkit {
 /// {"kind": "multiArray", "dataType": "FLOAT32" | ..., "shape": [...],
 ///  "shapeRange": [[lo, hi (-1: unbounded)], ...] | "enumeratedShapes": [[...], ...],
 ///  "defaultValue": <number>}, {"kind": "state", "array": <multiArray type>},
-/// {"kind": "image", "width", "height", "colorSpace"}, or {"kind": "int64" | "double" | "string" |
-/// "dictionary" | "sequence" | "none"}. Absent keys are left out.
-/// Throws FormatError when the bytes are not a Model proto; `source` names the file in messages.
+/// {"kind": "image", "width", "height", "colorSpace", "enumeratedSizes": [[height, width], ...] |
+/// "sizeRange": {"height": [lo, hi], "width": [lo, hi] (-1: unbounded)}}, or {"kind": "int64" |
+/// "double" | "string" | "dictionary" | "sequence" | "none"}. Absent keys are left out. Throws
+/// FormatError when the bytes are not a Model proto; `source` names the file in messages.
 std::string model_description_json(const std::string& bytes, const std::string& source);
 
 }  // namespace milkit

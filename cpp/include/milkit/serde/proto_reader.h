@@ -21,7 +21,9 @@ using BlobResolver = std::function<std::shared_ptr<BlobReader>(const std::string
 /// type inference run again. Op names, output names and const values come from the proto;
 /// every declared output type is checked against the inferred one (is_compatible_type).
 /// Symbolic input dims become fresh symbols whose range comes from the ModelDescription's
-/// shapeRange (except coremltools' default [1, 2], read as unbounded). `source` names the file
+/// shapeRange (except coremltools' default [1, 2], read as unbounded), or an image input's
+/// imageSizeRange; imageType inputs and outputs become the functions' image inputs (channel first,
+/// scale 1, no bias, enumerated and default sizes kept) and image outputs. `source` names the file
 /// in messages. Throws FormatError for anything malformed or inconsistent.
 std::shared_ptr<Program> read_model_proto(const std::string& bytes, const BlobResolver& blobs,
                                           const std::string& source);

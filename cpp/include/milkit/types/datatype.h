@@ -33,9 +33,13 @@ enum class DataType : uint8_t {
   UInt3 = 39,
   Float8E4M3FN = 40,
   Float8E5M2 = 41,
+  /// milkit-internal, not a MIL.proto code: complex dialect ops only (coremltools' complex64). It
+  /// is never serialized; common::lower_complex_dialect_ops replaces it by fp32 real and imaginary
+  /// parts.
+  Complex64 = 63,
 };
 
-/// Every valid (non-Unused) data type, in proto-code order.
+/// Every valid (non-Unused) MIL.proto data type, in proto-code order (Complex64 is not one).
 inline constexpr DataType kAllDataTypes[] = {
     DataType::Bool,     DataType::String,       DataType::Float16,    DataType::Float32,
     DataType::Float64,  DataType::BFloat16,     DataType::Int8,       DataType::Int16,
@@ -57,6 +61,8 @@ int dtype_bits(DataType t);
 int dtype_storage_bytes(DataType t);
 /// Floating-point types: fp16, fp32, fp64, bf16, fp8.
 bool is_float(DataType t);
+/// complex64 (the complex dialect's type).
+bool is_complex(DataType t);
 /// Integer types, signed or unsigned, including sub-byte ones (not bool).
 bool is_int(DataType t);
 /// Signed integer types (int4..int64).

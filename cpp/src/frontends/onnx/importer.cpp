@@ -451,10 +451,29 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
     if (top.consts.count(vi.name())) continue;  // an initializer listed as an input (IR < 4): a weight
     if (vi.name().empty()) throw FormatError(src + ": a graph input has no name");
     const Type* t = value_info_type(ctx, vi, "graph input");
+    auto fix = options.input_dims.find(vi.name());
+    if (fix != options.input_dims.end()) {
+      if (!t->has_rank() || t->rank() != static_cast<int>(fix->second.size()))
+        throw ValueError(src + ": input '" + vi.name() + "' has rank " + (t->has_rank() ? std::to_string(t->rank()) : "?") +
+                         ", the shape given for it has " + std::to_string(fix->second.size()) + " dims");
+      std::vector<Dim> dims = t->shape();
+      for (size_t i = 0; i < dims.size(); ++i) {
+        int64_t d = fix->second[i];
+        if (d < 0) continue;
+        if (dims[i]->is_const() && dims[i]->value() != d)
+          throw ValueError(src + ": input '" + vi.name() + "' dim " + std::to_string(i) + " is " +
+                           std::to_string(dims[i]->value()) + " in the model, " + std::to_string(d) + " was given");
+        dims[i] = ctx.constant(d);
+      }
+      t = ctx.tensor(t->dtype(), dims);
+    }
     top.vars[vi.name()] = fn->add_input(vi.name(), t);
     inf.input_names.push_back(vi.name());
     inf.input_types.push_back(vi.type().tensor_type().elem_type());
   }
+  for (auto& kv : options.input_dims)
+    if (!top.vars.count(kv.first))
+      throw ValueError(src + ": a shape is given for '" + kv.first + "', which is not an input of the graph");
   cv.convert_nodes(g.node(), "graph '" + g.name() + "'");
   std::vector<Var*> outs;
   for (auto& vo : g.output()) {
