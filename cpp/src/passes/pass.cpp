@@ -93,6 +93,10 @@ std::vector<std::string> PassManager::run(Program& p, bool verify_each, bool ski
 namespace pass_util {
 
 void for_each_block(Function& f, const std::function<void(Block&)>& fn) {
+  if (!f.has_block_ops()) {  // the body is the only block: no walk over its ops
+    fn(f.body());
+    return;
+  }
   std::function<void(Block&)> rec = [&](Block& b) {
     for (Operation* op : b.ops())
       for (Block* nb : op->blocks()) rec(*nb);
