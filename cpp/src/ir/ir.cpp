@@ -290,6 +290,7 @@ Var* Function::add_output(Operation* op, std::string name, const Type* type) {
   v->op_ = op;
   v->index_ = static_cast<int>(op->outputs_.size());
   op->outputs_.push_back(v);
+  op->out0_ = op->outputs_.front();
   return v;
 }
 
@@ -355,6 +356,7 @@ void Function::remove_outputs(Operation* op, const std::vector<size_t>& idx) {
       outs.push_back(op->outputs_[i]);
     }
   op->outputs_ = std::move(outs);  // dropped vars keep op_ (Python handles may still ask)
+  op->out0_ = op->outputs_.empty() ? nullptr : op->outputs_.front();
 }
 
 void Function::remove_block_inputs(Block* b, const std::vector<size_t>& idx) {

@@ -143,7 +143,9 @@ class Operation {
   /// Output vars.
   const std::vector<Var*>& outputs() const { return outputs_; }
   /// Output i.
-  Var* output(size_t i = 0) const { return outputs_.at(i); }
+  Var* output(size_t i = 0) const { return i == 0 && out0_ ? out0_ : outputs_.at(i); }
+  /// Number of outputs.
+  size_t num_outputs() const { return outputs_.size(); }
   /// Nested blocks (control flow).
   const std::vector<Block*>& blocks() const { return blocks_; }
   /// The enclosing block.
@@ -177,6 +179,7 @@ class Operation {
   Block* parent_ = nullptr;
   uint16_t type_id_ = 0;
   bool erased_ = false;
+  Var* out0_ = nullptr;  // outputs_[0] beside the links (walks read it without another miss)
   std::vector<Var*> outputs_;
   std::vector<Block*> blocks_;
   const OpSchema* schema_ = nullptr;
