@@ -111,12 +111,14 @@ Var* noop_input(Operation* op) {
 
 bool eliminate_block(Block& blk) {
   bool changed = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
+  // along the links: only `op` is erased (its successor, read first, stays valid) and no op is
+  // inserted
+  for (Operation *op = blk.front(), *next; op; op = next) {
+    next = op->next();
     for (Block* nb : op->blocks())
       while (eliminate_block(*nb)) {
       }
-    if (!op->blocks().empty() || op->outputs().size() != 1) continue;
+    if (kind_of(op) == Kind::None || !op->blocks().empty() || op->num_outputs() != 1) continue;
     Var* out = op->output(0);
     if (std::find(blk.outputs().begin(), blk.outputs().end(), out) != blk.outputs().end()) continue;
     Var* in = noop_input(op);

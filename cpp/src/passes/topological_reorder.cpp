@@ -83,7 +83,15 @@ class TopologicalReorder : public Pass {
       std::vector<Var*> relevant;
       for (Block* nb : current->blocks())
         for (Var* v : reorder(*nb, true)) relevant.push_back(v);
-      for (Var* v : current->args()) relevant.push_back(v);
+      if (want_reads) {
+        for (Var* v : current->args()) relevant.push_back(v);
+      } else {
+        // only first uses of cast and transpose outputs are looked up (the block's reads are
+        // not wanted): other vars stay out of the map
+        for (Var* v : current->args())
+          if (v->op() && (v->op()->type_id() == kCast || v->op()->type_id() == kTranspose))
+            relevant.push_back(v);
+      }
       for (Var* v : relevant) {
         auto f = first_use.find(v);
         if (f == first_use.end()) {

@@ -51,6 +51,10 @@ class Enc {
   std::string& bytes() { return out_; }
 
   void varint(uint64_t v) {
+    if (v < 0x80) {  // tags and most lengths: one byte, no call
+      out_.push_back(static_cast<char>(v));
+      return;
+    }
     char buf[10];
     int n = 0;
     while (v >= 0x80) {
@@ -154,9 +158,23 @@ class Writer {
  public:
   Writer(const ProtoWriteOptions& o) : opt_(o) {}
 
-  // A ValueType message as field `field`.
+  // A ValueType message as field `field`. Types are interned, so each one is encoded once and
+  // its bytes copied after that.
   void type(Enc& e, int field, const Type* t) {
-    size_t m = e.open(field);
+    auto it = type_bytes_.find(t);
+    if (it == type_bytes_.end()) {
+      std::string body;
+      Enc te(body);
+      type_body(te, t);
+      it = type_bytes_.emplace(t, std::move(body)).first;
+    }
+    e.tag(field, 2);
+    e.varint(it->second.size());
+    e.raw(it->second);
+  }
+
+  // The fields of a ValueType message.
+  void type_body(Enc& e, const Type* t) {
     switch (t->kind()) {
       case TypeKind::Tensor: {
         if (is_complex(t->dtype()))
@@ -227,7 +245,6 @@ class Writer {
         break;
       }
     }
-    e.close(m);
   }
 
   // A Value holding a string scalar, as field `field`.
@@ -969,6 +986,7 @@ class Writer {
 
  private:
   const ProtoWriteOptions& opt_;
+  std::unordered_map<const Type*, std::string> type_bytes_;  // encoded ValueType bodies
   std::unordered_map<const Var*, std::string> blob_of_;  // encoded blob Values already written, by var
   std::vector<std::pair<const std::string*, Var*>> pending_attrs_;  // constexpr parameters as attributes
   const std::map<std::string, EnumeratedShapesSpec>* enumerated_ = nullptr;
@@ -1011,6 +1029,9 @@ std::string write_model_proto(const Program& program, const ProtoWriteOptions& o
   Writer w(options);
   // the MIL program first (blobs are written in op order), then the description
   std::string prog_bytes;
+  size_t n_ops = 0;
+  for (const auto& [name, fn] : fns) n_ops += fn->num_ops();
+  prog_bytes.reserve(4096 + 192 * n_ops);  // typical op messages are 100 - 200 bytes
   Enc pe(prog_bytes);
   pe.uint(f::kProgVersion, 1);
   for (const auto& [name, fn] : fns) w.function(name, *fn, pe);
