@@ -232,10 +232,22 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
   }
 
   // implicit consts, in the order the arguments were given
-  std::vector<Operation*> created;
+  // (most ops make at most a few: kept on the stack)
+  Operation* created_buf[8];
+  std::vector<Operation*> created_more;
+  size_t n_created = 0;
+  auto note_created = [&](Operation* op) {
+    if (n_created < 8)
+      created_buf[n_created] = op;
+    else
+      created_more.push_back(op);
+    ++n_created;
+  };
   auto rollback = [&] {
-    for (auto it = created.rbegin(); it != created.rend(); ++it)
-      if (!(*it)->erased() && !(*it)->output(0)->used()) (*it)->parent()->erase(*it);
+    for (size_t i = n_created; i-- > 0;) {
+      Operation* op = i < 8 ? created_buf[i] : created_more[i - 8];
+      if (!op->erased() && !op->output(0)->used()) op->parent()->erase(op);
+    }
   };
   // the vars of argument a are item_vars[arg_start[a] ...] (items in order)
   Scratch<Var*, 16> item_vars(n_items, nullptr);
@@ -260,7 +272,7 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
         base.append(name).append("_").append(d.name);
         if (d.kind == InputKind::Tuple) base += std::to_string(k);
         Var* c = add_const(it.value, ctx.free_name(std::move(base)));
-        created.push_back(c->op());
+        note_created(c->op());
         item_vars[n_item_vars++] = c;
       }
     }
@@ -301,7 +313,7 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
         if (!v) v = s.inputs[i].default_value;
         if (!v) continue;
         Var* c = add_const(v, ctx.free_name(name + "_" + s.inputs[i].name));
-        created.push_back(c->op());
+        note_created(c->op());
         default_var[i] = c;
         any_default = true;
       }

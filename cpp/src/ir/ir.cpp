@@ -1,13 +1,42 @@
 #include "milkit/ir/ir.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <new>
 #include <unordered_set>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "milkit/ops/registry.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
+
+namespace detail {
+
+void* arena_chunk_alloc(size_t bytes, size_t align) {
+  if (align < kHugeChunk) return ::operator new(bytes, std::align_val_t(align));
+  // whole huge pages (aligned_alloc wants a multiple of the alignment; the advice must cover the
+  // whole page for the kernel to back it with one)
+  const size_t whole = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, whole);
+  if (!p) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  madvise(p, whole, MADV_HUGEPAGE);  // advice only: without transparent huge pages nothing changes
+#endif
+  return p;
+}
+
+void arena_chunk_free(void* p, size_t, size_t align) {
+  if (align < kHugeChunk)
+    ::operator delete(p, std::align_val_t(align));
+  else
+    std::free(p);
+}
+
+}  // namespace detail
 
 std::string Location::str() const {
   if (!file || line <= 0) return "";

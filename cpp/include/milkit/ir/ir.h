@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -236,25 +237,56 @@ class Block {
 };
 
 namespace detail {
-/// Stable storage for IR objects: chunks of default-constructed objects, handed out in order
-/// (one allocation per chunk instead of one per object, and neighbours in memory).
+/// Raw chunk memory for ObjectArena: `bytes` at `align`; a chunk of kHugeChunk bytes is
+/// aligned to it and advised for transparent huge pages (on Linux), so big functions take one
+/// page fault, and one TLB entry, per 2 MiB of IR objects instead of 512.
+void* arena_chunk_alloc(size_t bytes, size_t align);
+/// Frees memory from arena_chunk_alloc.
+void arena_chunk_free(void* p, size_t bytes, size_t align);
+/// The size of the large chunks (one huge page).
+constexpr size_t kHugeChunk = size_t{2} << 20;
+
+/// Stable storage for IR objects: chunks of objects, constructed as they are handed out in order
+/// (one allocation per chunk instead of one per object, and neighbours in memory). Chunks double
+/// from 8 objects; past 256 KiB they are one huge page each.
 template <class T>
 class ObjectArena {
  public:
+  ObjectArena() = default;
+  ObjectArena(const ObjectArena&) = delete;
+  ObjectArena& operator=(const ObjectArena&) = delete;
+  ~ObjectArena() {
+    for (Chunk& c : chunks_) {
+      for (size_t i = c.used; i-- > 0;) c.mem[i].~T();
+      arena_chunk_free(c.mem, c.cap * sizeof(T), c.align);
+    }
+  }
   /// A fresh object owned by the arena.
   T* make() {
-    if (used_ == cap_) {
-      cap_ = chunks_.empty() ? 8 : (cap_ < 1024 ? cap_ * 2 : cap_);
-      chunks_.emplace_back(new T[cap_]);
-      used_ = 0;
-    }
-    return &chunks_.back()[used_++];
+    if (chunks_.empty() || chunks_.back().used == chunks_.back().cap) grow();
+    Chunk& c = chunks_.back();
+    T* p = new (c.mem + c.used) T();
+    ++c.used;
+    return p;
   }
 
  private:
-  std::vector<std::unique_ptr<T[]>> chunks_;
-  size_t used_ = 0;
-  size_t cap_ = 0;
+  struct Chunk {
+    T* mem;
+    size_t cap, used, align;
+  };
+  void grow() {
+    size_t cap = chunks_.empty() ? 8 : chunks_.back().cap * 2;
+    size_t align = alignof(T);
+    if (cap * sizeof(T) > kHugeChunk / 8) {
+      cap = kHugeChunk / sizeof(T);
+      align = kHugeChunk;
+    }
+    chunks_.reserve(chunks_.size() + 1);  // no throw between the allocation and the push
+    T* mem = static_cast<T*>(arena_chunk_alloc(cap * sizeof(T), align));
+    chunks_.push_back(Chunk{mem, cap, 0, align});
+  }
+  std::vector<Chunk> chunks_;
 };
 }  // namespace detail
 
