@@ -165,6 +165,14 @@ TEST_CASE("pass_util::NameSet: copies of the names, growth, empty names", "[pass
   CHECK(set.insert(""));
   CHECK(set.contains(""));
   CHECK_FALSE(set.insert(""));
+  // views of the caller's strings, mixed with copies, across growth
+  std::vector<std::string> kept;
+  for (int i = 0; i < 3000; ++i) kept.push_back("kept_name_number_" + std::to_string(i));
+  for (auto& n : kept) CHECK(set.insert_view(n));
+  CHECK_FALSE(set.insert("kept_name_number_17"));
+  CHECK_FALSE(set.insert_view(tmp));
+  CHECK(set.contains("kept_name_number_2999"));
+  CHECK_FALSE(set.contains("kept_name_number_3000"));
 }
 
 TEST_CASE("lower_complex_dialect_ops: complex64 stays internal, abs(fft) lowers to core ops only", "[passes][complex]") {

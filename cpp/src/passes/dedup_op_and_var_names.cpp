@@ -11,9 +11,10 @@ namespace {
 
 // Keeps `n` if unused (the common case: one hash, no copy of the name), else renames to the
 // first free "<n>_<i>".
+// (a kept name is not renamed later in the pass, so the set keeps a view of it)
 template <class T>
 void claim(pass_util::NameSet& seen, T* obj) {
-  if (seen.insert(obj->name())) return;
+  if (seen.insert_view(obj->name())) return;
   for (int i = 1;; ++i) {
     std::string c = obj->name() + "_" + std::to_string(i);
     if (seen.insert(c)) {
@@ -41,7 +42,7 @@ class DedupNames : public Pass {
     for (auto& [name, f] : p.functions()) {
       pass_util::NameSet vars, ops;
       size_t n = f->num_ops();
-      vars.reserve(2 * n + 16);
+      vars.reserve(n + n / 4 + f->inputs().size() + 16);  // mostly one output per op
       ops.reserve(n + 16);
       std::unordered_set<const Var*> fouts(f->body().outputs().begin(), f->body().outputs().end());
       for (Var* v : f->inputs()) {

@@ -183,14 +183,18 @@ NameSet::NameSet() : slots_(64) {}
 
 void NameSet::reserve(size_t n) {
   while (slots_.size() < 2 * n) grow();
+  names_.reserve(n);
 }
 
 size_t NameSet::find(std::string_view s, uint32_t h) const {
   const size_t mask = slots_.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     const Slot& sl = slots_[i];
-    if (!sl.data || (sl.hash == h && sl.size == s.size() && std::memcmp(sl.data, s.data(), s.size()) == 0))
-      return i;
+    if (!sl.index) return i;
+    if (sl.hash == h) {
+      std::string_view n = names_[sl.index - 1];
+      if (n.size() == s.size() && std::memcmp(n.data(), s.data(), s.size()) == 0) return i;
+    }
   }
 }
 
@@ -199,34 +203,42 @@ void NameSet::grow() {
   old.swap(slots_);
   const size_t mask = slots_.size() - 1;
   for (const Slot& sl : old) {
-    if (!sl.data) continue;
+    if (!sl.index) continue;
     size_t i = sl.hash & mask;
-    while (slots_[i].data) i = (i + 1) & mask;
+    while (slots_[i].index) i = (i + 1) & mask;
     slots_[i] = sl;
   }
 }
 
-bool NameSet::insert(std::string_view s) {
+bool NameSet::add(std::string_view s, bool copy) {
   const uint32_t h = static_cast<uint32_t>(std::hash<std::string_view>()(s));
   size_t i = find(s, h);
-  if (slots_[i].data) return false;
-  if (chunk_used_ + s.size() + 1 > chunk_cap_) {
-    chunk_cap_ = std::max<size_t>(s.size() + 1, 64 * 1024);
-    chunks_.emplace_back(new char[chunk_cap_]);
-    chunk_used_ = 0;
+  if (slots_[i].index) return false;
+  if (copy) {
+    if (chunk_used_ + s.size() + 1 > chunk_cap_) {
+      chunk_cap_ = std::max<size_t>(s.size() + 1, 64 * 1024);
+      chunks_.emplace_back(new char[chunk_cap_]);
+      chunk_used_ = 0;
+    }
+    char* d = chunks_.back().get() + chunk_used_;
+    if (!s.empty()) std::memcpy(d, s.data(), s.size());
+    d[s.size()] = '\0';
+    chunk_used_ += s.size() + 1;
+    s = std::string_view(d, s.size());
   }
-  char* d = chunks_.back().get() + chunk_used_;
-  if (!s.empty()) std::memcpy(d, s.data(), s.size());
-  d[s.size()] = '\0';
-  chunk_used_ += s.size() + 1;
-  slots_[i] = Slot{d, static_cast<uint32_t>(s.size()), h};
-  if (++count_ * 2 > slots_.size()) grow();
+  names_.push_back(s);
+  slots_[i] = Slot{h, static_cast<uint32_t>(names_.size())};
+  if (names_.size() * 2 > slots_.size()) grow();
   return true;
 }
 
+bool NameSet::insert(std::string_view s) { return add(s, true); }
+
+bool NameSet::insert_view(std::string_view s) { return add(s, false); }
+
 bool NameSet::contains(std::string_view s) const {
   const uint32_t h = static_cast<uint32_t>(std::hash<std::string_view>()(s));
-  return slots_[find(s, h)].data != nullptr;
+  return slots_[find(s, h)].index != 0;
 }
 
 namespace {
@@ -261,9 +273,12 @@ bool kept_as_is(const std::string& name) {
 
 }  // namespace
 
-bool NameSanitizer::sanitize_changed(const std::string& name, std::string& out) {
+bool NameSanitizer::sanitize_changed(const std::string& name, std::string& out, bool name_stays) {
   if (kept_as_is(name)) {
-    seen_.insert(name);
+    if (name_stays)
+      seen_.insert_view(name);
+    else
+      seen_.insert(name);
     return false;
   }
   std::string n;
@@ -275,7 +290,10 @@ bool NameSanitizer::sanitize_changed(const std::string& name, std::string& out) 
   if (!n.empty() && !(std::isalpha(static_cast<unsigned char>(n[0])) || n[0] == '_')) n = prefix_ + n;
   if (is_reserved_mil_word(n)) n += "_workaround";
   if (n == name) {
-    seen_.insert(name);
+    if (name_stays)
+      seen_.insert_view(name);
+    else
+      seen_.insert(name);
     return false;
   }
   if (seen_.contains(n)) {

@@ -10,7 +10,8 @@ namespace {
 
 template <class T>
 void sanitize_name(T* obj, pass_util::NameSanitizer& names, std::string& scratch) {
-  if (names.sanitize_changed(obj->name(), scratch)) obj->set_name(std::move(scratch));
+  // a kept name is not renamed later in the pass: the sanitizer may keep a view of it
+  if (names.sanitize_changed(obj->name(), scratch, true)) obj->set_name(std::move(scratch));
 }
 
 void sanitize_block(Block& b, pass_util::NameSanitizer& vars, pass_util::NameSanitizer& ops) {

@@ -94,8 +94,9 @@ bool is_function_input(const Var* v);
 /// function body `new_var` takes its name (ValueError if `new_var` is a function input with
 /// another name).
 void replace_var(Var* old_var, Var* new_var);
-/// A set of names for passes that see every name of a function: open addressing over views of
-/// its own copies, kept in large chunks (no allocation per name).
+/// A set of names for passes that see every name of a function: open addressing over 8-byte
+/// slots (hash, index of the name), names kept as views of their own copies in large chunks (no
+/// allocation per name), or of the caller's strings (insert_view).
 class NameSet {
  public:
   NameSet();
@@ -105,19 +106,22 @@ class NameSet {
   void reserve(size_t n);
   /// Adds a copy of `s`; false when it was already there.
   bool insert(std::string_view s);
+  /// Adds `s` itself, whose characters must stay put while the set lives (an IR object's name
+  /// that nothing renames meanwhile); false when it was already there.
+  bool insert_view(std::string_view s);
   /// Whether `s` is in the set.
   bool contains(std::string_view s) const;
 
  private:
   struct Slot {
-    const char* data = nullptr;  // nullptr: empty
-    uint32_t size = 0;
     uint32_t hash = 0;
+    uint32_t index = 0;  // 1 + position in names_; 0: empty
   };
   size_t find(std::string_view s, uint32_t h) const;
+  bool add(std::string_view s, bool copy);
   void grow();
   std::vector<Slot> slots_;
-  size_t count_ = 0;
+  std::vector<std::string_view> names_;
   std::vector<std::unique_ptr<char[]>> chunks_;
   size_t chunk_used_ = 0, chunk_cap_ = 0;
 };
@@ -133,8 +137,9 @@ class NameSanitizer {
   /// "_0", "_0_1", "_0_1_2", ... (coremltools' accumulating suffix) until unique.
   std::string sanitize(const std::string& name);
   /// sanitize() without copying a name that stays: returns false when `name` is kept, else true
-  /// with the new name in `out`.
-  bool sanitize_changed(const std::string& name, std::string& out);
+  /// with the new name in `out`. With `name_stays`, a kept name is remembered as a view of
+  /// `name` (which must then stay put while the sanitizer lives).
+  bool sanitize_changed(const std::string& name, std::string& out, bool name_stays = false);
   /// Room for about `n` names.
   void reserve(size_t n) { seen_.reserve(n); }
 
