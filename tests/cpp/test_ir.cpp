@@ -240,7 +240,8 @@ TEST_CASE("ir: big functions keep their objects in huge chunks; erased ops and n
   Builder b(*f);
   Var* x = f->inputs()[0];
   std::vector<Var*> made;
-  std::vector<Arg> args{Builder::arg("x", x), Builder::arg("y", Value::scalar_float(DataType::Float32, 1.0))};
+  std::vector<Arg> args{Builder::arg("x", x),
+                        Builder::arg("y", Value::scalar_float(DataType::Float32, 1.0))};
   for (int i = 0; i < 12000; ++i) {
     args[0].items[0].var = x;
     x = b.create("add", args).at(0);
