@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "milkit/builder/builder.h"
 #include "milkit/ir/verify.h"
@@ -229,4 +230,44 @@ TEST_CASE("types: bulk fp32 <-> fp16 conversion equals the scalar one", "[types]
     if (!nan && again[i] != all[i]) ++mismatches;
   }
   CHECK(mismatches == 0);
+}
+
+TEST_CASE("ir: big functions keep their objects in huge chunks; erased ops and names stay valid",
+          "[ir]") {
+  // 12000 adds with their consts pass the 256 KiB chunk size of ops and vars, so the later ones
+  // live in 2 MiB chunks; every object stays where it was made until the function dies
+  auto f = make_fn();
+  Builder b(*f);
+  Var* x = f->inputs()[0];
+  std::vector<Var*> made;
+  std::vector<Arg> args{Builder::arg("x", x),
+                        Builder::arg("y", Value::scalar_float(DataType::Float32, 1.0))};
+  for (int i = 0; i < 12000; ++i) {
+    args[0].items[0].var = x;
+    x = b.create("add", args).at(0);
+    made.push_back(x);
+  }
+  f->body().set_outputs({x});
+  CHECK(f->num_ops() == 24000);
+  CHECK(made[0]->name() == "add_0");
+  CHECK(made[11999]->name() == "add_11999");
+  CHECK(made[11999]->op()->output(0) == made[11999]);
+  CHECK(made[11999]->op()->num_outputs() == 1);
+  CHECK(made[11999]->op()->input1("y")->name() == "add_11999_y_0");
+  // distinct objects, none overlapping
+  std::set<const void*> ops;
+  for (Var* v : made) ops.insert(v->op());
+  CHECK(ops.size() == made.size());
+  // erase the tail; the erased ops keep names and outputs readable
+  f->body().set_outputs({made[5999]});
+  for (int i = 11999; i >= 6000; --i) {
+    Operation* op = made[static_cast<size_t>(i)]->op();
+    Var* y = op->input1("y");
+    f->body().erase(op);
+    f->body().erase(y->op());
+  }
+  CHECK(f->num_ops() == 12000);
+  CHECK(made[11000]->op()->erased());
+  CHECK(made[11000]->name() == "add_11000");
+  CHECK_NOTHROW(verify(*f, "main"));
 }

@@ -140,6 +140,39 @@ TEST_CASE("sanitize_name_strings and noop_elimination", "[passes]") {
   CHECK(s.sanitize("a-b") == "a_b_0");
   CHECK(s.sanitize("a:b") == "a_b_0_1");
   CHECK(s.sanitize("9x") == "var_9x");
+  // kept names are remembered (a later changed name avoids them), without copies
+  std::string out = "untouched";
+  CHECK_FALSE(s.sanitize_changed("ok_name", out));
+  CHECK(out == "untouched");
+  CHECK(s.sanitize_changed("ok.name", out));
+  CHECK(out == "ok_name_0");
+  CHECK(s.sanitize("") == "");
+  CHECK(s.sanitize("bool") == "bool_workaround");
+  CHECK(s.sanitize("caf\xc3\xa9") == "caf_");
+}
+
+TEST_CASE("pass_util::NameSet: copies of the names, growth, empty names", "[passes]") {
+  pass_util::NameSet set;
+  std::vector<std::string> names;
+  for (int i = 0; i < 5000; ++i) names.push_back("name_" + std::to_string(i) + std::string(i % 40, 'x'));
+  for (auto& n : names) CHECK(set.insert(n));
+  for (auto& n : names) CHECK_FALSE(set.insert(n));
+  std::string tmp = names[7];
+  names.clear();  // the set keeps its own copies
+  CHECK(set.contains(tmp));
+  CHECK_FALSE(set.contains("name_7"));
+  CHECK_FALSE(set.contains(""));
+  CHECK(set.insert(""));
+  CHECK(set.contains(""));
+  CHECK_FALSE(set.insert(""));
+  // views of the caller's strings, mixed with copies, across growth
+  std::vector<std::string> kept;
+  for (int i = 0; i < 3000; ++i) kept.push_back("kept_name_number_" + std::to_string(i));
+  for (auto& n : kept) CHECK(set.insert_view(n));
+  CHECK_FALSE(set.insert("kept_name_number_17"));
+  CHECK_FALSE(set.insert_view(tmp));
+  CHECK(set.contains("kept_name_number_2999"));
+  CHECK_FALSE(set.contains("kept_name_number_3000"));
 }
 
 TEST_CASE("lower_complex_dialect_ops: complex64 stays internal, abs(fft) lowers to core ops only", "[passes][complex]") {

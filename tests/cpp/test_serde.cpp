@@ -530,3 +530,77 @@ TEST_CASE("package: classify's classes are written inline and read back as a lis
   CHECK_THROWS_WITH(write_model_proto(hp, opt), Catch::Contains("List element type, int32, not supported"));
   CHECK_THROWS_AS(Value::list_of(Value::from_ints(DataType::Int64, {2, 1}, {1, 2})), ValueError);
 }
+
+#include "Model.pb.h"
+
+TEST_CASE("package: the MIL wire encoding parses back field for field", "[serde][package]") {
+  namespace mil = CoreML::Specification::MILSpec;
+  auto f = std::make_shared<Function>(Target::iOS17);
+  Context& c = f->ctx();
+  Var* x = f->add_input("x", c.tensor(DataType::Float32, std::vector<int64_t>{2, 3}));
+  Builder b(*f);
+  auto cst = [&](Value v, const std::string& name) { return b.add_const(std::make_shared<Value>(std::move(v)), name); };
+  cst(Value::from_ints(DataType::Int32, {2}, {-5, 7}), "i32");
+  cst(Value::from_ints(DataType::Int64, {2}, {-1, int64_t{1} << 40}), "i64");
+  cst(Value::from_ints(DataType::Bool, {3}, {1, 0, 1}), "flags");
+  cst(Value::scalar_string(""), "empty");
+  cst(Value::from_doubles(DataType::Float16, {2}, {0.5, -2}), "half");
+  std::vector<int64_t> big(5000);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<int64_t>(i) - 2500;
+  cst(Value::from_ints(DataType::Int32, {5000}, big), "big");  // a length that needs 3 varint bytes
+  const std::string long_name(300, 'n');
+  Var* y = b.op("relu", {{"x", x}}, long_name);
+  f->body().set_outputs({y});
+  Program p;
+  p.add_function("main", f);
+  ProtoWriteOptions opt;
+  opt.target = Target::iOS17;
+  const std::string bytes = write_model_proto(p, opt);
+
+  CoreML::Specification::Model m;
+  REQUIRE(m.ParseFromString(bytes));
+  CHECK(m.specificationversion() == static_cast<int>(Target::iOS17));
+  REQUIRE(m.has_mlprogram());
+  const mil::Program& prog = m.mlprogram();
+  CHECK(prog.version() == 1);
+  REQUIRE(prog.functions().count("main"));
+  const mil::Function& fn = prog.functions().at("main");
+  CHECK(fn.opset() == "CoreML7");
+  REQUIRE(fn.inputs_size() == 1);
+  const mil::TensorType& xt = fn.inputs(0).type().tensortype();
+  CHECK(xt.datatype() == mil::FLOAT32);
+  CHECK(xt.rank() == 2);
+  CHECK(xt.dimensions(0).constant().size() == 2);
+  CHECK(xt.dimensions(1).constant().size() == 3);
+  const mil::Block& blk = fn.block_specializations().at("CoreML7");
+  REQUIRE(blk.operations_size() == 7);
+  REQUIRE(blk.outputs_size() == 1);
+  CHECK(blk.outputs(0) == long_name);
+  auto val = [&](int i) -> const mil::Value& { return blk.operations(i).attributes().at("val"); };
+  CHECK(blk.operations(0).attributes().at("name").immediatevalue().tensor().strings().values(0) == "i32");
+  const auto& i32 = val(0).immediatevalue().tensor().ints().values();
+  CHECK(std::vector<int32_t>(i32.begin(), i32.end()) == std::vector<int32_t>{-5, 7});
+  CHECK(val(0).type().tensortype().datatype() == mil::INT32);
+  CHECK(val(0).type().tensortype().dimensions(0).constant().size() == 2);
+  const auto& i64 = val(1).immediatevalue().tensor().longints().values();
+  CHECK(std::vector<int64_t>(i64.begin(), i64.end()) == std::vector<int64_t>{-1, int64_t{1} << 40});
+  const auto& bools = val(2).immediatevalue().tensor().bools().values();
+  CHECK(std::vector<bool>(bools.begin(), bools.end()) == std::vector<bool>{true, false, true});
+  CHECK(val(3).immediatevalue().tensor().strings().values_size() == 1);
+  CHECK(val(3).immediatevalue().tensor().strings().values(0).empty());
+  CHECK(val(3).type().tensortype().rank() == 0);
+  CHECK(val(4).immediatevalue().tensor().bytes().values().size() == 4);  // fp16 as bytes
+  CHECK(val(5).immediatevalue().tensor().ints().values_size() == 5000);
+  CHECK(val(5).immediatevalue().tensor().ints().values(0) == -2500);
+  const mil::Operation& relu = blk.operations(6);
+  CHECK(relu.type() == "relu");
+  CHECK(relu.inputs().at("x").arguments(0).name() == "x");
+  CHECK(relu.outputs(0).name() == long_name);
+  CHECK(relu.attributes().at("name").immediatevalue().tensor().strings().values(0) == long_name);
+  CHECK(prog.attributes().at("buildInfo").immediatevalue().dictionary().values_size() >= 1);
+  // the reader rebuilds the program
+  auto q = read_model_proto(bytes, nullptr, "mem");
+  ProgramTextOptions exact;
+  exact.consts = true;
+  CHECK(program_to_text(*q, exact) == program_to_text(p, exact));
+}

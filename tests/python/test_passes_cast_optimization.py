@@ -65,3 +65,27 @@ def test_const_chain():
         return mb.add(x=x, y=k)
 
     check_passes(build, [((4,), "fp16")], [P, "common::const_elimination", "common::dead_code_elimination"])
+
+
+@pytest.mark.parametrize("opset", ["iOS16", "iOS17"])
+def test_long_chains_take_several_sweeps(opset):
+    # chains whose fusions make new casts that later sweeps fuse again, interleaved with other
+    # ops and with branches (one sweep of the block sees only the ops there were when it began)
+    def build(mb, x, y):
+        a = mb.cast(x=x, dtype="fp32")
+        a = mb.cast(x=a, dtype="fp16")
+        r = mb.relu(x=a)
+        a = mb.cast(x=a, dtype="fp32")
+        b = mb.cast(x=mb.cast(x=y, dtype="fp32"), dtype="fp16")
+        a = mb.cast(x=a, dtype="int32")
+        c = mb.cast(x=b, dtype="fp32")
+        a = mb.cast(x=a, dtype="fp32")
+        d = mb.cast(x=c, dtype="fp16")
+        e = mb.cast(x=mb.cast(x=d, dtype="fp32"), dtype="int32")
+        f = mb.cast(x=mb.cast(x=mb.cast(x=r, dtype="fp32"), dtype="fp16"), dtype="fp32")
+        return a, e, f, mb.add(x=c, y=c)
+
+    cp, mp = check_passes(build, [((4,), "int32"), ((2, 3), "int32")], [P], opset)
+    names = [o.name for o in mp.functions["main"].operations if o.op_type == "cast"]
+    # fused in a later sweep than the fusion that made its input's cast
+    assert "x_to_fp16_to_int32" in names and "x1_to_fp16_to_int32" in names

@@ -38,11 +38,11 @@ Arg Builder::arg(std::string name, Value v) {
   return a;
 }
 
-Var* Builder::add_const(std::shared_ptr<const Value> v, const std::string& name) {
+Var* Builder::add_const(std::shared_ptr<const Value> v, std::string name) {
   static const OpSchema* const_schema = OpRegistry::instance().find("const", Target::iOS13);
   Context& ctx = fn_->ctx();
-  std::string n = name.empty() ? ctx.free_name("const") : name;
-  Operation* op = fn_->new_op(*const_schema, n, {}, {0});
+  std::string n = name.empty() ? ctx.free_name("const") : std::move(name);
+  Operation* op = fn_->new_op(*const_schema, std::string(), {}, {0});
   const Type* t;
   if (v->is_list()) {
     // coremltools' const of a mil_list: list[<element>, n], fixed length
@@ -54,6 +54,7 @@ Var* Builder::add_const(std::shared_ptr<const Value> v, const std::string& name)
     t = ctx.tensor(v->dtype(), dims);
   }
   Var* out = fn_->add_output(op, n, t);
+  op->set_name(std::move(n));
   out->set_value(std::move(v));
   op->set_location(loc_);
   fn_->insert(op, block_, before_);
@@ -176,8 +177,29 @@ bool fold_allowed(const std::vector<const Type*>& outs) {
 
 }  // namespace
 
-std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& args,
-                                  const std::string& given_name, const BlockBuildFn& build_blocks) {
+namespace {
+
+// A small array on the stack, on the heap past N elements (per-call scratch of Builder::create).
+template <class T, size_t N>
+class Scratch {
+ public:
+  explicit Scratch(size_t n, T init) {
+    if (n > N) heap_.assign(n, init);
+    else std::fill(buf_, buf_ + n, init);
+    ptr_ = n > N ? heap_.data() : buf_;
+  }
+  T& operator[](size_t i) { return ptr_[i]; }
+
+ private:
+  T buf_[N];
+  std::vector<T> heap_;
+  T* ptr_;
+};
+
+}  // namespace
+
+std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& args, std::string given_name,
+                                  const BlockBuildFn& build_blocks) {
   Context& ctx = fn_->ctx();
   const OpSchema* sp = nullptr;
   if (fn_->opset_auto()) {
@@ -185,13 +207,15 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
     if (!versions.empty()) sp = versions.front();
   }
   const OpSchema& s = sp ? *sp : schema_for(op_type, fn_->opset(), given_name);
-  std::string name = given_name.empty() ? ctx.free_name(s.name) : given_name;
+  std::string name = given_name.empty() ? ctx.free_name(s.name) : std::move(given_name);
   const size_t n_in = s.inputs.size();
+  const size_t n_args = args.size();
 
   // map args to slots
-  std::vector<int> slot_of(args.size());
-  std::vector<int> given(n_in, -1);
-  for (size_t a = 0; a < args.size(); ++a) {
+  Scratch<int, 16> slot_of(n_args, -1);
+  Scratch<int, 16> given(n_in, -1);
+  size_t n_items = 0;
+  for (size_t a = 0; a < n_args; ++a) {
     int i = s.input_index(args[a].name);
     if (i < 0)
       throw TypeError(s.name + " '" + name + "': Unknown input '" + args[a].name + "' for op '" + s.name +
@@ -204,51 +228,76 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
                       "' takes a single value, got a sequence of vars");
     slot_of[a] = i;
     given[i] = static_cast<int>(a);
+    n_items += args[a].items.size();
   }
 
   // implicit consts, in the order the arguments were given
-  std::vector<Operation*> created;
-  auto rollback = [&] {
-    for (auto it = created.rbegin(); it != created.rend(); ++it)
-      if (!(*it)->erased() && !(*it)->output(0)->used()) (*it)->parent()->erase(*it);
+  // (most ops make at most a few: kept on the stack)
+  Operation* created_buf[8];
+  std::vector<Operation*> created_more;
+  size_t n_created = 0;
+  auto note_created = [&](Operation* op) {
+    if (n_created < 8)
+      created_buf[n_created] = op;
+    else
+      created_more.push_back(op);
+    ++n_created;
   };
-  std::vector<std::vector<Var*>> slot_vars(n_in);
+  auto rollback = [&] {
+    for (size_t i = n_created; i-- > 0;) {
+      Operation* op = i < 8 ? created_buf[i] : created_more[i - 8];
+      if (!op->erased() && !op->output(0)->used()) op->parent()->erase(op);
+    }
+  };
+  // the vars of argument a are item_vars[arg_start[a] ...] (items in order)
+  Scratch<Var*, 16> item_vars(n_items, nullptr);
+  size_t n_item_vars = 0;
+  Scratch<uint32_t, 16> arg_start(n_args, 0);
+  Scratch<Var*, 16> default_var(n_in, nullptr);
   try {
-    for (size_t a = 0; a < args.size(); ++a) {
+    for (size_t a = 0; a < n_args; ++a) {
       const InputDef& d = s.inputs[slot_of[a]];
-      auto& vars = slot_vars[slot_of[a]];
+      arg_start[a] = static_cast<uint32_t>(n_item_vars);
       for (size_t k = 0; k < args[a].items.size(); ++k) {
         ArgItem& it = args[a].items[k];
         if (it.var) {
           if (it.var->op() && it.var->op()->function() != fn_)
             throw ValueError(s.name + " '" + name + "': input '" + d.name + "' var '" +
                              it.var->name() + "' belongs to another function");
-          vars.push_back(it.var);
+          item_vars[n_item_vars++] = it.var;
           continue;
         }
-        std::string base = name + "_" + d.name;
+        std::string base;
+        base.reserve(name.size() + d.name.size() + 4);
+        base.append(name).append("_").append(d.name);
         if (d.kind == InputKind::Tuple) base += std::to_string(k);
-        Var* c = add_const(it.value, ctx.free_name(base));
-        created.push_back(c->op());
-        vars.push_back(c);
+        Var* c = add_const(it.value, ctx.free_name(std::move(base)));
+        note_created(c->op());
+        item_vars[n_item_vars++] = c;
       }
     }
     for (size_t i = 0; i < n_in; ++i)
-      if (!s.inputs[i].optional && slot_vars[i].empty() && s.inputs[i].kind != InputKind::Tuple)
+      if (!s.inputs[i].optional && given[i] < 0 && s.inputs[i].kind != InputKind::Tuple)
         throw TypeError(s.name + " '" + name + "': missing required input '" + s.inputs[i].name +
                         "'; its inputs are: " + s.input_names());
 
-    auto flatten = [&](std::vector<Var*>& flat, std::vector<uint32_t>& starts) {
+    // the flat argument list in schema order
+    std::vector<Var*> flat;
+    std::vector<uint32_t> starts;
+    auto flatten = [&] {
       flat.clear();
-      starts.assign(1, 0);
-      for (auto& v : slot_vars) {
-        flat.insert(flat.end(), v.begin(), v.end());
+      flat.reserve(n_items + n_in);
+      starts.clear();
+      starts.reserve(n_in + 1);
+      starts.push_back(0);
+      for (size_t i = 0; i < n_in; ++i) {
+        if (int a = given[i]; a >= 0)
+          for (size_t k = 0; k < args[a].items.size(); ++k) flat.push_back(item_vars[arg_start[a] + k]);
+        if (default_var[i]) flat.push_back(default_var[i]);  // only for an absent (or empty) input
         starts.push_back(static_cast<uint32_t>(flat.size()));
       }
     };
-    std::vector<Var*> flat;
-    std::vector<uint32_t> starts;
-    flatten(flat, starts);
+    flatten();
     {
       InferCtx ic(ctx, s, name, fn_->opset(), flat, starts, &loc_);
       validate(ic, s, flat, starts);
@@ -257,18 +306,18 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
       if (s.defaults) dep = s.defaults(ic);
       bool any_default = false;
       for (size_t i = 0; i < n_in; ++i) {
-        if (!slot_vars[i].empty() || !s.inputs[i].optional) continue;
+        if ((given[i] >= 0 && !args[given[i]].items.empty()) || !s.inputs[i].optional) continue;
         std::shared_ptr<const Value> v;
         for (auto& [dn, dv] : dep)
           if (dn == s.inputs[i].name) v = std::make_shared<const Value>(dv);
         if (!v) v = s.inputs[i].default_value;
         if (!v) continue;
         Var* c = add_const(v, ctx.free_name(name + "_" + s.inputs[i].name));
-        created.push_back(c->op());
-        slot_vars[i].push_back(c);
+        note_created(c->op());
+        default_var[i] = c;
         any_default = true;
       }
-      if (any_default) flatten(flat, starts);
+      if (any_default) flatten();
     }
 
     if (s.num_blocks > 0) return create_with_blocks(s, name, std::move(flat), std::move(starts), build_blocks);
@@ -284,15 +333,16 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
       if (!s.value(ic, out_vals)) out_vals.clear();
     }
 
-    Operation* op = fn_->new_op(s, name, std::move(flat), std::move(starts));
+    Operation* op = fn_->new_op(s, std::string(), std::move(flat), std::move(starts));
     op->set_location(loc_);
     for (size_t k = 0; k < out_types.size(); ++k) {
       std::string oname = name;
       if (out_types.size() > 1)
         oname += "_" + (k < s.output_names.size() ? s.output_names[k] : std::to_string(k));
-      Var* out = fn_->add_output(op, oname, out_types[k]);
+      Var* out = fn_->add_output(op, std::move(oname), out_types[k]);
       if (k < out_vals.size()) out->set_value(std::move(out_vals[k]));
     }
+    op->set_name(std::move(name));
     fn_->insert(op, block_, before_);
     if (fn_->opset_auto() && static_cast<int>(s.since) > static_cast<int>(fn_->opset()))
       fn_->set_opset(s.since);

@@ -1,13 +1,42 @@
 #include "milkit/ir/ir.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <new>
 #include <unordered_set>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "milkit/ops/registry.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
+
+namespace detail {
+
+void* arena_chunk_alloc(size_t bytes, size_t align) {
+  if (align < kHugeChunk) return ::operator new(bytes, std::align_val_t(align));
+  // whole huge pages (aligned_alloc wants a multiple of the alignment; the advice must cover the
+  // whole page for the kernel to back it with one)
+  const size_t whole = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, whole);
+  if (!p) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  madvise(p, whole, MADV_HUGEPAGE);  // advice only: without transparent huge pages nothing changes
+#endif
+  return p;
+}
+
+void arena_chunk_free(void* p, size_t, size_t align) {
+  if (align < kHugeChunk)
+    ::operator delete(p, std::align_val_t(align));
+  else
+    std::free(p);
+}
+
+}  // namespace detail
 
 std::string Location::str() const {
   if (!file || line <= 0) return "";
@@ -37,10 +66,42 @@ bool is_descendant_of_const(const Var* v) {
 // ---------------------------------------------------------------------------------------------
 // Var
 
+void Var::touch() {
+  Function* f = op_ ? op_->function_ : (input_of_ ? input_of_->function() : nullptr);
+  if (f) ++f->epoch_;
+}
+
+void Var::set_name(std::string n) {
+  if (n == name_) return;
+  name_ = std::move(n);
+  touch();
+}
+
+void Var::set_type(const Type* t) {
+  if (t == type_) return;
+  type_ = t;
+  touch();
+}
+
+void Var::set_value(std::shared_ptr<const Value> v) {
+  if (v == value_) return;
+  value_ = std::move(v);
+  touch();
+}
+
 void Var::replace_all_uses_with(Var* other) {
   if (other == this) return;
-  auto uses = uses_;  // set_arg edits uses_
-  for (const Use& u : uses) u.op->set_arg(u.slot, other);
+  // set_arg edits uses_: walk a copy, in order (on the stack for a few uses)
+  const size_t n = uses_.size();
+  if (n <= 4) {
+    Use buf[4];
+    std::copy(uses_.begin(), uses_.end(), buf);
+    for (size_t i = 0; i < n; ++i) buf[i].op->set_arg(buf[i].slot, other);
+  } else {
+    auto uses = uses_;
+    for (const Use& u : uses) u.op->set_arg(u.slot, other);
+  }
+  if (block_uses_.empty()) return;
   auto blocks = block_uses_;
   for (Block* b : blocks) {
     std::vector<Var*> outs = b->outputs();
@@ -54,6 +115,23 @@ void Var::replace_all_uses_with(Var* other) {
 // Operation
 
 const std::string& Operation::op_type() const { return schema_->name; }
+
+void Operation::set_name(std::string n) {
+  if (n == name_) return;
+  name_ = std::move(n);
+  ++function_->epoch_;
+}
+
+std::map<std::string, std::shared_ptr<const Value>>& Operation::attributes() {
+  ++function_->epoch_;  // the caller may change them
+  if (!attrs_) attrs_ = std::make_unique<std::map<std::string, std::shared_ptr<const Value>>>();
+  return *attrs_;
+}
+
+const std::map<std::string, std::shared_ptr<const Value>>& Operation::attributes() const {
+  static const std::map<std::string, std::shared_ptr<const Value>> kNone;
+  return attrs_ ? *attrs_ : kNone;
+}
 
 int Operation::input_index(std::string_view name) const { return schema_->input_index(name); }
 
@@ -84,6 +162,7 @@ void remove_use(Var* v, Operation* op, uint32_t slot) {
 void Operation::set_arg(size_t slot, Var* v) {
   Var* old = args_.at(slot);
   if (old == v) return;
+  ++function_->epoch_;
   if (!erased_) {
     remove_use(old, this, static_cast<uint32_t>(slot));
     v->uses_.push_back(Use{this, static_cast<uint32_t>(slot)});
@@ -109,6 +188,8 @@ std::vector<Operation*> Block::ops() const {
 }
 
 void Block::set_outputs(const std::vector<Var*>& outs) {
+  if (outs == outputs_) return;  // unchanged (use lists included)
+  ++function_->epoch_;
   for (Var* v : outputs_) {
     auto& bu = v->block_uses_;
     auto it = std::find(bu.begin(), bu.end(), this);
@@ -125,6 +206,7 @@ void Block::set_output(size_t i, Var* v) {
 }
 
 void Block::link_before(Operation* op, Operation* before) {
+  ++function_->epoch_;
   op->parent_ = this;
   if (!before) {
     op->prev_ = last_;
@@ -144,6 +226,7 @@ void Block::link_before(Operation* op, Operation* before) {
 }
 
 void Block::unlink(Operation* op) {
+  ++function_->epoch_;
   if (op->prev_) op->prev_->next_ = op->next_;
   else first_ = op->next_;
   if (op->next_) op->next_->prev_ = op->prev_;
@@ -185,6 +268,7 @@ void Block::erase(Operation* op) {
 
 void Block::move_before(Operation* op, Operation* before) {
   if (op == before) return;
+  if (op->parent_ == this && (before ? op->next_ == before : op == last_)) return;  // in place
   unlink(op);
   link_before(op, before);
 }
@@ -194,8 +278,7 @@ void Block::move_before(Operation* op, Operation* before) {
 
 Function::Function(Target opset, std::shared_ptr<Context> ctx)
     : ctx_(ctx ? std::move(ctx) : std::make_shared<Context>()), opset_(opset) {
-  blocks_.push_back(std::make_unique<Block>());
-  body_ = blocks_.back().get();
+  body_ = blocks_.make();
   body_->function_ = this;
 }
 
@@ -206,8 +289,8 @@ Var* Function::add_input(const std::string& name, const Type* type) {
 }
 
 Var* Function::add_block_input(Block* b, const std::string& name, const Type* type) {
-  vars_.push_back(std::make_unique<Var>());
-  Var* v = vars_.back().get();
+  ++epoch_;
+  Var* v = vars_.make();
   v->name_ = name;
   v->type_ = type;
   v->input_of_ = b;
@@ -217,8 +300,7 @@ Var* Function::add_block_input(Block* b, const std::string& name, const Type* ty
 
 Operation* Function::new_op(const OpSchema& schema, std::string name, std::vector<Var*> args,
                             std::vector<uint32_t> starts) {
-  ops_.push_back(std::make_unique<Operation>());
-  Operation* op = ops_.back().get();
+  Operation* op = ops_.make();
   op->schema_ = &schema;
   op->type_id_ = schema.type_id;
   op->name_ = std::move(name);
@@ -230,28 +312,33 @@ Operation* Function::new_op(const OpSchema& schema, std::string name, std::vecto
 }
 
 Var* Function::add_output(Operation* op, std::string name, const Type* type) {
-  vars_.push_back(std::make_unique<Var>());
-  Var* v = vars_.back().get();
+  ++epoch_;
+  Var* v = vars_.make();
   v->name_ = std::move(name);
   v->type_ = type;
   v->op_ = op;
   v->index_ = static_cast<int>(op->outputs_.size());
   op->outputs_.push_back(v);
+  op->out0_ = op->outputs_.front();
   return v;
 }
 
 Block* Function::add_block(Operation* op) {
-  blocks_.push_back(std::make_unique<Block>());
-  Block* b = blocks_.back().get();
+  ++epoch_;
+  Block* b = blocks_.make();
   b->function_ = this;
   b->parent_op_ = op;
   op->blocks_.push_back(b);
   return b;
 }
 
-void Function::share_block_input(Block* b, Var* v) { b->inputs_.push_back(v); }
+void Function::share_block_input(Block* b, Var* v) {
+  ++epoch_;
+  b->inputs_.push_back(v);
+}
 
 void Function::remove_blocks(Operation* op) {
+  ++epoch_;
   for (Block* b : op->blocks_) {
     b->clear();
     b->parent_op_ = nullptr;
@@ -260,6 +347,7 @@ void Function::remove_blocks(Operation* op) {
 }
 
 void Function::remove_args(Operation* op, size_t input, const std::vector<size_t>& elems) {
+  ++epoch_;
   std::vector<bool> drop(op->args_.size(), false);
   uint32_t lo = op->starts_.at(input), hi = op->starts_.at(input + 1);
   for (size_t e : elems) {
@@ -283,6 +371,7 @@ void Function::remove_args(Operation* op, size_t input, const std::vector<size_t
 }
 
 void Function::remove_outputs(Operation* op, const std::vector<size_t>& idx) {
+  ++epoch_;
   std::vector<bool> drop(op->outputs_.size(), false);
   for (size_t i : idx) {
     Var* v = op->outputs_.at(i);
@@ -296,9 +385,11 @@ void Function::remove_outputs(Operation* op, const std::vector<size_t>& idx) {
       outs.push_back(op->outputs_[i]);
     }
   op->outputs_ = std::move(outs);  // dropped vars keep op_ (Python handles may still ask)
+  op->out0_ = op->outputs_.empty() ? nullptr : op->outputs_.front();
 }
 
 void Function::remove_block_inputs(Block* b, const std::vector<size_t>& idx) {
+  ++epoch_;
   std::vector<bool> drop(b->inputs_.size(), false);
   for (size_t i : idx) drop.at(i) = true;
   std::vector<Var*> ins;
@@ -341,6 +432,22 @@ std::vector<Operation*> Function::all_ops() const {
   };
   walk(body_);
   return r;
+}
+
+void Function::mark_clean(const std::string& key, const Program* p) {
+  for (CleanMark& m : clean_)
+    if (m.key == key) {
+      m.program = p;
+      m.epoch = epoch_;
+      return;
+    }
+  clean_.push_back(CleanMark{key, p, epoch_});
+}
+
+bool Function::is_clean(const std::string& key, const Program* p) const {
+  for (const CleanMark& m : clean_)
+    if (m.key == key) return m.program == p && m.epoch == epoch_;
+  return false;
 }
 
 Var* Function::find_var(const std::string& name) const {

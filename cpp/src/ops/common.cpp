@@ -48,10 +48,7 @@ std::vector<Dim> broadcast_shapes(const InferCtx& ic, const std::vector<Dim>& a,
   return r;
 }
 
-const Type* with_dtype(Context& ctx, const Type* t, DataType dt) {
-  if (!t->has_rank()) return ctx.tensor_unknown_rank(dt);
-  return ctx.tensor(dt, t->shape());
-}
+const Type* with_dtype(Context& ctx, const Type* t, DataType dt) { return ctx.with_dtype(t, dt); }
 
 const std::vector<Dim>& ranked_shape(const InferCtx& ic, std::string_view input) {
   const Type* t = ic.type(input);

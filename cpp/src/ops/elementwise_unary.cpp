@@ -158,8 +158,16 @@ std::string join(const std::vector<std::string>& v) {
 
 /// The dtype cast converts to, or fails naming the op and the supported names.
 DataType cast_target(const InferCtx& ic, bool extended) {
+  static const std::vector<std::string> kBasic = cast_dtypes(false), kExtended = cast_dtypes(true);
+  const Value* v = ic.val("dtype");
+  if (v && !v->is_symbolic() && v->dtype() == DataType::String && v->numel() == 1) {
+    // the common case without copies: a known string scalar naming a supported dtype
+    const std::string& n = v->string_values().at(0);
+    const auto& ok = extended ? kExtended : kBasic;
+    if (std::find(ok.begin(), ok.end(), n) != ok.end()) return *dtype_from_name(n);
+  }
   std::string name = ic.str("dtype");
-  auto ok = cast_dtypes(extended);
+  const auto& ok = extended ? kExtended : kBasic;
   if (std::find(ok.begin(), ok.end(), name) == ok.end())
     ic.fail_input("dtype", "Parameter dtype of the cast operation can be one of the " + join(ok) +
                                ". Provided '" + name + "'");

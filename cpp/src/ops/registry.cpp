@@ -140,19 +140,25 @@ void OpRegistry::add(OpSchema schema) {
     throw Error("internal: op '" + schema.name + "' versions must be registered oldest first");
   if (id > 0xffff) throw Error("internal: too many op types");
   schema.type_id = versions.empty() ? static_cast<uint16_t>(id) : versions.front()->type_id;
+  if (versions.empty()) index_.emplace(ops_.find(schema.name)->first, &versions);
   versions.push_back(std::make_unique<OpSchema>(std::move(schema)));
 }
 
+const OpRegistry::Versions* OpRegistry::lookup(std::string_view name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : it->second;
+}
+
 const OpSchema* OpRegistry::find(std::string_view name, Target opset) const {
-  auto it = ops_.find(name);
-  if (it == ops_.end()) return nullptr;
+  const Versions* vs = lookup(name);
+  if (!vs) return nullptr;
   const OpSchema* best = nullptr;
-  for (auto& s : it->second)
+  for (auto& s : *vs)
     if (static_cast<int>(s->since) <= static_cast<int>(opset)) best = s.get();
   return best;
 }
 
-bool OpRegistry::exists(std::string_view name) const { return ops_.find(name) != ops_.end(); }
+bool OpRegistry::exists(std::string_view name) const { return lookup(name) != nullptr; }
 
 uint16_t op_type_id(std::string_view name) {
   int id = OpRegistry::instance().type_id(name);
@@ -161,8 +167,8 @@ uint16_t op_type_id(std::string_view name) {
 }
 
 int OpRegistry::type_id(std::string_view name) const {
-  auto it = ops_.find(name);
-  return it == ops_.end() ? -1 : it->second.front()->type_id;
+  const Versions* vs = lookup(name);
+  return vs ? vs->front()->type_id : -1;
 }
 
 std::optional<Target> OpRegistry::introduced(std::string_view name) const {
@@ -188,9 +194,8 @@ std::vector<std::string> OpRegistry::dialect_names() const {
 
 std::vector<const OpSchema*> OpRegistry::versions(std::string_view name) const {
   std::vector<const OpSchema*> r;
-  auto it = ops_.find(name);
-  if (it != ops_.end())
-    for (auto& s : it->second) r.push_back(s.get());
+  if (const Versions* vs = lookup(name))
+    for (auto& s : *vs) r.push_back(s.get());
   return r;
 }
 

@@ -35,22 +35,35 @@ Arg dtype_arg(DataType t) {
   return a;
 }
 
-const std::set<std::string> kUnsupported = {
+const std::initializer_list<const char*> kUnsupported = {
     "cast",      "while_loop", "cond",       "make_list", "list_gather",         "list_scatter",
     "list_read", "list_write", "list_length", "read_state", "coreml_update_state"};
-const std::set<std::string> kAlphaOps = {"elu", "leaky_relu", "prelu", "thresholded_relu"};
-const std::set<std::string> kAlphaBetaOps = {"clamped_relu", "linear_activation", "scaled_tanh",
-                                             "sigmoid_hard", "softplus_parametric"};
-const std::set<std::string> kEpsilonOps = {"inverse", "log", "rsqrt"};
+const std::initializer_list<const char*> kAlphaOps = {"elu", "leaky_relu", "prelu", "thresholded_relu"};
+const std::initializer_list<const char*> kAlphaBetaOps = {"clamped_relu", "linear_activation", "scaled_tanh",
+                                                          "sigmoid_hard", "softplus_parametric"};
+const std::initializer_list<const char*> kEpsilonOps = {"inverse", "log", "rsqrt"};
 
 constexpr double kHalfMinSubnormal = 5.9604644775390625e-08;  // 2^-24
 constexpr double kFloatMinSubnormal = 1.401298464324817e-45;  // 2^-149
 
 bool is_fp32(const Var* v) { return v->type()->is_tensor() && v->type()->dtype() == DataType::Float32; }
 
+// Type ids of a set of op names (names no op has are left out).
+std::vector<bool> id_set(std::initializer_list<const char*> names) {
+  std::vector<bool> r(OpRegistry::instance().num_types(), false);
+  for (const char* n : names)
+    if (int id = OpRegistry::instance().type_id(n); id >= 0) r[static_cast<size_t>(id)] = true;
+  return r;
+}
+
+bool in_set(const std::vector<bool>& set, const Operation* op) {
+  return op->type_id() < set.size() && set[op->type_id()];
+}
+
 bool fp16_overflow(const Operation* op) {
+  static const uint16_t kConst = op_type_id("const");
   for (Var* v : op->args()) {
-    if (!v || !v->op() || v->op()->op_type() != "const" || !is_fp32(v) || !v->has_value()) continue;
+    if (!v || !v->op() || v->op()->type_id() != kConst || !is_fp32(v) || !v->has_value()) continue;
     const Value& val = *v->value();
     // a tight loop over the fp32 elements (weights can be large); numpy compares the fp32
     // array with 1e38 rounded to fp32
@@ -96,22 +109,24 @@ class AddFp16Cast : public Pass {
   using Cache = std::unordered_map<std::string, Var*>;
 
   void apply_block(Block& blk) {
+    static const std::vector<bool> unsupported = id_set(kUnsupported);
     Cache cache;
     for (Operation* op : blk.ops()) {
       for (Block* nb : op->blocks()) apply_block(*nb);
-      if (kUnsupported.count(op->op_type()) || fp16_overflow(op) || skip_.count(op->op_type()))
+      if (in_set(unsupported, op) || fp16_overflow(op) || (!skip_.empty() && skip_.count(op->op_type())))
         continue;
       transform(op, cache);
     }
   }
 
   static bool should_cast(const Operation* op, const InputDef& d) {
+    static const std::vector<bool> alpha = id_set(kAlphaOps), alpha_beta = id_set(kAlphaBetaOps),
+                                   epsilon = id_set(kEpsilonOps);
     if (!d.dtypes.contains(DataType::Float16)) return false;
     if (op->function()->opset() >= Target::iOS17) {
-      const std::string& t = op->op_type();
-      if (kAlphaOps.count(t) && d.name == "alpha") return false;
-      if (kAlphaBetaOps.count(t) && (d.name == "alpha" || d.name == "beta")) return false;
-      if (kEpsilonOps.count(t) && d.name == "epsilon") return false;
+      if (in_set(alpha, op) && d.name == "alpha") return false;
+      if (in_set(alpha_beta, op) && (d.name == "alpha" || d.name == "beta")) return false;
+      if (in_set(epsilon, op) && d.name == "epsilon") return false;
     }
     return true;
   }
@@ -122,11 +137,11 @@ class AddFp16Cast : public Pass {
     const Value& nv = *casted->value();
     const Value& ov = *orig->value();
     if (ov.numel() >= 400) return;
-    std::vector<double> nd = nv.to_doubles();
     auto near0_16 = [](double x) { return std::fabs(x) <= kHalfMinSubnormal; };
     bool any = false;
-    for (double x : nd) any = any || near0_16(x);
+    for (int64_t i = 0; i < nv.numel() && !any; ++i) any = near0_16(nv.as_double(i));
     if (!any) return;
+    std::vector<double> nd = nv.to_doubles();
     bool modified = false;
     for (int64_t i = 0; i < ov.numel(); ++i) {
       double o = ov.as_double(i);
@@ -140,18 +155,32 @@ class AddFp16Cast : public Pass {
           Value::from_doubles(DataType::Float16, nv.shape(), nd)));
   }
 
+  // cast(v, dtype) named `name`, through argument vectors kept between calls (create only reads
+  // them)
+  Var* make_cast(Var* v, DataType dt, std::string name) {
+    std::vector<Arg>& ca = dt == DataType::Float16 ? cast16_args_ : cast32_args_;
+    if (ca.empty()) {
+      ca.push_back(Builder::arg("x", v));
+      ca.push_back(dtype_arg(dt));
+    }
+    ca[0].items[0].var = v;
+    return builder_->create("cast", ca, std::move(name)).at(0);
+  }
+
   void transform(Operation* op, Cache& cache) {
     const OpSchema& s = op->schema();
-    std::vector<Arg> args;
+    size_t n_args = 0;
     bool modified = false;
     builder_->set_location(op->location());
     for (size_t i = 0; i < op->num_inputs(); ++i) {
       VarSpan in = op->input(i);
       if (in.empty()) continue;
       const InputDef& d = s.inputs[i];
-      Arg a;
+      if (args_.size() <= n_args) args_.emplace_back();
+      Arg& a = args_[n_args++];
       a.name = d.name;
       a.is_sequence = d.kind == InputKind::Tuple;
+      a.items.clear();
       for (Var* v : in) a.items.push_back(ArgItem{v, nullptr});
       if (should_cast(op, d)) {
         for (ArgItem& item : a.items) {
@@ -159,38 +188,39 @@ class AddFp16Cast : public Pass {
           if (!is_fp32(v)) continue;
           modified = true;
           std::string cname = v->name() + "_to_fp16";
-          bool shared = v->uses().size() > 1;
-          auto hit = cache.find(cname);
-          if (shared && hit != cache.end()) {
-            item.var = hit->second;
-            continue;
+          const bool shared = v->uses().size() > 1;
+          if (shared) {
+            auto hit = cache.find(cname);
+            if (hit != cache.end()) {
+              item.var = hit->second;
+              continue;
+            }
           }
           builder_->set_insertion_point(op->parent(), op);
-          std::vector<Arg> cargs{Builder::arg("x", v), dtype_arg(DataType::Float16)};
-          Var* c = builder_->create("cast", cargs, cname).at(0);
+          Var* c = shared ? make_cast(v, DataType::Float16, cname) : make_cast(v, DataType::Float16, std::move(cname));
           keep_tiny_values(c, v);
           item.var = c;
-          if (shared) cache[cname] = c;
+          if (shared) cache[std::move(cname)] = c;
         }
       }
-      args.push_back(std::move(a));
     }
     if (!modified) return;
+    args_.resize(n_args);
     builder_->set_insertion_point(op->parent(), op);
-    std::vector<Var*> outs = builder_->create(op->op_type(), args, op->name() + "_cast_fp16");
+    std::vector<Var*> outs = builder_->create(op->op_type(), args_, op->name() + "_cast_fp16");
     for (size_t k = 0; k < op->outputs().size() && k < outs.size(); ++k) {
       Var* old_out = op->output(k);
       Var* nv = outs[k];
       if (is_fp32(old_out) && !is_fp32(nv)) {
         builder_->set_insertion_point(op->parent(), op);
-        std::vector<Arg> cargs{Builder::arg("x", nv), dtype_arg(DataType::Float32)};
-        nv = builder_->create("cast", cargs, nv->name() + "_to_fp32").at(0);
+        nv = make_cast(nv, DataType::Float32, nv->name() + "_to_fp32");
       }
       pass_util::replace_var(old_out, nv);
     }
     op->parent()->erase(op);
   }
 
+  std::vector<Arg> args_, cast16_args_, cast32_args_;
   std::set<std::string> skip_;
   Builder* builder_ = nullptr;
 };

@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
@@ -68,7 +69,7 @@ std::optional<Range> propagate(DataType in, std::initializer_list<DataType> chai
   return cur;
 }
 
-std::string dtype_str(const Operation* cast) {
+const std::string& dtype_str(const Operation* cast) {
   return cast->input1("dtype")->value()->string_values().at(0);
 }
 
@@ -86,7 +87,10 @@ class CastOptimization : public Pass {
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       builder_ = &b;
-      wrapper(f->body());
+      if (f->has_block_ops())
+        wrapper(f->body());
+      else
+        sweep_body(f->body());
     }
   }
 
@@ -100,12 +104,44 @@ class CastOptimization : public Pass {
     for (auto& [b, pairs] : across) fuse(pairs, false);
   }
 
+  // wrapper() for a block without nested blocks, walking the block once: the sweeps go over its
+  // casts only, in block order as wrapper's sweeps see them (a sweep sees the ops there were when
+  // it began; a new cast from a fusion stands where the cast it replaces stood).
+  void sweep_body(Block& blk) {
+    static const uint16_t kCast = op_type_id("cast");
+    std::vector<Operation*> casts;
+    for (Operation* op = blk.front(); op; op = op->next())
+      if (op->type_id() == kCast) casts.push_back(op);
+    std::vector<std::pair<Block*, std::vector<Pair>>> across;  // stays empty: one block
+    std::vector<std::pair<Operation*, Operation*>> replaced;
+    replaced_ = &replaced;
+    for (;;) {
+      bool changed = false;
+      replaced.clear();
+      for (size_t i = 0; i < casts.size(); ++i)
+        if (!casts[i]->erased() && transform(casts[i], across)) changed = true;
+      if (!changed) break;
+      std::unordered_map<Operation*, Operation*> by_old(replaced.begin(), replaced.end());
+      size_t n = 0;
+      for (Operation* op : casts) {
+        if (!by_old.empty()) {
+          auto it = by_old.find(op);
+          if (it != by_old.end()) op = it->second;
+        }
+        if (!op->erased()) casts[n++] = op;
+      }
+      casts.resize(n);
+    }
+    replaced_ = nullptr;
+  }
+
   bool sweep(Block& blk, std::vector<std::pair<Block*, std::vector<Pair>>>& across) {
     for (Operation* op : blk.ops())
       for (Block* nb : op->blocks()) wrapper(*nb);
+    static const uint16_t kCast = op_type_id("cast");
     bool changed = false;
     for (Operation* op : blk.ops())
-      if (!op->erased() && op->op_type() == "cast" && transform(op, across)) changed = true;
+      if (!op->erased() && op->type_id() == kCast && transform(op, across)) changed = true;
     return changed;
   }
 
@@ -142,6 +178,7 @@ class CastOptimization : public Pass {
                                x->name() + "_to_" + dtype_str(c2));
       }
       pass_util::replace_var(c2->output(0), new_var);
+      if (replaced_ && !reuse_input) replaced_->push_back({c2, new_var->op()});
       c2->parent()->erase(c2);
     }
   }
@@ -156,8 +193,9 @@ class CastOptimization : public Pass {
       return true;
     }
     std::vector<Operation*> children;
+    static const uint16_t kCast = op_type_id("cast");
     for (const Use& u : out->uses())
-      if (u.op->op_type() == "cast") children.push_back(u.op);
+      if (u.op->type_id() == kCast) children.push_back(u.op);
     bool fused = false;
     for (Operation* child : children) {
       if (child->erased() || !fusable(root, child)) continue;
@@ -182,6 +220,8 @@ class CastOptimization : public Pass {
   }
 
   Builder* builder_ = nullptr;
+  // sweep_body's record of fusions: (second cast, the new cast standing in its place)
+  std::vector<std::pair<Operation*, Operation*>>* replaced_ = nullptr;
 };
 
 }  // namespace

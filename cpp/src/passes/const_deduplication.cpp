@@ -49,8 +49,9 @@ class ConstDeduplication : public Pass {
     std::map<Key, std::vector<Var*>> buckets;
     std::vector<std::pair<Var*, std::vector<Var*>>> groups;  // unique -> duplicates, in order
     std::map<Var*, size_t> group_of;
-    for (Operation* op : blk.ops()) {
-      if (op->op_type() != "const") continue;
+    static const uint16_t kConst = op_type_id("const");
+    for (Operation* op = blk.front(); op; op = op->next()) {
+      if (op->type_id() != kConst) continue;
       Var* v = op->output(0);
       if (!v->type()->is_tensor() || !v->has_value()) continue;
       const Value& val = *v->value();

@@ -24,8 +24,12 @@ class ConstElimination : public Pass {
 
  private:
   static void fold_block(Builder& b, Block& blk, int64_t skip_by_size) {
-    for (Operation* op : blk.ops()) {
-      if (op->op_type() == "const" || op->schema().is_constexpr) continue;
+    static const uint16_t kConst = op_type_id("const");
+    // along the links (no snapshot: one pass over the ops' memory); only `op` is erased and the
+    // consts go before it, so its successor, read first, stays valid
+    for (Operation *op = blk.front(), *next; op; op = next) {
+      next = op->next();
+      if (op->type_id() == kConst || op->schema().is_constexpr) continue;
       bool all = true;
       for (Var* out : op->outputs()) {
         if (!out->has_value()) {

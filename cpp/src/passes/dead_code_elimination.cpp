@@ -11,7 +11,10 @@ void dce_block(Block& b) {
     Operation* prev = op->prev();
     for (Block* nb : op->blocks()) dce_block(*nb);
     bool used = pass_util::has_side_effects(*op);
-    for (Var* v : op->outputs()) used = used || v->used();
+    if (op->num_outputs() == 1)  // output(0) is beside the links: no read of the outputs array
+      used = used || op->output(0)->used();
+    else
+      for (Var* v : op->outputs()) used = used || v->used();
     if (!used) b.erase(op);
     op = prev;
   }

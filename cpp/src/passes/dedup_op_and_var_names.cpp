@@ -11,12 +11,13 @@ namespace {
 
 // Keeps `n` if unused (the common case: one hash, no copy of the name), else renames to the
 // first free "<n>_<i>".
+// (a kept name is not renamed later in the pass, so the set keeps a view of it)
 template <class T>
-void claim(std::unordered_set<std::string>& seen, T* obj) {
-  if (seen.insert(obj->name()).second) return;
+void claim(pass_util::NameSet& seen, T* obj) {
+  if (seen.insert_view(obj->name())) return;
   for (int i = 1;; ++i) {
     std::string c = obj->name() + "_" + std::to_string(i);
-    if (seen.insert(c).second) {
+    if (seen.insert(c)) {
       obj->set_name(std::move(c));
       return;
     }
@@ -24,7 +25,7 @@ void claim(std::unordered_set<std::string>& seen, T* obj) {
 }
 
 void dedup_block(Block& b, bool is_function, const std::unordered_set<const Var*>& fouts,
-                 std::unordered_set<std::string>& vars, std::unordered_set<std::string>& ops) {
+                 pass_util::NameSet& vars, pass_util::NameSet& ops) {
   if (!is_function)
     for (Var* v : b.inputs()) claim(vars, v);
   for (Operation* op = b.front(); op; op = op->next()) {
@@ -39,19 +40,19 @@ class DedupNames : public Pass {
  public:
   void run(Program& p, const PassOptions&) override {
     for (auto& [name, f] : p.functions()) {
-      std::unordered_set<std::string> vars, ops;
+      pass_util::NameSet vars, ops;
       size_t n = f->num_ops();
-      vars.reserve(2 * n + 16);
+      vars.reserve(n + n / 4 + f->inputs().size() + 16);  // mostly one output per op
       ops.reserve(n + 16);
       std::unordered_set<const Var*> fouts(f->body().outputs().begin(), f->body().outputs().end());
       for (Var* v : f->inputs()) {
-        if (!vars.insert(v->name()).second)
+        if (!vars.insert(v->name()))
           throw ValueError("function '" + name + "': input name '" + v->name() + "' is used twice");
       }
       std::unordered_set<const Var*> seen_out;
       for (Var* v : f->body().outputs()) {
         if (v->input_of() || !seen_out.insert(v).second) continue;
-        if (!vars.insert(v->name()).second)
+        if (!vars.insert(v->name()))
           throw ValueError("function '" + name + "': var name '" + v->name() +
                            "' is used both as an input and an output");
       }

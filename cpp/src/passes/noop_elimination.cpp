@@ -12,21 +12,43 @@
 #include <optional>
 #include <set>
 
+#include "milkit/ops/registry.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit {
 
 namespace {
 
-const std::set<std::string> kSameShape = {"reshape", "split", "slice_by_size", "pad", "tile",
-                                          "upsample_nearest_neighbor", "upsample_bilinear",
-                                          "resize_bilinear", "crop"};
+enum class Kind : uint8_t {
+  None, Identity, Add, Mul, Sub, DivLike, SameShape, SliceByIndex, Transpose, LinearActivation };
+
+// What noop_input looks at, by op type id.
+Kind kind_of(const Operation* op) {
+  static const std::vector<Kind> table = [] {
+    std::vector<Kind> t(OpRegistry::instance().num_types(), Kind::None);
+    auto set = [&](const char* n, Kind k) { t[op_type_id(n)] = k; };
+    set("identity", Kind::Identity);
+    set("add", Kind::Add);
+    set("mul", Kind::Mul);
+    set("sub", Kind::Sub);
+    for (const char* n : {"real_div", "floor_div", "pow"}) set(n, Kind::DivLike);
+    for (const char* n : {"reshape", "split", "slice_by_size", "pad", "tile", "upsample_nearest_neighbor",
+                          "upsample_bilinear", "resize_bilinear", "crop"})
+      set(n, Kind::SameShape);
+    set("slice_by_index", Kind::SliceByIndex);
+    set("transpose", Kind::Transpose);
+    set("linear_activation", Kind::LinearActivation);
+    return t;
+  }();
+  return op->type_id() < table.size() ? table[op->type_id()] : Kind::None;
+}
 
 bool all_equal(const Var* v, double value) {
+  static const uint16_t kFill = op_type_id("fill");
   const Value* val = nullptr;
   if (v->has_value()) {
     val = v->value().get();
-  } else if (v->op() && v->op()->op_type() == "fill") {
+  } else if (v->op() && v->op()->type_id() == kFill) {
     Var* fv = v->op()->input1("value");
     if (!fv || !fv->has_value() || fv->value()->numel() != 1) return false;
     val = fv->value().get();
@@ -41,15 +63,16 @@ bool all_equal(const Var* v, double value) {
 
 // The var that replaces the op's output, or nullptr.
 Var* noop_input(Operation* op) {
-  const std::string& t = op->op_type();
+  const Kind k = kind_of(op);
+  if (k == Kind::None) return nullptr;
   Var* out = op->output(0);
-  if (t == "identity") return op->input1("x");
-  if (t == "add" || t == "mul" || t == "sub" || t == "real_div" || t == "floor_div" || t == "pow") {
+  if (k == Kind::Identity) return op->input1("x");
+  if (k == Kind::Add || k == Kind::Mul || k == Kind::Sub || k == Kind::DivLike) {
     std::optional<double> xv, yv;
-    if (t == "add") xv = yv = 0.0;
-    if (t == "mul") xv = yv = 1.0;
-    if (t == "sub") yv = 0.0;
-    if (t == "real_div" || t == "floor_div" || t == "pow") yv = 1.0;
+    if (k == Kind::Add) xv = yv = 0.0;
+    if (k == Kind::Mul) xv = yv = 1.0;
+    if (k == Kind::Sub) yv = 0.0;
+    if (k == Kind::DivLike) yv = 1.0;
     Var* in = nullptr;
     if (xv && all_equal(op->input1("x"), *xv))
       in = op->input1("y");
@@ -57,10 +80,10 @@ Var* noop_input(Operation* op) {
       in = op->input1("x");
     return in && in->type() == out->type() ? in : nullptr;
   }
-  if (kSameShape.count(t) || t == "slice_by_index") {
+  if (k == Kind::SameShape || k == Kind::SliceByIndex) {
     Var* x = op->input1("x");
     if (x->type() != out->type()) return nullptr;
-    if (t == "slice_by_index") {
+    if (k == Kind::SliceByIndex) {
       Var* stride = op->input1("stride");
       if (stride && stride->has_value())
         for (int64_t s : stride->value()->to_ints())
@@ -68,7 +91,7 @@ Var* noop_input(Operation* op) {
     }
     return x;
   }
-  if (t == "transpose") {
+  if (k == Kind::Transpose) {
     std::vector<int64_t> perm = op->input1("perm")->value()->to_ints();
     int64_t n = static_cast<int64_t>(perm.size());
     for (auto& p : perm) p = p < 0 ? p + n : p;
@@ -76,7 +99,7 @@ Var* noop_input(Operation* op) {
     std::sort(sorted.begin(), sorted.end());
     return perm == sorted ? op->input1("x") : nullptr;
   }
-  if (t == "linear_activation") {
+  if (k == Kind::LinearActivation) {
     Var* a = op->input1("alpha");
     Var* b = op->input1("beta");
     if (!a->has_value() || !b->has_value()) return nullptr;
@@ -88,12 +111,14 @@ Var* noop_input(Operation* op) {
 
 bool eliminate_block(Block& blk) {
   bool changed = false;
-  for (Operation* op : blk.ops()) {
-    if (op->erased()) continue;
+  // along the links: only `op` is erased (its successor, read first, stays valid) and no op is
+  // inserted
+  for (Operation *op = blk.front(), *next; op; op = next) {
+    next = op->next();
     for (Block* nb : op->blocks())
       while (eliminate_block(*nb)) {
       }
-    if (!op->blocks().empty() || op->outputs().size() != 1) continue;
+    if (kind_of(op) == Kind::None || !op->blocks().empty() || op->num_outputs() != 1) continue;
     Var* out = op->output(0);
     if (std::find(blk.outputs().begin(), blk.outputs().end(), out) != blk.outputs().end()) continue;
     Var* in = noop_input(op);

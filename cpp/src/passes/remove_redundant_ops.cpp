@@ -46,7 +46,7 @@ bool vars_identical(const Var* a, const Var* b) {
 
 bool ops_identical(const Operation* a, const Operation* b) {
   if (a == b) return true;
-  if (a->op_type() != b->op_type() || a->num_inputs() != b->num_inputs()) return false;
+  if (a->type_id() != b->type_id() || a->num_inputs() != b->num_inputs()) return false;
   for (size_t i = 0; i < a->num_inputs(); ++i) {
     VarSpan x = a->input(i), y = b->input(i);
     if (x.size() != y.size()) return false;
@@ -74,14 +74,16 @@ class RemoveRedundantOps : public Pass {
   std::unordered_map<const Block*, std::unordered_map<const Operation*, size_t>> order_;
   std::unordered_map<const Var*, std::set<const Var*>> upstream_;
 
-  void cache_order(const Block& b) {
-    if (order_.count(&b)) return;
+  // Positions of the ops of `b`, made when first needed (this pass only removes ops, so the
+  // order of the ops left never changes).
+  const std::unordered_map<const Operation*, size_t>& order_of(const Block& b) {
+    auto it = order_.find(&b);
+    if (it != order_.end()) return it->second;
     auto& m = order_[&b];
+    m.reserve(b.size());
     size_t i = 0;
-    for (Operation* op = b.front(); op; op = op->next(), ++i) {
-      for (Block* nb : op->blocks()) cache_order(*nb);
-      m[op] = i;
-    }
+    for (Operation* op = b.front(); op; op = op->next(), ++i) m[op] = i;
+    return m;
   }
 
   // constexpr_* outputs that `v` depends on (iterative, memoized).
@@ -137,7 +139,7 @@ class RemoveRedundantOps : public Pass {
       if (!op->blocks().empty() || op->op_type().rfind("random", 0) == 0) continue;
       if (std::find(r.begin(), r.end(), op) == r.end()) r.push_back(op);
     }
-    const auto& pos = order_.at(blk);
+    const auto& pos = order_of(*blk);
     std::sort(r.begin(), r.end(),
               [&](Operation* a, Operation* b) { return pos.at(a) < pos.at(b); });
     return r;
@@ -164,12 +166,12 @@ class RemoveRedundantOps : public Pass {
   }
 
   bool transform(const Var* v) {
-    std::vector<std::pair<std::string, std::vector<Operation*>>> by_type;
+    std::vector<std::pair<uint16_t, std::vector<Operation*>>> by_type;
     for (const Use& u : v->uses()) {
       auto it = std::find_if(by_type.begin(), by_type.end(),
-                             [&](const auto& e) { return e.first == u.op->op_type(); });
+                             [&](const auto& e) { return e.first == u.op->type_id(); });
       if (it == by_type.end())
-        by_type.push_back({u.op->op_type(), {u.op}});
+        by_type.push_back({u.op->type_id(), {u.op}});
       else
         it->second.push_back(u.op);
     }
@@ -187,12 +189,12 @@ class RemoveRedundantOps : public Pass {
   }
 
   bool remove_in(Block& b) {
-    cache_order(b);
+    static const uint16_t kConst = op_type_id("const");
     for (Var* in : b.inputs())
       if (in->uses().size() > 1) transform(in);
     bool updated = false;
     for (Operation* op : b.ops()) {
-      if (op->erased() || op->op_type() == "const") continue;
+      if (op->erased() || op->type_id() == kConst) continue;
       for (Block* nb : op->blocks())
         while (remove_in(*nb)) {
         }

@@ -8,13 +8,20 @@ namespace milkit {
 
 namespace {
 
+template <class T>
+void sanitize_name(T* obj, pass_util::NameSanitizer& names, std::string& scratch) {
+  // a kept name is not renamed later in the pass: the sanitizer may keep a view of it
+  if (names.sanitize_changed(obj->name(), scratch, true)) obj->set_name(std::move(scratch));
+}
+
 void sanitize_block(Block& b, pass_util::NameSanitizer& vars, pass_util::NameSanitizer& ops) {
-  for (Var* v : b.inputs()) v->set_name(vars.sanitize(v->name()));
-  for (Operation* op : b.ops()) {
+  std::string scratch;
+  for (Var* v : b.inputs()) sanitize_name(v, vars, scratch);
+  for (Operation* op = b.front(); op; op = op->next()) {
     for (Block* nb : op->blocks()) sanitize_block(*nb, vars, ops);
-    for (Var* v : op->outputs()) v->set_name(vars.sanitize(v->name()));
+    for (Var* v : op->outputs()) sanitize_name(v, vars, scratch);
   }
-  for (Operation* op : b.ops()) op->set_name(ops.sanitize(op->name()));
+  for (Operation* op = b.front(); op; op = op->next()) sanitize_name(op, ops, scratch);
 }
 
 class SanitizeNameStrings : public Pass {
@@ -24,6 +31,8 @@ class SanitizeNameStrings : public Pass {
     if (!p.function("main")) return;
     for (auto& [name, f] : p.functions()) {
       pass_util::NameSanitizer vars("var_"), ops("op_");
+      vars.reserve(f->num_ops() + f->inputs().size());
+      ops.reserve(f->num_ops());
       sanitize_block(f->body(), vars, ops);
     }
   }

@@ -22,24 +22,30 @@ class TopologicalReorder : public Pass {
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       builder_ = &b;
-      reorder(f->body());
+      reorder(f->body(), false);
     }
   }
 
  private:
-  std::unordered_set<Var*> reorder(Block& blk) {
+  // Reorders `blk`; returns the vars it reads (its ops' inputs, nested blocks included, and its
+  // outputs) when `want_reads`.
+  std::unordered_set<Var*> reorder(Block& blk, bool want_reads) {
+    static const uint16_t kCast = op_type_id("cast"), kTranspose = op_type_id("transpose");
     std::vector<Operation*> order = blk.ops();  // mirrors the block as ops are inserted
     auto index = [&](Operation* op) {
       return std::find(order.begin(), order.end(), op) - order.begin();
     };
     std::unordered_map<Var*, Operation*> first_use;
+    first_use.reserve(2 * order.size());
     std::vector<Var*> first_use_keys;
     std::vector<Operation*> to_remove;
     std::vector<Operation*> snapshot = order;
     for (auto it = snapshot.rbegin(); it != snapshot.rend(); ++it) {
       Operation* op = *it;
       Operation* current = op;
-      if (op->op_type() == "cast" || op->op_type() == "transpose") {
+      bool recreated = false;
+      if (op->type_id() == kCast || op->type_id() == kTranspose) {
+        recreated = true;
         to_remove.push_back(op);
         Operation* before = nullptr;
         std::ptrdiff_t best = -1;
@@ -76,19 +82,30 @@ class TopologicalReorder : public Pass {
       }
       std::vector<Var*> relevant;
       for (Block* nb : current->blocks())
-        for (Var* v : reorder(*nb)) relevant.push_back(v);
-      for (Var* v : current->args()) relevant.push_back(v);
+        for (Var* v : reorder(*nb, true)) relevant.push_back(v);
+      if (want_reads) {
+        for (Var* v : current->args()) relevant.push_back(v);
+      } else {
+        // only first uses of cast and transpose outputs are looked up (the block's reads are
+        // not wanted): other vars stay out of the map
+        for (Var* v : current->args())
+          if (v->op() && (v->op()->type_id() == kCast || v->op()->type_id() == kTranspose))
+            relevant.push_back(v);
+      }
       for (Var* v : relevant) {
         auto f = first_use.find(v);
         if (f == first_use.end()) {
           first_use[v] = current;
           first_use_keys.push_back(v);
-        } else if (index(f->second) > index(current)) {
+        } else if (!recreated || index(f->second) > index(current)) {
+          // an op of the snapshot, visited last to first, comes before every op visited (or
+          // inserted before one) so far
           f->second = current;
         }
       }
     }
     for (Operation* op : to_remove) blk.erase(op);
+    if (!want_reads) return {};
     std::unordered_set<Var*> consumed(first_use_keys.begin(), first_use_keys.end());
     for (Var* v : blk.outputs()) consumed.insert(v);
     return consumed;

@@ -39,166 +39,391 @@ bool is_byte_immediate(DataType t) {
   }
 }
 
-void set_tensor_type(mil::TensorType* tt, DataType dt, const std::vector<int64_t>& shape) {
-  tt->set_datatype(static_cast<mil::DataType>(static_cast<int>(dt)));
-  tt->set_rank(static_cast<int64_t>(shape.size()));
-  for (int64_t d : shape) tt->add_dimensions()->mutable_constant()->set_size(static_cast<uint64_t>(d));
+// ---- a protobuf wire encoder for the MIL program (the bulk of the file) -------------------
+//
+// The MIL messages are written straight to bytes (field numbers of MIL.proto, fields in number
+// order, proto3 defaults left out as protobuf does); building them as protobuf objects first
+// cost more than the rest of the save. Map entries are written in the order milkit produces
+// them (protobuf's own order is its hash order; readers do not depend on it).
+class Enc {
+ public:
+  explicit Enc(std::string& out) : out_(out) {}
+  std::string& bytes() { return out_; }
+
+  void varint(uint64_t v) {
+    if (v < 0x80) {  // tags and most lengths: one byte, no call
+      out_.push_back(static_cast<char>(v));
+      return;
+    }
+    char buf[10];
+    int n = 0;
+    while (v >= 0x80) {
+      buf[n++] = static_cast<char>(static_cast<uint8_t>(v) | 0x80);
+      v >>= 7;
+    }
+    buf[n++] = static_cast<char>(v);
+    out_.append(buf, static_cast<size_t>(n));
+  }
+  void tag(int field, int wire) { varint((static_cast<uint64_t>(field) << 3) | static_cast<uint64_t>(wire)); }
+  /// A string or bytes field, written even when empty (repeated fields, map keys).
+  void str_always(int field, std::string_view s) {
+    tag(field, 2);
+    varint(s.size());
+    out_.append(s.data(), s.size());
+  }
+  /// A proto3 singular string field: left out when empty.
+  void str(int field, std::string_view s) {
+    if (!s.empty()) str_always(field, s);
+  }
+  /// A proto3 singular varint field (int32 / int64 / uint64 / bool / enum): left out when 0.
+  void uint(int field, uint64_t v) {
+    if (v == 0) return;
+    tag(field, 0);
+    varint(v);
+  }
+  void sint(int field, int64_t v) { uint(field, static_cast<uint64_t>(v)); }  // int64 / int32: two's complement
+  /// Opens a length-delimited submessage; returns the mark to close it with.
+  size_t open(int field) {
+    tag(field, 2);
+    out_.push_back('\0');  // one length byte reserved; close() widens it when needed
+    return out_.size();
+  }
+  void close(size_t mark) {
+    const size_t len = out_.size() - mark;
+    if (len < 0x80) {
+      out_[mark - 1] = static_cast<char>(len);
+      return;
+    }
+    char buf[10];
+    int n = 0;
+    uint64_t v = len;
+    while (v >= 0x80) {
+      buf[n++] = static_cast<char>(static_cast<uint8_t>(v) | 0x80);
+      v >>= 7;
+    }
+    buf[n++] = static_cast<char>(v);
+    out_.insert(mark, static_cast<size_t>(n - 1), '\0');
+    std::memcpy(&out_[mark - 1], buf, static_cast<size_t>(n));
+  }
+  void raw(const std::string& bytes) { out_.append(bytes); }
+
+ private:
+  std::string& out_;
+};
+
+// Field numbers (MIL.proto).
+namespace f {
+constexpr int kProgVersion = 1, kProgFunctions = 2, kProgAttributes = 4;
+constexpr int kFnInputs = 1, kFnOpset = 2, kFnBlocks = 3;
+constexpr int kBlkInputs = 1, kBlkOutputs = 2, kBlkOps = 3;
+constexpr int kArgArguments = 1, kBindName = 1, kBindValue = 2;
+constexpr int kOpType = 1, kOpInputs = 2, kOpOutputs = 3, kOpBlocks = 4, kOpAttributes = 5;
+constexpr int kNvtName = 1, kNvtType = 2;
+constexpr int kVtTensor = 1, kVtList = 2, kVtTuple = 3, kVtDict = 4, kVtState = 5;
+constexpr int kTtDataType = 1, kTtRank = 2, kTtDims = 3;
+constexpr int kListType = 1, kListLength = 2;
+constexpr int kTupleTypes = 1, kDictKey = 1, kDictValue = 2, kStateWrapped = 1;
+constexpr int kDimConstant = 1, kDimUnknown = 2, kConstSize = 1, kUnknownVariadic = 1;
+constexpr int kValType = 2, kValImmediate = 3, kValBlob = 5;
+constexpr int kImmTensor = 1, kImmList = 3, kImmDict = 4;
+constexpr int kBlobFileName = 1, kBlobOffset = 2;
+constexpr int kTvFloats = 1, kTvInts = 2, kTvBools = 3, kTvStrings = 4, kTvLongInts = 5, kTvDoubles = 6,
+              kTvBytes = 7, kRepValues = 1;
+constexpr int kDictValues = 1, kKvKey = 1, kKvValue = 2, kListValues = 1;
+constexpr int kMapKey = 1, kMapValue = 2;
+}  // namespace f
+
+void tensor_type(Enc& e, int field, DataType dt, const std::vector<int64_t>& shape) {
+  size_t m = e.open(field);
+  e.uint(f::kTtDataType, static_cast<uint64_t>(static_cast<int>(dt)));
+  e.sint(f::kTtRank, static_cast<int64_t>(shape.size()));
+  for (int64_t d : shape) {
+    size_t dm = e.open(f::kTtDims);
+    size_t cm = e.open(f::kDimConstant);
+    e.uint(f::kConstSize, static_cast<uint64_t>(d));
+    e.close(cm);
+    e.close(dm);
+  }
+  e.close(m);
+}
+
+// A ValueType holding a tensor type (field `field` of the enclosing message).
+void tensor_value_type(Enc& e, int field, DataType dt, const std::vector<int64_t>& shape) {
+  size_t m = e.open(field);
+  tensor_type(e, f::kVtTensor, dt, shape);
+  e.close(m);
 }
 
 class Writer {
  public:
   Writer(const ProtoWriteOptions& o) : opt_(o) {}
 
-  void type(const Type* t, mil::ValueType* out) {
+  // A ValueType message as field `field`. Types are interned, so each one is encoded once and
+  // its bytes copied after that.
+  void type(Enc& e, int field, const Type* t) {
+    auto it = type_bytes_.find(t);
+    if (it == type_bytes_.end()) {
+      std::string body;
+      Enc te(body);
+      type_body(te, t);
+      it = type_bytes_.emplace(t, std::move(body)).first;
+    }
+    e.tag(field, 2);
+    e.varint(it->second.size());
+    e.raw(it->second);
+  }
+
+  // The fields of a ValueType message.
+  void type_body(Enc& e, const Type* t) {
     switch (t->kind()) {
       case TypeKind::Tensor: {
         if (is_complex(t->dtype()))
           throw ValueError("complex64 data cannot be written to an ML Program (Core ML has no complex type); "
                            "run common::lower_complex_dialect_ops first");
-        auto* tt = out->mutable_tensortype();
-        tt->set_datatype(static_cast<mil::DataType>(static_cast<int>(t->dtype())));
+        size_t tm = e.open(f::kVtTensor);
+        e.uint(f::kTtDataType, static_cast<uint64_t>(static_cast<int>(t->dtype())));
         if (!t->has_rank()) {  // pymil's variadic shape: one variadic unknown dim
-          tt->set_rank(1);
-          tt->add_dimensions()->mutable_unknown()->set_variadic(true);
+          e.sint(f::kTtRank, 1);
+          size_t dm = e.open(f::kTtDims);
+          size_t um = e.open(f::kDimUnknown);
+          e.uint(f::kUnknownVariadic, 1);
+          e.close(um);
+          e.close(dm);
+          e.close(tm);
           break;
         }
-        tt->set_rank(t->rank());
+        e.sint(f::kTtRank, t->rank());
         for (Dim d : t->shape()) {
-          if (d->is_const())
-            tt->add_dimensions()->mutable_constant()->set_size(static_cast<uint64_t>(d->value()));
-          else
-            tt->add_dimensions()->mutable_unknown()->set_variadic(
-                d->kind() == Expr::Kind::Symbol && d->symbol()->variadic());
+          size_t dm = e.open(f::kTtDims);
+          if (d->is_const()) {
+            size_t cm = e.open(f::kDimConstant);
+            e.uint(f::kConstSize, static_cast<uint64_t>(d->value()));
+            e.close(cm);
+          } else {
+            size_t um = e.open(f::kDimUnknown);
+            e.uint(f::kUnknownVariadic, d->kind() == Expr::Kind::Symbol && d->symbol()->variadic());
+            e.close(um);
+          }
+          e.close(dm);
         }
+        e.close(tm);
         break;
       }
       case TypeKind::List: {
-        auto* lt = out->mutable_listtype();
-        type(t->elem(), lt->mutable_type());
-        if (t->length() && t->length()->is_const())
-          lt->mutable_length()->mutable_constant()->set_size(static_cast<uint64_t>(t->length()->value()));
-        else
-          lt->mutable_length()->mutable_unknown()->set_variadic(false);
+        size_t lm = e.open(f::kVtList);
+        type(e, f::kListType, t->elem());
+        size_t dm = e.open(f::kListLength);
+        if (t->length() && t->length()->is_const()) {
+          size_t cm = e.open(f::kDimConstant);
+          e.uint(f::kConstSize, static_cast<uint64_t>(t->length()->value()));
+          e.close(cm);
+        } else {
+          size_t um = e.open(f::kDimUnknown);
+          e.close(um);
+        }
+        e.close(dm);
+        e.close(lm);
         break;
       }
       case TypeKind::Tuple: {
-        auto* tu = out->mutable_tupletype();
-        for (const Type* e : t->elems()) type(e, tu->add_types());
+        size_t tm = e.open(f::kVtTuple);
+        for (const Type* el : t->elems()) type(e, f::kTupleTypes, el);
+        e.close(tm);
         break;
       }
-      case TypeKind::Dict:
-        type(t->key(), out->mutable_dictionarytype()->mutable_keytype());
-        type(t->value(), out->mutable_dictionarytype()->mutable_valuetype());
+      case TypeKind::Dict: {
+        size_t dm = e.open(f::kVtDict);
+        type(e, f::kDictKey, t->key());
+        type(e, f::kDictValue, t->value());
+        e.close(dm);
         break;
-      case TypeKind::State: type(t->elem(), out->mutable_statetype()->mutable_wrappedtype()); break;
+      }
+      case TypeKind::State: {
+        size_t sm = e.open(f::kVtState);
+        type(e, f::kStateWrapped, t->elem());
+        e.close(sm);
+        break;
+      }
     }
   }
 
-  static void string_scalar(const std::string& s, mil::Value* out) {
-    set_tensor_type(out->mutable_type()->mutable_tensortype(), DataType::String, {});
-    out->mutable_immediatevalue()->mutable_tensor()->mutable_strings()->add_values(s);
+  // A Value holding a string scalar, as field `field`.
+  static void string_scalar(Enc& e, int field, std::string_view s) {
+    size_t m = e.open(field);
+    tensor_value_type(e, f::kValType, DataType::String, {});
+    size_t im = e.open(f::kValImmediate);
+    size_t tm = e.open(f::kImmTensor);
+    size_t sm = e.open(f::kTvStrings);
+    e.str_always(f::kRepValues, s);
+    e.close(sm);
+    e.close(tm);
+    e.close(im);
+    e.close(m);
+  }
+
+  // A map<string, Value> entry whose value is a string scalar.
+  static void string_attribute(Enc& e, int field, std::string_view key, std::string_view s) {
+    size_t m = e.open(field);
+    e.str_always(f::kMapKey, key);
+    string_scalar(e, f::kMapValue, s);
+    e.close(m);
   }
 
   // coremltools' create_list_scalarvalue: a list of scalars (classify's classes) is a ListType
   // of rank-0 tensors with a constant length, and one immediate scalar Value per element.
-  void list_value(const Value& v, mil::Value* out, const std::string& what) {
+  void list_value(Enc& e, const Value& v, const std::string& what) {
     const DataType dt = v.dtype();
     if (dt != DataType::String && dt != DataType::Int64)
       throw ValueError(what + ": List element type, " + std::string(dtype_name(dt)) +
                        ", not supported yet (lists of str or int64 only)");
-    auto* lt = out->mutable_type()->mutable_listtype();
-    set_tensor_type(lt->mutable_type()->mutable_tensortype(), dt, {});
-    lt->mutable_length()->mutable_constant()->set_size(static_cast<uint64_t>(v.numel()));
-    auto* lv = out->mutable_immediatevalue()->mutable_list();
+    size_t vt = e.open(f::kValType);
+    size_t lt = e.open(f::kVtList);
+    tensor_value_type(e, f::kListType, dt, {});
+    size_t dm = e.open(f::kListLength);
+    size_t cm = e.open(f::kDimConstant);
+    e.uint(f::kConstSize, static_cast<uint64_t>(v.numel()));
+    e.close(cm);
+    e.close(dm);
+    e.close(lt);
+    e.close(vt);
+    size_t im = e.open(f::kValImmediate);
+    size_t lv = e.open(f::kImmList);
     for (int64_t i = 0; i < v.numel(); ++i) {
       if (dt == DataType::String)
-        string_scalar(v.string_values()[static_cast<size_t>(i)], lv->add_values());
+        string_scalar(e, f::kListValues, v.string_values()[static_cast<size_t>(i)]);
       else
-        value(Value::scalar_int(dt, v.as_int(i)), lv->add_values(), what);
+        value(e, f::kListValues, Value::scalar_int(dt, v.as_int(i)), what);
     }
+    e.close(lv);
+    e.close(im);
   }
 
-  void value(const Value& v, mil::Value* out, const std::string& what) {
+  // A Value message as field `field`.
+  void value(Enc& e, int field, const Value& v, const std::string& what) {
     const DataType dt = v.dtype();
     if (v.is_symbolic())
       throw ValueError(what + ": a symbolic value cannot be serialized");
+    size_t m = e.open(field);
     if (v.is_list()) {
-      list_value(v, out, what);
+      list_value(e, v, what);
+      e.close(m);
       return;
     }
     if (dt == DataType::BFloat16 || dt == DataType::Float8E4M3FN || dt == DataType::Float8E5M2 ||
         dt == DataType::Unused)
       throw ValueError(what + ": consts of dtype " + std::string(dtype_name(dt)) +
                        " cannot be serialized in an ML Program (coremltools has no encoding for them)");
-    set_tensor_type(out->mutable_type()->mutable_tensortype(), dt, v.shape());
+    tensor_value_type(e, f::kValType, dt, v.shape());
     if (uses_weight_file(v, opt_.target)) {
       if (!opt_.weights) throw ValueError(what + ": needs a weight file but none was given");
       uint64_t off = opt_.weights().write(v);
-      auto* fv = out->mutable_blobfilevalue();
-      fv->set_filename(kWeightFileName);
-      fv->set_offset(off);
+      size_t bm = e.open(f::kValBlob);
+      e.str(f::kBlobFileName, kWeightFileName);
+      e.uint(f::kBlobOffset, off);
+      e.close(bm);
+      e.close(m);
       return;
     }
-    auto* tv = out->mutable_immediatevalue()->mutable_tensor();
+    size_t im = e.open(f::kValImmediate);
+    size_t tm = e.open(f::kImmTensor);
     const int64_t n = v.numel();
     const uint8_t* raw = v.raw();
+    auto packed = [&](int fld, auto&& each) {  // a RepeatedX message with packed values
+      size_t rm = e.open(fld);
+      if (n > 0) {
+        size_t pm = e.open(f::kRepValues);
+        each();
+        e.close(pm);
+      }
+      e.close(rm);
+    };
     if (dt == DataType::String) {
-      auto* f = tv->mutable_strings();
-      for (const auto& s : v.string_values()) f->add_values(s);
+      size_t rm = e.open(f::kTvStrings);
+      for (const auto& s : v.string_values()) e.str_always(f::kRepValues, s);
+      e.close(rm);
     } else if (dt == DataType::Bool) {
-      auto* f = tv->mutable_bools();
-      for (int64_t i = 0; i < n; ++i) f->add_values(raw[i] != 0);
+      packed(f::kTvBools, [&] {
+        for (int64_t i = 0; i < n; ++i) e.varint(raw[i] != 0);
+      });
     } else if (is_byte_immediate(dt)) {
-      auto* f = tv->mutable_bytes();
+      size_t rm = e.open(f::kTvBytes);
       if (is_sub_byte(dt)) {
-        std::string packed((static_cast<size_t>(n) * dtype_bits(dt) + 7) / 8, '\0');
-        pack_sub_byte(raw, static_cast<size_t>(n), dtype_bits(dt), reinterpret_cast<uint8_t*>(&packed[0]));
-        f->set_values(std::move(packed));
+        std::string packed_bits((static_cast<size_t>(n) * dtype_bits(dt) + 7) / 8, '\0');
+        pack_sub_byte(raw, static_cast<size_t>(n), dtype_bits(dt), reinterpret_cast<uint8_t*>(&packed_bits[0]));
+        e.str(f::kRepValues, packed_bits);
       } else {
-        f->set_values(reinterpret_cast<const char*>(raw), v.nbytes());
+        e.str(f::kRepValues, std::string_view(reinterpret_cast<const char*>(raw), v.nbytes()));
       }
+      e.close(rm);
     } else if (dt == DataType::Int64 || dt == DataType::UInt64) {
-      auto* f = tv->mutable_longints();
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t x;
-        std::memcpy(&x, raw + 8 * i, 8);
-        f->add_values(x);
-      }
+      packed(f::kTvLongInts, [&] {
+        for (int64_t i = 0; i < n; ++i) {
+          int64_t x;
+          std::memcpy(&x, raw + 8 * i, 8);
+          e.varint(static_cast<uint64_t>(x));
+        }
+      });
     } else if (dt == DataType::Float32) {
-      auto* f = tv->mutable_floats();
-      f->mutable_values()->Resize(static_cast<int>(n), 0.f);
-      if (n) std::memcpy(f->mutable_values()->mutable_data(), raw, v.nbytes());
+      packed(f::kTvFloats, [&] { e.bytes().append(reinterpret_cast<const char*>(raw), v.nbytes()); });
     } else if (dt == DataType::Float64) {
-      auto* f = tv->mutable_doubles();
-      f->mutable_values()->Resize(static_cast<int>(n), 0.0);
-      if (n) std::memcpy(f->mutable_values()->mutable_data(), raw, v.nbytes());
-    } else if (is_int(dt)) {  // int16, uint16, int32 -> ints
-      auto* f = tv->mutable_ints();
-      for (int64_t i = 0; i < n; ++i) f->add_values(static_cast<int32_t>(v.as_int(i)));
+      packed(f::kTvDoubles, [&] { e.bytes().append(reinterpret_cast<const char*>(raw), v.nbytes()); });
+    } else if (is_int(dt)) {  // int16, uint16, int32 -> ints (int32 varints: negatives sign-extended)
+      packed(f::kTvInts, [&] {
+        for (int64_t i = 0; i < n; ++i)
+          e.varint(static_cast<uint64_t>(static_cast<int64_t>(static_cast<int32_t>(v.as_int(i)))));
+      });
     } else {
       throw ValueError(what + ": cannot serialize dtype " + std::string(dtype_name(dt)));
     }
+    e.close(tm);
+    e.close(im);
+    e.close(m);
   }
 
   // A var's value, immediate or blob; a blob is written once per var (coremltools caches file
   // values by "<block>_<var>", so a const shared by a const op and constexpr ops, or by
   // several constexpr ops, is stored once).
-  void var_value(const Var* v, mil::Value* out, const std::string& what) {
+  void var_value(Enc& e, int field, const Var* v, const std::string& what) {
     auto it = blob_of_.find(v);
     if (it != blob_of_.end()) {
-      *out = it->second;
+      e.tag(field, 2);
+      e.varint(it->second.size());
+      e.raw(it->second);
       return;
     }
-    value(*v->value(), out, what);
-    if (out->has_blobfilevalue()) blob_of_[v] = *out;
+    const size_t start = e.bytes().size();
+    value(e, field, *v->value(), what);
+    if (uses_weight_file(*v->value(), opt_.target)) {
+      // the Value's body (after its tag and length) for later references
+      std::string_view all(e.bytes().data() + start, e.bytes().size() - start);
+      size_t k = 0;
+      while (static_cast<uint8_t>(all[k]) & 0x80) ++k;  // tag
+      ++k;
+      while (static_cast<uint8_t>(all[k]) & 0x80) ++k;  // length
+      ++k;
+      blob_of_[v] = std::string(all.substr(k));
+    }
+  }
+
+  // A map<string, Argument> entry binding one var by name.
+  static void arg_by_name(Enc& e, std::string_view input, std::string_view var) {
+    size_t m = e.open(f::kOpInputs);
+    e.str_always(f::kMapKey, input);
+    size_t am = e.open(f::kMapValue);
+    size_t bm = e.open(f::kArgArguments);
+    e.str_always(f::kBindName, var);  // a oneof member: written even when empty
+    e.close(bm);
+    e.close(am);
+    e.close(m);
   }
 
   // coremltools' translate_constexpr: op classes of opset <= iOS17 carry every parameter as an
   // attribute value (no inputs); iOS18 classes bind each input to an inline value, or by name
   // when it is another constexpr op's output.
-  void constexpr_params(const Operation& o, mil::Operation* out) {
+  void constexpr_params(const Operation& o, Enc& e) {
     const OpSchema& s = o.schema();
     const bool as_attributes = static_cast<int>(s.since) <= static_cast<int>(Target::iOS17);
+    std::vector<std::pair<const std::string*, Var*>> attrs;  // written after the inputs
     for (size_t i = 0; i < o.num_inputs(); ++i) {
       VarSpan vs = o.input(i);
       if (vs.empty()) continue;
@@ -210,21 +435,30 @@ class Writer {
         if (!v->value())
           throw ValueError(" parameter '" + pname + "' must be a const value to be serialized as an attribute (got '" +
                            v->name() + "')");
-        var_value(v, &(*out->mutable_attributes())[pname], " parameter '" + pname + "'");
+        attrs.emplace_back(&pname, v);
       } else if (from_constexpr || !v->value()) {
         if (!from_constexpr)
           throw ValueError(" input '" + pname + "' must be a const or a constexpr output (got '" + v->name() + "')");
-        (*out->mutable_inputs())[pname].add_arguments()->set_name(v->name());
+        arg_by_name(e, pname, v->name());
       } else {
-        var_value(v, (*out->mutable_inputs())[pname].add_arguments()->mutable_value(), " input '" + pname + "'");
+        size_t m = e.open(f::kOpInputs);
+        e.str_always(f::kMapKey, pname);
+        size_t am = e.open(f::kMapValue);
+        size_t bm = e.open(f::kArgArguments);
+        var_value(e, f::kBindValue, v, " input '" + pname + "'");
+        e.close(bm);
+        e.close(am);
+        e.close(m);
       }
     }
+    pending_attrs_ = std::move(attrs);
   }
 
   // coremltools' feeds_to_only_constexprs: a const used, and used only by constexpr ops, is not
   // emitted (its value is inlined into them). A const that is also a block output is kept.
   static bool feeds_only_constexprs(const Operation& o) {
-    if (o.op_type() != "const") return false;
+    static const uint16_t kConst = op_type_id("const");
+    if (o.type_id() != kConst) return false;
     const Var* v = o.output(0);
     if (v->uses().empty() || !v->block_uses().empty()) return false;
     for (const Use& u : v->uses())
@@ -232,80 +466,121 @@ class Writer {
     return true;
   }
 
-  void op(const Operation& o, mil::Operation* out) {
+  void op(const Operation& o, Enc& e) {
     // the op's description is built only when something fails (it is on the hot path)
     try {
-      op_body(o, out);
-    } catch (const ValueError& e) {
-      std::string msg = e.what();
+      size_t m = e.open(f::kBlkOps);
+      op_body(o, e);
+      e.close(m);
+    } catch (const ValueError& err) {
+      std::string msg = err.what();
       while (!msg.empty() && (msg[0] == ':' || msg[0] == ' ')) msg.erase(0, 1);
       throw ValueError(o.describe() + ": " + msg);
     }
   }
 
-  void op_body(const Operation& o, mil::Operation* out) {
+  void op_body(const Operation& o, Enc& e) {
     static const std::string what;  // prefixed by op() on error
     if (!o.schema().dialect.empty())
       throw ValueError(" is a " + o.schema().dialect + " dialect op, which an ML Program cannot hold; run " +
                        (o.schema().dialect == "complex" ? "common::lower_complex_dialect_ops"
                                                         : "the pass that lowers it") +
                        " first (convert and PassPipeline.DEFAULT do)");
-    out->set_type(o.op_type());
-    string_scalar(o.name(), &(*out->mutable_attributes())["name"]);
-    if (o.op_type() == "const") {
-      Var* v = o.output(0);
-      if (!v->value()) throw ValueError(what + ": const without a value");
-      var_value(v, &(*out->mutable_attributes())["val"], what);
+    static const uint16_t kConst = op_type_id("const"), kClassify = op_type_id("classify");
+    e.str(f::kOpType, o.op_type());
+    pending_attrs_.clear();
+    const bool is_const = o.type_id() == kConst;
+    if (is_const) {
+      if (!o.output(0)->value()) throw ValueError(what + ": const without a value");
     } else if (o.schema().is_constexpr) {
-      constexpr_params(o, out);
+      constexpr_params(o, e);
     } else {
       const OpSchema& s = o.schema();
       for (size_t i = 0; i < o.num_inputs(); ++i) {
         VarSpan vs = o.input(i);
         if (vs.empty()) continue;
-        auto& arg = (*out->mutable_inputs())[s.inputs[i].name];
-        if (o.op_type() == "classify" && s.inputs[i].name == "classes") {
+        size_t m = e.open(f::kOpInputs);
+        e.str_always(f::kMapKey, s.inputs[i].name);
+        size_t am = e.open(f::kMapValue);
+        if (o.type_id() == kClassify && s.inputs[i].name == "classes") {
           // coremltools binds classify's classes as a literal value, not by name
           if (!vs[0]->value()) throw ValueError(" input 'classes' (" + vs[0]->name() + ") must be a const list");
-          value(*vs[0]->value(), arg.add_arguments()->mutable_value(), " input 'classes'");
-          continue;
+          size_t bm = e.open(f::kArgArguments);
+          value(e, f::kBindValue, *vs[0]->value(), " input 'classes'");
+          e.close(bm);
+        } else {
+          for (Var* v : vs) {
+            // coremltools' _check_invalid_const_tensor_input: a const input must be bound to a
+            // const or a constexpr output in the file (a dequantize of a constant, which the
+            // builder accepts as coremltools does, must become constexpr_affine_dequantize first)
+            if (s.inputs[i].is_const && !v->value() && !(v->op() && v->op()->schema().is_constexpr))
+              throw ValueError(" input '" + s.inputs[i].name + "' (" + v->name() +
+                               ") must be const or constexpr ops");
+            size_t bm = e.open(f::kArgArguments);
+            e.str_always(f::kBindName, v->name());
+            e.close(bm);
+          }
         }
-        for (Var* v : vs) {
-          // coremltools' _check_invalid_const_tensor_input: a const input must be bound to a
-          // const or a constexpr output in the file (a dequantize of a constant, which the
-          // builder accepts as coremltools does, must become constexpr_affine_dequantize first)
-          if (s.inputs[i].is_const && !v->value() && !(v->op() && v->op()->schema().is_constexpr))
-            throw ValueError(" input '" + s.inputs[i].name + "' (" + v->name() +
-                             ") must be const or constexpr ops");
-          arg.add_arguments()->set_name(v->name());
-        }
+        e.close(am);
+        e.close(m);
       }
+    }
+    for (Var* v : o.outputs()) {
+      size_t m = e.open(f::kOpOutputs);
+      e.str(f::kNvtName, v->name());
+      type(e, f::kNvtType, v->type());
+      e.close(m);
+    }
+    // attributes: the name, a const's value, constexpr parameters, then the op's own (before the
+    // nested blocks, so weights are written in the order they always were)
+    string_attribute(e, f::kOpAttributes, "name", o.name());
+    if (is_const) {
+      size_t m = e.open(f::kOpAttributes);
+      e.str_always(f::kMapKey, "val");
+      var_value(e, f::kMapValue, o.output(0), what);
+      e.close(m);
+    }
+    std::vector<std::pair<const std::string*, Var*>> attrs = std::move(pending_attrs_);
+    for (auto& [pname, v] : attrs) {
+      size_t m = e.open(f::kOpAttributes);
+      e.str_always(f::kMapKey, *pname);
+      var_value(e, f::kMapValue, v, " parameter '" + *pname + "'");
+      e.close(m);
     }
     for (const auto& [k, v] : o.attributes()) {
       if (k == "name" || !v) continue;
-      value(*v, &(*out->mutable_attributes())[k], what + " attribute '" + k + "'");
+      bool dup = k == "val" && is_const;
+      for (auto& [pname, pv] : attrs) dup = dup || *pname == k;
+      if (dup) continue;  // a map keeps one entry per key (the first one set, as before)
+      size_t m = e.open(f::kOpAttributes);
+      e.str_always(f::kMapKey, k);
+      value(e, f::kMapValue, *v, what + " attribute '" + k + "'");
+      e.close(m);
     }
-    for (Var* v : o.outputs()) {
-      auto* nvt = out->add_outputs();
-      nvt->set_name(v->name());
-      type(v->type(), nvt->mutable_type());
+    for (Block* b : o.blocks()) {
+      size_t m = e.open(f::kOpBlocks);
+      block(*b, e, true);
+      e.close(m);
     }
-    for (Block* b : o.blocks()) block(*b, out->add_blocks(), true);
   }
 
-  void block(const Block& b, mil::Block* out, bool nested) {
+  void block(const Block& b, Enc& e, bool nested) {
+    static const uint16_t kClassify = op_type_id("classify"), kConst = op_type_id("const"),
+                          kUpdateState = op_type_id("coreml_update_state");
     if (nested)
       for (Var* v : b.inputs()) {
-        auto* nvt = out->add_inputs();
-        nvt->set_name(v->name());
-        type(v->type(), nvt->mutable_type());
+        size_t m = e.open(f::kBlkInputs);
+        e.str(f::kNvtName, v->name());
+        type(e, f::kNvtType, v->type());
+        e.close(m);
       }
+    for (Var* v : b.outputs()) e.str_always(f::kBlkOutputs, v->name());
     // coremltools' create_block: when the block ends with classify, the const holding its
     // classes is not written (its value is inlined into classify), and may feed nothing else
     const Operation* classes_const = nullptr;
-    if (const Operation* last = b.back(); last && last->op_type() == "classify") {
+    if (const Operation* last = b.back(); last && last->type_id() == kClassify) {
       const Var* cv = last->input1("classes");
-      if (cv && cv->op() && cv->op()->op_type() == "const") {
+      if (cv && cv->op() && cv->op()->type_id() == kConst) {
         if (cv->uses().size() != 1)
           throw ValueError(last->describe() + ": Classify's labels/classes should be input to only 1 op (classify), '" +
                            cv->name() + "' has " + std::to_string(cv->uses().size()) + " uses");
@@ -314,57 +589,71 @@ class Writer {
     }
     for (Operation* o = b.front(); o; o = o->next()) {
       if (o == classes_const) continue;
-      if (o->op_type() == "coreml_update_state")
-        update_state(*o, out);
+      if (o->type_id() == kUpdateState)
+        update_state(*o, e);
       else if (feeds_only_constexprs(*o))
         continue;
       else
-        op(*o, out->add_operations());
+        op(*o, e);
     }
-    for (Var* v : b.outputs()) out->add_outputs(v->name());
   }
 
   // coremltools' translate_coreml_update_state_op: write_state(input=state, data=value) named
   // "<op>_write_state", then read_state(input=state) named <op> with the op's output, only
   // when that output is used.
-  void update_state(const Operation& o, mil::Block* out) {
+  void update_state(const Operation& o, Enc& e) {
     if (static_cast<int>(opt_.target) < static_cast<int>(Target::iOS18))
       throw ValueError(o.describe() + ": states need minimum_deployment_target iOS18 or later (got " +
                        target_name(opt_.target) + ")");
     const OpSchema& s = o.schema();
     Var* state = o.input(static_cast<size_t>(s.input_index("state")))[0];
     Var* value = o.input(static_cast<size_t>(s.input_index("value")))[0];
-    mil::Operation* w = out->add_operations();
-    w->set_type("write_state");
-    (*w->mutable_inputs())["input"].add_arguments()->set_name(state->name());
-    (*w->mutable_inputs())["data"].add_arguments()->set_name(value->name());
-    string_scalar(o.name() + "_write_state", &(*w->mutable_attributes())["name"]);
+    size_t w = e.open(f::kBlkOps);
+    e.str(f::kOpType, "write_state");
+    arg_by_name(e, "input", state->name());
+    arg_by_name(e, "data", value->name());
+    string_attribute(e, f::kOpAttributes, "name", o.name() + "_write_state");
+    e.close(w);
     Var* res = o.output(0);
     if (!res->used()) return;
-    mil::Operation* rd = out->add_operations();
-    rd->set_type("read_state");
-    (*rd->mutable_inputs())["input"].add_arguments()->set_name(state->name());
-    string_scalar(o.name(), &(*rd->mutable_attributes())["name"]);
-    auto* nvt = rd->add_outputs();
-    nvt->set_name(res->name());
-    type(res->type(), nvt->mutable_type());
+    size_t r = e.open(f::kBlkOps);
+    e.str(f::kOpType, "read_state");
+    arg_by_name(e, "input", state->name());
+    size_t om = e.open(f::kOpOutputs);
+    e.str(f::kNvtName, res->name());
+    type(e, f::kNvtType, res->type());
+    e.close(om);
+    string_attribute(e, f::kOpAttributes, "name", o.name());
+    e.close(r);
   }
 
-  void function(const std::string& name, const Function& f, mil::Function* out) {
-    if (static_cast<int>(f.opset()) > static_cast<int>(opt_.target))
-      throw ValueError("function '" + name + "' is written in opset " + target_name(f.opset()) +
+  // A map<string, Function> entry of the Program.
+  void function(const std::string& name, const Function& fn, Enc& e) {
+    if (static_cast<int>(fn.opset()) > static_cast<int>(opt_.target))
+      throw ValueError("function '" + name + "' is written in opset " + target_name(fn.opset()) +
                        ", newer than the deployment target " + target_name(opt_.target));
-    for (Var* v : f.inputs()) {
+    size_t entry = e.open(f::kProgFunctions);
+    e.str_always(f::kMapKey, name);
+    size_t fm = e.open(f::kMapValue);
+    for (Var* v : fn.inputs()) {
       if (v->type()->kind() == TypeKind::State && static_cast<int>(opt_.target) < static_cast<int>(Target::iOS18))
         throw ValueError("function '" + name + "': state input '" + v->name() +
                          "' needs minimum_deployment_target iOS18 or later (got " + target_name(opt_.target) + ")");
-      auto* nvt = out->add_inputs();
-      nvt->set_name(v->name());
-      type(v->type(), nvt->mutable_type());
+      size_t m = e.open(f::kFnInputs);
+      e.str(f::kNvtName, v->name());
+      type(e, f::kNvtType, v->type());
+      e.close(m);
     }
     const std::string opset = opset_name(opt_.target);
-    out->set_opset(opset);
-    block(f.body(), &(*out->mutable_block_specializations())[opset], false);
+    e.str(f::kFnOpset, opset);
+    size_t bm = e.open(f::kFnBlocks);
+    e.str_always(f::kMapKey, opset);
+    size_t blk = e.open(f::kMapValue);
+    block(fn.body(), e, false);
+    e.close(blk);
+    e.close(bm);
+    e.close(fm);
+    e.close(entry);
   }
 
   // ---- ModelDescription ------------------------------------------------------------------
@@ -697,7 +986,9 @@ class Writer {
 
  private:
   const ProtoWriteOptions& opt_;
-  std::unordered_map<const Var*, mil::Value> blob_of_;  // blob values already written, by var
+  std::unordered_map<const Type*, std::string> type_bytes_;  // encoded ValueType bodies
+  std::unordered_map<const Var*, std::string> blob_of_;  // encoded blob Values already written, by var
+  std::vector<std::pair<const std::string*, Var*>> pending_attrs_;  // constexpr parameters as attributes
   const std::map<std::string, EnumeratedShapesSpec>* enumerated_ = nullptr;
 };
 
@@ -736,15 +1027,17 @@ std::string write_model_proto(const Program& program, const ProtoWriteOptions& o
                      target_name(options.target));
 
   Writer w(options);
-  // an arena makes building and dropping the (large) message cheap
-  google::protobuf::Arena arena;
-  spec::Model& model = *google::protobuf::Arena::CreateMessage<spec::Model>(&arena);
-  model.set_specificationversion(static_cast<int>(options.target));
   // the MIL program first (blobs are written in op order), then the description
-  auto* prog = model.mutable_mlprogram();
-  prog->set_version(1);
-  for (const auto& [name, f] : fns) w.function(name, *f, &(*prog->mutable_functions())[name]);
-  auto* desc = model.mutable_description();
+  std::string prog_bytes;
+  size_t n_ops = 0;
+  for (const auto& [name, fn] : fns) n_ops += fn->num_ops();
+  prog_bytes.reserve(4096 + 192 * n_ops);  // typical op messages are 100 - 200 bytes
+  Enc pe(prog_bytes);
+  pe.uint(f::kProgVersion, 1);
+  for (const auto& [name, fn] : fns) w.function(name, *fn, pe);
+
+  google::protobuf::Arena arena;
+  spec::ModelDescription& desc = *google::protobuf::Arena::CreateMessage<spec::ModelDescription>(&arena);
   for (const auto& [name, _] : options.enumerated_shapes) {
     bool found = false;
     for (Var* v : main->inputs()) found |= v->name() == name;
@@ -752,36 +1045,57 @@ std::string write_model_proto(const Program& program, const ProtoWriteOptions& o
                                  program.default_function_name() + "'");
   }
   if (multi) {
-    for (const auto& [name, f] : fns) {
-      auto* fd = desc->add_functions();
+    for (const auto& [name, fn] : fns) {
+      auto* fd = desc.add_functions();
       fd->set_name(name);
-      w.set_enumerated(f.get() == main ? &options.enumerated_shapes : nullptr);
-      w.describe(*f, fd);
+      w.set_enumerated(fn.get() == main ? &options.enumerated_shapes : nullptr);
+      w.describe(*fn, fd);
     }
-    desc->set_defaultfunctionname(program.default_function_name());
+    desc.set_defaultfunctionname(program.default_function_name());
   } else {
     w.set_enumerated(&options.enumerated_shapes);
-    w.describe(*main, desc);
+    w.describe(*main, &desc);
   }
 
   // buildInfo (dict<string, string>) mirrored into metadata.userDefined
   std::map<std::string, std::string> info = program.attributes();
   if (!info.count("milkit-version")) info["milkit-version"] = kMilkitVersion;
-  mil::Value& bi = (*prog->mutable_attributes())["buildInfo"];
-  auto* dt = bi.mutable_type()->mutable_dictionarytype();
-  set_tensor_type(dt->mutable_keytype()->mutable_tensortype(), DataType::String, {});
-  set_tensor_type(dt->mutable_valuetype()->mutable_tensortype(), DataType::String, {});
-  auto* dict = bi.mutable_immediatevalue()->mutable_dictionary();
-  auto* ud = desc->mutable_metadata()->mutable_userdefined();
-  for (const auto& [k, v] : info) {
-    auto* kv = dict->add_values();
-    Writer::string_scalar(k, kv->mutable_key());
-    Writer::string_scalar(v, kv->mutable_value());
-    (*ud)[k] = v;
+  {
+    size_t entry = pe.open(f::kProgAttributes);
+    pe.str_always(f::kMapKey, "buildInfo");
+    size_t vm = pe.open(f::kMapValue);
+    size_t vt = pe.open(f::kValType);
+    size_t dt = pe.open(f::kVtDict);
+    tensor_value_type(pe, f::kDictKey, DataType::String, {});
+    tensor_value_type(pe, f::kDictValue, DataType::String, {});
+    pe.close(dt);
+    pe.close(vt);
+    size_t im = pe.open(f::kValImmediate);
+    size_t dv = pe.open(f::kImmDict);
+    auto* ud = desc.mutable_metadata()->mutable_userdefined();
+    for (const auto& [k, v] : info) {
+      size_t kv = pe.open(f::kDictValues);
+      Writer::string_scalar(pe, f::kKvKey, k);
+      Writer::string_scalar(pe, f::kKvValue, v);
+      pe.close(kv);
+      (*ud)[k] = v;
+    }
+    pe.close(dv);
+    pe.close(im);
+    pe.close(vm);
+    pe.close(entry);
   }
 
+  // Model: specificationVersion = 1, description = 2, mlProgram = 502
+  std::string desc_bytes;
+  if (!desc.SerializeToString(&desc_bytes)) throw ValueError("cannot serialize the model description");
+  if (prog_bytes.size() > (size_t{1} << 31)) throw ValueError("cannot serialize the model proto (over 2 GiB)");
   std::string out;
-  if (!model.SerializeToString(&out)) throw ValueError("cannot serialize the model proto (over 2 GiB?)");
+  out.reserve(prog_bytes.size() + desc_bytes.size() + 32);
+  Enc me(out);
+  me.sint(1, static_cast<int>(options.target));
+  me.str_always(2, desc_bytes);  // a message field: present even when empty
+  me.str_always(502, prog_bytes);
   return out;
 }
 

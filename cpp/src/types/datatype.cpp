@@ -44,6 +44,11 @@ std::string_view dtype_name(DataType t) {
 }
 
 std::optional<DataType> dtype_from_name(std::string_view name) {
+  // the names casts use most, first
+  if (name.size() == 4 && name[0] == 'f' && name[1] == 'p') {
+    if (name == "fp16") return DataType::Float16;
+    if (name == "fp32") return DataType::Float32;
+  }
   if (name == "str") return DataType::String;
   if (name == "float") return DataType::Float32;
   if (name == "double") return DataType::Float64;

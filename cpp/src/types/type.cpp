@@ -1,5 +1,9 @@
 #include "milkit/types/type.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -48,6 +52,7 @@ bool Context::TypeEq::operator()(const Type* a, const Type* b) const {
 }
 
 const Type* Context::intern(Type&& t) {
+  if (t.kind_ == TypeKind::Tensor && is_complex(t.dtype_)) has_complex_ = true;
   size_t h = static_cast<size_t>(t.kind_) * 31 + static_cast<size_t>(t.dtype_);
   h = mix(h, t.has_rank_ ? 1 : 2);
   h = mix(h, t.dynamic_ ? 3 : 4);
@@ -91,6 +96,19 @@ const Type* Context::scalar(DataType dt) {
   t.kind_ = TypeKind::Tensor;
   t.dtype_ = dt;
   return scalars_[i] = intern(std::move(t));
+}
+
+const Type* Context::with_dtype(const Type* t, DataType dt) {
+  const uint64_t key = (reinterpret_cast<uintptr_t>(t) << 8) ^ static_cast<uint8_t>(dt);
+  auto it = with_dtype_.find(key);
+  if (it != with_dtype_.end()) {
+    const Type* c = it->second;  // checked, so a type from elsewhere at a reused address is no hit
+    if (c->dtype() == dt && c->has_rank() == t->has_rank() && (!t->has_rank() || c->shape() == t->shape()))
+      return c;
+  }
+  const Type* r = t->has_rank() ? tensor(dt, t->shape()) : tensor_unknown_rank(dt);
+  with_dtype_[key] = r;
+  return r;
 }
 
 const Type* Context::tensor_unknown_rank(DataType dt) {
@@ -156,11 +174,59 @@ const Type* Context::import(const Type* t) {
   return t;
 }
 
-std::string Context::free_name(const std::string& base) {
-  int64_t& n = name_counts_[base];
+size_t Context::name_slot(std::string_view base, uint32_t hash) const {
+  const size_t mask = name_slots_.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const NameCount& sl = name_slots_[i];
+    if (!sl.data || (sl.hash == hash && sl.size == base.size() &&
+                     std::memcmp(sl.data, base.data(), base.size()) == 0))
+      return i;
+  }
+}
+
+std::string Context::free_name(std::string base) {
+  if (name_slots_.empty()) name_slots_.resize(1024);
+  const uint32_t h = static_cast<uint32_t>(std::hash<std::string_view>()(base));
+  size_t i = name_slot(base, h);
+  if (!name_slots_[i].data) {
+    if (name_chunk_used_ + base.size() + 1 > name_chunk_cap_) {
+      name_chunk_cap_ = std::max<size_t>(base.size() + 1, 64 * 1024);
+      name_chunks_.emplace_back(new char[name_chunk_cap_]);
+      name_chunk_used_ = 0;
+    }
+    char* d = name_chunks_.back().get() + name_chunk_used_;
+    if (!base.empty()) std::memcpy(d, base.data(), base.size());
+    d[base.size()] = '\0';
+    name_chunk_used_ += base.size() + 1;
+    name_slots_[i] = NameCount{d, static_cast<uint32_t>(base.size()), h, 0};
+    if (++name_count_ * 2 > name_slots_.size()) {  // grow: at most half full
+      std::vector<NameCount> old(name_slots_.size() * 2);
+      old.swap(name_slots_);
+      const size_t mask = name_slots_.size() - 1;
+      for (const NameCount& sl : old) {
+        if (!sl.data) continue;
+        size_t j = sl.hash & mask;
+        while (name_slots_[j].data) j = (j + 1) & mask;
+        name_slots_[j] = sl;
+      }
+      i = name_slot(base, h);
+    }
+  }
+  NameCount& sl = name_slots_[i];
   for (;;) {
-    std::string name = base + "_" + std::to_string(n++);
-    if (used_names_.empty() || used_names_.find(name) == used_names_.end()) return name;
+    char digits[24];
+    char* end = digits + sizeof digits;
+    char* p = end;
+    uint64_t v = static_cast<uint64_t>(sl.next++);  // counts start at 0
+    do {
+      *--p = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v);
+    // the base's own buffer becomes the name
+    base.push_back('_');
+    base.append(p, static_cast<size_t>(end - p));
+    if (used_names_.empty() || used_names_.find(base) == used_names_.end()) return base;
+    base.resize(sl.size);
   }
 }
 

@@ -54,10 +54,10 @@ class Builder {
   /// Location stamped on the ops created next.
   void set_location(Location loc) { loc_ = std::move(loc); }
   /// Creates a const op named exactly `name` (a free name is made when empty).
-  Var* add_const(std::shared_ptr<const Value> v, const std::string& name = "");
+  Var* add_const(std::shared_ptr<const Value> v, std::string name = {});
   /// Creates an op; returns its outputs. `name` empty: "<op_type>_<n>".
-  std::vector<Var*> create(std::string_view op_type, std::vector<Arg>& args,
-                           const std::string& name = "", const BlockBuildFn& blocks = nullptr);
+  std::vector<Var*> create(std::string_view op_type, std::vector<Arg>& args, std::string name = {},
+                           const BlockBuildFn& blocks = nullptr);
   /// Adds a block to `op` with `inputs` as its inputs (vars already made by
   /// Function::add_block_input, or shared), runs `fn` with the insertion point at the block's end
   /// and sets the block's outputs; each output must be visible in the block.

@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,7 @@ namespace milkit {
 class Operation;
 class Block;
 class Function;
+class Program;
 struct OpSchema;
 
 /// Where an op was created: the user's source file and line.
@@ -46,11 +48,11 @@ class Var {
   /// The var's name (unique in its function).
   const std::string& name() const { return name_; }
   /// Renames the var.
-  void set_name(std::string n) { name_ = std::move(n); }
+  void set_name(std::string n);
   /// The var's type.
   const Type* type() const { return type_; }
   /// Changes the type (used by passes and re-inference).
-  void set_type(const Type* t) { type_ = t; }
+  void set_type(const Type* t);
   /// The producing op, or nullptr for function and block inputs.
   Operation* op() const { return op_; }
   /// Output index in the producing op.
@@ -68,7 +70,7 @@ class Var {
   /// Whether a fully known value is attached.
   bool has_value() const { return value_ && !value_->is_symbolic(); }
   /// Sets the compile-time value.
-  void set_value(std::shared_ptr<const Value> v) { value_ = std::move(v); }
+  void set_value(std::shared_ptr<const Value> v);
   /// Makes every use of this var (ops and block outputs) use `other` instead.
   void replace_all_uses_with(Var* other);
 
@@ -76,14 +78,16 @@ class Var {
   friend class Operation;
   friend class Block;
   friend class Function;
-  std::string name_;
-  const Type* type_ = nullptr;
+  void touch();  // raises the owning function's epoch
+  // hot fields first (passes read the producer, type, value and uses of many vars)
   Operation* op_ = nullptr;
-  int index_ = 0;
-  Block* input_of_ = nullptr;
+  const Type* type_ = nullptr;
+  std::shared_ptr<const Value> value_;
   std::vector<Use> uses_;
   std::vector<Block*> block_uses_;
-  std::shared_ptr<const Value> value_;
+  Block* input_of_ = nullptr;
+  int index_ = 0;
+  std::string name_;
 };
 
 /// coremltools' Var.is_descendant_of_const: whether `v` is a compile-time constant, i.e. it has a
@@ -120,7 +124,7 @@ class Operation {
   /// The op's name (unique in its function).
   const std::string& name() const { return name_; }
   /// Renames the op.
-  void set_name(std::string n) { name_ = std::move(n); }
+  void set_name(std::string n);
   /// Number of schema inputs (present or not).
   size_t num_inputs() const { return starts_.empty() ? 0 : starts_.size() - 1; }
   /// Vars bound to schema input i (empty when absent).
@@ -140,7 +144,9 @@ class Operation {
   /// Output vars.
   const std::vector<Var*>& outputs() const { return outputs_; }
   /// Output i.
-  Var* output(size_t i = 0) const { return outputs_.at(i); }
+  Var* output(size_t i = 0) const { return i == 0 && out0_ ? out0_ : outputs_.at(i); }
+  /// Number of outputs.
+  size_t num_outputs() const { return outputs_.size(); }
   /// Nested blocks (control flow).
   const std::vector<Block*>& blocks() const { return blocks_; }
   /// The enclosing block.
@@ -154,9 +160,9 @@ class Operation {
   /// Sets the location.
   void set_location(Location l) { loc_ = std::move(l); }
   /// Extra attributes (constexpr parameters before iOS18, etc.), by name.
-  std::map<std::string, std::shared_ptr<const Value>>& attributes() { return attrs_; }
+  std::map<std::string, std::shared_ptr<const Value>>& attributes();
   /// Extra attributes, read-only.
-  const std::map<std::string, std::shared_ptr<const Value>>& attributes() const { return attrs_; }
+  const std::map<std::string, std::shared_ptr<const Value>>& attributes() const;
   /// Whether the op was erased from its block.
   bool erased() const { return erased_; }
   /// The function that owns the op.
@@ -167,20 +173,23 @@ class Operation {
  private:
   friend class Block;
   friend class Function;
-  const OpSchema* schema_ = nullptr;
-  std::string name_;
-  std::vector<Var*> args_;
-  std::vector<uint32_t> starts_;
-  std::vector<Var*> outputs_;
-  std::vector<Block*> blocks_;
-  std::map<std::string, std::shared_ptr<const Value>> attrs_;
-  Block* parent_ = nullptr;
-  Operation* prev_ = nullptr;
+  friend class Var;
+  // hot fields first: a walk over a block reads the links, the type and the outputs of each op
   Operation* next_ = nullptr;
-  Function* function_ = nullptr;
-  Location loc_;
+  Operation* prev_ = nullptr;
+  Block* parent_ = nullptr;
   uint16_t type_id_ = 0;
   bool erased_ = false;
+  Var* out0_ = nullptr;  // outputs_[0] beside the links (walks read it without another miss)
+  std::vector<Var*> outputs_;
+  std::vector<Block*> blocks_;
+  const OpSchema* schema_ = nullptr;
+  std::vector<Var*> args_;
+  std::vector<uint32_t> starts_;
+  Function* function_ = nullptr;
+  std::string name_;
+  std::unique_ptr<std::map<std::string, std::shared_ptr<const Value>>> attrs_;  // made when first set
+  Location loc_;
 };
 
 /// A block: inputs, a list of ops, outputs.
@@ -227,6 +236,60 @@ class Block {
   Function* function_ = nullptr;
 };
 
+namespace detail {
+/// Raw chunk memory for ObjectArena: `bytes` at `align`; a chunk of kHugeChunk bytes is
+/// aligned to it and advised for transparent huge pages (on Linux), so big functions take one
+/// page fault, and one TLB entry, per 2 MiB of IR objects instead of 512.
+void* arena_chunk_alloc(size_t bytes, size_t align);
+/// Frees memory from arena_chunk_alloc.
+void arena_chunk_free(void* p, size_t bytes, size_t align);
+/// The size of the large chunks (one huge page).
+constexpr size_t kHugeChunk = size_t{2} << 20;
+
+/// Stable storage for IR objects: chunks of objects, constructed as they are handed out in order
+/// (one allocation per chunk instead of one per object, and neighbours in memory). Chunks double
+/// from 8 objects; past 256 KiB they are one huge page each.
+template <class T>
+class ObjectArena {
+ public:
+  ObjectArena() = default;
+  ObjectArena(const ObjectArena&) = delete;
+  ObjectArena& operator=(const ObjectArena&) = delete;
+  ~ObjectArena() {
+    for (Chunk& c : chunks_) {
+      for (size_t i = c.used; i-- > 0;) c.mem[i].~T();
+      arena_chunk_free(c.mem, c.cap * sizeof(T), c.align);
+    }
+  }
+  /// A fresh object owned by the arena.
+  T* make() {
+    if (chunks_.empty() || chunks_.back().used == chunks_.back().cap) grow();
+    Chunk& c = chunks_.back();
+    T* p = new (c.mem + c.used) T();
+    ++c.used;
+    return p;
+  }
+
+ private:
+  struct Chunk {
+    T* mem;
+    size_t cap, used, align;
+  };
+  void grow() {
+    size_t cap = chunks_.empty() ? 8 : chunks_.back().cap * 2;
+    size_t align = alignof(T);
+    if (cap * sizeof(T) > kHugeChunk / 8) {
+      cap = kHugeChunk / sizeof(T);
+      align = kHugeChunk;
+    }
+    chunks_.reserve(chunks_.size() + 1);  // no throw between the allocation and the push
+    T* mem = static_cast<T*>(arena_chunk_alloc(cap * sizeof(T), align));
+    chunks_.push_back(Chunk{mem, cap, 0, align});
+  }
+  std::vector<Chunk> chunks_;
+};
+}  // namespace detail
+
 /// A function: typed inputs, an opset, a body block. Owns all its IR objects.
 class Function : public std::enable_shared_from_this<Function> {
  public:
@@ -243,12 +306,18 @@ class Function : public std::enable_shared_from_this<Function> {
   /// The opset the function is written in.
   Target opset() const { return opset_; }
   /// Changes the opset.
-  void set_opset(Target t) { opset_ = t; }
+  void set_opset(Target t) {
+    if (t != opset_) ++epoch_;
+    opset_ = t;
+  }
   /// Whether the opset follows the ops used (coremltools' behaviour when no opset is given):
   /// each op takes its oldest version and the function's opset rises to the newest op's.
   bool opset_auto() const { return opset_auto_; }
   /// Sets opset_auto().
-  void set_opset_auto(bool a) { opset_auto_ = a; }
+  void set_opset_auto(bool a) {
+    if (a != opset_auto_) ++epoch_;
+    opset_auto_ = a;
+  }
   /// The function body.
   Block& body() { return *body_; }
   /// The function body, read-only.
@@ -297,6 +366,15 @@ class Function : public std::enable_shared_from_this<Function> {
   std::vector<Operation*> all_ops() const;
   /// Finds a var by name in the whole function (linear search).
   Var* find_var(const std::string& name) const;
+  /// A counter that every change of the function's IR raises (ops inserted, erased, moved or
+  /// rewired; names, types, values, block inputs and outputs, the opset); equal counts mean the
+  /// same IR.
+  uint64_t epoch() const { return epoch_; }
+  /// Notes that pass `key` found nothing to change in this function at the current epoch (of
+  /// program `p`); see PassManager.
+  void mark_clean(const std::string& key, const Program* p);
+  /// Whether mark_clean(key, p) was called and nothing changed since.
+  bool is_clean(const std::string& key, const Program* p) const;
   /// Image inputs (coremltools' ImageType inputs), in the order the user gave them.
   std::vector<ImageInput>& image_inputs() { return image_inputs_; }
   /// Image inputs, read-only.
@@ -317,13 +395,22 @@ class Function : public std::enable_shared_from_this<Function> {
   std::vector<ImageInput> image_inputs_;
   std::vector<ImageOutput> image_outputs_;
   Block* body_;
-  std::deque<std::unique_ptr<Operation>> ops_;
-  std::deque<std::unique_ptr<Var>> vars_;
-  std::deque<std::unique_ptr<Block>> blocks_;
+  detail::ObjectArena<Operation> ops_;
+  detail::ObjectArena<Var> vars_;
+  detail::ObjectArena<Block> blocks_;
   std::vector<uint32_t> type_counts_;  // live ops per OpSchema::type_id
   size_t live_ops_ = 0;
   size_t block_ops_ = 0;  // live ops whose schema has nested blocks
+  uint64_t epoch_ = 0;
+  struct CleanMark {
+    std::string key;
+    const Program* program;
+    uint64_t epoch;
+  };
+  std::vector<CleanMark> clean_;
   friend class Block;
+  friend class Var;
+  friend class Operation;
 };
 
 /// A program: named functions (one is the default), and program attributes.

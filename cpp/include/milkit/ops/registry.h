@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "milkit/ir/ir.h"
@@ -189,7 +190,10 @@ class OpRegistry {
   size_t num_types() const { return ops_.size(); }
 
  private:
-  std::map<std::string, std::vector<std::unique_ptr<OpSchema>>, std::less<>> ops_;
+  using Versions = std::vector<std::unique_ptr<OpSchema>>;
+  const Versions* lookup(std::string_view name) const;
+  std::map<std::string, Versions, std::less<>> ops_;
+  std::unordered_map<std::string_view, const Versions*> index_;  // keys view ops_' keys
 };
 
 /// The type id (OpSchema::type_id) of a registered op name; throws for unknown names. Cheap

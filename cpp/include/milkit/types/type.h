@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -78,6 +79,8 @@ class Context : public SymbolContext {
   const Type* scalar(DataType dt);
   /// A tensor of unknown rank.
   const Type* tensor_unknown_rank(DataType dt);
+  /// Tensor `t` (ranked or not) with dtype `dt` (remembered per type: casts ask often).
+  const Type* with_dtype(const Type* t, DataType dt);
   /// A list type; `length` may be nullptr (unknown).
   const Type* list(const Type* elem, Dim length, bool dynamic_length);
   /// A tuple type.
@@ -91,7 +94,10 @@ class Context : public SymbolContext {
   using SymbolContext::import;
 
   /// Returns "<base>_<n>" with n counted per base name (coremltools' naming: add_0, add_1).
-  std::string free_name(const std::string& base);
+  std::string free_name(std::string base);
+  /// Whether a complex tensor type was ever made in this context (when not, no var of its
+  /// functions holds complex data).
+  bool has_complex_types() const { return has_complex_; }
   /// Marks a name as used so free_name never returns it.
   void reserve_name(const std::string& name) { used_names_.insert(name); }
 
@@ -105,9 +111,23 @@ class Context : public SymbolContext {
   const Type* intern(Type&& t);
   std::deque<Type> types_;
   std::unordered_set<const Type*, TypeHash, TypeEq> table_;
-  std::unordered_map<std::string, int64_t> name_counts_;
+  // free_name's counters per base name: open addressing over copies kept in large chunks (one
+  // hash and no allocation per base; most bases are new, e.g. "<cast>_dtype")
+  struct NameCount {
+    const char* data = nullptr;  // nullptr: empty slot
+    uint32_t size = 0;
+    uint32_t hash = 0;
+    int64_t next = 0;  // the next suffix to try
+  };
+  size_t name_slot(std::string_view base, uint32_t hash) const;
+  std::vector<NameCount> name_slots_;
+  size_t name_count_ = 0;
+  std::vector<std::unique_ptr<char[]>> name_chunks_;
+  size_t name_chunk_used_ = 0, name_chunk_cap_ = 0;
+  bool has_complex_ = false;
   std::unordered_set<std::string> used_names_;
   const Type* scalars_[64] = {};
+  std::unordered_map<uint64_t, const Type*> with_dtype_;  // (type index << 8 | dtype) -> type
 };
 
 /// coremltools' is_compatible_type: equal types, or tensors of the same dtype and rank whose
