@@ -10,22 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from torch_util import DIALECTS, check, compare, convert, export
-
-
-def _randomize(m: torch.nn.Module) -> torch.nn.Module:
-    # default inits leave some heads at zero (vit_b_16's): random weights make the check real
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * (1.0 / max(1, p[0].numel()) ** 0.5 if p.dim() > 1 else 0.1))
-        for name, b in m.named_buffers():
-            if name.endswith("running_var"):
-                b.copy_(torch.rand(b.shape, generator=g) + 0.5)
-            elif name.endswith("running_mean"):
-                b.copy_(torch.randn(b.shape, generator=g) * 0.1)
-    return m.eval()
-
+from torch_util import DIALECTS, check, compare, convert, export, randomize
 
 MODELS = {
     "resnet18": (lambda: torchvision.models.resnet18(num_classes=10), (1, 3, 64, 64)),
@@ -41,18 +26,18 @@ MODELS = {
 def test_torchvision_fp32(name: str, dialect: str) -> None:
     make, shape = MODELS[name]
     torch.manual_seed(1)
-    check(_randomize(make()), (torch.randn(*shape),), dialect)
+    check(randomize(make()), (torch.randn(*shape),), dialect)
 
 
 @pytest.mark.parametrize("name", ["resnet18", "vit_b_16"])
 def test_torchvision_fp16(name: str) -> None:
     make, shape = MODELS[name]
     torch.manual_seed(2)
-    check(_randomize(make()), (torch.randn(*shape),), "core", rtol=1e-2, precision="fp16")
+    check(randomize(make()), (torch.randn(*shape),), "core", rtol=1e-2, precision="fp16")
 
 
 def test_dynamic_batch_two_sizes() -> None:
-    m = _randomize(torchvision.models.resnet18(num_classes=10))
+    m = randomize(torchvision.models.resnet18(num_classes=10))
     batch = torch.export.Dim("batch", min=1, max=8)
     mm = check(m, (torch.randn(2, 3, 32, 32),), "training", dynamic_shapes=({0: batch},),
                more_args=[(torch.randn(5, 3, 32, 32),)])
@@ -62,7 +47,7 @@ def test_dynamic_batch_two_sizes() -> None:
 
 
 def test_pt2_matches_in_memory(tmp_path) -> None:
-    m = _randomize(torchvision.models.mobilenet_v3_small(num_classes=10))
+    m = randomize(torchvision.models.mobilenet_v3_small(num_classes=10))
     x = torch.randn(1, 3, 64, 64)
     ep = export(m, (x,))
     path = tmp_path / "m.pt2"

@@ -18,20 +18,7 @@ import pytest
 import torch
 import torchvision
 from torch._higher_order_ops.scan import scan
-from torch_util import DIALECTS, check
-
-
-def _randomize(m: torch.nn.Module) -> torch.nn.Module:
-    g = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * (1.0 / max(1, p[0].numel()) ** 0.5 if p.dim() > 1 else 0.1))
-        for name, b in m.named_buffers():
-            if name.endswith("running_var"):
-                b.copy_(torch.rand(b.shape, generator=g) + 0.5)
-            elif name.endswith("running_mean"):
-                b.copy_(torch.randn(b.shape, generator=g) * 0.1)
-    return m.eval()
+from torch_util import DIALECTS, check, randomize
 
 
 class Tagger(torch.nn.Module):
@@ -91,25 +78,25 @@ class Seg(torch.nn.Module):
 def _fcn() -> torch.nn.Module:
     m = torchvision.models.segmentation.fcn_resnet50(weights=None, weights_backbone=None, num_classes=4,
                                                      aux_loss=False)
-    return Seg(_randomize(m))
+    return Seg(randomize(m))
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_lstm_tagger(dialect: str) -> None:
     torch.manual_seed(3)
-    check(_randomize(Tagger()), (torch.randn(2, 7, 8),), dialect)
+    check(randomize(Tagger()), (torch.randn(2, 7, 8),), dialect)
 
 
 def test_lstm_tagger_fp16() -> None:
     torch.manual_seed(4)
-    check(_randomize(Tagger()), (torch.randn(2, 7, 8),), "training", rtol=1e-2, precision="fp16")
+    check(randomize(Tagger()), (torch.randn(2, 7, 8),), "training", rtol=1e-2, precision="fp16")
 
 
 @pytest.mark.parametrize("target", ["iOS17", "iOS18"])
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_gru_encoder(dialect: str, target: str) -> None:
     torch.manual_seed(5)
-    check(_randomize(GruEncoder()), (torch.randn(6, 2, 8), torch.randn(2, 2, 12)), dialect,
+    check(randomize(GruEncoder()), (torch.randn(6, 2, 8), torch.randn(2, 2, 12)), dialect,
           target=getattr(milkit.target, target))
 
 
@@ -117,7 +104,7 @@ def test_gru_encoder(dialect: str, target: str) -> None:
 def test_dynamic_sequence_lstm(dialect: str) -> None:
     torch.manual_seed(6)
     seq = torch.export.Dim("seq", min=2, max=64)
-    mm = check(_randomize(DynamicLSTM()), (torch.randn(2, 5, 8),), dialect, dynamic_shapes=({1: seq},),
+    mm = check(randomize(DynamicLSTM()), (torch.randn(2, 5, 8),), dialect, dynamic_shapes=({1: seq},),
                more_args=[(torch.randn(2, 23, 8),)])
     shape = mm.get_spec().description.input[0].type.multiArrayType.shapeRange.sizeRanges
     assert (shape[1].lowerBound, shape[1].upperBound) == (2, 64)

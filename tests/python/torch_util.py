@@ -10,7 +10,7 @@ import milkit
 import numpy as np
 import torch
 
-__all__ = ["export", "convert", "compare", "check", "DIALECTS"]
+__all__ = ["export", "convert", "compare", "check", "randomize", "DIALECTS"]
 
 DIALECTS = ("training", "core")
 
@@ -31,6 +31,21 @@ def convert(ep: Any, precision: str = "fp32", target: Any = None, **kw: Any) -> 
         warnings.simplefilter("ignore")
         return milkit.convert(ep, compute_precision=prec,
                               minimum_deployment_target=target or milkit.target.iOS17, **kw)
+
+
+def randomize(m: torch.nn.Module) -> torch.nn.Module:
+    """Random weights (fixed seed) and batch-norm statistics, in eval mode: default inits leave
+    some heads at zero (vit_b_16's), which would make a check vacuous."""
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * (1.0 / max(1, p[0].numel()) ** 0.5 if p.dim() > 1 else 0.1))
+        for name, b in m.named_buffers():
+            if name.endswith("running_var"):
+                b.copy_(torch.rand(b.shape, generator=g) + 0.5)
+            elif name.endswith("running_mean"):
+                b.copy_(torch.randn(b.shape, generator=g) * 0.1)
+    return m.eval()
 
 
 def _flat(out: Any) -> list:

@@ -433,9 +433,37 @@ Var* pad(C& cv, const json& n, Var* x, const std::vector<int64_t>& tp, const std
   return cv.op("pad", std::move(args));
 }
 
+// Advanced indexing's common step: x with the indexed dims `pos` moved to the front (`perm`,
+// `ident` when nothing moved), and the index tensors broadcast to one shape and stacked on a new
+// last axis (gather_nd / scatter_nd's indices; `ir` is the broadcast rank).
+struct Stacked {
+  std::vector<int64_t> perm;
+  bool ident = true;
+  Var* xt = nullptr;
+  std::vector<Var*> is;
+  int ir = 0;
+  Var* st = nullptr;
+};
+Stacked stack_indices(C& cv, const json& n, Var* x, const std::vector<Var*>& idx, const std::vector<int64_t>& pos) {
+  Stacked r;
+  int rank = cv.rank(n, x);
+  for (auto p : pos) r.perm.push_back(p);
+  for (int k = 0; k < rank; ++k)
+    if (std::find(pos.begin(), pos.end(), k) == pos.end()) r.perm.push_back(k);
+  for (size_t k = 0; k < r.perm.size(); ++k) r.ident = r.ident && r.perm[k] == static_cast<int64_t>(k);
+  r.xt = r.ident ? x : cv.op("transpose", {C::a("x", x), C::aints32("perm", r.perm)});
+  for (auto p : pos) r.is.push_back(cv.cast(idx[static_cast<size_t>(p)], DataType::Int32));
+  Var* acc = r.is[0];
+  for (size_t k = 1; k < r.is.size(); ++k) acc = bin(cv, "add", acc, bin(cv, "mul", r.is[k], cv.cs(0, DataType::Int32)));
+  for (auto& v : r.is) v = bin(cv, "add", v, bin(cv, "mul", acc, cv.cs(0, DataType::Int32)));
+  r.ir = cv.rank(n, r.is[0]);
+  r.st = cv.op("stack", {values_arg(r.is), C::ai32("axis", r.ir)});
+  return r;
+}
+
 // advanced indexing x[i0, i1, ...] (None entries are full slices)
 Var* index(C& cv, const json& n, Var* x, const std::vector<Var*>& idx) {
-  int r = cv.rank(n, x);
+  (void)cv.rank(n, x);  // fails clearly when the rank is unknown
   std::vector<int64_t> pos;
   for (size_t k = 0; k < idx.size(); ++k)
     if (idx[k]) {
@@ -448,23 +476,9 @@ Var* index(C& cv, const json& n, Var* x, const std::vector<Var*>& idx) {
     return gather_any(cv, "gather", x, {C::a("indices", i), C::ai32("axis", pos[0])});
   }
   bool adjacent = pos.back() - pos.front() + 1 == static_cast<int64_t>(pos.size());
-  // indexed dims to the front
-  std::vector<int64_t> perm;
-  for (auto p : pos) perm.push_back(p);
-  for (int k = 0; k < r; ++k)
-    if (std::find(pos.begin(), pos.end(), k) == pos.end()) perm.push_back(k);
-  bool ident = true;
-  for (size_t k = 0; k < perm.size(); ++k) ident = ident && perm[k] == static_cast<int64_t>(k);
-  Var* xt = ident ? x : cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)});
-  // broadcast the index tensors to one shape, stack on a new last axis
-  std::vector<Var*> is;
-  for (auto p : pos) is.push_back(cv.cast(idx[static_cast<size_t>(p)], DataType::Int32));
-  Var* acc = is[0];
-  for (size_t k = 1; k < is.size(); ++k) acc = bin(cv, "add", acc, bin(cv, "mul", is[k], cv.cs(0, DataType::Int32)));
-  for (auto& v : is) v = bin(cv, "add", v, bin(cv, "mul", acc, cv.cs(0, DataType::Int32)));
-  int ir = cv.rank(n, is[0]);
-  Var* st = cv.op("stack", {values_arg(is), C::ai32("axis", ir)});
-  Var* g = gather_any(cv, "gather_nd", xt, {C::a("indices", st)});
+  Stacked sk = stack_indices(cv, n, x, idx, pos);
+  int ir = sk.ir;
+  Var* g = gather_any(cv, "gather_nd", sk.xt, {C::a("indices", sk.st)});
   if (!adjacent || pos.front() == 0) return g;
   // adjacent at pos.front(): the index dims go there
   int gr = cv.rank(n, g);
@@ -497,20 +511,12 @@ Var* index_put(C& cv, const json& n, Var* x, const std::vector<Var*>& idx, Var* 
       return cv.op("select", {C::a("cond", m), C::a("a", v), C::a("b", x)});
     }
   int r = cv.rank(n, x);
-  std::vector<int64_t> perm;
-  for (auto p : pos) perm.push_back(p);
-  for (int k = 0; k < r; ++k)
-    if (std::find(pos.begin(), pos.end(), k) == pos.end()) perm.push_back(k);
-  bool ident = true;
-  for (size_t k = 0; k < perm.size(); ++k) ident = ident && perm[k] == static_cast<int64_t>(k);
-  Var* xt = ident ? x : cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)});
-  std::vector<Var*> is;
-  for (auto p : pos) is.push_back(cv.cast(idx[static_cast<size_t>(p)], DataType::Int32));
-  Var* acc = is[0];
-  for (size_t k = 1; k < is.size(); ++k) acc = bin(cv, "add", acc, bin(cv, "mul", is[k], cv.cs(0, DataType::Int32)));
-  for (auto& v : is) v = bin(cv, "add", v, bin(cv, "mul", acc, cv.cs(0, DataType::Int32)));
-  int ir = cv.rank(n, is[0]);
-  Var* st = cv.op("stack", {values_arg(is), C::ai32("axis", ir)});
+  Stacked sk = stack_indices(cv, n, x, idx, pos);
+  const auto& perm = sk.perm;
+  bool ident = sk.ident;
+  Var* xt = sk.xt;
+  const auto& is = sk.is;
+  Var* st = sk.st;
   // updates: values broadcast to index shape + the un-indexed dims of xt. torch lays x[idx] out
   // with adjacent index tensors in place (x[:, :, i] is [A, B, len(i), ...]), so values are
   // broadcast to that layout first and the index dims moved to the front.
