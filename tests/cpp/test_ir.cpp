@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <set>
 
@@ -270,4 +271,49 @@ TEST_CASE("ir: big functions keep their objects in huge chunks; erased ops and n
   CHECK(made[11000]->op()->erased());
   CHECK(made[11000]->name() == "add_11000");
   CHECK_NOTHROW(verify(*f, "main"));
+}
+
+TEST_CASE("values: lazy buffers compose, stream partial reads and materialize once", "[types]") {
+  // 10,000 floats: more than one scratch chunk of a lazy read
+  const size_t n = 10000;
+  std::vector<float> src(n);
+  for (size_t i = 0; i < n; ++i) src[i] = static_cast<float>(i) * 0.37f - 1000.0f;
+  auto keep = std::make_shared<std::vector<float>>(src);
+  auto base = Buffer::borrow(keep->data(), n * 4, keep);
+  int calls = 0;
+  auto scaled = Buffer::lazy_map(base, 4, 4, [&calls](size_t first, size_t m, const uint8_t* in, uint8_t* out) {
+    ++calls;
+    for (size_t i = 0; i < m; ++i) {
+      float f;
+      std::memcpy(&f, in + 4 * i, 4);
+      f *= static_cast<float>((first + i) % 3 + 1);  // depends on the element index
+      std::memcpy(out + 4 * i, &f, 4);
+    }
+  });
+  auto half = Buffer::lazy_fp32_to_fp16(scaled);  // a lazy buffer over a lazy one
+  CHECK(scaled->lazy());
+  CHECK(half->lazy());
+  CHECK(half->size() == n * 2);
+  auto expect = [&](size_t i) { return float_to_half(src[i] * static_cast<float>(i % 3 + 1)); };
+  // a read in the middle, across chunk boundaries, does not materialize either buffer
+  std::vector<uint16_t> part(7001);
+  half->read(2 * 1234, part.size() * 2, reinterpret_cast<uint8_t*>(part.data()));
+  for (size_t i = 0; i < part.size(); ++i) REQUIRE(part[i] == expect(1234 + i));
+  CHECK(scaled->lazy());
+  CHECK(half->lazy());
+  CHECK(calls > 0);
+  CHECK_THROWS_AS(half->read(1, 2, reinterpret_cast<uint8_t*>(part.data())), ValueError);  // half an element
+  CHECK_THROWS_AS(half->read(2 * n - 2, 4, reinterpret_cast<uint8_t*>(part.data())), ValueError);  // past the end
+  CHECK_THROWS_AS(Buffer::lazy_map(Buffer::copy("abcde", 5), 4, 2, [](size_t, size_t, const uint8_t*, uint8_t*) {}),
+                  ValueError);
+  // data() converts everything once; the values agree with the streamed ones
+  const auto* all = reinterpret_cast<const uint16_t*>(half->data());
+  CHECK_FALSE(half->lazy());
+  for (size_t i = 0; i < n; ++i) REQUIRE(all[i] == expect(i));
+  CHECK(half->data() == reinterpret_cast<const uint8_t*>(all));
+  // a Value over a lazy fp32 buffer casts to a lazy fp16 one with the same numbers
+  Value v(DataType::Float32, {100, 100}, scaled);
+  Value h = v.cast(DataType::Float16);
+  CHECK(h.buffer()->lazy());
+  CHECK(h.as_double(5) == Approx(static_cast<double>(half_to_float(expect(5)))));
 }

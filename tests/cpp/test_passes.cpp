@@ -2,6 +2,8 @@
 // sanitize_name_strings, noop_elimination.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "milkit/builder/builder.h"
 #include "milkit/ir/verify.h"
 #include "milkit/passes/pass.h"
@@ -286,4 +288,74 @@ TEST_CASE("image inputs: NHWC preprocess, scale and bias ops, description, read 
         m.description().input(0).SerializeAsString());
   CHECK(m2.description().output(1).SerializeAsString() ==
         m.description().output(1).SerializeAsString());
+}
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "milkit/serde/blob.h"
+
+TEST_CASE("fuse_conv_batchnorm: the folded weight stays lazy through fp16 casting and is streamed "
+          "to the weight file", "[passes][serde]") {
+  // 64 x 32 x 3 x 3 = 18,432 fp32 weights (above the lazy fp16 cast threshold)
+  const int64_t co = 64, ci = 32;
+  Program p;
+  auto fn = std::make_shared<Function>(Target::iOS17);
+  Context& ctx = fn->ctx();
+  Var* x = fn->add_input("x", ctx.tensor(DataType::Float32, std::vector<int64_t>{1, ci, 5, 5}));
+  p.add_function("main", fn);
+  Builder b(*fn);
+  auto wkeep = std::make_shared<std::vector<float>>(static_cast<size_t>(co * ci * 9));
+  for (size_t i = 0; i < wkeep->size(); ++i) (*wkeep)[i] = std::sin(static_cast<float>(i)) * 0.5f;
+  auto wval = std::make_shared<const Value>(DataType::Float32, std::vector<int64_t>{co, ci, 3, 3},
+                                            Buffer::borrow(wkeep->data(), wkeep->size() * 4, wkeep));
+  std::vector<double> gamma, beta, mean, var;
+  for (int64_t c = 0; c < co; ++c) {
+    gamma.push_back(0.5 + 0.01 * static_cast<double>(c));
+    beta.push_back(-0.1 * static_cast<double>(c % 5));
+    mean.push_back(0.02 * static_cast<double>(c));
+    var.push_back(1.0 + 0.03 * static_cast<double>(c));
+  }
+  auto vec = [&](const std::vector<double>& d) {
+    return b.add_const(std::make_shared<const Value>(Value::from_doubles(DataType::Float32, {co}, d)));
+  };
+  Var* conv = b.op("conv", {{"x", x}, {"weight", b.add_const(wval, "w")}});
+  Var* bn = b.op("batch_norm", {{"x", conv}, {"mean", vec(mean)}, {"variance", vec(var)},
+                                {"gamma", vec(gamma)}, {"beta", vec(beta)}});
+  fn->body().set_outputs({bn});
+  PassManager pm;
+  for (const char* n : {"common::fuse_conv_batchnorm", "common::add_fp16_cast", "common::const_elimination",
+                        "common::dead_code_elimination", "common::const_deduplication"})
+    pm.add(n);
+  pm.run(p, true);
+  Operation* c = nullptr;
+  for (Operation* op : fn->body().ops())
+    if (op->op_type() == "conv") c = op;
+  REQUIRE(c);
+  Var* fw = c->input1("weight");
+  REQUIRE(fw->has_value());
+  const Value& fv = *fw->value();
+  CHECK(fv.dtype() == DataType::Float16);
+  CHECK(fv.buffer()->lazy());  // neither the fold nor the fp16 passes made a copy of the weights
+  // the weight writer streams it: the stored bytes are the folded weights rounded to fp16
+  std::string path = "/tmp/milkit_lazy_fold_" + std::to_string(::getpid()) + ".bin";
+  uint64_t off;
+  {
+    BlobWriter w(path);
+    off = w.write(fv);
+    w.close(false);
+  }
+  CHECK(fv.buffer()->lazy());
+  Value back = BlobReader::open(path)->read(off, DataType::Float16, {co, ci, 3, 3});
+  const auto* h = reinterpret_cast<const uint16_t*>(back.raw());
+  for (int64_t oc = 0; oc < co; ++oc) {
+    auto s = static_cast<float>(gamma[oc]) /
+             std::sqrt(static_cast<float>(var[oc]) + 1e-5f);
+    for (int64_t k = 0; k < ci * 9; ++k) {
+      size_t f = static_cast<size_t>(oc * ci * 9 + k);
+      REQUIRE(h[f] == float_to_half((*wkeep)[f] * s));
+    }
+  }
+  std::remove(path.c_str());
 }

@@ -1,5 +1,6 @@
 #include "milkit/ir/value.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -30,12 +31,25 @@ std::shared_ptr<const Buffer> Buffer::borrow(const void* data, size_t size,
   return b;
 }
 
+std::shared_ptr<const Buffer> Buffer::lazy_map(std::shared_ptr<const Buffer> src, size_t in_elem,
+                                               size_t out_elem, ElementMap map) {
+  if (!src || !in_elem || !out_elem || !map) throw ValueError("lazy buffer: bad arguments");
+  if (src->size() % in_elem) throw ValueError("lazy buffer: source is not a whole number of elements");
+  auto b = std::shared_ptr<Buffer>(new Buffer());
+  b->size_ = src->size() / in_elem * out_elem;
+  b->lazy_src_ = std::move(src);
+  b->map_ = std::move(map);
+  b->in_elem_ = in_elem;
+  b->out_elem_ = out_elem;
+  return b;
+}
+
 std::shared_ptr<const Buffer> Buffer::lazy_fp32_to_fp16(std::shared_ptr<const Buffer> src) {
   if (src->size() % 4) throw ValueError("lazy fp16 cast: source is not a whole number of floats");
-  auto b = std::shared_ptr<Buffer>(new Buffer());
-  b->size_ = src->size() / 2;
-  b->lazy_src_ = std::move(src);
-  return b;
+  return lazy_map(std::move(src), 4, 2, [](size_t, size_t n, const uint8_t* in, uint8_t* out) {
+    // the chunks are aligned scratch (see read), so the casts are safe
+    floats_to_halves(reinterpret_cast<const float*>(in), reinterpret_cast<uint16_t*>(out), n);
+  });
 }
 
 void Buffer::materialize() const {
@@ -52,17 +66,19 @@ void Buffer::read(size_t offset, size_t len, uint8_t* dst) const {
     if (len) std::memcpy(dst, data_ + offset, len);
     return;
   }
-  if (offset % 2 || len % 2) throw ValueError("lazy fp16 buffer: unaligned read");
-  // convert through a small aligned scratch so any source alignment works
-  constexpr size_t kChunk = 4096;
-  float in[kChunk];
-  uint16_t out[kChunk];
-  const uint8_t* src = lazy_src_->data() + offset * 2;
-  for (size_t done = 0; done < len / 2;) {
-    size_t m = std::min(kChunk, len / 2 - done);
-    std::memcpy(in, src + done * 4, m * 4);
-    floats_to_halves(in, out, m);
-    std::memcpy(dst + done * 2, out, m * 2);
+  if (offset % out_elem_ || len % out_elem_) throw ValueError("lazy buffer: read of a partial element");
+  // convert through small aligned scratch buffers, reading the source the same way (so a lazy
+  // source streams too, and any source alignment works)
+  constexpr size_t kScratch = 16384;
+  alignas(16) uint8_t in[kScratch];
+  alignas(16) uint8_t out[kScratch];
+  const size_t per = kScratch / std::max(in_elem_, out_elem_);
+  const size_t first = offset / out_elem_, count = len / out_elem_;
+  for (size_t done = 0; done < count;) {
+    size_t m = std::min(per, count - done);
+    lazy_src_->read((first + done) * in_elem_, m * in_elem_, in);
+    map_(first + done, m, in, out);
+    std::memcpy(dst + done * out_elem_, out, m * out_elem_);
     done += m;
   }
 }

@@ -12,11 +12,13 @@
 //   2. the op is rebuilt as "<op>_cast_fp16" on the new inputs, before the old op;
 //   3. each output that was fp32 and no longer is gets cast(out, "fp32") named "<out>_to_fp32";
 //      users (and function outputs, which keep their names) read it instead; the old op goes.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <set>
 #include <sstream>
 #include <unordered_map>
+#include <vector>
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
@@ -69,18 +71,31 @@ bool fp16_overflow(const Operation* op) {
     // array with 1e38 rounded to fp32
     // On the bit patterns, 65504 < |f| < 1e38 is one unsigned range test (NaNs lie above 1e38),
     // which vectorizes.
-    const uint8_t* p = val.raw();
-    const int64_t n = val.numel();
-    uint32_t lo, hi;
     const float flo = 65504.0f, fhi = 1e38f;
+    uint32_t lo, hi;
     std::memcpy(&lo, &flo, 4);
     std::memcpy(&hi, &fhi, 4);
     const uint32_t base = lo + 1, span = hi - lo - 1;
     uint32_t bad = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      uint32_t u;
-      std::memcpy(&u, p + 4 * i, 4);
-      bad |= static_cast<uint32_t>(((u & 0x7fffffffu) - base) < span);
+    auto scan = [&](const uint8_t* p, size_t n) {
+      for (size_t i = 0; i < n; ++i) {
+        uint32_t u;
+        std::memcpy(&u, p + 4 * i, 4);
+        bad |= static_cast<uint32_t>(((u & 0x7fffffffu) - base) < span);
+      }
+    };
+    const auto n = static_cast<size_t>(val.numel());
+    if (val.buffer()->lazy()) {
+      // a weight computed on demand (a folded batch norm) is scanned chunk by chunk, so it
+      // stays lazy
+      std::vector<uint8_t> chunk(std::min<size_t>(n, 1 << 16) * 4);
+      for (size_t i = 0; i < n; i += chunk.size() / 4) {
+        size_t m = std::min(chunk.size() / 4, n - i);
+        val.buffer()->read(i * 4, m * 4, chunk.data());
+        scan(chunk.data(), m);
+      }
+    } else {
+      scan(val.raw(), n);
     }
     if (bad) return true;
   }

@@ -73,7 +73,7 @@ bool try_transform(Builder& b, Operation* conv, Operation* bn) {
   Var* wvar = conv->input1("weight");
   if (!wvar || !wvar->has_value()) return false;
   const Value& wv = *wvar->value();
-  if ((wv.dtype() != DataType::Float16 && wv.dtype() != DataType::Float32) || wv.is_symbolic() || !wv.raw()) return false;
+  if ((wv.dtype() != DataType::Float16 && wv.dtype() != DataType::Float32) || wv.is_symbolic() || !wv.buffer()) return false;
   w.half = wv.dtype() == DataType::Float16;
   size_t wn = static_cast<size_t>(wv.numel());
   const auto& ws = wv.shape();
@@ -106,40 +106,61 @@ bool try_transform(Builder& b, Operation* conv, Operation* bn) {
     Num r = scale[i] * (bias.at(i) - mean.at(i)) + beta.at(i);
     nb[i] = r.v;
   }
-  // flat index f of the (row-major) weight -> its channel row
-  auto row_of = [&](int64_t f) -> int64_t {
-    if (!deconv) return f / row;
-    int64_t cog = ws[1];
-    int64_t kk = f % k, rest = f / k;
-    int64_t co = rest % cog, ci = rest / cog;
-    (void)kk;
-    return (ci / (cin / groups)) * cog + co;
+  // The new weight is lazy: computed from the old one chunk by chunk when it is read (the
+  // weight writer streams it, composed with a lazy fp16 cast when there is one), so folding
+  // never holds a second copy of the weights. Element f of the (row-major) weight belongs to
+  // output channel row_of(f).
+  struct Fold {
+    std::vector<float> scale;
+    bool half, scale_half, deconv;
+    int64_t row, k, cog, cin_g;
+    size_t row_of(size_t f) const {
+      if (!deconv) return f / static_cast<size_t>(row);
+      auto rest = static_cast<int64_t>(f) / k;
+      int64_t co = rest % cog, ci = rest / cog;
+      return static_cast<size_t>((ci / cin_g) * cog + co);
+    }
   };
-  // the new weight, written straight into its buffer (one pass, no intermediate copies)
-  std::vector<uint8_t> bytes(wn * (w.half ? 2 : 4));
-  if (!w.half) {
-    const float* src = reinterpret_cast<const float*>(wv.raw());
-    float* dst = reinterpret_cast<float*>(bytes.data());
-    if (!deconv) {
-      for (size_t c = 0; c < n; ++c) {
-        float sc = scale[c].v;
-        size_t b0 = c * static_cast<size_t>(row), b1 = std::min(wn, b0 + static_cast<size_t>(row));
-        for (size_t f = b0; f < b1; ++f) dst[f] = src[f] * sc;
+  auto fold = std::make_shared<Fold>();
+  fold->half = w.half;
+  fold->scale_half = !scale.empty() && scale[0].half;
+  fold->deconv = deconv;
+  fold->row = row;
+  fold->k = k;
+  fold->cog = ws[1];
+  fold->cin_g = deconv ? cin / groups : 1;
+  for (const Num& sc : scale) fold->scale.push_back(sc.v);
+  size_t esz = w.half ? 2 : 4;
+  auto map = [fold](size_t first, size_t m, const uint8_t* in, uint8_t* out) {
+    const Fold& fd = *fold;
+    if (!fd.half) {
+      const auto* src = reinterpret_cast<const float*>(in);
+      auto* dst = reinterpret_cast<float*>(out);
+      if (!fd.deconv) {
+        // runs of one channel
+        auto r = static_cast<size_t>(fd.row);
+        for (size_t i = 0; i < m;) {
+          size_t f = first + i, c = f / r, run = std::min(m - i, (c + 1) * r - f);
+          float sc = fd.scale[c];
+          for (size_t j = 0; j < run; ++j) dst[i + j] = src[i + j] * sc;
+          i += run;
+        }
+      } else {
+        for (size_t i = 0; i < m; ++i) dst[i] = src[i] * fd.scale[fd.row_of(first + i)];
       }
     } else {
-      for (size_t f = 0; f < wn; ++f) dst[f] = src[f] * scale[static_cast<size_t>(row_of(static_cast<int64_t>(f)))].v;
+      const auto* src = reinterpret_cast<const uint16_t*>(in);
+      auto* dst = reinterpret_cast<uint16_t*>(out);
+      for (size_t i = 0; i < m; ++i) {
+        Num x{half_to_float(src[i]), true};
+        dst[i] = float_to_half((x * Num{fd.scale[fd.row_of(first + i)], fd.scale_half}).v);
+      }
     }
-  } else {
-    const uint16_t* src = reinterpret_cast<const uint16_t*>(wv.raw());
-    uint16_t* dst = reinterpret_cast<uint16_t*>(bytes.data());
-    for (size_t f = 0; f < wn; ++f) {
-      Num x{half_to_float(src[f]), true};
-      dst[f] = float_to_half((x * scale[static_cast<size_t>(row_of(static_cast<int64_t>(f)))]).v);
-    }
-  }
+  };
   b.set_insertion_point(conv->parent(), conv);
   b.set_location(conv->location());
-  Var* new_w = b.add_const(std::make_shared<const Value>(wv.dtype(), ws, Buffer::take(std::move(bytes))));
+  Var* new_w = b.add_const(
+      std::make_shared<const Value>(wv.dtype(), ws, Buffer::lazy_map(wv.buffer(), esz, esz, map)));
   Var* new_b =
       b.add_const(std::make_shared<const Value>(Value::from_doubles(wv.dtype(), {cout}, nb)));
   std::vector<Arg> args = {Builder::arg("weight", new_w), Builder::arg("bias", new_b)};

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,9 +25,17 @@ class Buffer {
   /// Wraps foreign memory without copying; `owner` keeps it alive.
   static std::shared_ptr<const Buffer> borrow(const void* data, size_t size,
                                               std::shared_ptr<const void> owner);
-  /// fp32 elements of `src` seen as fp16, converted on demand: reading with read() streams the
-  /// conversion (the weight writer does this), data() converts everything once and keeps it.
-  /// This is what keeps fp16 weights from being held twice in memory during convert.
+  /// Converts `n` elements starting at element index `first`: `in` holds them in the source's
+  /// element size, `out` receives them in the lazy buffer's.
+  using ElementMap = std::function<void(size_t first, size_t n, const uint8_t* in, uint8_t* out)>;
+  /// A buffer computed from `src` element by element, on demand: element i (of `out_elem`
+  /// bytes) is `map` of source element i (of `in_elem` bytes). read() streams the conversion in
+  /// small chunks (reading `src` the same way, so lazy buffers compose: the weight writer never
+  /// holds a whole converted weight); data() converts everything once and keeps it.
+  static std::shared_ptr<const Buffer> lazy_map(std::shared_ptr<const Buffer> src, size_t in_elem,
+                                                size_t out_elem, ElementMap map);
+  /// fp32 elements of `src` seen as fp16, converted on demand (a lazy_map). This is what keeps
+  /// fp16 weights from being held twice in memory during convert.
   static std::shared_ptr<const Buffer> lazy_fp32_to_fp16(std::shared_ptr<const Buffer> src);
   /// The bytes (a lazy buffer is converted the first time).
   const uint8_t* data() const {
@@ -40,7 +49,7 @@ class Buffer {
   /// Whether the bytes are not computed yet.
   bool lazy() const { return lazy_src_ && !data_; }
   /// Copies bytes [offset, offset + len) into `dst` without materializing a lazy buffer
-  /// (for a lazy buffer, offset and len must be even).
+  /// (for a lazy buffer, offset and len must be whole elements).
   void read(size_t offset, size_t len, uint8_t* dst) const;
 
  private:
@@ -49,6 +58,8 @@ class Buffer {
   mutable std::vector<uint8_t> own_;
   std::shared_ptr<const void> owner_;
   std::shared_ptr<const Buffer> lazy_src_;
+  ElementMap map_;
+  size_t in_elem_ = 1, out_elem_ = 1;
   mutable std::once_flag once_;
   mutable const uint8_t* data_ = nullptr;
   size_t size_ = 0;

@@ -345,12 +345,6 @@ using namespace torch_detail;
 
 namespace {
 
-const std::string& tag_of(const json& a) {
-  static const std::string none = "as_none";
-  if (!a.is_object() || a.empty()) return none;
-  return a.begin().key();
-}
-
 std::string sanitize(const std::string& s) {
   std::string r;
   for (char ch : s) r += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';

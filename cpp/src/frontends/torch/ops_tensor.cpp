@@ -30,14 +30,6 @@ Var* gather_any(C& cv, const char* type, Var* x, std::vector<Arg> rest) {
   return b ? cv.cast(y, DataType::Bool) : y;
 }
 
-// shape(x)[k] as a rank-1 int32 var of one element (a const when the dim is known).
-Var* dim_piece(C& cv, Var* x, int64_t k) {
-  Dim d = C::shape(x)[static_cast<size_t>(k)];
-  if (d->is_const()) return cv.ci({d->value()});
-  Var* s = cv.op("shape", {C::a("x", x)});
-  return cv.op("slice_by_index", {C::a("x", s), C::aints32("begin", {k}), C::aints32("end", {k + 1})});
-}
-
 // A shape built from pieces: literal ints or dims of `x` (by index).
 struct Piece {
   bool from_x;
