@@ -247,7 +247,12 @@ class MLModel:
         return os.path.join(self.package_path, "Data", "com.apple.CoreML", "weights")
 
     def save(self, path: str | os.PathLike) -> None:
-        """Copies the package to ``path`` (atomically: a copy beside it, then a rename)."""
+        """Copies the package to ``path`` (atomically: a copy beside it, then a rename).
+
+        The files of a temporary package that ``convert`` wrote (``is_temp_package``) are never
+        written again, so on the same file system they are hard-linked rather than copied: saving a
+        model with hundreds of MB of weights then takes milliseconds. Other packages (one loaded
+        from the user's own path) are always copied."""
         path = os.fspath(path)
         parent = os.path.dirname(os.path.abspath(path))
         tmp = tempfile.mkdtemp(prefix=".milkit-save-", dir=parent)
@@ -255,9 +260,19 @@ class MLModel:
             staged = os.path.join(tmp, "pkg")
             total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(self.package_path) for f in fs)
             with Progress(f"save {os.path.basename(path)}", total=total, unit="B", unit_scale=True) as bar:
+                link = [self.is_temp_package]
+
                 def copy(src: str, dst: str) -> Any:
+                    size = os.path.getsize(src)
+                    if link[0]:
+                        try:
+                            os.link(src, dst)
+                            bar.update(size)
+                            return dst
+                        except OSError:  # another file system, or no hard links there
+                            link[0] = False
                     out = shutil.copy2(src, dst)
-                    bar.update(os.path.getsize(src))
+                    bar.update(size)
                     return out
 
                 shutil.copytree(self.package_path, staged, copy_function=copy)

@@ -1,5 +1,6 @@
 """milkit.convert against coremltools.convert on the same programs."""
 
+import gc
 import os
 import warnings
 
@@ -219,3 +220,46 @@ def test_output_dtypes_are_applied():
         text = milkit.to_text(m.get_program())
         assert "relu_0_type_fp32" in text or precision is milkit.precision.FLOAT16
         assert "cast_0_type_int32" in text
+
+
+def test_save_links_a_temporary_package_and_copies_others(tmp_path, monkeypatch):
+    """convert's own temporary package is hard-linked into place (its files are never written
+    again); the saved package outlives the model; a package loaded from a user's path is copied;
+    where linking fails (another file system) save copies."""
+    from milkit import Builder as mb
+
+    w = np.arange(64 * 64, dtype=np.float32).reshape(64, 64) / 4096
+
+    @mb.program(input_specs=[mb.TensorSpec((2, 64))], opset_version=milkit.target.iOS17)
+    def prog(x):
+        return mb.linear(x=x, weight=w)
+
+    m = milkit.convert(prog, minimum_deployment_target=milkit.target.iOS17,
+                       compute_precision=milkit.precision.FLOAT32)
+    rel = os.path.join("Data", "com.apple.CoreML", "weights", "weight.bin")
+    tmp_weights = os.path.join(m.package_path, rel)
+    m.save(tmp_path / "a.mlpackage")
+    saved = tmp_path / "a.mlpackage" / rel
+    assert os.path.samefile(saved, tmp_weights)
+    x = np.random.RandomState(0).rand(2, 64).astype(np.float32)
+    want = m.predict({"x": x})
+    del m
+    gc.collect()
+    assert not os.path.exists(tmp_weights)  # the temporary package is gone, the saved one is whole
+    back = milkit.models.MLModel(str(tmp_path / "a.mlpackage"))
+    got = back.predict({"x": x})
+    np.testing.assert_array_equal(list(got.values())[0], list(want.values())[0])
+    back.save(tmp_path / "b.mlpackage")  # not a temporary package: copied
+    assert not os.path.samefile(tmp_path / "b.mlpackage" / rel, saved)
+    assert (tmp_path / "b.mlpackage" / rel).read_bytes() == saved.read_bytes()
+
+    m2 = milkit.convert(prog, minimum_deployment_target=milkit.target.iOS17,
+                        compute_precision=milkit.precision.FLOAT32)
+
+    def no_link(src: str, dst: str) -> None:
+        raise OSError(18, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "link", no_link)
+    m2.save(tmp_path / "c.mlpackage")
+    assert not os.path.samefile(tmp_path / "c.mlpackage" / rel, os.path.join(m2.package_path, rel))
+    assert (tmp_path / "c.mlpackage" / rel).read_bytes() == saved.read_bytes()
