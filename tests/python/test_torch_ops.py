@@ -128,6 +128,8 @@ CASES = {
     "view_permute": (lambda x: x.view(2, 12).t().reshape(3, 2, 4).permute(2, 0, 1).contiguous(), (r(2, 3, 4),)),
     "flatten_unflatten": (lambda x: x.flatten(1).unflatten(1, (4, 3)), (r(2, 3, 4),)),
     "transpose": (lambda x: x.transpose(0, 2), (r(2, 3, 4),)),
+    "swapaxes_negative": (lambda x: x.swapaxes(-2, -3), (r(1, 2, 3, 4),)),
+    "swapdims": (lambda x: torch.swapdims(x, 0, -1), (r(2, 3, 4),)),
     "squeeze_unsqueeze": (lambda x: x.squeeze(1).unsqueeze(-1).squeeze(), (r(2, 1, 3),)),
     "expand": (lambda x: x.expand(2, 3, 4) + x.expand_as(torch.zeros(2, 3, 4)), (r(3, 1),)),
     "repeat": (lambda x: x.repeat(2, 1, 3), (r(3, 2),)),

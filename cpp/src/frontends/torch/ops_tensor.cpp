@@ -597,13 +597,17 @@ void register_tensor(OpTable& t) {
       cv.out(n, cv.op("identity", {C::a("x", x)}));
       return;
     }
-    int64_t a = cv.axis(n, cv.i(n, "dim0", 0), r), b = cv.axis(n, cv.i(n, "dim1", 1), r);
+    // transpose / swapdims name the dims dim0, dim1; swapaxes names them axis0, axis1
+    const bool ax = C::has(n, "axis0");
+    int64_t a = cv.axis(n, cv.i(n, ax ? "axis0" : "dim0", 0), r),
+            b = cv.axis(n, cv.i(n, ax ? "axis1" : "dim1", 1), r);
     std::vector<int64_t> p(static_cast<size_t>(r));
     std::iota(p.begin(), p.end(), 0);
     std::swap(p[static_cast<size_t>(a)], p[static_cast<size_t>(b)]);
     cv.out(n, cv.op("transpose", {C::a("x", x), C::aints32("perm", p)}));
   };
   t["aten.swapaxes"] = t["aten.transpose"];
+  t["aten.swapdims"] = t["aten.transpose"];
   t["aten.t"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
     if (cv.rank(n, x) < 2) cv.out(n, cv.op("identity", {C::a("x", x)}));
