@@ -199,6 +199,35 @@ CASES = {
     "lerp_addcmul": (lambda x, y, z: torch.lerp(x, y, 0.3) + torch.addcmul(x, y, z, value=0.5)
                      + torch.addcdiv(x, y, z.abs() + 1), (r(4), r(4), r(4))),
     "upsample_nearest": (lambda x: F.interpolate(x, scale_factor=2, mode="nearest"), (r(1, 2, 3, 3),)),
+    # more unary math and activations
+    "atan2": (lambda y, x: torch.atan2(y, x) + torch.atan2(y, torch.zeros(4)),
+              (torch.tensor([1.0, -1.0, 0.0, -0.0]), torch.tensor([-1.0, -2.0, -3.0, 0.0]))),
+    "atan2_grid": (lambda y, x: torch.atan2(y, x), (r(5, 6), r(6))),
+    "atan2_zero_x": (lambda y: torch.atan2(y, torch.zeros_like(y)), (torch.tensor([2.0, -3.0, 0.0]),)),
+    "atan2_int": (lambda y, x: torch.atan2(y, x), (ri(5, 4) - 2, ri(5, 4) - 2)),
+    "hypot": (lambda x, y: torch.hypot(x, y), (r(3, 4), r(4))),
+    "acosh_asinh": (lambda x: torch.acosh(x.abs() + 1) + torch.asinh(x * 30), (r(3, 4),)),
+    "erfc": (lambda x: torch.erfc(x) + torch.special.erfc(x * 2), (r(3, 4),)),
+    "sgn_frac": (lambda x: torch.sgn(x) + torch.frac(x * 3), (r(3, 4),)),
+    "signbit": (lambda x: torch.signbit(x), (torch.tensor([1.0, -1.0, 0.0, -0.0, float("-inf")]),)),
+    "signbit_int": (lambda x: torch.signbit(x), (ri(7, 5) - 3,)),
+    "shrink": (lambda x: F.hardshrink(x, 0.3) + F.softshrink(x, 0.4) + F.hardshrink(x), (r(4, 5),)),
+    "rrelu_eval": (torch.nn.RReLU(0.1, 0.3), (r(4, 5),)),
+    # (MIL's log adds epsilon 1e-45, so log(0) is finite there: inf and NaN come from 1/x, sqrt)
+    "nan_to_num": (lambda x: torch.nan_to_num(torch.sqrt(x)) + torch.nan_to_num(-1 / x, nan=1.0, posinf=2.0)
+                   + torch.nan_to_num(1 / x, neginf=-3.0) / 1e38, (torch.tensor([-1.0, 0.0, -0.0, 0.5, 2.0]),)),
+    "nan_to_num_default_max": (lambda x: torch.nan_to_num(x / 0.0) / 1e38, (torch.tensor([-1.0, 1.0, 0.0]),)),
+    "isin": (lambda x: torch.isin(x, torch.tensor([1, 3, 5])) & ~torch.isin(x, 4)
+             | torch.isin(x, torch.tensor([0, 2]), invert=True), (ri(6, 3, 4),)),
+    "isin_scalar_element": (lambda t: torch.isin(3, t).expand(2), (ri(6, 5),)),
+    "bucketize": (lambda x: torch.bucketize(x, torch.tensor([-1.0, 0.0, 0.0, 1.0]))
+                  + torch.bucketize(x, torch.tensor([-1.0, 0.0, 0.0, 1.0]), right=True) * 10,
+                  (torch.tensor([[-2.0, -1.0, 0.0], [0.5, 1.0, 3.0]]),)),
+    "searchsorted": (lambda s, v: torch.searchsorted(s, v) + 10 * torch.searchsorted(s, v, side="right"),
+                     (torch.tensor([-1.0, 0.0, 0.0, 2.0]), torch.tensor([[-3.0, 0.0, 1.0], [2.0, 5.0, -1.0]]))),
+    "searchsorted_rows": (lambda s, v: torch.searchsorted(s, v, right=True),
+                          (torch.sort(r(3, 6)).values, r(3, 4))),
+
 }
 
 

@@ -1,6 +1,7 @@
 // ATen elementwise operators: arithmetic with torch's type promotion and alpha, comparisons,
 // logical ops, unary math, activations, where / masked_fill, clamp.
 #include <cmath>
+#include <limits>
 
 #include "converter.h"
 
@@ -113,6 +114,19 @@ Var* clip(C& cv, Var* x, std::optional<double> lo, std::optional<double> hi) {
   if (lo) x = bin(cv, "maximum", x, cv.cs(*lo, dt));
   if (hi) x = bin(cv, "minimum", x, cv.cs(*hi, dt));
   return x;
+}
+
+Var* sel(C& cv, Var* cond, Var* a, Var* b) {
+  return cv.op("select", {C::a("cond", cond), C::a("a", a), C::a("b", b)});
+}
+
+// `x` with a trailing axis of one element (for comparisons against every element of a list).
+Var* trailing_axis(C& cv, Var* x) { return cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {-1})}); }
+
+// How many elements along the last axis of `cmp` (a bool tensor) are true, as int32.
+Var* count_true(C& cv, Var* cmp) {
+  return cv.op("reduce_sum", {C::a("x", cv.cast(cmp, DataType::Int32)), C::aints32("axes", {-1}),
+                              C::abool("keep_dims", false)});
 }
 
 }  // namespace
@@ -431,6 +445,174 @@ void register_elementwise(OpTable& t) {
     DataType dt = C::dtype(x);
     Var* keep = bin(cv, "greater", x, cv.cs(cv.f(n, "threshold", 0), dt));
     cv.out(n, cv.op("select", {C::a("cond", keep), C::a("a", x), C::a("b", cv.cs(cv.f(n, "value", 0), dt))}));
+  };
+
+
+  // ---- more unary math and activations -------------------------------------------------------
+  // atan2(y, x): atan(y / x) moved to the right half-plane's quadrant; y / x is +-inf for x == 0
+  // (atan gives +-pi/2), and atan2(0, 0) is 0 as in torch.
+  t["aten.atan2.default"] = [](C& cv, const json& n) {
+    Var* y = self(cv, n);
+    Var* x = cv.tensor(n, "other");
+    DataType dt = float_out(cv, n, y);
+    y = cv.cast(y, dt);
+    x = cv.cast(x, dt);
+    Var* q = cv.op("atan", {C::a("x", bin(cv, "real_div", y, x))});
+    Var* zero = cv.cs(0, dt);
+    Var* adj = sel(cv, bin(cv, "less", x, zero),
+                   sel(cv, bin(cv, "greater_equal", y, zero), cv.cs(M_PI, dt), cv.cs(-M_PI, dt)), zero);
+    Var* r = bin(cv, "add", q, adj);
+    Var* both0 = bin(cv, "logical_and", bin(cv, "equal", x, zero), bin(cv, "equal", y, zero));
+    cv.out(n, sel(cv, both0, zero, r));
+  };
+  t["aten.arctan2.default"] = t["aten.atan2.default"];
+  t["aten.hypot.default"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = float_out(cv, n, x);
+    x = cv.cast(x, dt);
+    Var* y = cv.cast(cv.tensor(n, "other"), dt);
+    cv.out(n, cv.op("sqrt", {C::a("x", bin(cv, "add", bin(cv, "mul", x, x), bin(cv, "mul", y, y)))}));
+  };
+  // acosh(x) = log(x + sqrt(x^2 - 1)); asinh(x) = sign(x) log(|x| + sqrt(x^2 + 1)) (odd, so
+  // large negative x does not cancel)
+  t["aten.acosh"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = float_out(cv, n, x);
+    x = cv.cast(x, dt);
+    Var* r = cv.op("sqrt", {C::a("x", bin(cv, "sub", bin(cv, "mul", x, x), cv.cs(1, dt)))});
+    cv.out(n, cv.op("log", {C::a("x", bin(cv, "add", x, r))}));
+  };
+  t["aten.asinh"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = float_out(cv, n, x);
+    x = cv.cast(x, dt);
+    Var* ax = cv.op("abs", {C::a("x", x)});
+    Var* r = cv.op("sqrt", {C::a("x", bin(cv, "add", bin(cv, "mul", x, x), cv.cs(1, dt)))});
+    Var* l = cv.op("log", {C::a("x", bin(cv, "add", ax, r))});
+    cv.out(n, bin(cv, "mul", cv.op("sign", {C::a("x", x)}), l));
+  };
+  t["aten.arccosh"] = t["aten.acosh"];
+  t["aten.arcsinh"] = t["aten.asinh"];
+  t["aten.erfc"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = float_out(cv, n, x);
+    cv.out(n, bin(cv, "sub", cv.cs(1, dt), cv.op("erf", {C::a("x", cv.cast(x, dt))})));
+  };
+  t["aten.special_erfc"] = t["aten.erfc"];
+  t["aten.sgn"] = t["aten.sign"];  // real tensors: sgn is sign
+  // signbit: x < 0, or a negative zero (1 / -0 is -inf)
+  t["aten.signbit"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = C::dtype(x);
+    if (dt == DataType::Bool) {
+      cv.out(n, bin(cv, "not_equal", x, x));  // all false
+      return;
+    }
+    Var* neg = bin(cv, "less", x, cv.cs(0, dt));
+    if (is_float(dt)) {
+      Var* negzero = bin(cv, "logical_and", bin(cv, "equal", x, cv.cs(0, dt)),
+                         bin(cv, "less", bin(cv, "real_div", cv.cs(1, dt), x), cv.cs(0, dt)));
+      neg = bin(cv, "logical_or", neg, negzero);
+    }
+    cv.out(n, neg);
+  };
+  t["aten.frac"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* tr = bin(cv, "mul", cv.op("sign", {C::a("x", x)}), cv.op("floor", {C::a("x", cv.op("abs", {C::a("x", x)}))}));
+    cv.out(n, bin(cv, "sub", x, tr));
+  };
+  t["aten.hardshrink"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = C::dtype(x);
+    Var* keep = bin(cv, "greater", cv.op("abs", {C::a("x", x)}), cv.cs(cv.f(n, "lambd", 0.5), dt));
+    cv.out(n, sel(cv, keep, x, cv.cs(0, dt)));
+  };
+  t["aten.softshrink"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = C::dtype(x);
+    double l = cv.f(n, "lambd", 0.5);
+    Var* hi = bin(cv, "greater", x, cv.cs(l, dt));
+    Var* lo = bin(cv, "less", x, cv.cs(-l, dt));
+    cv.out(n, sel(cv, hi, bin(cv, "sub", x, cv.cs(l, dt)),
+                  sel(cv, lo, bin(cv, "add", x, cv.cs(l, dt)), cv.cs(0, dt))));
+  };
+  // rrelu in eval mode is leaky_relu with the mean slope; in training it draws random slopes
+  t["aten.rrelu"] = [](C& cv, const json& n) {
+    if (cv.bo(n, "training", false)) cv.fail(n, "rrelu in training mode draws random slopes; export the model in eval()");
+    Var* x = self(cv, n);
+    double slope = (cv.f(n, "lower", 1.0 / 8) + cv.f(n, "upper", 1.0 / 3)) / 2;
+    cv.out(n, cv.op("leaky_relu", {C::a("x", x), C::a("alpha", Value::scalar_float(C::dtype(x), slope))}));
+  };
+  t["aten.rrelu_with_noise"] = t["aten.rrelu"];
+  // the functional form (core ATen) returns (out, noise); in eval the noise is left as it was
+  t["aten.rrelu_with_noise_functional"] = [](C& cv, const json& n) {
+    if (cv.bo(n, "training", false)) cv.fail(n, "rrelu in training mode draws random slopes; export the model in eval()");
+    Var* x = self(cv, n);
+    double slope = (cv.f(n, "lower", 1.0 / 8) + cv.f(n, "upper", 1.0 / 3)) / 2;
+    cv.out(n, cv.op("leaky_relu", {C::a("x", x), C::a("alpha", Value::scalar_float(C::dtype(x), slope))}), 0);
+    if (C::output_names(n).size() > 1) cv.out(n, cv.op("identity", {C::a("x", cv.tensor(n, "noise"))}), 1);
+  };
+  // nan_to_num: NaN -> nan (0), +inf -> posinf (the dtype's max), -inf -> neginf (its lowest)
+  t["aten.nan_to_num"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = C::dtype(x);
+    if (!is_float(dt)) {
+      cv.out(n, cv.op("identity", {C::a("x", x)}));
+      return;
+    }
+    double big = dt == DataType::Float16 ? 65504.0 : static_cast<double>(std::numeric_limits<float>::max());
+    double nan = cv.has(n, "nan") ? cv.f(n, "nan", 0) : 0.0;
+    double pinf = cv.has(n, "posinf") ? cv.f(n, "posinf", big) : big;
+    double ninf = cv.has(n, "neginf") ? cv.f(n, "neginf", -big) : -big;
+    Var* r = sel(cv, bin(cv, "equal", x, cv.cs(INFINITY, dt)), cv.cs(pinf, dt), x);
+    r = sel(cv, bin(cv, "equal", x, cv.cs(-INFINITY, dt)), cv.cs(ninf, dt), r);
+    cv.out(n, sel(cv, bin(cv, "not_equal", x, x), cv.cs(nan, dt), r));
+  };
+  // isin(elements, test_elements): compare every element with every test element
+  t["aten.isin"] = [](C& cv, const json& n) {
+    Var* e;
+    Var* te;
+    if (C::has(n, "element")) {  // isin.Scalar_Tensor
+      te = cv.tensor(n, "test_elements");
+      e = cv.scalar_or_tensor(n, "element", C::dtype(te));
+    } else {
+      e = cv.tensor(n, "elements");
+      te = C::is_number(n, "test_element") ? cv.scalar_or_tensor(n, "test_element", C::dtype(e))
+                                            : cv.tensor(n, "test_elements");
+    }
+    DataType dt = C::promote(e, te);
+    e = cv.cast(e, dt);
+    te = cv.op("reshape", {C::a("x", cv.cast(te, dt)), C::aints32("shape", {-1})});
+    Var* hits = count_true(cv, bin(cv, "equal", trailing_axis(cv, e), te));
+    Var* r = bin(cv, "greater", hits, cv.cs(0, DataType::Int32));
+    if (cv.bo(n, "invert", false)) r = cv.op("logical_not", {C::a("x", r)});
+    cv.out(n, r);
+  };
+  // bucketize(x, boundaries): the number of boundaries below x (right=False: b < x; right=True:
+  // b <= x), which is the index torch returns for sorted boundaries
+  t["aten.bucketize"] = [](C& cv, const json& n) {
+    Var* b = cv.tensor(n, "boundaries");
+    Var* x = C::is_number(n, "self") ? cv.scalar_or_tensor(n, "self", C::dtype(b)) : cv.tensor(n, "self");
+    DataType dt = C::promote(x, b);
+    Var* xe = trailing_axis(cv, cv.cast(x, dt));
+    Var* bb = cv.cast(b, dt);
+    bool right = cv.bo(n, "right", false);
+    cv.out(n, count_true(cv, bin(cv, right ? "less_equal" : "less", bb, xe)));
+  };
+  // searchsorted(sorted_sequence, values): per row of the sequence's leading dims, the number of
+  // sequence elements below each value (side "right" / right=True counts equal ones too)
+  t["aten.searchsorted"] = [](C& cv, const json& n) {
+    if (C::has(n, "sorter")) cv.fail(n, "searchsorted with a sorter is not supported");
+    Var* s = cv.tensor(n, "sorted_sequence");
+    Var* v = C::is_number(n, "self") ? cv.scalar_or_tensor(n, "self", C::dtype(s)) : cv.tensor(n, "self");
+    DataType dt = C::promote(s, v);
+    s = cv.cast(s, dt);
+    v = cv.cast(v, dt);
+    bool right = cv.bo(n, "right", false) || cv.s(n, "side", "left") == "right";
+    int rs = cv.rank(n, s);
+    Var* se = rs > 1 ? cv.op("expand_dims", {C::a("x", s), C::aints32("axes", {-2})}) : s;  // (..., 1, N)
+    Var* cmp = bin(cv, right ? "less_equal" : "less", se, trailing_axis(cv, v));           // (..., M, N)
+    cv.out(n, count_true(cv, cmp));
   };
 
   // clamp family
