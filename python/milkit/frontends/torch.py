@@ -73,7 +73,14 @@ def _serialize(ep: Any) -> bytes:
     from torch._export.serde import serialize as serde
 
     try:
-        gm = serde.GraphModuleSerializer(ep.graph_signature, ep.module_call_graph).serialize(ep.graph_module)
+        try:
+            gm = serde.GraphModuleSerializer(ep.graph_signature, ep.module_call_graph).serialize(ep.graph_module)
+        except NotImplementedError:
+            # torch cannot write the input/output pytree specs of a program returning a type it
+            # has no serialization name for (torch.return_types.topk, ...; torch.export.save fails
+            # on such programs too). milkit reads only the graph and its signature, so the module
+            # call graph with those specs is left out.
+            gm = serde.GraphModuleSerializer(ep.graph_signature, []).serialize(ep.graph_module)
         prog = schema.ExportedProgram(
             graph_module=gm,
             opset_version=serde.ExportedProgramSerializer().opset_version,
