@@ -14,6 +14,7 @@ import milkit
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from torch_util import DIALECTS, check, compare, convert, export
 
 
@@ -32,6 +33,27 @@ class Derived(torch.nn.Module):
         n = x.shape[2]
         scaled = x * n + torch.arange(n).float()        # a SymInt used as a value
         return both, tail, down, flat, scaled, x.new_zeros(x.shape[2], 2)
+
+
+class SymbolicResize(torch.nn.Module):
+    """Resizing to sizes computed from a dynamic one, and clamping to a symbolic bound: core ATen
+    writes these with SymFloat ratios (IntTrueDiv(s, 2*s)) and SymInt clamp bounds (s - 1)."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple:
+        lin = F.interpolate(x, size=x.shape[-1] * 2, mode="linear")
+        near = F.interpolate(y, size=(y.shape[-2] * 3, y.shape[-1] * 2), mode="nearest")
+        bil = F.interpolate(y, size=(y.shape[-2] * 2, y.shape[-1] * 2), mode="bilinear", align_corners=False)
+        idx = torch.arange(8).clamp(max=x.shape[-1] - 1)
+        low = torch.arange(8).clamp_min(x.shape[-1] - 4) + torch.arange(8).clamp_max(x.shape[-1] - 4)
+        return lin, near, bil, x[..., idx], low
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_resize_to_symbolic_sizes(dialect: str) -> None:
+    s, h, w = (torch.export.Dim(k, min=4, max=64) for k in "shw")
+    check(SymbolicResize(), (torch.randn(1, 2, 6), torch.randn(1, 2, 5, 7)), dialect,
+          dynamic_shapes=({2: s}, {2: h, 3: w}),
+          more_args=[(torch.randn(1, 2, 11), torch.randn(1, 2, 5, 11))])
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

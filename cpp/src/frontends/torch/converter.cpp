@@ -192,6 +192,28 @@ Dim Converter::sym_dim(const json& a) {
   throw FormatError(source + ": expected an int or SymInt, got " + a.dump());
 }
 
+std::optional<std::pair<Dim, Dim>> Converter::sym_ratio(const json& a) {
+  if (tag(a) != "as_sym_float") return std::nullopt;
+  const auto& s = a["as_sym_float"];
+  if (!s.contains("as_name")) return std::nullopt;
+  const json* v = lookup("sym_float_values", s["as_name"].get<std::string>());
+  if (!v || !v->contains("as_expr")) return std::nullopt;
+  std::string e = v->at("as_expr").at("expr_str").get<std::string>();
+  const std::string head = "IntTrueDiv(";
+  if (e.rfind(head, 0) != 0 || e.back() != ')') return std::nullopt;
+  // split the two arguments at the top-level comma
+  std::string body = e.substr(head.size(), e.size() - head.size() - 1);
+  int depth = 0;
+  for (size_t k = 0; k < body.size(); ++k) {
+    char ch = body[k];
+    if (ch == '(') ++depth;
+    else if (ch == ')') --depth;
+    else if (ch == ',' && depth == 0)
+      return std::make_pair(parse_sym_expr(body.substr(0, k), ctx()), parse_sym_expr(body.substr(k + 1), ctx()));
+  }
+  return std::nullopt;
+}
+
 int64_t Converter::i(const json& n, std::string_view name, int64_t def) {
   auto v = opt_i(n, name);
   return v ? *v : def;
@@ -221,6 +243,16 @@ double Converter::f(const json& n, std::string_view name, double def) {
   if (t == "as_sym_int") {
     Dim d = sym_dim(*a);
     if (d->is_const()) return static_cast<double>(d->value());
+  }
+  if (auto q = sym_ratio(*a)) {
+    // a ratio that does not depend on the symbols' values: b == k * a or a == k * b
+    auto [num, den] = *q;
+    if (num->is_const() && den->is_const() && den->value() != 0)
+      return static_cast<double>(num->value()) / static_cast<double>(den->value());
+    for (int64_t k = 1; k <= 64; ++k) {
+      if (ctx().mul(ctx().constant(k), num) == den) return 1.0 / static_cast<double>(k);
+      if (ctx().mul(ctx().constant(k), den) == num) return static_cast<double>(k);
+    }
   }
   fail(n, "argument '" + std::string(name) + "' is not a known number (" + a->dump() + ")");
 }
@@ -405,6 +437,18 @@ Var* Converter::scalar_or_tensor(const json& n, std::string_view name, DataType 
     Dim d = sym_dim(*a);
     if (!d->is_const()) return cast(dim_var(d), dt);
     return cs(static_cast<double>(d->value()), dt);
+  }
+  if (auto q = sym_ratio(*a)) {
+    auto [num, den] = *q;
+    bool known = (num->is_const() && den->is_const());
+    for (int64_t k = 1; k <= 64 && !known; ++k)
+      known = ctx().mul(ctx().constant(k), num) == den || ctx().mul(ctx().constant(k), den) == num;
+    if (!known && can_compute(num) && can_compute(den)) {
+      // computed from the input shapes at run time, in fp32 as torch's float division
+      Var* r = op("real_div", {Converter::a("x", cast(dim_var(num), DataType::Float32)),
+                               Converter::a("y", cast(dim_var(den), DataType::Float32))});
+      return cast(r, dt);
+    }
   }
   return cs(f(n, name, 0), dt);
 }

@@ -148,6 +148,9 @@ class Converter {
   std::optional<DataType> dtype_arg(const json& n, std::string_view name);
   /// A SymInt argument's dim (as_sym_int or as_int).
   Dim sym_dim(const json& a);
+  /// A SymFloat argument that is a ratio of sizes (torch's IntTrueDiv(a, b), as decompositions
+  /// of upsampling write it): numerator and denominator; nullopt for other SymFloats.
+  std::optional<std::pair<Dim, Dim>> sym_ratio(const json& a);
   /// A dim as an int32 scalar var (built from the input shapes when symbolic).
   Var* dim_var(Dim d);
   /// Whether dim_var can compute `d` (every symbol in it is a dim of some var converted so far).

@@ -627,6 +627,18 @@ void register_elementwise(OpTable& t) {
       cv.out(n, r == x ? cv.op("identity", {C::a("x", x)}) : r);
       return;
     }
+    // a bound may be a symbolic size (decomposed upsampling clamps indices to s - 1)
+    auto symbolic = [&](const char* k) {
+      const json* a = C::arg(n, k);
+      return a && a->contains("as_sym_int") && !cv.sym_dim(*a)->is_const();
+    };
+    if (symbolic("min") || symbolic("max")) {
+      Var* r = x;
+      if (C::has(n, "min")) r = bin(cv, "maximum", r, cv.scalar_or_tensor(n, "min", C::dtype(x)));
+      if (C::has(n, "max")) r = bin(cv, "minimum", r, cv.scalar_or_tensor(n, "max", C::dtype(x)));
+      cv.out(n, r);
+      return;
+    }
     std::optional<double> lo, hi;
     if (C::has(n, "min")) lo = cv.f(n, "min", 0);
     if (C::has(n, "max")) hi = cv.f(n, "max", 0);
@@ -636,13 +648,13 @@ void register_elementwise(OpTable& t) {
   t["aten.clip"] = t["aten.clamp"];
   t["aten.clamp_min"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
-    if (C::is_number(n, "min")) cv.out(n, clip(cv, x, cv.f(n, "min", 0), std::nullopt));
-    else cv.out(n, bin(cv, "maximum", x, cv.cast(cv.tensor(n, "min"), C::dtype(x))));
+    if (C::is_number(n, "min") && !C::arg(n, "min")->contains("as_sym_int")) cv.out(n, clip(cv, x, cv.f(n, "min", 0), std::nullopt));
+    else cv.out(n, bin(cv, "maximum", x, cv.scalar_or_tensor(n, "min", C::dtype(x))));
   };
   t["aten.clamp_max"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
-    if (C::is_number(n, "max")) cv.out(n, clip(cv, x, std::nullopt, cv.f(n, "max", 0)));
-    else cv.out(n, bin(cv, "minimum", x, cv.cast(cv.tensor(n, "max"), C::dtype(x))));
+    if (C::is_number(n, "max") && !C::arg(n, "max")->contains("as_sym_int")) cv.out(n, clip(cv, x, std::nullopt, cv.f(n, "max", 0)));
+    else cv.out(n, bin(cv, "minimum", x, cv.scalar_or_tensor(n, "max", C::dtype(x))));
   };
 
   // where / masked_fill

@@ -311,9 +311,12 @@ void upsample(C& cv, const json& n, size_t sp, Mode mode) {
       int64_t f = static_cast<int64_t>(*a.scale);
       if (cv.ctx().mul(cv.ctx().constant(f), a.in) == a.out) a.factor = f;
       a.in_over_out = a.factor > 0;
-    } else if (!a.scale && a.in == a.out) {
-      a.factor = 1;
-      a.in_over_out = true;
+    } else if (!a.scale) {
+      // an output size that is an integer multiple of a symbolic input size (size=2 * x.shape[-1]):
+      // torch's source scale in / out is then 1 / f, which is what an integer factor computes
+      for (int64_t f = 1; f <= 64 && a.factor == 0; ++f)
+        if (cv.ctx().mul(cv.ctx().constant(f), a.in) == a.out) a.factor = f;
+      a.in_over_out = a.factor > 0;
     }
     all_factor = all_factor && a.factor > 0;
     all_in_over_out = all_in_over_out && a.in_over_out;
