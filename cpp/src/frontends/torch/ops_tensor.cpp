@@ -998,8 +998,6 @@ void register_more(OpTable& t) {
     if (r < 2) cv.fail(n, "mT needs at least 2 dims");
     cv.out(n, transpose2(cv, x, r, r - 2, r - 1));
   };
-  t["aten.mH"] = t["aten.mT"];  // real tensors
-  t["aten.adjoint"] = t["aten.mT"];
   // eye(n, m): i == j over an n x m grid
   t["aten.eye"] = [](C& cv, const json& n) {
     DataType dt = factory_dtype(cv, n, nullptr, DataType::Float32);
@@ -1021,13 +1019,6 @@ void register_more(OpTable& t) {
     Var* x = self(cv, n);
     Var* y = cv.tensor(n, "vec2");
     if (cv.rank(n, x) != 1 || cv.rank(n, y) != 1) cv.fail(n, "outer takes two 1-d tensors");
-    x = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {1})});
-    y = cv.op("expand_dims", {C::a("x", y), C::aints32("axes", {0})});
-    cv.out(n, times(cv, n, x, y));
-  };
-  t["aten.ger"] = [times](C& cv, const json& n) {
-    Var* x = self(cv, n);
-    Var* y = cv.tensor(n, "vec2");
     x = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {1})});
     y = cv.op("expand_dims", {C::a("x", y), C::aints32("axes", {0})});
     cv.out(n, times(cv, n, x, y));
