@@ -540,9 +540,557 @@ Var* index_put(C& cv, const json& n, Var* x, const std::vector<Var*>& idx, Var* 
   return cv.op("transpose", {C::a("x", sc), C::aints32("perm", inv)});
 }
 
+// ---- more tensor operators ----------------------------------------------------------------------
+
+// [0, 1, ..., d - 1] as int32
+Var* range_of(C& cv, Dim d) {
+  return cv.op("range_1d", {C::a("end", cv.dim_var(d)), C::a("start", Value::scalar_int(DataType::Int32, 0)),
+                            C::a("step", Value::scalar_int(DataType::Int32, 1))});
+}
+
+// a rank-1 int32 vector [d]
+Var* vec1(C& cv, Dim d) {
+  if (d->is_const()) return cv.ci({d->value()});
+  return cv.op("expand_dims", {C::a("x", cv.dim_var(d)), C::aints32("axes", {0})});
+}
+
+// x as rank 1
+Var* flat(C& cv, Var* x) { return reshape(cv, x, cv.ci({-1})); }
+
+Var* transpose2(C& cv, Var* x, int r, int64_t a, int64_t b) {
+  std::vector<int64_t> p(static_cast<size_t>(r));
+  std::iota(p.begin(), p.end(), 0);
+  std::swap(p[static_cast<size_t>(a)], p[static_cast<size_t>(b)]);
+  return cv.op("transpose", {C::a("x", x), C::aints32("perm", p)});
+}
+
+// negative indices into an axis of size `len` wrapped (i < 0 -> i + len)
+Var* wrap_index(C& cv, Var* idx, Dim len) {
+  Var* neg = bin(cv, "less", idx, cv.cs(0, DataType::Int32));
+  return cv.op("select", {C::a("cond", neg), C::a("a", bin(cv, "add", idx, cv.dim_var(len))), C::a("b", idx)});
+}
+
+// torch's scatter_reduce(self, dim, index, src, reduce, include_self): src's leading block of
+// index's shape scattered into self, combined by `reduce`; with include_self=False the scattered
+// positions start from the reduction's identity (mean counts only the scattered values)
+void scatter_reduce(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  DataType dt = C::dtype(x);
+  if (dt == DataType::Bool) cv.fail(n, "scatter_reduce of a bool tensor is not supported");
+  int r = cv.rank(n, x);
+  int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
+  Var* idx = cv.cast(cv.tensor(n, "index"), DataType::Int32);
+  Var* src = cv.cast(cv.tensor(n, "src"), dt);
+  std::string red = cv.s(n, "reduce", "");
+  bool inc = cv.bo(n, "include_self", true);
+  std::string mode = red == "sum" || red == "mean" ? "add" : red == "prod" ? "mul" : red == "amax" ? "max" : red == "amin" ? "min" : "";
+  if (mode.empty()) cv.fail(n, "scatter_reduce '" + red + "' is not supported");
+  if (cv.rank(n, idx) != r || cv.rank(n, src) != r) cv.fail(n, "scatter_reduce: index and src must have the rank of self");
+  if (C::shape(src) != C::shape(idx)) {
+    // torch reads src[:index.size(0), :index.size(1), ...]
+    auto is = C::static_shape(idx), ss = C::static_shape(src);
+    if (!is || !ss) cv.fail(n, "scatter_reduce with an index smaller than src needs known shapes");
+    src = cv.op("slice_by_size", {C::a("x", src), C::aints32("begin", std::vector<int64_t>(static_cast<size_t>(r), 0)),
+                                  C::aints32("size", *is)});
+  }
+  // MIL's scatter_along_axis needs index's sizes off `dim` equal to self's; torch allows them
+  // smaller: then every element's full coordinates (aranges off dim, the index on it) go to
+  // scatter_nd
+  bool along = true;
+  for (int k = 0; k < r; ++k)
+    if (k != d && C::shape(idx)[static_cast<size_t>(k)] != C::shape(x)[static_cast<size_t>(k)]) along = false;
+  Var* coords = nullptr;
+  if (!along) {
+    Arg vals{"values", {}, true};
+    for (int k = 0; k < r; ++k) {
+      Var* c = idx;
+      if (k != d) {
+        std::vector<int64_t> axes;
+        for (int q = 0; q < r; ++q)
+          if (q != k) axes.push_back(q);
+        c = range_of(cv, C::shape(idx)[static_cast<size_t>(k)]);
+        if (!axes.empty()) c = cv.op("expand_dims", {C::a("x", c), C::aints32("axes", axes)});
+        c = expand_to(cv, n, c, C::shape(idx));
+      }
+      vals.items.push_back(ArgItem{c, nullptr});
+    }
+    coords = cv.op("stack", {vals, C::ai32("axis", r)});
+  }
+  auto scatter = [&](Var* data, Var* upd, const char* m) {
+    if (coords)
+      return cv.op("scatter_nd", {C::a("data", data), C::a("indices", coords), C::a("updates", upd), C::astr("mode", m)});
+    return cv.op("scatter_along_axis", {C::a("data", data), C::a("indices", idx), C::a("updates", upd), C::ai32("axis", d),
+                                        C::astr("mode", m)});
+  };
+  Var* base = x;
+  if (!inc) {
+    double inf = std::numeric_limits<double>::infinity();
+    double lo = is_float(dt) ? -inf : static_cast<double>(std::numeric_limits<int32_t>::min());
+    double hi = is_float(dt) ? inf : static_cast<double>(std::numeric_limits<int32_t>::max());
+    double ident = mode == "add" ? 0 : mode == "mul" ? 1 : mode == "max" ? lo : hi;
+    base = scatter(x, fill(cv, shape_of_var(cv, idx), ident, dt), "update");
+  }
+  Var* y = scatter(base, src, mode.c_str());
+  if (red == "mean") {
+    // the count of values combined at each position (self counts once when included); positions
+    // nothing was scattered to keep self (count 1). Integer means round down, as torch's floor div
+    Var* cnt = scatter(fill(cv, shape_of_var(cv, x), inc ? 1 : 0, dt), fill(cv, shape_of_var(cv, idx), 1, dt), "add");
+    cnt = bin(cv, "maximum", cnt, cv.cs(1, dt));
+    y = bin(cv, is_float(dt) ? "real_div" : "floor_div", y, cnt);
+  }
+  cv.out(n, y);
+}
+
+// masked_scatter(self, mask, source): where mask is true, the next element of source (in
+// row-major order of the broadcast shape): the running count of true mask elements indexes source
+void masked_scatter(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  Var* m = cv.tensor(n, "mask");
+  if (C::dtype(m) != DataType::Bool) m = cv.cast(m, DataType::Bool);
+  Var* src = cv.cast(cv.tensor(n, "source"), C::dtype(x));
+  (void)cv.rank(n, x);
+  (void)cv.rank(n, m);
+  if (C::shape(m) != C::shape(x)) {
+    x = cv.op("select", {C::a("cond", m), C::a("a", x), C::a("b", x)});  // x broadcast with the mask
+    m = expand_to(cv, n, m, C::shape(x));
+  }
+  Var* mf = flat(cv, cv.cast(m, DataType::Int32));
+  Var* pos = bin(cv, "sub", cv.op("cumsum", {C::a("x", mf), C::ai32("axis", 0)}), cv.cs(1, DataType::Int32));
+  pos = bin(cv, "maximum", pos, cv.cs(0, DataType::Int32));
+  Var* g = gather_any(cv, "gather", flat(cv, src), {C::a("indices", pos), C::ai32("axis", 0)});
+  g = reshape(cv, g, shape_of_var(cv, x));
+  cv.out(n, cv.op("select", {C::a("cond", m), C::a("a", g), C::a("b", x)}));
+}
+
+// the 2-d x's diagonal `k` (static sizes): gather_nd at (i, i + k) / (i - k, i)
+Var* diag_of(C& cv, const json& n, Var* x, int64_t k) {
+  auto s = C::static_shape(x);
+  if (!s || s->size() != 2) cv.fail(n, "the diagonal of a matrix with symbolic sizes is not supported");
+  int64_t r0 = k >= 0 ? 0 : -k, c0 = k >= 0 ? k : 0;
+  std::vector<int64_t> ij;
+  for (int64_t i = r0, j = c0; i < (*s)[0] && j < (*s)[1]; ++i, ++j) ij.push_back(i), ij.push_back(j);
+  if (ij.empty()) cv.fail(n, "diagonal " + std::to_string(k) + " of a " + std::to_string((*s)[0]) + "x" + std::to_string((*s)[1]) +
+                             " matrix is empty, which Core ML cannot hold");
+  int64_t len = static_cast<int64_t>(ij.size() / 2);
+  return gather_any(cv, "gather_nd", x, {C::a("indices", Value::from_ints(DataType::Int32, {len, 2}, ij))});
+}
+
+// diag(x, k): a 1-d x placed on diagonal k of an (n + |k|) square matrix; a 2-d x's diagonal k
+void diag(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  int64_t k = cv.i(n, "diagonal", 0);
+  int r = cv.rank(n, x);
+  if (r == 2) {
+    cv.out(n, diag_of(cv, n, x, k));
+    return;
+  }
+  if (r != 1) cv.fail(n, "diag takes a 1-d or 2-d tensor");
+  Dim len = C::shape(x)[0];
+  Var* rng;
+  if (len->is_const()) {
+    rng = range_of(cv, cv.ctx().constant(len->value() + std::abs(k)));
+  } else {
+    Var* end = bin(cv, "add", cv.dim_var(len), cv.cs(static_cast<double>(std::abs(k)), DataType::Int32));
+    rng = cv.op("range_1d", {C::a("end", end), C::a("start", Value::scalar_int(DataType::Int32, 0)),
+                             C::a("step", Value::scalar_int(DataType::Int32, 1))});
+  }
+  Var* i = cv.op("expand_dims", {C::a("x", rng), C::aints32("axes", {1})});
+  Var* j = cv.op("expand_dims", {C::a("x", rng), C::aints32("axes", {0})});
+  Var* on = bin(cv, "equal", bin(cv, "sub", j, i), cv.cs(static_cast<double>(k), DataType::Int32));
+  // the value of row i (k >= 0) or column j (k < 0): x at that index (clamped: off the diagonal
+  // it is not used)
+  Var* at = bin(cv, "minimum", rng, bin(cv, "sub", cv.dim_var(len), cv.cs(1, DataType::Int32)));
+  Var* v = gather_any(cv, "gather", x, {C::a("indices", at), C::ai32("axis", 0)});
+  v = cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {k >= 0 ? 1 : 0})});
+  cv.out(n, cv.op("select", {C::a("cond", on), C::a("a", v), C::a("b", cv.cs(0, C::dtype(x)))}));
+}
+
+// tensor_split's pieces as [start, end) along an axis of known size L
+void split_bounds_out(C& cv, const json& n, Var* x, int64_t d, const std::vector<std::pair<int64_t, int64_t>>& b) {
+  std::vector<Var*> outs;
+  int64_t L = C::shape(x)[static_cast<size_t>(d)]->value();
+  for (auto [s, e] : b) {
+    if (e <= s && L > 0) cv.fail(n, "tensor_split gives an empty piece, which Core ML cannot hold");
+    if (s == 0 && e == L) {
+      outs.push_back(cv.op("identity", {C::a("x", x)}));
+      continue;
+    }
+    SliceSpec sp;
+    sp.start = s;
+    sp.end = e;
+    outs.push_back(slice_axis(cv, n, x, d, sp));
+  }
+  cv.outs(n, outs);
+}
+
+void tensor_split(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+  Dim sz = C::shape(x)[static_cast<size_t>(d)];
+  if (!sz->is_const()) cv.fail(n, "tensor_split of a symbolic dim (" + sz->str() + ") is not supported");
+  int64_t L = sz->value();
+  std::optional<int64_t> sections;
+  std::vector<int64_t> indices;
+  if (C::has(n, "sections")) {
+    sections = cv.i(n, "sections", 1);
+  } else if (C::has(n, "indices")) {
+    indices = cv.ints(n, "indices");
+  } else {
+    const Value* v = cv.known(C::tensor_name(n, "tensor_indices_or_sections"));
+    if (!v) cv.fail(n, "tensor_split by a computed tensor is not supported");
+    if (v->rank() == 0) sections = v->to_ints()[0];
+    else indices = v->to_ints();
+  }
+  std::vector<std::pair<int64_t, int64_t>> b;
+  if (sections) {
+    // the first L % n sections hold one more element
+    int64_t s = *sections;
+    if (s <= 0) cv.fail(n, "tensor_split needs a positive number of sections");
+    int64_t q = L / s, rem = L % s, at = 0;
+    for (int64_t k = 0; k < s; ++k) {
+      int64_t len = q + (k < rem ? 1 : 0);
+      b.push_back({at, at + len});
+      at += len;
+    }
+  } else {
+    // pieces [0, i0), [i0, i1), ..., [ik, L) with Python slice bounds
+    auto clampv = [&](int64_t v) { return v < 0 ? std::max<int64_t>(v + L, 0) : std::min(v, L); };
+    int64_t prev = 0;
+    for (auto i : indices) {
+      int64_t e = clampv(i);
+      b.push_back({prev, std::max(prev, e)});
+      prev = e;
+    }
+    b.push_back({prev, std::max(prev, L)});
+  }
+  split_bounds_out(cv, n, x, d, b);
+}
+
+// meshgrid(tensors, indexing): each 0-d / 1-d input laid along its own axis and broadcast to the
+// grid; "xy" swaps the first two axes of the grid
+void meshgrid(C& cv, const json& n) {
+  auto vs = cv.tensors(n, "tensors");
+  std::string ix = cv.s(n, "indexing", "ij");
+  if (ix != "ij" && ix != "xy") cv.fail(n, "meshgrid indexing '" + ix + "' is not supported");
+  size_t N = vs.size();
+  std::vector<Dim> lens;
+  for (auto& v : vs) {
+    int r = cv.rank(n, v);
+    if (r > 1) cv.fail(n, "meshgrid takes 0-d or 1-d tensors");
+    if (r == 0) v = cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {0})});
+    lens.push_back(C::shape(v)[0]);
+  }
+  std::vector<size_t> ax(N);
+  std::iota(ax.begin(), ax.end(), 0);
+  if (ix == "xy" && N >= 2) std::swap(ax[0], ax[1]);
+  std::vector<Dim> grid(N);
+  for (size_t k = 0; k < N; ++k) grid[ax[k]] = lens[k];
+  std::vector<Var*> outs;
+  for (size_t k = 0; k < N; ++k) {
+    std::vector<int64_t> axes;
+    for (size_t a = 0; a < N; ++a)
+      if (a != ax[k]) axes.push_back(static_cast<int64_t>(a));
+    Var* v = axes.empty() ? vs[k] : cv.op("expand_dims", {C::a("x", vs[k]), C::aints32("axes", axes)});
+    outs.push_back(expand_to(cv, n, v, grid));
+  }
+  cv.outs(n, outs);
+}
+
+// pad(x, p, "circular"): per padded axis, negative pads crop first, then the axis wraps around
+// ([x[L-b:], x, x[:e]]); torch requires pads no larger than the (cropped) size
+Var* circular_pad(C& cv, const json& n, Var* x, const std::vector<int64_t>& tp) {
+  int r = cv.rank(n, x);
+  if (tp.size() % 2 || tp.size() / 2 > static_cast<size_t>(r)) cv.fail(n, "pad has " + std::to_string(tp.size()) + " values for rank " + std::to_string(r));
+  auto p = mil_pad(tp, r);
+  for (int k = 0; k < r; ++k) {
+    int64_t b = p[static_cast<size_t>(2 * k)], e = p[static_cast<size_t>(2 * k + 1)];
+    if (b == 0 && e == 0) continue;
+    Dim sz = C::shape(x)[static_cast<size_t>(k)];
+    if (!sz->is_const()) cv.fail(n, "circular padding of a symbolic dim (" + sz->str() + ") is not supported");
+    int64_t L = sz->value();
+    if (b < 0 || e < 0) {
+      SliceSpec s;
+      s.start = std::max<int64_t>(-b, 0);
+      s.end = L - std::max<int64_t>(-e, 0);
+      if (*s.end <= s.start) cv.fail(n, "circular pad crops the whole dim");
+      x = slice_axis(cv, n, x, k, s);
+      L = *s.end - s.start;
+    }
+    if (b > L || e > L) cv.fail(n, "circular padding larger than the dim (" + std::to_string(L) + ")");
+    std::vector<Var*> parts;
+    if (b > 0) {
+      SliceSpec s;
+      s.start = L - b;
+      parts.push_back(slice_axis(cv, n, x, k, s));
+    }
+    parts.push_back(x);
+    if (e > 0) {
+      SliceSpec s;
+      s.end = e;
+      parts.push_back(slice_axis(cv, n, x, k, s));
+    }
+    if (parts.size() > 1) x = cv.op("concat", {values_arg(parts), C::ai32("axis", k)});
+  }
+  return x;
+}
+
+// a linspace end point: a number, or a tensor of known value
+double known_number(C& cv, const json& n, const char* name) {
+  if (C::is_number(n, name)) return cv.f(n, name, 0);
+  const Value* v = cv.known(C::tensor_name(n, name));
+  if (!v || v->numel() != 1) cv.fail(n, std::string("linspace with a computed '") + name + "' is not supported");
+  return v->as_double(0);
+}
+
+void register_more(OpTable& t) {
+  t["aten.scatter_reduce.two"] = scatter_reduce;
+  t["aten.masked_scatter"] = masked_scatter;
+  t["aten.empty_strided"] = [](C& cv, const json& n) {
+    DataType dt = factory_dtype(cv, n, nullptr, DataType::Float32);
+    cv.out(n, fill(cv, cv.shape_var(cv.dims(n, "size")), 0, dt));
+  };
+  t["aten.new_empty_strided"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = factory_dtype(cv, n, x, C::dtype(x));
+    cv.out(n, fill(cv, size_shape(cv, cv.dims(n, "size"), x), 0, dt));
+  };
+  // nonzero: MIL's non_zero has torch's layout ([count, rank] int indices, row-major order)
+  t["aten.nonzero"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (cv.rank(n, x) == 0) cv.fail(n, "nonzero of a 0-d tensor is not supported");
+    cv.out(n, cv.op("non_zero", {C::a("x", x)}));
+  };
+  t["aten.argwhere"] = t["aten.nonzero"];
+  t["aten.tensor_split"] = tensor_split;
+  t["aten.meshgrid"] = meshgrid;
+  t["aten.diag"] = diag;
+  t["aten.trace"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (cv.rank(n, x) != 2) cv.fail(n, "trace takes a matrix");
+    Var* dg = diag_of(cv, n, x, 0);
+    // ints and bools sum as int64 (int32 here)
+    dg = cv.cast(dg, cv.out_dtype(n).value_or(C::dtype(dg) == DataType::Bool ? DataType::Int32 : C::dtype(dg)));
+    cv.out(n, cv.op("reduce_sum", {C::a("x", dg), C::aints32("axes", {0}), C::abool("keep_dims", false)}));
+  };
+  // rot90(x, k, dims): k = 1 flips dims[1] then swaps the dims, k = 2 flips both, k = 3 flips
+  // dims[0] then swaps
+  t["aten.rot90"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    int64_t k = ((cv.i(n, "k", 1) % 4) + 4) % 4;
+    auto dims = cv.ints(n, "dims", {0, 1});
+    if (dims.size() != 2) cv.fail(n, "rot90 needs two dims");
+    int64_t a = cv.axis(n, dims[0], r), b = cv.axis(n, dims[1], r);
+    if (a == b) cv.fail(n, "rot90 needs two different dims");
+    Var* y;
+    if (k == 0) y = cv.op("identity", {C::a("x", x)});
+    else if (k == 2) y = cv.op("reverse", {C::a("x", x), C::aints32("axes", {a, b})});
+    else y = transpose2(cv, cv.op("reverse", {C::a("x", x), C::aints32("axes", {k == 1 ? b : a})}), r, a, b);
+    cv.out(n, y);
+  };
+  // linspace(start, end, steps): torch's kernel: step = (end - start) / (steps - 1), the first
+  // half start + i * step, the second half end - (steps - 1 - i) * step (integers truncated)
+  t["aten.linspace"] = [](C& cv, const json& n) {
+    double s = known_number(cv, n, "start"), e = known_number(cv, n, "end");
+    int64_t steps = cv.i(n, "steps", 0);
+    if (steps <= 0) cv.fail(n, "linspace with " + std::to_string(steps) + " steps is empty, which Core ML cannot hold");
+    DataType dt = factory_dtype(cv, n, nullptr, DataType::Float32);
+    bool ints = !is_float(dt);
+    if (ints) s = std::trunc(s), e = std::trunc(e);
+    std::vector<double> v(static_cast<size_t>(steps));
+    double step = steps > 1 ? (e - s) / static_cast<double>(steps - 1) : 0;
+    for (int64_t i = 0; i < steps; ++i) {
+      double y = i < steps / 2 ? s + step * static_cast<double>(i) : e - step * static_cast<double>(steps - 1 - i);
+      v[static_cast<size_t>(i)] = ints ? std::trunc(y) : y;
+    }
+    if (steps == 1) v[0] = s;
+    cv.out(n, cv.c(Value::from_doubles(dt, {steps}, v)));
+  };
+  // tri*_indices(row, col, offset): the (row, col) pairs of the triangle in row-major order
+  auto tri_indices = [](bool lower) {
+    return [lower](C& cv, const json& n) {
+      int64_t rows = cv.i(n, "row", 0), cols = cv.i(n, "col", 0), off = cv.i(n, "offset", 0);
+      std::vector<int64_t> is, js;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          if (lower ? j - i <= off : j - i >= off) is.push_back(i), js.push_back(j);
+      if (is.empty()) cv.fail(n, "the triangle has no indices (an empty tensor, which Core ML cannot hold)");
+      int64_t cnt = static_cast<int64_t>(is.size());
+      is.insert(is.end(), js.begin(), js.end());
+      DataType dt = factory_dtype(cv, n, nullptr, DataType::Int32);
+      cv.out(n, cv.c(Value::from_ints(dt, {2, cnt}, is)));
+    };
+  };
+  t["aten.triu_indices"] = tri_indices(false);
+  t["aten.tril_indices"] = tri_indices(true);
+  // take_along_dim(x, idx, dim): x and idx broadcast against each other except along dim, then
+  // gathered there (negative indices wrap); without dim, both flattened
+  t["aten.take_along_dim"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* idx = cv.cast(cv.tensor(n, "indices"), DataType::Int32);
+    if (!C::has(n, "dim")) {
+      x = flat(cv, x);
+      idx = flat(cv, idx);
+      idx = wrap_index(cv, idx, C::shape(x)[0]);
+      cv.out(n, gather_any(cv, "gather_along_axis", x, {C::a("indices", idx), C::ai32("axis", 0)}));
+      return;
+    }
+    int r = cv.rank(n, x);
+    if (cv.rank(n, idx) != r) cv.fail(n, "take_along_dim: indices must have the rank of the input");
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
+    std::vector<Dim> xs = C::shape(x), is = C::shape(idx);
+    for (int k = 0; k < r; ++k) {
+      if (k == d) continue;
+      size_t u = static_cast<size_t>(k);
+      auto one = [](Dim q) { return q->is_const() && q->value() == 1; };
+      if (xs[u] == is[u]) continue;
+      if (one(xs[u])) xs[u] = is[u];
+      else if (one(is[u])) is[u] = xs[u];
+      else cv.fail(n, "take_along_dim: sizes " + xs[u]->str() + " and " + is[u]->str() + " do not broadcast");
+    }
+    if (xs != C::shape(x)) x = expand_to(cv, n, x, xs);
+    if (is != C::shape(idx)) idx = expand_to(cv, n, idx, is);
+    idx = wrap_index(cv, idx, xs[static_cast<size_t>(d)]);
+    cv.out(n, gather_any(cv, "gather_along_axis", x, {C::a("indices", idx), C::ai32("axis", d)}));
+  };
+  // index_add(x, dim, index, source, alpha): x with alpha * source's slices added at index along
+  // dim (repeated indices accumulate)
+  t["aten.index_add"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (C::dtype(x) == DataType::Bool) cv.fail(n, "index_add of a bool tensor is not supported");
+    int r = cv.rank(n, x);
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
+    Var* idx = cv.cast(cv.tensor(n, "index"), DataType::Int32);
+    if (cv.rank(n, idx) == 0) idx = flat(cv, idx);
+    Var* src = cv.cast(cv.tensor(n, "source"), C::dtype(x));
+    if (r > 0 && cv.rank(n, src) == r - 1) src = cv.op("expand_dims", {C::a("x", src), C::aints32("axes", {d})});
+    double alpha = cv.f(n, "alpha", 1);
+    if (alpha != 1) src = bin(cv, "mul", src, cv.cs(alpha, C::dtype(x)));
+    idx = wrap_index(cv, idx, C::shape(x)[static_cast<size_t>(d)]);
+    cv.out(n, cv.op("scatter", {C::a("data", x), C::a("indices", idx), C::a("updates", src), C::ai32("axis", d),
+                                C::astr("mode", "add")}));
+  };
+  // index_fill(x, dim, index, value): the slices at index along dim set to value (a mask along
+  // dim, scattered from the indices)
+  t["aten.index_fill"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    if (r == 0) cv.fail(n, "index_fill of a 0-d tensor is not supported");
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), r);
+    Dim L = C::shape(x)[static_cast<size_t>(d)];
+    Var* idx = flat(cv, cv.cast(cv.tensor(n, "index"), DataType::Int32));
+    idx = wrap_index(cv, idx, L);
+    Var* zeros = fill(cv, vec1(cv, L), 0, DataType::Int32);
+    Var* ones = fill(cv, shape_of_var(cv, idx), 1, DataType::Int32);
+    Var* m = cv.op("scatter", {C::a("data", zeros), C::a("indices", idx), C::a("updates", ones), C::ai32("axis", 0),
+                               C::astr("mode", "update")});
+    m = cv.cast(m, DataType::Bool);
+    std::vector<int64_t> axes;
+    for (int k = 0; k < r; ++k)
+      if (k != d) axes.push_back(k);
+    if (!axes.empty()) m = cv.op("expand_dims", {C::a("x", m), C::aints32("axes", axes)});
+    Var* v = C::is_number(n, "value") ? cv.scalar_or_tensor(n, "value", C::dtype(x)) : cv.cast(cv.tensor(n, "value"), C::dtype(x));
+    cv.out(n, cv.op("select", {C::a("cond", m), C::a("a", v), C::a("b", x)}));
+  };
+  t["aten.mT"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    if (r < 2) cv.fail(n, "mT needs at least 2 dims");
+    cv.out(n, transpose2(cv, x, r, r - 2, r - 1));
+  };
+  // eye(n, m): i == j over an n x m grid
+  t["aten.eye"] = [](C& cv, const json& n) {
+    DataType dt = factory_dtype(cv, n, nullptr, DataType::Float32);
+    const json* na = C::arg(n, "n");
+    const json* ma = C::arg(n, "m");
+    Dim N = na ? cv.sym_dim(*na) : cv.ctx().constant(0);
+    Dim M = ma ? cv.sym_dim(*ma) : N;
+    Var* i = cv.op("expand_dims", {C::a("x", range_of(cv, N)), C::aints32("axes", {1})});
+    Var* j = cv.op("expand_dims", {C::a("x", range_of(cv, M)), C::aints32("axes", {0})});
+    cv.out(n, cv.cast(bin(cv, "equal", i, j), dt));
+  };
+  // outer(x, y) = x[:, None] * y[None, :]; kron: x's and y's dims interleaved, multiplied, merged
+  auto times = [](C& cv, const json& n, Var* x, Var* y) {
+    if (C::dtype(x) == DataType::Bool && C::dtype(y) == DataType::Bool) return bin(cv, "logical_and", x, y);
+    auto [a, b] = cv.promoted(n, x, y);
+    return bin(cv, "mul", a, b);
+  };
+  t["aten.outer"] = [times](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* y = cv.tensor(n, "vec2");
+    if (cv.rank(n, x) != 1 || cv.rank(n, y) != 1) cv.fail(n, "outer takes two 1-d tensors");
+    x = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {1})});
+    y = cv.op("expand_dims", {C::a("x", y), C::aints32("axes", {0})});
+    cv.out(n, times(cv, n, x, y));
+  };
+  t["aten.kron"] = [times](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    Var* y = cv.tensor(n, "other");
+    auto xs = C::static_shape(x), ys = C::static_shape(y);
+    if (!xs || !ys) cv.fail(n, "kron of tensors with symbolic sizes is not supported");
+    size_t R = std::max(xs->size(), ys->size());
+    xs->insert(xs->begin(), R - xs->size(), 1);
+    ys->insert(ys->begin(), R - ys->size(), 1);
+    std::vector<int64_t> xi, yi, out;
+    for (size_t k = 0; k < R; ++k) {
+      xi.push_back((*xs)[k]), xi.push_back(1);
+      yi.push_back(1), yi.push_back((*ys)[k]);
+      out.push_back((*xs)[k] * (*ys)[k]);
+    }
+    Var* p = times(cv, n, reshape(cv, x, cv.ci(xi)), reshape(cv, y, cv.ci(yi)));
+    cv.out(n, reshape(cv, p, cv.ci(out)));
+  };
+  // cross(a, b, dim): a[i+1] b[i+2] - a[i+2] b[i+1] along the size-3 dim (a and b broadcast);
+  // aten.cross without dim takes the first dim of size 3
+  t["aten.linalg_cross"] = [](C& cv, const json& n) {
+    Var* a = self(cv, n);
+    Var* b = cv.tensor(n, "other");
+    int r = cv.rank(n, a);
+    if (cv.rank(n, b) != r) cv.fail(n, "cross: the inputs must have the same number of dims");
+    int64_t d;
+    if (C::has(n, "dim")) {
+      d = cv.axis(n, cv.i(n, "dim", -1), r);
+    } else if (n.value("target", std::string()).find("linalg_cross") != std::string::npos) {
+      d = r - 1;
+    } else {
+      d = -1;
+      for (int k = 0; k < r && d < 0; ++k) {
+        Dim s = C::shape(a)[static_cast<size_t>(k)];
+        if (s->is_const() && s->value() == 3) d = k;
+      }
+      if (d < 0) cv.fail(n, "cross: no dim of size 3");
+    }
+    std::tie(a, b) = cv.promoted(n, a, b);
+    auto rot = [&](Var* v, std::vector<int64_t> order) {
+      return gather_any(cv, "gather", v, {C::a("indices", Value::int_list(order)), C::ai32("axis", d)});
+    };
+    Var* p = bin(cv, "mul", rot(a, {1, 2, 0}), rot(b, {2, 0, 1}));
+    Var* q = bin(cv, "mul", rot(a, {2, 0, 1}), rot(b, {1, 2, 0}));
+    cv.out(n, bin(cv, "sub", p, q));
+  };
+  t["aten.cross"] = t["aten.linalg_cross"];
+  // channel_shuffle(x, g): channels viewed as [g, C / g], transposed to [C / g, g], flattened
+  t["aten.channel_shuffle"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    int64_t g = cv.i(n, "groups", 1);
+    if (r < 3) cv.fail(n, "channel_shuffle needs at least 3 dims");
+    Dim c = C::shape(x)[1];
+    if (!c->is_const()) cv.fail(n, "channel_shuffle of a symbolic channel count is not supported");
+    if (g <= 0 || c->value() % g) cv.fail(n, "channel_shuffle: " + c->str() + " channels do not split into " + std::to_string(g) + " groups");
+    std::vector<Piece> ps{{true, 0}, {false, g}, {false, c->value() / g}};
+    for (int64_t k = 2; k < r; ++k) ps.push_back({true, k});
+    Var* y = reshape(cv, x, build_shape(cv, x, ps));
+    y = transpose2(cv, y, r + 1, 1, 2);
+    cv.out(n, reshape(cv, y, shape_of_var(cv, x)));
+  };
+  t["aten.native_channel_shuffle"] = t["aten.channel_shuffle"];
+}
+
 }  // namespace
 
 void register_tensor(OpTable& t) {
+  register_more(t);
   t["aten.view"] = view;
   t["aten._unsafe_view"] = view;
   t["aten.reshape"] = view;
@@ -973,6 +1521,10 @@ void register_tensor(OpTable& t) {
   t["aten.pad"] = [](C& cv, const json& n) {
     std::string mode = cv.s(n, "mode", "constant");
     std::string m = mode == "reflect" ? "reflect" : mode == "replicate" ? "replicate" : mode == "constant" ? "constant" : "";
+    if (mode == "circular") {
+      cv.out(n, circular_pad(cv, n, self(cv, n), cv.ints(n, "pad")));
+      return;
+    }
     if (m.empty()) cv.fail(n, "pad mode '" + mode + "' is not supported");
     cv.out(n, pad(cv, n, self(cv, n), cv.ints(n, "pad"), m, cv.f(n, "value", 0)));
   };
