@@ -152,6 +152,10 @@ CASES = {
     "scatter": (lambda x, i, s: x.scatter(1, i, s) + x.scatter_add(1, i, s),
                 (r(3, 4), torch.tensor([[0, 1], [2, 3], [1, 0]]), r(3, 2))),
     "scatter_value": (lambda x, i: x.scatter(1, i, 7.0), (r(3, 4), torch.tensor([[0, 1], [2, 3], [1, 0]]))),
+    # an index smaller than self off the scatter dim, and a src larger than the index (torch
+    # reads src's leading block)
+    "scatter_small_index": (lambda x, i, s: x.scatter(0, i, s) + x.scatter_add(1, i, s) + x.scatter(1, i, 2.0),
+                            (r(4, 5), torch.tensor([[0, 1], [2, 3]]), r(3, 3))),
     "index_put": (lambda x, i, v: x.index_put((i,), v), (r(5, 3), torch.tensor([0, 3]), r(2, 3))),
     "index_put_acc": (lambda x, i, v: x.index_put((i,), v, accumulate=True), (r(5, 3), torch.tensor([1, 2]), r(3))),
     "index_copy": (lambda x, i, s: x.index_copy(1, i, s), (r(2, 5), torch.tensor([4, 1]), r(2, 2))),

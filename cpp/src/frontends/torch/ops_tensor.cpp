@@ -570,6 +570,53 @@ Var* wrap_index(C& cv, Var* idx, Dim len) {
   return cv.op("select", {C::a("cond", neg), C::a("a", bin(cv, "add", idx, cv.dim_var(len))), C::a("b", idx)});
 }
 
+// torch reads src[:index.size(0), :index.size(1), ...] when src is larger than index
+Var* leading_block(C& cv, const json& n, Var* src, Var* idx) {
+  if (C::shape(src) == C::shape(idx)) return src;
+  auto is = C::static_shape(idx), ss = C::static_shape(src);
+  if (!is || !ss) cv.fail(n, "scatter with an index smaller than src needs known shapes");
+  return cv.op("slice_by_size", {C::a("x", src), C::aints32("begin", std::vector<int64_t>(is->size(), 0)),
+                                 C::aints32("size", *is)});
+}
+
+// torch's scatter of updates (index's shape) into self along `d`. MIL's scatter_along_axis needs
+// index's sizes off `d` equal to self's; torch allows them smaller: then every element's full
+// coordinates (aranges off `d`, the index on it) go to scatter_nd.
+struct TorchScatter {
+  C& cv;
+  Var* idx;
+  int64_t d;
+  Var* coords = nullptr;
+  TorchScatter(C& c, const json& n, Var* x, int64_t dim, Var* index) : cv(c), idx(index), d(dim) {
+    int r = cv.rank(n, x);
+    if (cv.rank(n, idx) != r) cv.fail(n, "scatter: index must have the rank of self");
+    bool along = true;
+    for (int k = 0; k < r; ++k)
+      if (k != d && C::shape(idx)[static_cast<size_t>(k)] != C::shape(x)[static_cast<size_t>(k)]) along = false;
+    if (along) return;
+    Arg vals{"values", {}, true};
+    for (int k = 0; k < r; ++k) {
+      Var* c = idx;
+      if (k != d) {
+        std::vector<int64_t> axes;
+        for (int q = 0; q < r; ++q)
+          if (q != k) axes.push_back(q);
+        c = range_of(cv, C::shape(idx)[static_cast<size_t>(k)]);
+        if (!axes.empty()) c = cv.op("expand_dims", {C::a("x", c), C::aints32("axes", axes)});
+        c = expand_to(cv, n, c, C::shape(idx));
+      }
+      vals.items.push_back(ArgItem{c, nullptr});
+    }
+    coords = cv.op("stack", {vals, C::ai32("axis", r)});
+  }
+  Var* operator()(Var* data, Var* upd, const char* m) const {
+    if (coords)
+      return cv.op("scatter_nd", {C::a("data", data), C::a("indices", coords), C::a("updates", upd), C::astr("mode", m)});
+    return cv.op("scatter_along_axis", {C::a("data", data), C::a("indices", idx), C::a("updates", upd),
+                                        C::ai32("axis", d), C::astr("mode", m)});
+  }
+};
+
 // torch's scatter_reduce(self, dim, index, src, reduce, include_self): src's leading block of
 // index's shape scattered into self, combined by `reduce`; with include_self=False the scattered
 // positions start from the reduction's identity (mean counts only the scattered values)
@@ -586,42 +633,9 @@ void scatter_reduce(C& cv, const json& n) {
   std::string mode = red == "sum" || red == "mean" ? "add" : red == "prod" ? "mul" : red == "amax" ? "max" : red == "amin" ? "min" : "";
   if (mode.empty()) cv.fail(n, "scatter_reduce '" + red + "' is not supported");
   if (cv.rank(n, idx) != r || cv.rank(n, src) != r) cv.fail(n, "scatter_reduce: index and src must have the rank of self");
-  if (C::shape(src) != C::shape(idx)) {
-    // torch reads src[:index.size(0), :index.size(1), ...]
-    auto is = C::static_shape(idx), ss = C::static_shape(src);
-    if (!is || !ss) cv.fail(n, "scatter_reduce with an index smaller than src needs known shapes");
-    src = cv.op("slice_by_size", {C::a("x", src), C::aints32("begin", std::vector<int64_t>(static_cast<size_t>(r), 0)),
-                                  C::aints32("size", *is)});
-  }
-  // MIL's scatter_along_axis needs index's sizes off `dim` equal to self's; torch allows them
-  // smaller: then every element's full coordinates (aranges off dim, the index on it) go to
-  // scatter_nd
-  bool along = true;
-  for (int k = 0; k < r; ++k)
-    if (k != d && C::shape(idx)[static_cast<size_t>(k)] != C::shape(x)[static_cast<size_t>(k)]) along = false;
-  Var* coords = nullptr;
-  if (!along) {
-    Arg vals{"values", {}, true};
-    for (int k = 0; k < r; ++k) {
-      Var* c = idx;
-      if (k != d) {
-        std::vector<int64_t> axes;
-        for (int q = 0; q < r; ++q)
-          if (q != k) axes.push_back(q);
-        c = range_of(cv, C::shape(idx)[static_cast<size_t>(k)]);
-        if (!axes.empty()) c = cv.op("expand_dims", {C::a("x", c), C::aints32("axes", axes)});
-        c = expand_to(cv, n, c, C::shape(idx));
-      }
-      vals.items.push_back(ArgItem{c, nullptr});
-    }
-    coords = cv.op("stack", {vals, C::ai32("axis", r)});
-  }
-  auto scatter = [&](Var* data, Var* upd, const char* m) {
-    if (coords)
-      return cv.op("scatter_nd", {C::a("data", data), C::a("indices", coords), C::a("updates", upd), C::astr("mode", m)});
-    return cv.op("scatter_along_axis", {C::a("data", data), C::a("indices", idx), C::a("updates", upd), C::ai32("axis", d),
-                                        C::astr("mode", m)});
-  };
+  src = leading_block(cv, n, src, idx);
+  TorchScatter sc(cv, n, x, d, idx);
+  auto scatter = [&](Var* data, Var* upd, const char* m) { return sc(data, upd, m); };
   Var* base = x;
   if (!inc) {
     double inf = std::numeric_limits<double>::infinity();
@@ -1375,15 +1389,15 @@ void register_tensor(OpTable& t) {
     std::string reduce = cv.s(n, "reduce", "");
     std::string mode = reduce.empty() ? "update" : reduce == "add" ? "add" : reduce == "multiply" ? "mul" : "";
     if (mode.empty()) cv.fail(n, "scatter reduce '" + reduce + "' is not supported");
-    cv.out(n, cv.op("scatter_along_axis", {C::a("data", x), C::a("indices", idx), C::a("updates", src), C::ai32("axis", d),
-                                           C::astr("mode", mode)}));
+    src = leading_block(cv, n, src, idx);
+    cv.out(n, TorchScatter(cv, n, x, d, idx)(x, src, mode.c_str()));
   };
   t["aten.scatter_add"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
-    cv.out(n, cv.op("scatter_along_axis", {C::a("data", x), C::a("indices", cv.cast(cv.tensor(n, "index"), DataType::Int32)),
-                                           C::a("updates", cv.cast(cv.tensor(n, "src"), C::dtype(x))), C::ai32("axis", d),
-                                           C::astr("mode", "add")}));
+    Var* idx = cv.cast(cv.tensor(n, "index"), DataType::Int32);
+    Var* src = leading_block(cv, n, cv.cast(cv.tensor(n, "src"), C::dtype(x)), idx);
+    cv.out(n, TorchScatter(cv, n, x, d, idx)(x, src, "add"));
   };
   t["aten.slice_scatter"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
