@@ -136,6 +136,9 @@ DYNAMIC = {
                    [(r(6, 4), torch.tensor([0, -1]))]),
     "index_add": (lambda x, i, s: x.index_add(1, i, s, alpha=2), (r(3, 5), torch.tensor([4, 0, 4]), r(3, 3)),
                   ({0: B}, None, {0: B}), [(r(6, 5), torch.tensor([4, 0, 4]), r(6, 3))]),
+    # roll along a symbolic dim: shifts larger than the length and negative ones wrap at run time
+    "roll": (lambda x: torch.roll(x, 2, 0) + torch.roll(x, -7, 0) * 10 + torch.roll(x, (5, 1), (0, 1)) * 100,
+             (r(3, 4),), ({0: B},), [(r(6, 4),), (r(2, 4),)]),
 }
 
 

@@ -1569,7 +1569,20 @@ void register_tensor(OpTable& t) {
     for (size_t k = 0; k < dims.size(); ++k) {
       int64_t d = cv.axis(n, dims[k], cv.rank(n, y));
       Dim sz = C::shape(y)[static_cast<size_t>(d)];
-      if (!sz->is_const()) cv.fail(n, "roll along a symbolic dim is not supported");
+      if (!sz->is_const()) {
+        // a symbolic length L: gather at (i - shift) mod L, with the mod computed at run time on
+        // non-negative operands (L - shift mod L for a negative shift)
+        Var* len = cv.dim_var(sz);
+        int64_t sh = shifts[k];
+        auto mod = [&](Var* a) { return bin(cv, "mod", a, len); };
+        Var* sm = sh >= 0 ? mod(cv.cs(static_cast<double>(sh), DataType::Int32))
+                          : mod(bin(cv, "sub", len, mod(cv.cs(static_cast<double>(-sh), DataType::Int32))));
+        Var* idx = bin(cv, "add", range_of(cv, sz), bin(cv, "sub", len, sm));
+        Var* wrap = bin(cv, "greater_equal", idx, len);
+        idx = cv.op("select", {C::a("cond", wrap), C::a("a", bin(cv, "sub", idx, len)), C::a("b", idx)});
+        y = cv.op("gather", {C::a("x", y), C::a("indices", idx), C::ai32("axis", d)});
+        continue;
+      }
       int64_t L = sz->value();
       if (L == 0) continue;
       int64_t s = ((shifts[k] % L) + L) % L;
