@@ -232,6 +232,15 @@ CASES = {
     "searchsorted_rows": (lambda s, v: torch.searchsorted(s, v, right=True),
                           (torch.sort(r(3, 6)).values, r(3, 4))),
 
+    # cumulative products, maxima / minima with indices (later entries win ties, as in torch),
+    # log-sum-exp (stable when magnitudes differ widely)
+    "cumprod_cummax": (lambda x, i: (x.cumprod(1), torch.cummax(x, 1), torch.cummin(x, 0), i.cumprod(0),
+                                     torch.cummax(i, 1), torch.cummin(i > 0, 1).values),
+                       (torch.tensor([[0.5, 2.0, -1.0, 2.0, 0.3, -4.0, 1.5], [1.0, 1.0, 1.0, 0.0, 3.0, -2.0, 0.5]]),
+                        ri(7, 4, 5) - 3)),
+    "logcumsumexp": (lambda x: torch.logcumsumexp(x, 1),
+                     (torch.tensor([[-200.0, 100.0, 0.0, 100.0, float("-inf")], [-80.0, -1.0, -3.0, 5.0, 2.0]]),)),
+
 }
 
 
