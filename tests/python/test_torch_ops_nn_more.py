@@ -41,15 +41,17 @@ def gs(mode: str, pad: str, align: bool) -> Callable[..., Any]:
 
 
 def grid_all(x: torch.Tensor, g: torch.Tensor) -> tuple:
-    """Every mode, padding and align_corners of F.grid_sample but bicubic."""
+    """Every mode, padding and align_corners of F.grid_sample."""
     return tuple(F.grid_sample(x, g, mode=m, padding_mode=p, align_corners=a)
-                 for m in ("bilinear", "nearest") for p in ("zeros", "border", "reflection") for a in (False, True))
+                 for m in ("bilinear", "nearest", "bicubic") for p in ("zeros", "border", "reflection")
+                 for a in (False, True))
 
 
 def cdist_all(x: torch.Tensor, y: torch.Tensor, big: torch.Tensor) -> tuple:
-    """p = 2 direct (< 26 rows), by matmul (> 25 rows or by compute_mode), forced direct; other p."""
+    """p = 2 direct (< 26 rows), by matmul (> 25 rows or by compute_mode), forced direct; other p;
+    broadcast batch dims."""
     return (torch.cdist(x, y), torch.cdist(big, y), torch.cdist(x, y, compute_mode="use_mm_for_euclid_dist"),
-            torch.cdist(big, y, compute_mode="donot_use_mm_for_euclid_dist"), torch.cdist(x, y[:1], p=1.0),
+            torch.cdist(big, y, compute_mode="donot_use_mm_for_euclid_dist"), torch.cdist(x, y[0, :3], p=1.0),
             torch.cdist(x.round(), y.round(), p=0.0), torch.cdist(x, y, p=float("inf")), torch.cdist(x, y, p=3.5))
 
 
@@ -84,7 +86,6 @@ EB_2D = torch.tensor([[2, 2, 2], [1, 2, 3], [4, 5, 2], [9, 9, 9], [1, 9, 3]])
 CASES = {
     "grid_sample": (grid_all, (r(2, 3, 5, 6), grid(2, 4, 7, 2) * 1.5)),
     "cdist": (cdist_all, (r(2, 4, 3), r(2, 5, 3), r(2, 30, 3))),
-    "cdist_bcast": (lambda x, y: torch.cdist(x, y, p=1.0), (r(2, 4, 3), r(5, 3))),
     "pdist": (lambda x: (F.pdist(x), F.pdist(x, p=1.0), F.pdist(x, p=float("inf")), F.pdist(x, p=0.5)), (r(5, 3),)),
     "embedding_bag_2d": (ebag_2d, (r(10, 3), EB_2D)),
     "embedding_bag_offsets": (ebag_offsets, (r(10, 3), EB_IDX, torch.tensor([0, 2, 2, 5]), r(7))),
@@ -101,6 +102,7 @@ CASES = {
                           (r(3, 4), r(3, 4), r(2, 3, 4))),
     "bilinear": (lambda x, y, w, b: (F.bilinear(x, y, w, b), F.bilinear(x.reshape(2, 2, 4), y.reshape(2, 2, 5), w)),
                  (r(4, 4), r(4, 5), r(6, 4, 5), r(6))),
+    "trilinear": (lambda a, b, c: torch.ops.aten._trilinear(a, b, c, [2], [0], [1], [1]), (r(2, 3), r(3, 4), r(2, 4))),
     "aminmax": (lambda x, i: (*torch.aminmax(x, dim=1), *torch.aminmax(x, dim=-1, keepdim=True), *torch.aminmax(x),
                               *torch.aminmax(x, keepdim=True), *torch.aminmax(i, dim=0), *torch.aminmax(x > 0, dim=0)),
                 (r(2, 3, 4), ri(9, 3, 4) - 4)),
@@ -164,9 +166,11 @@ def test_grid_sample_dynamic(dialect: str) -> None:
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-def test_grid_sample_bicubic_fails(dialect: str) -> None:
-    ep = export(Fn(gs("bicubic", "zeros", False)), (r(1, 2, 5, 6), grid(1, 4, 3, 2)), dialect)
-    with pytest.raises(ValueError, match="bicubic grid sampling is not supported"):
+def test_grid_sample_bicubic_dynamic_fails(dialect: str) -> None:
+    h = torch.export.Dim("h", min=2, max=64)
+    ep = export(Fn(gs("bicubic", "zeros", False)), (r(1, 2, 5, 6), grid(1, 4, 3, 2)), dialect,
+                dynamic_shapes=(({2: h}, {}),))
+    with pytest.raises(ValueError, match="bicubic grid sampling needs the shapes"):
         convert(ep)
 
 

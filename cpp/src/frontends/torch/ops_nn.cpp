@@ -246,6 +246,7 @@ void avg_pool(C& cv, const json& n, size_t sp) {
 
 // adaptive average / max pooling over the last `sp` dims
 void adaptive_pool(C& cv, const json& n, size_t sp, bool is_max) {
+  if (is_max && output_used(cv, n, 1)) cv.fail(n, "the indices output of adaptive max pooling is not supported");
   Var* x = input(cv, n);
   int r = cv.rank(n, x);
   auto out_size = expand_list(cv, n, cv.ints(n, "output_size"), sp, "output_size");
@@ -453,6 +454,83 @@ Var* pad_spatial(C& cv, Var* x, int r, const std::vector<int64_t>& lo, const std
 
 // ---- grid sampling ---------------------------------------------------------------------------
 
+// torch's reflect_coordinates: `c` reflected into [twice_low / 2, twice_high / 2]
+Var* reflect_coords(C& cv, Var* c, double twice_low, double twice_high) {
+  DataType dt = C::dtype(c);
+  if (twice_low == twice_high) return bin(cv, "mul", c, cv.cs(0, dt));
+  double mn = twice_low / 2, span = (twice_high - twice_low) / 2;
+  Var* in = cv.op("abs", {C::a("x", bin(cv, "sub", c, cv.cs(mn, dt)))});
+  Var* flips = cv.op("floor", {C::a("x", bin(cv, "real_div", in, cv.cs(span, dt)))});
+  Var* extra = bin(cv, "sub", in, bin(cv, "mul", flips, cv.cs(span, dt)));
+  Var* half = cv.op("floor", {C::a("x", bin(cv, "mul", flips, cv.cs(0.5, dt)))});
+  Var* even = bin(cv, "equal", bin(cv, "sub", flips, bin(cv, "mul", half, cv.cs(2, dt))), cv.cs(0, dt));
+  return cv.op("select", {C::a("cond", even), C::a("a", bin(cv, "add", extra, cv.cs(mn, dt))),
+                          C::a("b", bin(cv, "add", bin(cv, "sub", cv.cs(span, dt), extra), cv.cs(mn, dt)))});
+}
+
+// bicubic grid sampling as torch computes it (grid_sampler_2d_cpu): the unnormalized coordinate
+// (no padding applied), 4 x 4 taps around its floor with Keys' weights (A = -0.75), each tap's
+// position put through the padding mode (border: clamped; reflection: reflected, then clamped;
+// zeros: taps outside weigh 0); the 16 taps gathered from x as [N * H * W, C]. Known shapes only.
+Var* grid_bicubic(C& cv, const json& n, Var* x, Var* grid, int64_t pad, bool align) {
+  auto xs = C::static_shape(x);
+  auto gsz = C::static_shape(grid);
+  if (!xs || !gsz) cv.fail(n, "bicubic grid sampling needs the shapes of the input and the grid to be known");
+  int64_t N = (*xs)[0], Cc = (*xs)[1], H = (*xs)[2], W = (*xs)[3];
+  DataType dt = DataType::Float32;
+  grid = cv.cast(grid, dt);
+  Var* flat = cv.op("transpose", {C::a("x", cv.op("reshape", {C::a("x", cv.cast(x, dt)), C::aints32("shape", {N, Cc, H * W})})),
+                                  C::aints32("perm", {0, 2, 1})});
+  flat = cv.op("reshape", {C::a("x", flat), C::aints32("shape", {N * H * W, Cc})});
+  std::vector<double> base(static_cast<size_t>(N));
+  for (int64_t b = 0; b < N; ++b) base[static_cast<size_t>(b)] = static_cast<double>(b * H * W);
+  Var* base_v = cv.c(Value::from_doubles(dt, {N, 1, 1}, base));
+  const double A = -0.75;
+  // per axis (0: x / width, 1: y / height): 4 tap positions (flat offsets) and weights, [N, Ho, Wo]
+  std::vector<Var*> pos[2], wt[2];
+  for (int ax = 0; ax < 2; ++ax) {
+    double D = static_cast<double>(ax == 0 ? W : H);
+    Var* g = cv.op("slice_by_index", {C::a("x", grid), C::aints32("begin", {0, 0, 0, ax}), C::aints32("end", {0, 0, 0, ax + 1}),
+                                      C::a("begin_mask", Value::from_ints(DataType::Bool, {4}, {1, 1, 1, 0})),
+                                      C::a("end_mask", Value::from_ints(DataType::Bool, {4}, {1, 1, 1, 0})),
+                                      C::a("squeeze_mask", Value::from_ints(DataType::Bool, {4}, {0, 0, 0, 1}))});
+    Var* c = align ? bin(cv, "mul", bin(cv, "add", g, cv.cs(1, dt)), cv.cs((D - 1) / 2, dt))
+                   : bin(cv, "mul", bin(cv, "sub", bin(cv, "mul", bin(cv, "add", g, cv.cs(1, dt)), cv.cs(D, dt)), cv.cs(1, dt)), cv.cs(0.5, dt));
+    Var* f = cv.op("floor", {C::a("x", c)});
+    Var* t = bin(cv, "sub", c, f);
+    for (int j = 0; j < 4; ++j) {
+      // Keys' cubic at distance |t - (j - 1)|
+      Var* d = cv.op("abs", {C::a("x", bin(cv, "sub", t, cv.cs(j - 1, dt)))});
+      Var* d2 = bin(cv, "mul", d, d);
+      Var* d3 = bin(cv, "mul", d2, d);
+      Var* near = bin(cv, "add", bin(cv, "sub", bin(cv, "mul", d3, cv.cs(A + 2, dt)), bin(cv, "mul", d2, cv.cs(A + 3, dt))), cv.cs(1, dt));
+      Var* far = bin(cv, "sub", bin(cv, "add", bin(cv, "sub", bin(cv, "mul", d3, cv.cs(A, dt)), bin(cv, "mul", d2, cv.cs(5 * A, dt))),
+                                    bin(cv, "mul", d, cv.cs(8 * A, dt))),
+                     cv.cs(4 * A, dt));
+      Var* w = cv.op("select", {C::a("cond", bin(cv, "less_equal", d, cv.cs(1, dt))), C::a("a", near), C::a("b", far)});
+      Var* q = bin(cv, "add", f, cv.cs(j - 1, dt));
+      if (pad == 2) q = align ? reflect_coords(cv, q, 0, 2 * (D - 1)) : reflect_coords(cv, q, -1, 2 * D - 1);
+      if (pad == 0) {
+        Var* ok = cv.op("logical_and", {C::a("x", bin(cv, "greater_equal", q, cv.cs(0, dt))), C::a("y", bin(cv, "less_equal", q, cv.cs(D - 1, dt)))});
+        w = bin(cv, "mul", w, cv.cast(ok, dt));
+      }
+      q = cv.op("clip", {C::a("x", q), C::af32("alpha", 0), C::af32("beta", D - 1)});
+      pos[ax].push_back(ax == 0 ? q : bin(cv, "mul", q, cv.cs(static_cast<double>(W), dt)));
+      wt[ax].push_back(w);
+    }
+  }
+  Var* y = nullptr;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) {
+      Var* id = cv.cast(bin(cv, "add", base_v, bin(cv, "add", pos[1][static_cast<size_t>(i)], pos[0][static_cast<size_t>(j)])), DataType::Int32);
+      Var* v = cv.op("gather", {C::a("x", flat), C::a("indices", id), C::ai32("axis", 0)});  // [N, Ho, Wo, C]
+      Var* w = bin(cv, "mul", wt[1][static_cast<size_t>(i)], wt[0][static_cast<size_t>(j)]);
+      v = bin(cv, "mul", v, cv.op("expand_dims", {C::a("x", w), C::aints32("axes", {3})}));
+      y = y ? bin(cv, "add", y, v) : v;
+    }
+  return cv.cast(cv.op("transpose", {C::a("x", y), C::aints32("perm", {0, 3, 1, 2})}), C::dtype(x));
+}
+
 // F.grid_sample (grid_sampler / grid_sampler_2d): MIL's resample samples as torch does (see the
 // interpreter's kernel); torch's reflection without align_corners reflects about the image edges,
 // which is resample's "symmetric"
@@ -462,11 +540,14 @@ void grid_sampler(C& cv, const json& n) {
   int64_t mode = cv.i(n, "interpolation_mode", 0), pad = cv.i(n, "padding_mode", 0);
   bool align = cv.bo(n, "align_corners", false);
   if (cv.rank(n, x) != 4) cv.fail(n, "only 4-D inputs (2-D sampling) are supported, not rank " + std::to_string(cv.rank(n, x)));
-  if (mode == 2) cv.fail(n, "bicubic grid sampling is not supported (bilinear and nearest are)");
-  if (mode != 0 && mode != 1) cv.fail(n, "interpolation_mode " + std::to_string(mode) + " is not supported");
+  if (mode != 0 && mode != 1 && mode != 2) cv.fail(n, "interpolation_mode " + std::to_string(mode) + " is not supported");
   const char* pm = pad == 0 ? "constant" : pad == 1 ? "border" : pad == 2 ? (align ? "reflection" : "symmetric") : nullptr;
   if (!pm) cv.fail(n, "padding_mode " + std::to_string(pad) + " is not supported");
   if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
+  if (mode == 2) {
+    cv.out(n, grid_bicubic(cv, n, x, grid, pad, align));
+    return;
+  }
   DataType dt = C::dtype(x);
   cv.out(n, cv.op("resample", {C::a("x", x), C::a("coordinates", cv.cast(grid, dt)), C::astr("sampling_mode", mode == 0 ? "bilinear" : "nearest"),
                                C::astr("padding_mode", pm), C::a("padding_value", Value::scalar_float(dt, 0.0)),
@@ -686,7 +767,7 @@ void col2im(C& cv, const json& n) {
   y = pad_spatial(cv, y, 4, lo, hi, 0);
   y = strided(cv, y, 4, {2, 3}, begin, cnt, one);
   if (unb) y = cv.op("squeeze", {C::a("x", y), C::aints32("axes", {0})});
-  cv.out(n, cv.cast(y, is_float(odt) ? odt : odt));
+  cv.out(n, cv.cast(y, odt));
 }
 
 // ---- cosine_similarity, bilinear, _trilinear ---------------------------------------------------
@@ -714,12 +795,7 @@ void cosine_similarity(C& cv, const json& n) {
 
 // F.bilinear: y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o], as
 // (x1 @ W') reshaped [..., O, J] times x2 [..., 1, J] summed over J (W' = W as [I, O * J])
-void bilinear(C& cv, const json& n) {
-  Var* x1 = cv.tensor(n, "input1");
-  Var* x2 = cv.tensor(n, "input2");
-  Var* w = cv.tensor(n, "weight");
-  Var* bias = cv.opt_tensor(n, "bias");
-  if (!is_float(C::dtype(x1))) x1 = cv.cast(x1, DataType::Float32);
+Var* bilinear_form(C& cv, const json& n, Var* x1, Var* x2, Var* w) {
   DataType dt = C::dtype(x1);
   x2 = cv.cast(x2, dt);
   w = cv.cast(w, dt);
@@ -734,18 +810,33 @@ void bilinear(C& cv, const json& n) {
   pieces.push_back({false, J});
   t = cv.op("reshape", {C::a("x", t), C::a("shape", cv.shape_of_pieces(x1, pieces))});
   Var* e = cv.op("expand_dims", {C::a("x", x2), C::aints32("axes", {cv.rank(n, x2) - 1})});
-  Var* y = reduce_op(cv, "reduce_sum", bin(cv, "mul", t, e), {r}, false);
-  if (bias) y = bin(cv, "add", y, cv.cast(bias, dt));
+  return reduce_op(cv, "reduce_sum", bin(cv, "mul", t, e), {r}, false);
+}
+
+void bilinear(C& cv, const json& n) {
+  Var* x1 = cv.tensor(n, "input1");
+  Var* bias = cv.opt_tensor(n, "bias");
+  if (!is_float(C::dtype(x1))) x1 = cv.cast(x1, DataType::Float32);
+  Var* y = bilinear_form(cv, n, x1, cv.tensor(n, "input2"), cv.tensor(n, "weight"));
+  if (bias) y = bin(cv, "add", y, cv.cast(bias, C::dtype(x1)));
   cv.out(n, y);
 }
 
 // _trilinear: i1, i2, i3 each unsqueezed at their expand dims (in order), multiplied
-// (broadcasting) and summed over sumdim
+// (broadcasting) and summed over sumdim. F.bilinear's decomposition (x1 [B, I], W [O, I, J],
+// x2 [B, J], expands [1, 3], [0], [1, 2], sum [2, 3]) goes through a matmul instead of the
+// [B, O, I, J] product
 void trilinear(C& cv, const json& n) {
   std::vector<Var*> in{cv.tensor(n, "i1"), cv.tensor(n, "i2"), cv.tensor(n, "i3")};
   const char* ex[] = {"expand1", "expand2", "expand3"};
   DataType dt = C::dtype(in[0]);
   if (!is_float(dt)) dt = DataType::Float32;
+  if (cv.ints(n, "expand1", {}) == std::vector<int64_t>{1, 3} && cv.ints(n, "expand2", {}) == std::vector<int64_t>{0} &&
+      cv.ints(n, "expand3", {}) == std::vector<int64_t>{1, 2} && cv.ints(n, "sumdim", {}) == std::vector<int64_t>{2, 3} &&
+      cv.rank(n, in[0]) == 2 && cv.rank(n, in[1]) == 3 && cv.rank(n, in[2]) == 2) {
+    cv.out(n, bilinear_form(cv, n, cv.cast(in[0], dt), in[2], in[1]));
+    return;
+  }
   Var* prod = nullptr;
   for (size_t q = 0; q < 3; ++q) {
     Var* v = cv.cast(in[q], dt);
