@@ -85,6 +85,10 @@ EB_2D = torch.tensor([[2, 2, 2], [1, 2, 3], [4, 5, 2], [9, 9, 9], [1, 9, 3]])
 
 CASES = {
     "grid_sample": (grid_all, (r(2, 3, 5, 6), grid(2, 4, 7, 2) * 1.5)),
+    "grid_sample_3d": (lambda x, g: tuple(F.grid_sample(x, g, mode=m, padding_mode=p, align_corners=a)
+                                          for m in ("bilinear", "nearest") for p in ("zeros", "border", "reflection")
+                                          for a in (False, True)),
+                       (r(2, 2, 3, 4, 5), grid(2, 2, 3, 4, 3) * 1.5)),
     "cdist": (cdist_all, (r(2, 4, 3), r(2, 5, 3), r(2, 30, 3))),
     "pdist": (lambda x: (F.pdist(x), F.pdist(x, p=1.0), F.pdist(x, p=float("inf")), F.pdist(x, p=0.5)), (r(5, 3),)),
     "embedding_bag_2d": (ebag_2d, (r(10, 3), EB_2D)),
@@ -162,6 +166,18 @@ def test_grid_sample_dynamic(dialect: str) -> None:
           more_args=[(r(1, 2, 9, 6), grid(1, 9, 3, 2))])
 
 
+def batch_ops(x: torch.Tensor) -> tuple:
+    cols = F.unfold(x, 2, padding=1)
+    y, i = F.max_pool2d(x, 2, dilation=2, return_indices=True)
+    return cols, F.fold(cols, (6, 7), 2, padding=1), y, i, F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True), 2, output_size=[6, 7])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_dynamic_batch(dialect: str) -> None:
+    b = torch.export.Dim("b", min=2, max=16)
+    check(Fn(batch_ops), (r(2, 3, 6, 7),), dialect, dynamic_shapes=(({0: b},),), more_args=[(r(5, 3, 6, 7),)])
+
+
 # ---- what fails, and how -----------------------------------------------------------------------------
 
 
@@ -174,10 +190,6 @@ def test_grid_sample_bicubic_dynamic_fails(dialect: str) -> None:
         convert(ep)
 
 
-def test_grid_sample_3d_fails() -> None:
-    ep = export(Fn(lambda x, g: F.grid_sample(x, g, align_corners=False)), (r(1, 2, 3, 4, 5), grid(1, 2, 2, 2, 3)))
-    with pytest.raises(ValueError, match="only 4-D inputs"):
-        convert(ep)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -378,7 +378,6 @@ Var* sdpa(C& cv, const json& n) {
   return matmul(cv, p, cv.cast(v, dt));
 }
 
-
 // ---- helpers for the composed operators below -------------------------------------------------
 
 // whether `j` (node inputs or graph outputs, subgraphs included) reads tensor `name`
@@ -468,70 +467,119 @@ Var* reflect_coords(C& cv, Var* c, double twice_low, double twice_high) {
                           C::a("b", bin(cv, "add", bin(cv, "sub", cv.cs(span, dt), extra), cv.cs(mn, dt)))});
 }
 
-// bicubic grid sampling as torch computes it (grid_sampler_2d_cpu): the unnormalized coordinate
-// (no padding applied), 4 x 4 taps around its floor with Keys' weights (A = -0.75), each tap's
-// position put through the padding mode (border: clamped; reflection: reflected, then clamped;
-// zeros: taps outside weigh 0); the 16 taps gathered from x as [N * H * W, C]. Known shapes only.
-Var* grid_bicubic(C& cv, const json& n, Var* x, Var* grid, int64_t pad, bool align) {
+// grid sampling as torch computes it (GridSampler.h), for what resample does not do (bicubic,
+// 3-D): per spatial axis the unnormalized coordinate, its taps and weights (nearest: 1 tap at
+// the coordinate rounded half to even; linear: 2; bicubic: 4 around its floor with Keys' weights,
+// A = -0.75); the padding mode applies to the coordinate (nearest, linear) or to each tap
+// (bicubic): border clamps, reflection reflects then clamps; taps outside the input weigh 0. Every
+// combination of taps is gathered from x as [N * prod(spatial), C]. Known shapes only.
+Var* grid_gather(C& cv, const json& n, Var* x, Var* grid, int64_t mode, int64_t pad, bool align) {
   auto xs = C::static_shape(x);
   auto gsz = C::static_shape(grid);
-  if (!xs || !gsz) cv.fail(n, "bicubic grid sampling needs the shapes of the input and the grid to be known");
-  int64_t N = (*xs)[0], Cc = (*xs)[1], H = (*xs)[2], W = (*xs)[3];
+  if (!xs || !gsz) cv.fail(n, std::string(mode == 2 ? "bicubic" : "3-D") + " grid sampling needs the shapes of the input and the grid to be known");
+  size_t sp = xs->size() - 2;
+  int gr = static_cast<int>(sp) + 2;
+  int64_t N = (*xs)[0], Cc = (*xs)[1], P = 1;
+  for (size_t a = 0; a < sp; ++a) P *= (*xs)[2 + a];
   DataType dt = DataType::Float32;
   grid = cv.cast(grid, dt);
-  Var* flat = cv.op("transpose", {C::a("x", cv.op("reshape", {C::a("x", cv.cast(x, dt)), C::aints32("shape", {N, Cc, H * W})})),
+  Var* flat = cv.op("transpose", {C::a("x", cv.op("reshape", {C::a("x", cv.cast(x, dt)), C::aints32("shape", {N, Cc, P})})),
                                   C::aints32("perm", {0, 2, 1})});
-  flat = cv.op("reshape", {C::a("x", flat), C::aints32("shape", {N * H * W, Cc})});
+  flat = cv.op("reshape", {C::a("x", flat), C::aints32("shape", {N * P, Cc})});
   std::vector<double> base(static_cast<size_t>(N));
-  for (int64_t b = 0; b < N; ++b) base[static_cast<size_t>(b)] = static_cast<double>(b * H * W);
-  Var* base_v = cv.c(Value::from_doubles(dt, {N, 1, 1}, base));
+  for (int64_t b = 0; b < N; ++b) base[static_cast<size_t>(b)] = static_cast<double>(b * P);
+  std::vector<int64_t> bshape(static_cast<size_t>(gr - 1), 1);
+  bshape[0] = N;
+  Var* pos0 = cv.c(Value::from_doubles(dt, bshape, base));
   const double A = -0.75;
-  // per axis (0: x / width, 1: y / height): 4 tap positions (flat offsets) and weights, [N, Ho, Wo]
-  std::vector<Var*> pos[2], wt[2];
-  for (int ax = 0; ax < 2; ++ax) {
-    double D = static_cast<double>(ax == 0 ? W : H);
-    Var* g = cv.op("slice_by_index", {C::a("x", grid), C::aints32("begin", {0, 0, 0, ax}), C::aints32("end", {0, 0, 0, ax + 1}),
-                                      C::a("begin_mask", Value::from_ints(DataType::Bool, {4}, {1, 1, 1, 0})),
-                                      C::a("end_mask", Value::from_ints(DataType::Bool, {4}, {1, 1, 1, 0})),
-                                      C::a("squeeze_mask", Value::from_ints(DataType::Bool, {4}, {0, 0, 0, 1}))});
+  int taps = mode == 1 ? 1 : mode == 0 ? 2 : 4;
+  std::vector<std::vector<Var*>> pos(sp), wt(sp);  // per spatial axis: flat offsets, weights
+  int64_t stride = 1;
+  for (int64_t a = static_cast<int64_t>(sp) - 1; a >= 0; --a) {
+    size_t u = static_cast<size_t>(a);
+    double D = static_cast<double>((*xs)[2 + u]);
+    // the grid's last axis holds (x, y[, z]): the last spatial axis first
+    int64_t comp = static_cast<int64_t>(sp) - 1 - a;
+    std::vector<int64_t> b(static_cast<size_t>(gr), 0), e(static_cast<size_t>(gr), 0), m(static_cast<size_t>(gr), 1), sq(static_cast<size_t>(gr), 0);
+    b.back() = comp;
+    e.back() = comp + 1;
+    m.back() = 0;
+    sq.back() = 1;
+    Var* g = cv.op("slice_by_index", {C::a("x", grid), C::aints32("begin", b), C::aints32("end", e),
+                                      C::a("begin_mask", Value::from_ints(DataType::Bool, {gr}, m)),
+                                      C::a("end_mask", Value::from_ints(DataType::Bool, {gr}, m)),
+                                      C::a("squeeze_mask", Value::from_ints(DataType::Bool, {gr}, sq))});
     Var* c = align ? bin(cv, "mul", bin(cv, "add", g, cv.cs(1, dt)), cv.cs((D - 1) / 2, dt))
                    : bin(cv, "mul", bin(cv, "sub", bin(cv, "mul", bin(cv, "add", g, cv.cs(1, dt)), cv.cs(D, dt)), cv.cs(1, dt)), cv.cs(0.5, dt));
-    Var* f = cv.op("floor", {C::a("x", c)});
-    Var* t = bin(cv, "sub", c, f);
-    for (int j = 0; j < 4; ++j) {
-      // Keys' cubic at distance |t - (j - 1)|
-      Var* d = cv.op("abs", {C::a("x", bin(cv, "sub", t, cv.cs(j - 1, dt)))});
-      Var* d2 = bin(cv, "mul", d, d);
-      Var* d3 = bin(cv, "mul", d2, d);
-      Var* near = bin(cv, "add", bin(cv, "sub", bin(cv, "mul", d3, cv.cs(A + 2, dt)), bin(cv, "mul", d2, cv.cs(A + 3, dt))), cv.cs(1, dt));
-      Var* far = bin(cv, "sub", bin(cv, "add", bin(cv, "sub", bin(cv, "mul", d3, cv.cs(A, dt)), bin(cv, "mul", d2, cv.cs(5 * A, dt))),
-                                    bin(cv, "mul", d, cv.cs(8 * A, dt))),
-                     cv.cs(4 * A, dt));
-      Var* w = cv.op("select", {C::a("cond", bin(cv, "less_equal", d, cv.cs(1, dt))), C::a("a", near), C::a("b", far)});
-      Var* q = bin(cv, "add", f, cv.cs(j - 1, dt));
-      if (pad == 2) q = align ? reflect_coords(cv, q, 0, 2 * (D - 1)) : reflect_coords(cv, q, -1, 2 * D - 1);
-      if (pad == 0) {
-        Var* ok = cv.op("logical_and", {C::a("x", bin(cv, "greater_equal", q, cv.cs(0, dt))), C::a("y", bin(cv, "less_equal", q, cv.cs(D - 1, dt)))});
-        w = bin(cv, "mul", w, cv.cast(ok, dt));
-      }
-      q = cv.op("clip", {C::a("x", q), C::af32("alpha", 0), C::af32("beta", D - 1)});
-      pos[ax].push_back(ax == 0 ? q : bin(cv, "mul", q, cv.cs(static_cast<double>(W), dt)));
-      wt[ax].push_back(w);
+    auto clip = [&](Var* v) { return cv.op("clip", {C::a("x", v), C::af32("alpha", 0), C::af32("beta", D - 1)}); };
+    auto padded = [&](Var* v) {
+      if (pad == 1) return clip(v);
+      if (pad == 2) return clip(align ? reflect_coords(cv, v, 0, 2 * (D - 1)) : reflect_coords(cv, v, -1, 2 * D - 1));
+      return v;
+    };
+    if (mode != 2) c = padded(c);
+    Var* f;
+    Var* t = nullptr;
+    if (mode == 1) {
+      // round half to even (torch's nearbyint): floor, plus one above the half or at an odd half
+      Var* fl = cv.op("floor", {C::a("x", c)});
+      Var* d = bin(cv, "sub", c, fl);
+      Var* odd = bin(cv, "not_equal", bin(cv, "sub", fl, bin(cv, "mul", cv.op("floor", {C::a("x", bin(cv, "mul", fl, cv.cs(0.5, dt)))}), cv.cs(2, dt))),
+                     cv.cs(0, dt));
+      Var* up = cv.op("logical_or", {C::a("x", bin(cv, "greater", d, cv.cs(0.5, dt))),
+                                     C::a("y", cv.op("logical_and", {C::a("x", bin(cv, "equal", d, cv.cs(0.5, dt))), C::a("y", odd)}))});
+      f = bin(cv, "add", fl, cv.cast(up, dt));
+    } else {
+      f = cv.op("floor", {C::a("x", c)});
+      t = bin(cv, "sub", c, f);
     }
+    for (int j = 0; j < taps; ++j) {
+      double off = mode == 2 ? j - 1 : j;
+      Var* q = bin(cv, "add", f, cv.cs(off, dt));
+      Var* w;
+      if (mode == 1) {
+        w = bin(cv, "add", bin(cv, "mul", q, cv.cs(0, dt)), cv.cs(1, dt));
+      } else if (mode == 0) {
+        w = j == 0 ? bin(cv, "sub", cv.cs(1, dt), t) : t;
+      } else {
+        Var* d = cv.op("abs", {C::a("x", bin(cv, "sub", t, cv.cs(off, dt)))});
+        Var* d2 = bin(cv, "mul", d, d);
+        Var* d3 = bin(cv, "mul", d2, d);
+        Var* near = bin(cv, "add", bin(cv, "sub", bin(cv, "mul", d3, cv.cs(A + 2, dt)), bin(cv, "mul", d2, cv.cs(A + 3, dt))), cv.cs(1, dt));
+        Var* far = bin(cv, "sub", bin(cv, "add", bin(cv, "sub", bin(cv, "mul", d3, cv.cs(A, dt)), bin(cv, "mul", d2, cv.cs(5 * A, dt))),
+                                      bin(cv, "mul", d, cv.cs(8 * A, dt))),
+                       cv.cs(4 * A, dt));
+        w = cv.op("select", {C::a("cond", bin(cv, "less_equal", d, cv.cs(1, dt))), C::a("a", near), C::a("b", far)});
+        q = padded(q);
+      }
+      Var* ok = cv.op("logical_and", {C::a("x", bin(cv, "greater_equal", q, cv.cs(0, dt))), C::a("y", bin(cv, "less_equal", q, cv.cs(D - 1, dt)))});
+      w = cv.op("select", {C::a("cond", ok), C::a("a", w), C::a("b", cv.cs(0, dt))});
+      pos[u].push_back(bin(cv, "mul", clip(q), cv.cs(static_cast<double>(stride), dt)));
+      wt[u].push_back(w);
+    }
+    stride *= (*xs)[2 + u];
   }
   Var* y = nullptr;
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) {
-      Var* id = cv.cast(bin(cv, "add", base_v, bin(cv, "add", pos[1][static_cast<size_t>(i)], pos[0][static_cast<size_t>(j)])), DataType::Int32);
-      Var* v = cv.op("gather", {C::a("x", flat), C::a("indices", id), C::ai32("axis", 0)});  // [N, Ho, Wo, C]
-      Var* w = bin(cv, "mul", wt[1][static_cast<size_t>(i)], wt[0][static_cast<size_t>(j)]);
-      v = bin(cv, "mul", v, cv.op("expand_dims", {C::a("x", w), C::aints32("axes", {3})}));
-      y = y ? bin(cv, "add", y, v) : v;
+  int64_t combos = 1;
+  for (size_t a = 0; a < sp; ++a) combos *= taps;
+  for (int64_t cmb = 0; cmb < combos; ++cmb) {
+    Var* id = pos0;
+    Var* w = nullptr;
+    for (int64_t rem = cmb, a = static_cast<int64_t>(sp) - 1; a >= 0; --a, rem /= taps) {
+      size_t u = static_cast<size_t>(a), j = static_cast<size_t>(rem % taps);
+      id = bin(cv, "add", id, pos[u][j]);
+      w = w ? bin(cv, "mul", w, wt[u][j]) : wt[u][j];
     }
-  return cv.cast(cv.op("transpose", {C::a("x", y), C::aints32("perm", {0, 3, 1, 2})}), C::dtype(x));
+    Var* v = cv.op("gather", {C::a("x", flat), C::a("indices", cv.cast(id, DataType::Int32)), C::ai32("axis", 0)});  // [N, out..., C]
+    v = bin(cv, "mul", v, cv.op("expand_dims", {C::a("x", w), C::aints32("axes", {gr - 1})}));
+    y = y ? bin(cv, "add", y, v) : v;
+  }
+  std::vector<int64_t> perm{0, gr - 1};
+  for (int k = 1; k < gr - 1; ++k) perm.push_back(k);
+  return cv.cast(cv.op("transpose", {C::a("x", y), C::aints32("perm", perm)}), C::dtype(x));
 }
 
-// F.grid_sample (grid_sampler / grid_sampler_2d): MIL's resample samples as torch does (see the
+// F.grid_sample (grid_sampler / grid_sampler_2d / _3d): MIL's resample samples as torch does (see the
 // interpreter's kernel); torch's reflection without align_corners reflects about the image edges,
 // which is resample's "symmetric"
 void grid_sampler(C& cv, const json& n) {
@@ -539,13 +587,15 @@ void grid_sampler(C& cv, const json& n) {
   Var* grid = cv.tensor(n, "grid");
   int64_t mode = cv.i(n, "interpolation_mode", 0), pad = cv.i(n, "padding_mode", 0);
   bool align = cv.bo(n, "align_corners", false);
-  if (cv.rank(n, x) != 4) cv.fail(n, "only 4-D inputs (2-D sampling) are supported, not rank " + std::to_string(cv.rank(n, x)));
+  int r = cv.rank(n, x);
+  if (r != 4 && r != 5) cv.fail(n, "input must be 4-D or 5-D, not rank " + std::to_string(r));
+  if (mode == 2 && r == 5) cv.fail(n, "bicubic grid sampling of 5-D input is not supported (torch has none)");
   if (mode != 0 && mode != 1 && mode != 2) cv.fail(n, "interpolation_mode " + std::to_string(mode) + " is not supported");
   const char* pm = pad == 0 ? "constant" : pad == 1 ? "border" : pad == 2 ? (align ? "reflection" : "symmetric") : nullptr;
   if (!pm) cv.fail(n, "padding_mode " + std::to_string(pad) + " is not supported");
   if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
-  if (mode == 2) {
-    cv.out(n, grid_bicubic(cv, n, x, grid, pad, align));
+  if (mode == 2 || r == 5) {
+    cv.out(n, grid_gather(cv, n, x, grid, mode, pad, align));
     return;
   }
   DataType dt = C::dtype(x);
@@ -1170,6 +1220,7 @@ void register_nn(OpTable& t) {
   t["aten._adaptive_avg_pool3d"] = t["aten.adaptive_avg_pool3d"];
   t["aten.grid_sampler"] = grid_sampler;
   t["aten.grid_sampler_2d"] = grid_sampler;
+  t["aten.grid_sampler_3d"] = grid_sampler;
   t["aten.cdist"] = cdist;
   t["aten._cdist_forward"] = cdist;
   t["aten.pdist"] = pdist;
