@@ -1,7 +1,7 @@
 """The torch.export importer's less common neural-network operators, op by op against torch eager,
 in both dialects (TRAINING as exported, core ATen after run_decompositions): grid sampling,
 cdist / pdist, embedding_bag, fold / unfold, adaptive 3-d average pooling, cosine similarity,
-bilinear, aminmax, dilated max pooling, max pooling's indices and max_unpool2d."""
+bilinear, aminmax, dilated max pooling, max pooling's indices and max_unpool2d / 3d."""
 
 from __future__ import annotations
 
@@ -126,6 +126,8 @@ CASES = {
                                              *F.max_pool3d(y, 2, return_indices=True)),
                                (r(2, 3, 9), r(1, 2, 4, 4, 5))),
     "max_unpool2d": (unpool, (r(2, 3, 5, 7),)),
+    "max_unpool3d": (lambda x: F.max_unpool3d(*F.max_pool3d(x, 2, stride=2, padding=1, return_indices=True), 2, stride=2,
+                                              padding=1, output_size=x.shape[-3:]), (r(1, 2, 4, 5, 3),)),
 }
 
 

@@ -987,25 +987,31 @@ std::pair<Var*, Var*> max_pool_taps(C& cv, const json& n, Var* x, size_t sp, con
   return {cur, idx};
 }
 
-// F.max_unpool2d: zeros [N, C, H, W] with each input value written at its index (a flat position
-// in its plane)
-void max_unpool2d(C& cv, const json& n) {
+// F.max_unpool2d / 3d: zeros [N, C, out...] with each input value written at its index (a flat
+// position in its plane); stride and padding (max_unpool3d's) only shaped the indices
+void max_unpool(C& cv, const json& n, size_t sp) {
   Var* x = cv.tensor(n, "self");
   Var* idx = cv.cast(cv.tensor(n, "indices"), DataType::Int32);
-  auto size = expand_list(cv, n, cv.ints(n, "output_size"), 2, "output_size");
+  auto size = expand_list(cv, n, cv.ints(n, "output_size"), sp, "output_size");
   int r = cv.rank(n, x);
-  if (r != 3 && r != 4) cv.fail(n, "input must be [N, C, H, W] or [C, H, W]");
-  bool unb = r == 3;
+  if (r != static_cast<int>(sp) + 1 && r != static_cast<int>(sp) + 2) cv.fail(n, "input must be [N, C, spatial...] or [C, spatial...]");
+  bool unb = r == static_cast<int>(sp) + 1;
   if (unb) {
     x = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {0})});
     idx = cv.op("expand_dims", {C::a("x", idx), C::aints32("axes", {0})});
   }
+  int64_t plane = 1;
+  std::vector<std::pair<bool, int64_t>> out_shape{{true, 0}, {true, 1}};
+  for (auto v : size) {
+    plane *= v;
+    out_shape.push_back({false, v});
+  }
   Var* flat = cv.op("reshape", {C::a("x", x), C::a("shape", cv.shape_of_pieces(x, {{true, 0}, {true, 1}, {false, -1}}))});
   Var* fi = cv.op("reshape", {C::a("x", idx), C::a("shape", cv.shape_of_pieces(x, {{true, 0}, {true, 1}, {false, -1}}))});
-  Var* zeros = cv.op("fill", {C::a("shape", cv.shape_of_pieces(x, {{true, 0}, {true, 1}, {false, size[0] * size[1]}})),
+  Var* zeros = cv.op("fill", {C::a("shape", cv.shape_of_pieces(x, {{true, 0}, {true, 1}, {false, plane}})),
                               C::a("value", C::dtype(x) == DataType::Int32 ? Value::scalar_int(DataType::Int32, 0) : Value::scalar_float(C::dtype(x), 0))});
   Var* y = cv.op("scatter_along_axis", {C::a("data", zeros), C::a("indices", fi), C::a("updates", flat), C::ai32("axis", 2), C::astr("mode", "update")});
-  y = cv.op("reshape", {C::a("x", y), C::a("shape", cv.shape_of_pieces(x, {{true, 0}, {true, 1}, {false, size[0]}, {false, size[1]}}))});
+  y = cv.op("reshape", {C::a("x", y), C::a("shape", cv.shape_of_pieces(x, out_shape))});
   if (unb) y = cv.op("squeeze", {C::a("x", y), C::aints32("axes", {0})});
   cv.out(n, y);
 }
@@ -1233,7 +1239,8 @@ void register_nn(OpTable& t) {
   t["aten.cosine_similarity"] = cosine_similarity;
   t["aten.bilinear"] = bilinear;
   t["aten._trilinear"] = trilinear;
-  t["aten.max_unpool2d"] = max_unpool2d;
+  t["aten.max_unpool2d"] = [](C& cv, const json& n) { max_unpool(cv, n, 2); };
+  t["aten.max_unpool3d"] = [](C& cv, const json& n) { max_unpool(cv, n, 3); };
 }
 
 }  // namespace torch_detail
