@@ -79,6 +79,8 @@ def unpool(x: torch.Tensor) -> tuple:
 
 # ties: small integers as floats, so the first maximum's index is what is checked
 TIES = ri(3, 1, 2, 6, 7).float()
+# NaNs: torch's index is the last NaN in the window
+NANS = torch.where(torch.rand(1, 2, 5, 6) < 0.15, float("nan"), r(1, 2, 5, 6))
 # padding_idx 0 (entries), 2 and 9 (2-d input); bags [0, 2), [2, 2), [2, 5), [5, 7)
 EB_IDX = torch.tensor([0, 3, 1, 0, 4, 0, 0])
 EB_2D = torch.tensor([[2, 2, 2], [1, 2, 3], [4, 5, 2], [9, 9, 9], [1, 9, 3]])
@@ -116,12 +118,13 @@ CASES = {
                                           F.max_pool1d(y, 3, stride=1, padding=1, dilation=2),
                                           F.max_pool3d(z, 2, stride=1, dilation=2)),
                          (r(2, 3, 9, 10), r(2, 3, 9), r(1, 2, 5, 5, 5))),
-    "max_pool_indices": (lambda x, t: (*F.max_pool2d(x, 2, return_indices=True),
+    "max_pool_indices": (lambda x, t, nan: (*F.max_pool2d(x, 2, return_indices=True),
                                        *F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True, return_indices=True),
                                        *F.max_pool2d(t, 3, stride=1, padding=1, return_indices=True),
                                        *F.max_pool2d(x[0], 2, dilation=2, return_indices=True),
-                                       F.max_pool2d(x * 0 - float("inf"), 2, padding=1, return_indices=True)[1]),
-                         (r(2, 3, 8, 9), TIES)),
+                                       F.max_pool2d(x * 0 - float("inf"), 2, padding=1, return_indices=True)[1],
+                                       F.max_pool2d(nan, 3, stride=1, padding=1, return_indices=True)[1]),
+                         (r(2, 3, 8, 9), TIES, NANS)),
     "max_pool_indices_1d_3d": (lambda x, y: (*F.max_pool1d(x, 3, stride=2, padding=1, return_indices=True),
                                              *F.max_pool3d(y, 2, return_indices=True)),
                                (r(2, 3, 9), r(1, 2, 4, 4, 5))),
