@@ -141,6 +141,12 @@ def test_op(name: str, dialect: str) -> None:
     check(Fn(fn), args, dialect)
 
 
+@pytest.mark.parametrize("name", ["grid_sample", "embedding_bag_offsets", "cdist"])
+def test_op_fp16(name: str) -> None:
+    fn, args = CASES[name]
+    check(Fn(fn), args, "core", rtol=2e-2, precision="fp16")
+
+
 # ---- dynamic shapes ------------------------------------------------------------------------------
 
 
