@@ -1,5 +1,6 @@
 // ATen reductions: sum, mean, prod, amax / amin, max / min (values and indices), argmax / argmin,
 // var / std (with correction), any / all, logsumexp, vector norms.
+#include <algorithm>
 #include <cmath>
 
 #include "converter.h"
@@ -142,6 +143,26 @@ void register_reduction(OpTable& t) {
     bool b = C::dtype(x) == DataType::Bool;
     Var* v = reduce(cv, "reduce_min", as_int_for_bool(cv, x), axes_of(cv, n, x), cv.bo(n, "keepdim", false));
     cv.out(n, b ? cv.cast(v, DataType::Bool) : v);
+  };
+  // aminmax: (amin, amax) along `dim`, or over everything (keepdim: every axis kept as 1)
+  t["aten.aminmax"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    bool b = C::dtype(x) == DataType::Bool;
+    Var* xi = as_int_for_bool(cv, x);
+    int r = cv.rank(n, x);
+    bool keep = cv.bo(n, "keepdim", false);
+    std::vector<int64_t> axes;
+    if (auto d = cv.opt_i(n, "dim")) axes.push_back(cv.axis(n, *d, std::max(r, 1)));
+    else
+      for (int k = 0; k < r; ++k) axes.push_back(k);
+    if (r == 0) axes.clear();  // a 0-d tensor is its own min and max
+    Var* lo = reduce(cv, "reduce_min", xi, axes, keep);
+    Var* hi = reduce(cv, "reduce_max", xi, axes, keep);
+    if (b) {
+      lo = cv.cast(lo, DataType::Bool);
+      hi = cv.cast(hi, DataType::Bool);
+    }
+    cv.outs(n, {lo, hi});
   };
   minmax(t, "aten.max", "reduce_max", "reduce_argmax");
   minmax(t, "aten.min", "reduce_min", "reduce_argmin");
