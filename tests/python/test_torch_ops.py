@@ -241,6 +241,17 @@ CASES = {
     "logcumsumexp": (lambda x: torch.logcumsumexp(x, 1),
                      (torch.tensor([[-200.0, 100.0, 0.0, 100.0, float("-inf")], [-80.0, -1.0, -3.0, 5.0, 2.0]]),)),
 
+    # k-th smallest and lower median (values and indices; no ties in these inputs)
+    "kthvalue_median": (lambda x: (torch.kthvalue(x, 2, 1), torch.kthvalue(x, 3, 0, keepdim=True), torch.median(x, 1),
+                                   torch.median(x, 0, keepdim=True), torch.median(x), x.median(-1).values),
+                        (torch.randperm(20).float().reshape(4, 5),)),
+    "median_int": (lambda i: (torch.median(i, 1), torch.median(i)), (torch.randperm(12).reshape(3, 4),)),
+    # sliding windows (Tensor.unfold) on every dim, overlapping and strided; window functions
+    "unfold_windows": (lambda x: (x.unfold(2, 3, 2), x.unfold(0, 2, 1), x.unfold(-2, 1, 3), x.unfold(1, 4, 4)),
+                       (r(3, 4, 7),)),
+    "windows": (lambda x: x * torch.hann_window(8) + torch.hann_window(8, periodic=False) + torch.hamming_window(8)
+                + torch.blackman_window(8) + torch.hann_window(1), (r(2, 8),)),
+
 }
 
 

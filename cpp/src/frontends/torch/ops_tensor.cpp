@@ -1651,6 +1651,122 @@ void register_tensor(OpTable& t) {
                                 C::abool("ascending", !cv.bo(n, "largest", true))});
     cv.outs(n, outs);
   };
+  // kthvalue / median: the k-th smallest along a dim (median: the lower middle one, k =
+  // (n - 1) / 2 + 1, as torch), from an ascending topk; values and their indices
+  auto kth = [](C& cv, const json& n, Var* x, int64_t d, int64_t k, bool keep) -> std::pair<Var*, Var*> {
+    Dim len = C::shape(x)[static_cast<size_t>(d)];
+    if (len->is_const() && (k < 1 || k > len->value()))
+      cv.fail(n, "k = " + std::to_string(k) + " is out of range for a dim of size " + std::to_string(len->value()));
+    auto outs = cv.ops("topk", {C::a("x", x), C::ai32("k", k), C::ai32("axis", d), C::abool("ascending", true)});
+    SliceSpec last;
+    last.start = k - 1;
+    last.end = k;
+    Var* v = slice_axis(cv, n, outs[0], d, last);
+    Var* i = slice_axis(cv, n, outs[1], d, last);
+    if (!keep) {
+      v = cv.op("squeeze", {C::a("x", v), C::aints32("axes", {d})});
+      i = cv.op("squeeze", {C::a("x", i), C::aints32("axes", {d})});
+    }
+    return {v, i};
+  };
+  t["aten.kthvalue"] = [kth](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    if (r == 0) x = cv.op("reshape", {C::a("x", x), C::aints32("shape", {1})});
+    int64_t d = cv.axis(n, cv.i(n, "dim", -1), std::max(r, 1));
+    auto [v, i] = kth(cv, n, x, d, cv.i(n, "k", 1), cv.bo(n, "keepdim", false) || r == 0);
+    if (r == 0) {
+      v = cv.op("reshape", {C::a("x", v), C::aints32("shape", {})});
+      i = cv.op("reshape", {C::a("x", i), C::aints32("shape", {})});
+    }
+    cv.outs(n, {v, i});
+  };
+  t["aten.median"] = [kth](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    if (!C::has(n, "dim")) {
+      // median.default: of every element, a 0-d result
+      auto sh = C::static_shape(x);
+      if (!sh) cv.fail(n, "median of all elements needs a known shape");
+      int64_t total = 1;
+      for (int64_t v : *sh) total *= v;
+      if (total == 0) cv.fail(n, "median of an empty tensor");
+      Var* flat = cv.op("reshape", {C::a("x", x), C::aints32("shape", {-1})});
+      auto [v, i] = kth(cv, n, flat, 0, (total - 1) / 2 + 1, false);
+      (void)i;
+      cv.out(n, v);
+      return;
+    }
+    int r = cv.rank(n, x);
+    if (r == 0) x = cv.op("reshape", {C::a("x", x), C::aints32("shape", {1})});
+    int64_t d = cv.axis(n, cv.i(n, "dim", 0), std::max(r, 1));
+    Dim len = C::shape(x)[static_cast<size_t>(d)];
+    if (!len->is_const()) cv.fail(n, "median along a symbolic dim is not supported");
+    auto [v, i] = kth(cv, n, x, d, (len->value() - 1) / 2 + 1, cv.bo(n, "keepdim", false) || r == 0);
+    if (r == 0) {
+      v = cv.op("reshape", {C::a("x", v), C::aints32("shape", {})});
+      i = cv.op("reshape", {C::a("x", i), C::aints32("shape", {})});
+    }
+    cv.outs(n, {v, i});
+  };
+  // x.unfold(dim, size, step): windows of `size` every `step` along dim (which becomes the window
+  // count), each window on a new last axis: one gather with a (windows, size) index
+  t["aten.unfold"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    int r = cv.rank(n, x);
+    int64_t size = cv.i(n, "size", 1), step = cv.i(n, "step", 1);
+    if (size < 0 || step <= 0) cv.fail(n, "unfold needs size >= 0 and step > 0");
+    if (r == 0) {
+      if (size > 1) cv.fail(n, "unfold of a 0-d tensor takes size 0 or 1");
+      cv.out(n, cv.op("reshape", {C::a("x", x), C::aints32("shape", {1})}));
+      return;
+    }
+    int64_t d = cv.axis(n, cv.i(n, "dimension", 0), r);
+    Dim L = C::shape(x)[static_cast<size_t>(d)];
+    if (!L->is_const()) cv.fail(n, "unfold along a symbolic dim is not supported");
+    if (size > L->value()) cv.fail(n, "unfold: size " + std::to_string(size) + " is larger than the dim (" + std::to_string(L->value()) + ")");
+    int64_t wins = (L->value() - size) / step + 1;
+    if (size == 0) cv.fail(n, "unfold with size 0 gives an empty result");
+    std::vector<int64_t> idx;
+    for (int64_t w = 0; w < wins; ++w)
+      for (int64_t k = 0; k < size; ++k) idx.push_back(w * step + k);
+    Var* iv = cv.c(Value::from_ints(DataType::Int32, {wins, size}, idx));
+    Var* g = cv.op("gather", {C::a("x", x), C::a("indices", iv), C::ai32("axis", d)});  // (..., wins, size, rest)
+    if (d + 1 == r) {
+      cv.out(n, g);
+      return;
+    }
+    std::vector<int64_t> perm;
+    for (int64_t q = 0; q <= r; ++q)
+      if (q != d + 1) perm.push_back(q);
+    perm.push_back(d + 1);
+    cv.out(n, cv.op("transpose", {C::a("x", g), C::aints32("perm", perm)}));
+  };
+  // window functions as constants: 0.5 - 0.5 cos(2 pi k / N) (hann), 0.54 - 0.46 cos (hamming),
+  // N = length (periodic) or length - 1
+  auto window = [](double a0, double a1, double a2) {
+    return [a0, a1, a2](C& cv, const json& n) {
+      int64_t len = cv.i(n, "window_length", 0);
+      if (len < 0) cv.fail(n, "window_length must be non-negative");
+      bool periodic = cv.bo(n, "periodic", true);
+      DataType dt = DataType::Float32;
+      if (auto od = cv.dtype_arg(n, "dtype")) dt = *od;
+      std::vector<double> w;
+      double N = static_cast<double>(periodic ? len : len - 1);
+      for (int64_t k = 0; k < len; ++k) {
+        if (len == 1) {
+          w.push_back(1.0);
+          continue;
+        }
+        double t = 2.0 * M_PI * static_cast<double>(k) / N;
+        w.push_back(a0 - a1 * std::cos(t) + a2 * std::cos(2 * t));
+      }
+      cv.out(n, cv.c(Value::from_doubles(dt, {len}, w)));
+    };
+  };
+  t["aten.hann_window"] = window(0.5, 0.5, 0.0);
+  t["aten.hamming_window.default"] = window(0.54, 0.46, 0.0);
+  t["aten.hamming_window.periodic"] = window(0.54, 0.46, 0.0);
+  t["aten.blackman_window"] = window(0.42, 0.5, 0.08);
   t["aten.sort"] = [](C& cv, const json& n) {
     Var* x = self(cv, n);
     int64_t d = cv.axis(n, cv.i(n, "dim", -1), cv.rank(n, x));
