@@ -201,14 +201,42 @@ def test_sdpa_fully_masked_rows(dialect):
     assert rel(out, ref) < TOL[FP32]
 
 
+class RotaryNoGrad(nn.Module):
+    """A rotary embedding computed under torch.no_grad, as transformers' Llama did (newer
+    transformers releases dropped the decorator, so the module is built here)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.register_buffer("inv_freq", 1.0 / (10000 ** (torch.arange(0, 8, 2).float() / 8)), persistent=False)
+
+    def forward(self, x):
+        with torch.no_grad():
+            t = torch.arange(x.shape[1], dtype=torch.float32)
+            freqs = torch.outer(t, self.inv_freq)
+            emb = torch.cat([freqs, freqs], -1)
+            cos, sin = emb.cos(), emb.sin()
+        h = self.lin(x)
+        rot = torch.cat([-h[..., 4:], h[..., :4]], -1)
+        return h * cos + rot * sin
+
+
 def test_training_dialect_keeps_higher_order_ops():
-    # transformers' rotary embedding runs under torch.no_grad: TRAINING keeps it as the
-    # wrap_with_set_grad_enabled higher-order op with a subgraph, which milkit converts inline
-    _, eps = exported("llama")
-    targets = {str(n.target) for n in eps["training"].graph.nodes if n.op == "call_function"}
+    # a torch.no_grad region stays in TRAINING as the wrap_with_set_grad_enabled higher-order op
+    # with a subgraph, which milkit converts inline
+    seq = torch.export.Dim("seq", min=2, max=32)
+    ep = torch.export.export(RotaryNoGrad().eval(), (torch.randn(1, 6, 8),), dynamic_shapes=({1: seq},), strict=False)
+    targets = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
     assert any("wrap_with_set_grad_enabled" in t for t in targets)
-    # the causal mask's packed-sequence check uses aten.diff in both dialects
-    assert any("diff" in t for t in targets)
+    mm = convert(ep)
+    for t in (6, 11):
+        x = torch.randn(1, t, 8)
+        with torch.no_grad():
+            ref = ep.module()(x)
+        assert rel(list(mm.predict({"x": x.numpy()}).values())[0], ref) < TOL[FP32]
+    # the causal mask's packed-sequence check uses aten.diff in both dialects of transformers' Llama
+    _, eps = exported("llama")
+    assert any("diff" in str(n.target) for n in eps["training"].graph.nodes if n.op == "call_function")
 
 
 class Autocast(nn.Module):
