@@ -252,6 +252,12 @@ CASES = {
     "windows": (lambda x: x * torch.hann_window(8) + torch.hann_window(8, periodic=False) + torch.hamming_window(8)
                 + torch.blackman_window(8) + torch.hann_window(1), (r(2, 8),)),
 
+    # erfinv over (-1, 1), near the ends (the tail polynomial) and at 0; +-1 give +-inf
+    "erfinv": (lambda x: torch.erfinv(x) + torch.special.erfinv(x * 0.5),
+               (torch.cat([torch.linspace(-0.9999, 0.9999, 41), torch.tensor([0.0, 0.999999, -0.99999])]),)),
+    "erfinv_ends": (lambda x: (torch.erfinv(x).isinf() & (torch.erfinv(x) > 0), torch.erfinv(x * 1.5).isnan()),
+                    (torch.tensor([1.0, -1.0, 0.5]),)),
+
 }
 
 

@@ -499,6 +499,35 @@ void register_elementwise(OpTable& t) {
     cv.out(n, bin(cv, "sub", cv.cs(1, dt), cv.op("erf", {C::a("x", cv.cast(x, dt))})));
   };
   t["aten.special_erfc"] = t["aten.erfc"];
+  // erfinv: M. Giles' single-precision approximation ("Approximating the erfinv function", GPU
+  // Computing Gems, 2011; relative error below 3e-7 against torch over (-1, 1)), a polynomial in
+  // w = -log(1 - x^2) - 2.5 for w < 5, else in sqrt(w) - 3. +-1 give +-inf and |x| > 1 NaN, as
+  // torch (MIL's log would keep log(0) finite).
+  t["aten.erfinv"] = [](C& cv, const json& n) {
+    Var* x = self(cv, n);
+    DataType dt = float_out(cv, n, x);
+    x = cv.cast(x, dt);
+    Var* one_m = bin(cv, "sub", cv.cs(1, dt), x);
+    Var* one_p = bin(cv, "add", cv.cs(1, dt), x);
+    Var* w = bin(cv, "mul", cv.op("log", {C::a("x", bin(cv, "mul", one_m, one_p))}), cv.cs(-1, dt));
+    auto horner = [&](Var* t, std::initializer_list<double> cs) {
+      auto it = cs.begin();
+      Var* p = cv.cs(*it++, dt);
+      for (; it != cs.end(); ++it) p = bin(cv, "add", bin(cv, "mul", p, t), cv.cs(*it, dt));
+      return p;
+    };
+    Var* central = horner(bin(cv, "sub", w, cv.cs(2.5, dt)),
+                          {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                           -0.00125372503, -0.00417768164, 0.246640727, 1.50140941});
+    Var* tail = horner(bin(cv, "sub", cv.op("sqrt", {C::a("x", w)}), cv.cs(3, dt)),
+                       {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                        -0.0076224613, 0.00943887047, 1.00167406, 2.83297682});
+    Var* r = bin(cv, "mul", sel(cv, bin(cv, "less", w, cv.cs(5, dt)), central, tail), x);
+    Var* ax = cv.op("abs", {C::a("x", x)});
+    r = sel(cv, bin(cv, "equal", ax, cv.cs(1, dt)), bin(cv, "mul", x, cv.cs(INFINITY, dt)), r);
+    cv.out(n, sel(cv, bin(cv, "greater", ax, cv.cs(1, dt)), cv.cs(NAN, dt), r));
+  };
+  t["aten.special_erfinv"] = t["aten.erfinv"];
   t["aten.sgn"] = t["aten.sign"];  // real tensors: sgn is sign
   // signbit: x < 0, or a negative zero (1 / -0 is -inf)
   t["aten.signbit"] = [](C& cv, const json& n) {
