@@ -23,22 +23,10 @@ from milkit import _core
 from milkit.frontends import torch as mtorch
 from torch._higher_order_ops.scan import scan
 from torch._higher_order_ops.while_loop import while_loop
-from torch_util import DIALECTS, check, compare, convert, export
+from torch_util import DIALECTS, Fn, check, compare, convert, export, r
 
 torch.manual_seed(0)
 
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *a: Any) -> Any:
-        return self.fn(*a)
-
-
-def r(*s: int) -> torch.Tensor:
-    return torch.randn(*s)
 
 
 # ---- recurrent layers -----------------------------------------------------------------------------

@@ -10,26 +10,10 @@ from typing import Any, Callable
 import pytest
 import torch
 import torch.nn.functional as F
-from torch_util import DIALECTS, check, convert, export
+from torch_util import DIALECTS, Fn, check, convert, export, r, ri
 
 torch.manual_seed(0)
 
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *a: Any) -> Any:
-        return self.fn(*a)
-
-
-def r(*s: int) -> torch.Tensor:
-    return torch.randn(*s)
-
-
-def ri(hi: int, *s: int) -> torch.Tensor:
-    return torch.randint(0, hi, s)
 
 
 def grid(*s: int) -> torch.Tensor:

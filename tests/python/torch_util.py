@@ -4,15 +4,36 @@ both and compare (fp32 within 1e-4 relative to the largest reference value, unle
 from __future__ import annotations
 
 import warnings
-from typing import Any, Dict, Sequence
+from typing import Any, Callable, Dict, Sequence
 
 import milkit
 import numpy as np
 import torch
 
-__all__ = ["export", "convert", "compare", "check", "randomize", "DIALECTS"]
+__all__ = ["export", "convert", "compare", "check", "randomize", "DIALECTS", "Fn", "r", "ri"]
 
 DIALECTS = ("training", "core")
+
+
+class Fn(torch.nn.Module):
+    """A module running `fn` on its inputs (op tests export lambdas through it)."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *a: Any) -> Any:
+        return self.fn(*a)
+
+
+def r(*s: int) -> torch.Tensor:
+    """A float tensor of shape `s` from the standard normal."""
+    return torch.randn(*s)
+
+
+def ri(hi: int, *s: int) -> torch.Tensor:
+    """An int64 tensor of shape `s` with values in [0, hi)."""
+    return torch.randint(0, hi, s)
 
 
 def export(module: torch.nn.Module, args: Sequence[Any], dialect: str = "training",
