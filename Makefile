@@ -3,13 +3,15 @@ PYTHON ?= python3
 BUILD ?= build
 JOBS ?= 2
 APT_PACKAGES = libprotobuf-dev protobuf-compiler nlohmann-json3-dev catch2 ccache cmake ninja-build g++ valgrind libopenblas-dev \
-  graphviz chromium libminizip-dev
+  graphviz chromium libminizip-dev dpkg-dev debootstrap
 STAMP = $(BUILD)/.deps-stamp
 # ccache hits across build trees (plain CMake build, pip's scikit-build tree, sanitizer tree)
 export CCACHE_BASEDIR = $(CURDIR)
+# generated protobuf headers are new when the first compile reads them; hash them anyway
+export CCACHE_SLOPPINESS = include_file_mtime,include_file_ctime
 export CMAKE_BUILD_PARALLEL_LEVEL = $(JOBS)
 
-.PHONY: deps build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize sanitize-python clean
+.PHONY: wheel test-wheel deps build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize sanitize-python clean
 
 deps: $(STAMP)
 
@@ -47,6 +49,14 @@ test-install: deps
 	$(BUILD)/venv/bin/pip install -q --no-build-isolation .
 	cd /tmp && $(CURDIR)/$(BUILD)/venv/bin/python -c "import milkit, sys; assert 'site-packages' in milkit.__file__, milkit.__file__; print('installed', milkit.__file__)"
 	cd /tmp && $(CURDIR)/$(BUILD)/venv/bin/milkit --version
+
+# the binary wheel (manylinux, protobuf-lite / OpenBLAS / minizip linked in) and the sdist, in dist/
+wheel: deps
+	BUILD=$(BUILD) packaging/wheel.sh $(PYTHON)
+
+# the wheel installed and used in a clean Debian root (debootstrap; python3 and python3-venv only)
+test-wheel: wheel
+	BUILD=$(BUILD) packaging/test-wheel.sh $(PYTHON)
 
 lint: deps
 	$(PYTHON) -m ruff check python tests benchmarks examples docs

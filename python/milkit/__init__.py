@@ -10,6 +10,7 @@ import os as _os
 
 from . import _core, frontends, models, runtime, types
 from ._target import AvailableTarget, target
+from ._version import __version__ as __version__
 from .builder import Builder, Placeholder, StateTensorSpec, TensorSpec
 from .convert import (
     ClassifierConfig,
@@ -43,7 +44,6 @@ MilkitIOError = _core.MilkitIOError
 MilkitIndexError = _core.MilkitIndexError
 VerifyError = _core.VerifyError
 
-__version__ = "0.1.0"
 
 __all__ = [
     "ClassifierConfig",
