@@ -32,7 +32,7 @@ build: deps
 demo: build
 	PYTHONPATH=python $(PYTHON) examples/demo.py
 
-test: build lint docs test-cpp test-python test-notebooks test-install
+test: build lint docs test-cpp test-python test-notebooks test-install test-wheel
 
 test-cpp:
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)

@@ -96,3 +96,13 @@ cd /opt/milkit-test/src
 /opt/venv/bin/python -m pytest -q -p no:cacheprovider $tests
 "
 echo "clean root ($arch): passed"
+cleanup; mounts=()
+
+# ---- beside torch, onnx and onnxruntime (host venv: the wheel + the system's packages) ----------
+if [ "$arch" = "$(dpkg --print-architecture)" ]; then
+  venv="$build/wheel-venv"
+  rm -rf "$venv" && "$py" -m venv --system-site-packages "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps "$wheel"
+  (cd /tmp && env -u PYTHONPATH "$venv/bin/python" -m pytest -q -s -p no:cacheprovider \
+     "$OLDPWD/tests/wheel/test_coexistence.py")
+fi

@@ -24,6 +24,16 @@ sdist=$(ls dist/milkit-*.tar.gz)
 src="$build/wheel-src"
 rm -rf "$src" && mkdir -p "$src" && tar -xzf "$sdist" -C "$src"
 src=$(ls -d "$src"/milkit-*)
+# the notices of what the extension links in statically (their licenses ask binaries to carry them)
+{
+  echo "milkit's binary wheel links these libraries into milkit/_core: their copyright files, as Debian ships them."
+  for pkg in libprotobuf-dev libopenblas-pthread-dev libminizip-dev; do
+    f=/usr/share/doc/$pkg/copyright
+    [ -f "$f" ] || continue
+    printf '\n==== %s (%s) ====\n\n' "$pkg" "$(dpkg-query -W -f='${Version}' "$pkg:$arch" 2>/dev/null || true)"
+    cat "$f"
+  done
+} > "$src/LICENSE-THIRD-PARTY.txt"
 # Its build tree sits one level below the unpacked sources, as build/ does below the checkout, so
 # with CCACHE_BASEDIR above both (the Makefile sets it) the compiles are ccache hits of `make build`.
 # No build isolation: the build tools are the ones requirements-dev.txt installed (no downloads).
