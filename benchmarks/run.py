@@ -10,7 +10,9 @@
 - torch.export import: milkit.convert(ep) against ct.convert(ep.run_decompositions()) for resnet18,
   vit_b_16 and a 12-layer GPT-2, with the .pt2 path and peak memory (benchmarks/bench_torch.py);
 - convert + save of a 24-layer transformer in the NCHW conv layout with transposes
-  (benchmarks/compare.py convformer; it also checks both write the same op types).
+  (benchmarks/compare.py convformer; it also checks both write the same op types);
+- the binary wheel against the source build on the same transformer, with the wheel's size, install
+  and import time (benchmarks/bench_wheel.py; after make wheel).
 """
 
 import os
@@ -42,6 +44,12 @@ def main() -> None:
     cmds.append([sys.executable, os.path.join(HERE, "bench_torch.py")])
     cmds.append([sys.executable, os.path.join(HERE, "compare.py"), "convformer", "--layers", "24", "--hidden",
                  "512", "--precision", "fp16"])
+    import glob
+
+    if glob.glob(os.path.join(HERE, "..", "dist", "milkit-*manylinux*.whl")):
+        cmds.append([sys.executable, os.path.join(HERE, "bench_wheel.py")])
+    else:
+        print("(no wheel in dist/: make wheel for the wheel-against-source benchmark)")
     for c in cmds:
         print("$", " ".join(os.path.relpath(x) if x.endswith(".py") else x for x in c[1:]), flush=True)
         subprocess.run(c, check=True, env=env)
