@@ -162,9 +162,7 @@ class Builder(metaclass=_BuilderMeta):
         """Decorator: traces the function once and returns a Program with it as ``function_name``."""
 
         def wrapper(func: Callable[..., Any]) -> Any:
-            from .program import Program
-
-            prog = Program()
+            prog = _core.Program()  # milkit.program adds the Python-side methods to the class
             prog.add_function(function_name, _build_function(func, input_specs, opset_version))
             return prog
 

@@ -17,6 +17,8 @@ import html
 from collections import Counter
 from typing import Any, Iterable
 
+from ._facts import _elements, _type_text
+
 __all__ = [
     "MAX_TEXT_CHARS",
     "MAX_HISTOGRAM_ROWS",
@@ -70,24 +72,6 @@ def format_bytes(n: int) -> str:
 
 
 # ---- facts -------------------------------------------------------------------------------------
-def _shape_text(shape: Iterable[Any]) -> str:
-    dims = [str(d) for d in shape]
-    return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
-
-
-def _type_text(v: Any) -> str:
-    """``(2, S, 8) fp32`` for tensors and scalars, ``state (2, 4) fp16`` for states, the IR's
-    spelling for lists, tuples and dicts."""
-    kind = v._kind
-    if kind in ("tensor", "scalar"):
-        if not v._has_rank:
-            return f"(?) {v.dtype}"
-        return f"{_shape_text(v.shape)} {v.dtype}"
-    if kind == "state":
-        return f"state {_shape_text(v.shape)} {v.dtype}"
-    return str(v._type_str)
-
-
 def _symbols_of(vars_: Iterable[Any]) -> list:
     """The free symbols of the vars' shapes, in order of first appearance."""
     seen: dict = {}
@@ -105,19 +89,6 @@ def _symbols_of(vars_: Iterable[Any]) -> list:
 def _range_text(sym: Any) -> str:
     lo, hi = sym.range
     return f"[{lo}, {_INF})" if hi is None else f"[{lo}, {hi}]"
-
-
-def _elements(v: Any) -> int | None:
-    if v._kind == "scalar":
-        return 1
-    if v._kind != "tensor" or not v._has_rank:
-        return None
-    n = 1
-    for d in v.shape:
-        if not isinstance(d, int):
-            return None
-        n *= d
-    return n
 
 
 class _Stats:

@@ -24,6 +24,8 @@ import math
 from collections import Counter
 from typing import Any, Iterator
 
+from ._facts import _elements, _type_text
+
 __all__ = ["DEFAULT_MAX_NODES", "SVG", "show", "to_dot"]
 
 #: Ops drawn one by one below this count; bigger graphs are folded.
@@ -44,15 +46,7 @@ def _short(name: str) -> str:
     return name if len(name) <= _NAME_CHARS else name[: _NAME_CHARS - 1] + "\u2026"
 
 
-def _type_text(v: Any) -> str:
-    from .display import _type_text as tt
-
-    return tt(v)
-
-
 def _const_note(name: str, v: Any) -> str:
-    from .display import _elements
-
     n = _elements(v)
     if n is not None and n <= 4 and v.val is not None:
         val = str(v.val).replace("\n", " ")

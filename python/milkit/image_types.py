@@ -70,7 +70,7 @@ class ImageType:
 
     def __init__(self, name: str | None = None, shape: Any = None, scale: float = 1.0, bias: Any = None,
                  color_layout: Any = ColorLayout.RGB, channel_first: bool | None = None) -> None:
-        from .convert import Shape
+        from .input_types import Shape
 
         self.name = name
         self.shape_default = None
@@ -113,7 +113,7 @@ class ImageType:
 
 def _image_input_record(t: ImageType, index: int, var: Any, enumerated: Any) -> dict:
     """The dict ``Function._set_image_inputs`` takes for an ImageType on input `index`."""
-    from .convert import RangeDim
+    from .input_types import RangeDim
 
     default: list = []
     if enumerated is not None:
@@ -166,7 +166,7 @@ def _check_image_output(o: ImageType, i: int) -> None:
 
 def _input_types_of(fn: Any) -> dict:
     """Input name -> ImageType for the function's image inputs (as recorded in the program)."""
-    from .convert import EnumeratedShapes
+    from .input_types import EnumeratedShapes
 
     names = list(fn.inputs)
     out = {}

@@ -1,5 +1,5 @@
 """``milkit.models.MLModel`` (coremltools' ``ct.models.MLModel`` location)."""
 
-from .convert import MLModel
+from .mlmodel import MLModel
 
 __all__ = ["MLModel"]

@@ -72,7 +72,7 @@ Function.__repr__ = lambda self: self.to_str("function")
 def _fn_set_input_types(self: Any, inputs: Any) -> None:
     """coremltools' ``Function.set_input_types``: applies ``TensorType`` s and ``ImageType`` s
     (shapes, symbol ranges, image inputs) to this function's inputs, by name or in order."""
-    from .convert import _apply_input_types
+    from ._apply_types import _apply_input_types
 
     if not isinstance(inputs, (list, tuple)):
         raise ValueError(f"input types should be a list or tuple, got {type(inputs).__name__}")
@@ -84,7 +84,7 @@ def _fn_set_input_types(self: Any, inputs: Any) -> None:
 def _fn_set_output_types(self: Any, outputs: Any) -> None:
     """coremltools' ``Function.set_output_types``: ``ImageType`` s (by position) make outputs
     images; other entries leave their output a tensor."""
-    from .convert import _apply_output_types
+    from ._apply_types import _apply_output_types
 
     if len(outputs) != len(self.outputs):
         raise ValueError(f"{len(outputs)} output types given, the function has {len(self.outputs)} outputs")

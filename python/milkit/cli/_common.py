@@ -91,7 +91,7 @@ def load_source(path: str) -> Source:
         raise CliError(f"{path}: no such file or directory")
     suffix = os.path.splitext(os.path.normpath(path))[1].lower()
     if os.path.isdir(path) or suffix == ".mlmodel":
-        from milkit.convert import _package_model_path
+        from milkit.mlmodel import _package_model_path
 
         prog = _guard(path, lambda: milkit.load(path))
         model_file = _guard(path, lambda: _package_model_path(path))

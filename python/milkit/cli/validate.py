@@ -149,7 +149,7 @@ def validate(path: str) -> Dict[str, Any]:
             fail("description", msg)
         if src.kind == "mlpackage":
             try:
-                from milkit.convert import _package_enumerated_shapes
+                from milkit.mlmodel import _package_enumerated_shapes
 
                 _package_enumerated_shapes(path)
             except Exception as e:  # noqa: BLE001
