@@ -28,7 +28,11 @@ void init_errors(py::module_& m) {
                                                    py::dict());
   static py::object index_error = py::module_::import("builtins").attr("type")(
       "MilkitIndexError", py::make_tuple(value_error, py::handle(PyExc_IndexError)), py::dict());
-  for (auto* o : {&type_error, &value_error, &format_error, &verify_error, &io_error, &index_error})
+  // an importer's list of every node it cannot convert; `nodes` holds one label per node
+  static py::object unsupported_error = py::module_::import("builtins").attr("type")(
+      "UnsupportedOpsError", py::make_tuple(value_error), py::dict());
+  for (auto* o : {&type_error, &value_error, &format_error, &verify_error, &io_error, &index_error,
+                  &unsupported_error})
     o->attr("__module__") = "milkit";
   base.attr("__module__") = "milkit";
   m.attr("MilkitTypeError") = type_error;
@@ -37,9 +41,14 @@ void init_errors(py::module_& m) {
   m.attr("VerifyError") = verify_error;
   m.attr("MilkitIOError") = io_error;
   m.attr("MilkitIndexError") = index_error;
+  m.attr("UnsupportedOpsError") = unsupported_error;
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const milkit::UnsupportedOpsError& e) {
+      py::object exc = unsupported_error(py::str(e.what()));
+      exc.attr("nodes") = py::cast(e.nodes());
+      PyErr_SetObject(unsupported_error.ptr(), exc.ptr());
     } catch (const milkit::FormatError& e) {
       PyErr_SetString(format_error.ptr(), e.what());
     } catch (const milkit::IndexError& e) {

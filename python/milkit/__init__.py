@@ -43,6 +43,7 @@ FormatError = _core.FormatError
 MilkitIOError = _core.MilkitIOError
 MilkitIndexError = _core.MilkitIndexError
 VerifyError = _core.VerifyError
+UnsupportedOpsError = _core.UnsupportedOpsError
 
 
 __all__ = [
@@ -84,6 +85,7 @@ __all__ = [
     "TensorSpec",
     "Var",
     "VerifyError",
+    "UnsupportedOpsError",
     "get_new_symbol",
     "get_new_variadic_symbol",
     "mil_list",

@@ -8,6 +8,8 @@ from . import _core, types
 
 __all__ = ["Program", "Function", "Block", "Operation", "Var", "mil_list"]
 
+# The compiled classes, and below every Python-side method milkit adds to them (this module is the
+# one place that does; milkit/__init__ imports it before anything is built).
 Program = _core.Program
 Function = _core.Function
 Block = _core.Block
@@ -266,3 +268,14 @@ Operation._repr_html_ = lambda self: _display().operation_html(self)
 Var._repr_html_ = lambda self: _display().var_html(self)
 Program.to_dot = _prog_to_dot
 Function.to_dot = _fn_to_dot
+
+
+# ---- SymExpr -----------------------------------------------------------------------------------
+def _sym_to_sympy(self: Any) -> Any:
+    """The expression as a sympy expression (needs sympy); see :func:`milkit.symbolic.to_sympy`."""
+    from .symbolic import to_sympy
+
+    return to_sympy(self)
+
+
+_core.SymExpr.to_sympy = _sym_to_sympy

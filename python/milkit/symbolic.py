@@ -146,5 +146,3 @@ def from_sympy(expr: Any, symbols: dict[str, SymExpr] | None = None) -> Any:
 
     return conv(sympy.sympify(expr))
 
-
-SymExpr.to_sympy = to_sympy  # type: ignore[attr-defined]

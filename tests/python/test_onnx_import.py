@@ -193,6 +193,10 @@ def test_every_unsupported_node_is_listed_in_one_error():
         milkit_run(m, {"x": rnd(2)})
     msg = str(e.value)
     assert "2 nodes" in msg and "'norm1' (StringNormalizer)" in msg and "'mine'" in msg and "com.example" in msg
+    # a typed error: the labels are there without parsing the message
+    assert isinstance(e.value, milkit.UnsupportedOpsError) and isinstance(e.value, milkit.MilkitValueError)
+    assert len(e.value.nodes) == 2
+    assert "'norm1' (StringNormalizer)" in e.value.nodes[0] and "'mine'" in e.value.nodes[1]
 
 
 def test_truncated_and_garbage_models_raise_format_error(tmp_path):

@@ -102,6 +102,8 @@ def test_unsupported_ops_listed_with_source_lines() -> None:
     assert "aten.lgamma" in msg and "aten.special_bessel_j0" in msg
     assert "test_torch_import.py" in msg and "torch.lgamma(x)" in msg
     assert "relu" not in msg
+    assert isinstance(e.value, milkit.UnsupportedOpsError)
+    assert [("lgamma" in n, "bessel_j0" in n) for n in e.value.nodes] == [(True, False), (False, True)]
 
 
 def test_data_dependent_and_training_errors() -> None:

@@ -43,9 +43,7 @@ def import_model(model: Any, target: int, base_dir: str | None = None,
     dims = dict(input_dims or {})
     try:
         return _import(model, target, base_dir, dims)
-    except ValueError as e:
-        if "cannot convert" not in str(e):
-            raise
+    except _core.UnsupportedOpsError:
         expanded = _expand_schema_functions(model)
         if expanded is None:
             raise

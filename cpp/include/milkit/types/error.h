@@ -3,6 +3,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace milkit {
 
@@ -48,6 +50,20 @@ class IOError : public Error {
 class VerifyError : public ValueError {
  public:
   using ValueError::ValueError;
+};
+
+/// A model or program with nodes an importer cannot convert, all of them listed (Python
+/// ValueError subclass ``milkit.UnsupportedOpsError``, whose ``nodes`` are the labels).
+class UnsupportedOpsError : public ValueError {
+ public:
+  /// Creates the error: `msg` is the whole message, `nodes` one label per node (op and source).
+  UnsupportedOpsError(const std::string& msg, std::vector<std::string> nodes)
+      : ValueError(msg), nodes_(std::move(nodes)) {}
+  /// One label per node that cannot be converted, in graph order.
+  const std::vector<std::string>& nodes() const { return nodes_; }
+
+ private:
+  std::vector<std::string> nodes_;
 };
 
 }  // namespace milkit

@@ -450,7 +450,7 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
       m << src << ": milkit cannot convert " << bad.size() << " node" << (bad.size() > 1 ? "s" : "")
         << " of this model (opset " << opset << "):";
       for (auto& b : bad) m << "\n  " << b;
-      throw ValueError(m.str());
+      throw UnsupportedOpsError(m.str(), bad);
     }
   }
   auto fn = std::make_shared<Function>(options.target);

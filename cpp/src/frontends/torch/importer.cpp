@@ -418,7 +418,7 @@ std::shared_ptr<Program> import_torch_export(std::string_view text, const TorchT
         m << src << ": milkit cannot convert " << bad.size() << " node" << (bad.size() > 1 ? "s" : "")
           << " of this program:";
         for (auto& b : bad) m << "\n  " << b;
-        throw ValueError(m.str());
+        throw UnsupportedOpsError(m.str(), bad);
       }
     }
 
