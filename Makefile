@@ -3,13 +3,13 @@ PYTHON ?= python3
 BUILD ?= build
 JOBS ?= 2
 APT_PACKAGES = libprotobuf-dev protobuf-compiler nlohmann-json3-dev catch2 ccache cmake ninja-build g++ valgrind libopenblas-dev \
-  graphviz chromium libminizip-dev
+  graphviz chromium libminizip-dev clang libc++-dev libc++abi-dev
 STAMP = $(BUILD)/.deps-stamp
 # ccache hits across build trees (plain CMake build, pip's scikit-build tree, sanitizer tree)
 export CCACHE_BASEDIR = $(CURDIR)
 export CMAKE_BUILD_PARALLEL_LEVEL = $(JOBS)
 
-.PHONY: deps build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize sanitize-python clean
+.PHONY: deps build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize sanitize-python test-clang check-libcxx clean
 
 deps: $(STAMP)
 
@@ -77,5 +77,59 @@ sanitize-python: deps
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(ASAN_PKG) \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python/test_exec_*.py
 
+# the whole build with clang, warnings as errors (-DMILKIT_WERROR=ON), in its own tree; its ctest, then
+# the Python API and interpreter tests against its extension (in $(CLANG_PKG), beside a copy of the
+# Python package, so python/milkit's GCC extension stays)
+CLANG_BUILD = $(BUILD)-clang
+CLANG_PKG = $(CLANG_BUILD)/pkg
+test-clang: deps
+	CC=clang CXX=clang++ cmake -S . -B $(CLANG_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DMILKIT_WERROR=ON \
+	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) -DMILKIT_PYTHON_OUTPUT_DIR=$(CURDIR)/$(CLANG_PKG)/milkit
+	@grep -q 'CMAKE_CXX_COMPILER_ID "Clang"' $(CLANG_BUILD)/CMakeFiles/*/CMakeCXXCompiler.cmake || \
+	  { echo "$(CLANG_BUILD) was configured with another compiler than clang: remove it"; exit 1; }
+	cmake --build $(CLANG_BUILD) -j$(JOBS)
+	ctest --test-dir $(CLANG_BUILD) --output-on-failure -j$(JOBS)
+	mkdir -p $(CLANG_PKG)
+	tar -C python -cf - --exclude='_core*.so' --exclude=__pycache__ milkit | tar -C $(CLANG_PKG) -xf -
+	PYTHONPATH=$(CURDIR)/$(CLANG_PKG) $(PYTHON) -c "import milkit._core as c; \
+	  assert c.__file__.startswith('$(CURDIR)/$(CLANG_PKG)/'), c.__file__; print('clang extension', c.__file__)"
+	PYTHONPATH=$(CURDIR)/$(CLANG_PKG) $(PYTHON) -m pytest -q -p no:cacheprovider \
+	  tests/python/test_api.py tests/python/test_exec_*.py
+
+# every milkit source (core, bindings, C++ tests) through clang++ -stdlib=libc++ -fsyntax-only: code
+# that leans on libstdc++'s extensions or transitive includes fails here. No linking (Debian's
+# protobuf is built against libstdc++). One file at a time; a file is checked again only when it or a
+# header it includes changes (clang's -MMD dependency files).
+LIBCXX_BUILD = $(BUILD)-libcxx
+LIBCXX_SRCS := $(shell find cpp/src -name '*.cpp' | sort) $(wildcard bindings/*.cpp) $(wildcard tests/cpp/*.cpp)
+LIBCXX_OKS := $(LIBCXX_SRCS:%.cpp=$(LIBCXX_BUILD)/%.ok)
+LIBCXX_PROTOS := $(patsubst proto/%.proto,$(LIBCXX_BUILD)/proto/%.pb.h,$(wildcard proto/*.proto))
+check-libcxx: deps
+	@$(MAKE) --no-print-directory -j1 libcxx-all
+
+.PHONY: libcxx-all
+libcxx-all: $(LIBCXX_PROTOS) $(LIBCXX_OKS)
+	@echo "check-libcxx: $(words $(LIBCXX_OKS)) files clean under libc++"
+
+$(LIBCXX_BUILD)/proto/%.pb.h: proto/%.proto
+	@mkdir -p $(@D)
+	protoc --cpp_out=$(@D) -I proto $<
+
+# third-party and generated headers as -isystem: only milkit's own code is held to -Werror
+$(LIBCXX_BUILD)/flags: Makefile
+	@mkdir -p $(@D)
+	@{ echo "-std=c++17 -stdlib=libc++ -fsyntax-only -Wall -Wextra -Wno-unused-parameter -Werror"; \
+	  echo "-Icpp/include -isystem $(LIBCXX_BUILD)/proto"; \
+	  for d in /usr/include/openblas /usr/include/*/openblas-pthread /usr/include/*/openblas-openmp; do \
+	    if [ -f $$d/cblas.h ]; then echo "-isystem $$d"; break; fi; done; \
+	  $(PYTHON) -m pybind11 --includes | sed 's/-I/-isystem /g'; } > $@.tmp && mv $@.tmp $@
+
+$(LIBCXX_BUILD)/%.ok: %.cpp $(LIBCXX_BUILD)/flags $(LIBCXX_PROTOS)
+	@mkdir -p $(@D)
+	@echo "libc++ $<"
+	@clang++ @$(LIBCXX_BUILD)/flags -MMD -MP -MF $(@:.ok=.d) -MT $@ $< && touch $@
+
+-include $(LIBCXX_OKS:.ok=.d)
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-asan-py python/milkit/_core*.so
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-asan-py $(CLANG_BUILD) $(LIBCXX_BUILD) python/milkit/_core*.so
