@@ -3,7 +3,7 @@ PYTHON ?= python3
 BUILD ?= build
 JOBS ?= 2
 APT_PACKAGES = libprotobuf-dev protobuf-compiler nlohmann-json3-dev catch2 ccache cmake ninja-build g++ valgrind libopenblas-dev \
-  graphviz chromium libminizip-dev dpkg-dev debootstrap
+  graphviz chromium libminizip-dev dpkg-dev debootstrap clang libc++-dev libc++abi-dev
 STAMP = $(BUILD)/.deps-stamp
 # ccache hits across build trees (plain CMake build, pip's scikit-build tree, sanitizer tree)
 export CCACHE_BASEDIR = $(CURDIR)
@@ -11,11 +11,12 @@ export CCACHE_BASEDIR = $(CURDIR)
 export CCACHE_SLOPPINESS = include_file_mtime,include_file_ctime
 export CMAKE_BUILD_PARALLEL_LEVEL = $(JOBS)
 
-.PHONY: wheel test-wheel deps build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize sanitize-python clean
+.PHONY: deps build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize sanitize-python \
+  wheel test-wheel clang-build test-clang check-libcxx clean
 
 deps: $(STAMP)
 
-$(STAMP): requirements-dev.txt
+$(STAMP): requirements-dev.txt Makefile
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
@@ -32,7 +33,18 @@ build: deps
 demo: build
 	PYTHONPATH=python $(PYTHON) examples/demo.py
 
-test: build lint docs test-cpp test-python test-notebooks test-install test-wheel
+# The clang build and the libc++ check compile on one core while the GCC tests run (pytest mostly
+# keeps one core busy), then the clang build's tests run.
+test: build lint docs
+	@mkdir -p $(BUILD)
+	@echo "clang build and libc++ check in the background: $(BUILD)/side-builds.log"
+	@( $(MAKE) --no-print-directory JOBS=1 clang-build check-libcxx > $(BUILD)/side-builds.log 2>&1; \
+	   echo $$? > $(BUILD)/side-builds.rc ) & \
+	$(MAKE) --no-print-directory test-cpp test-python test-notebooks test-install test-wheel; rc=$$?; \
+	wait; echo "---- clang build and libc++ check:"; tail -3 $(BUILD)/side-builds.log; \
+	[ $$rc = 0 ] || exit $$rc; \
+	[ "$$(cat $(BUILD)/side-builds.rc)" = 0 ] || { tail -60 $(BUILD)/side-builds.log; exit 1; }
+	$(MAKE) --no-print-directory test-clang
 
 test-cpp:
 	ctest --test-dir $(BUILD) --output-on-failure -j$(JOBS)
@@ -81,11 +93,67 @@ ASAN_PKG = $(BUILD)-asan-py/pkg
 sanitize-python: deps
 	cmake -S . -B $(BUILD)-asan-py -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMILKIT_SANITIZE=ON -DMILKIT_BUILD_TESTS=OFF \
 	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) -DMILKIT_PYTHON_OUTPUT_DIR=$(CURDIR)/$(ASAN_PKG)/milkit
-	mkdir -p $(ASAN_PKG)/milkit && cp python/milkit/*.py python/milkit/*.pyi python/milkit/py.typed $(ASAN_PKG)/milkit/
+	mkdir -p $(ASAN_PKG) && tar -C python -cf - --exclude='_core*.so' --exclude=__pycache__ milkit | tar -C $(ASAN_PKG) -xf -
 	cmake --build $(BUILD)-asan-py -j$(JOBS)
 	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(ASAN_PKG) \
 	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python/test_exec_*.py
 
+# the whole build with clang, warnings as errors (-DMILKIT_WERROR=ON), in its own tree; its ctest, then
+# the Python API and interpreter tests against its extension (in $(CLANG_PKG), beside a copy of the
+# Python package, so python/milkit's GCC extension stays)
+CLANG_BUILD = $(BUILD)-clang
+CLANG_PKG = $(CLANG_BUILD)/pkg
+clang-build: deps
+	CC=clang CXX=clang++ cmake -S . -B $(CLANG_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DMILKIT_WERROR=ON \
+	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) -DMILKIT_PYTHON_OUTPUT_DIR=$(CURDIR)/$(CLANG_PKG)/milkit
+	@grep -q 'CMAKE_CXX_COMPILER_ID "Clang"' $(CLANG_BUILD)/CMakeFiles/*/CMakeCXXCompiler.cmake || \
+	  { echo "$(CLANG_BUILD) was configured with another compiler than clang: remove it"; exit 1; }
+	cmake --build $(CLANG_BUILD) -j$(JOBS)
+
+test-clang: clang-build
+	ctest --test-dir $(CLANG_BUILD) --output-on-failure -j$(JOBS)
+	mkdir -p $(CLANG_PKG)
+	tar -C python -cf - --exclude='_core*.so' --exclude=__pycache__ milkit | tar -C $(CLANG_PKG) -xf -
+	PYTHONPATH=$(CURDIR)/$(CLANG_PKG) $(PYTHON) -c "import milkit._core as c; \
+	  assert c.__file__.startswith('$(CURDIR)/$(CLANG_PKG)/'), c.__file__; print('clang extension', c.__file__)"
+	PYTHONPATH=$(CURDIR)/$(CLANG_PKG) $(PYTHON) -m pytest -q -p no:cacheprovider \
+	  tests/python/test_api.py tests/python/test_exec_*.py
+
+# every milkit source (core, bindings, C++ tests) through clang++ -stdlib=libc++ -fsyntax-only: code
+# that leans on libstdc++'s extensions or transitive includes fails here. No linking (Debian's
+# protobuf is built against libstdc++). One file at a time; a file is checked again only when it or a
+# header it includes changes (clang's -MMD dependency files).
+LIBCXX_BUILD = $(BUILD)-libcxx
+LIBCXX_SRCS := $(shell find cpp/src -name '*.cpp' | sort) $(wildcard bindings/*.cpp) $(wildcard tests/cpp/*.cpp)
+LIBCXX_OKS := $(LIBCXX_SRCS:%.cpp=$(LIBCXX_BUILD)/%.ok)
+LIBCXX_PROTOS := $(patsubst proto/%.proto,$(LIBCXX_BUILD)/proto/%.pb.h,$(wildcard proto/*.proto))
+check-libcxx: deps
+	@$(MAKE) --no-print-directory -j1 libcxx-all
+
+.PHONY: libcxx-all
+libcxx-all: $(LIBCXX_PROTOS) $(LIBCXX_OKS)
+	@echo "check-libcxx: $(words $(LIBCXX_OKS)) files clean under libc++"
+
+$(LIBCXX_BUILD)/proto/%.pb.h: proto/%.proto
+	@mkdir -p $(@D)
+	protoc --cpp_out=$(@D) -I proto $<
+
+# third-party and generated headers as -isystem: only milkit's own code is held to -Werror
+$(LIBCXX_BUILD)/flags: Makefile
+	@mkdir -p $(@D)
+	@{ echo "-std=c++17 -stdlib=libc++ -fsyntax-only -Wall -Wextra -Wno-unused-parameter -Werror"; \
+	  echo "-Icpp/include -isystem $(LIBCXX_BUILD)/proto"; \
+	  for d in /usr/include/openblas /usr/include/*/openblas-pthread /usr/include/*/openblas-openmp; do \
+	    if [ -f $$d/cblas.h ]; then echo "-isystem $$d"; break; fi; done; \
+	  $(PYTHON) -m pybind11 --includes | sed 's/-I/-isystem /g'; } > $@.tmp && mv $@.tmp $@
+
+$(LIBCXX_BUILD)/%.ok: %.cpp $(LIBCXX_BUILD)/flags $(LIBCXX_PROTOS)
+	@mkdir -p $(@D)
+	@echo "libc++ $<"
+	@clang++ @$(LIBCXX_BUILD)/flags -MMD -MP -MF $(@:.ok=.d) -MT $@ $< && touch $@
+
+-include $(LIBCXX_OKS:.ok=.d)
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-asan-py python/milkit/_core*.so
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-asan-py $(CLANG_BUILD) $(LIBCXX_BUILD) python/milkit/_core*.so

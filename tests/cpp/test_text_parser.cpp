@@ -24,6 +24,7 @@ ProgramTextOptions with_consts(size_t max_elems = SIZE_MAX) {
 }
 
 struct Call {
+  explicit Call(Builder& b) : b(b) {}
   Builder& b;
   std::vector<Arg> args;
   Call& v(const std::string& n, Var* x) {

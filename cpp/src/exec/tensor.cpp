@@ -1,6 +1,8 @@
 // Run-time tensors.
 #include "milkit/exec/tensor.h"
 
+#include <stdlib.h>  // posix_memalign
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -16,8 +18,11 @@ namespace {
 std::shared_ptr<const void> aligned_storage(size_t bytes, uint8_t** out) {
   size_t n = (bytes + 63) / 64 * 64;
   if (n == 0) n = 64;
-  void* p = std::aligned_alloc(64, n);
-  if (!p) throw ValueError("out of memory allocating a tensor of " + std::to_string(bytes) + " bytes");
+  // posix_memalign rather than std::aligned_alloc: macOS's libc++ declares the latter only when
+  // targeting macOS 10.15 or later
+  void* p = nullptr;
+  if (::posix_memalign(&p, 64, n) != 0)
+    throw ValueError("out of memory allocating a tensor of " + std::to_string(bytes) + " bytes");
   *out = static_cast<uint8_t*>(p);
   return std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
 }

@@ -1,5 +1,7 @@
 #include "milkit/ir/ir.h"
 
+#include <stdlib.h>  // posix_memalign
+
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
@@ -18,11 +20,12 @@ namespace detail {
 
 void* arena_chunk_alloc(size_t bytes, size_t align) {
   if (align < kHugeChunk) return ::operator new(bytes, std::align_val_t(align));
-  // whole huge pages (aligned_alloc wants a multiple of the alignment; the advice must cover the
-  // whole page for the kernel to back it with one)
+  // whole huge pages (the advice must cover the whole page for the kernel to back it with one).
+  // posix_memalign rather than std::aligned_alloc: macOS's libc++ declares the latter only when
+  // targeting macOS 10.15 or later.
   const size_t whole = (bytes + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, whole);
-  if (!p) throw std::bad_alloc();
+  void* p = nullptr;
+  if (::posix_memalign(&p, align, whole) != 0) throw std::bad_alloc();
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   madvise(p, whole, MADV_HUGEPAGE);  // advice only: without transparent huge pages nothing changes
 #endif

@@ -35,7 +35,11 @@ void try_fuse_branch(Builder& b, Block& blk, const std::vector<Var*>& values, in
   if (sizes) {
     if (!sizes->has_value()) return;
     std::vector<int64_t> s = sizes->value()->to_ints();
-    if (s != std::vector<int64_t>(values.size(), 1)) return;
+    // all_of rather than == against a vector of ones, on which GCC 12 at -O3 gives a false
+    // -Wfree-nonheap-object
+    if (s.size() != values.size() ||
+        !std::all_of(s.begin(), s.end(), [](int64_t k) { return k == 1; }))
+      return;
   }
   Var* ns = split->input1("num_splits");
   if (ns) {

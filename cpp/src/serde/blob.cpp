@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "full_fsync.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -212,7 +213,7 @@ void BlobWriter::close(bool sync) {
   uint8_t c[4];
   put_u32(c, count_);
   write_at(0, c, 4);
-  if (sync && ::fsync(fd_) != 0)
+  if (sync && detail::full_fsync(fd_) != 0)
     throw IOError("cannot sync weight file '" + path_ + "': " + errno_text());
   int fd = fd_;
   fd_ = -1;

@@ -14,6 +14,7 @@
 #include <random>
 #include <regex>
 
+#include "full_fsync.h"
 #include "milkit/serde/blob.h"
 #include "milkit/serde/proto_reader.h"
 #include "milkit/serde/proto_writer.h"
@@ -35,7 +36,7 @@ std::string errno_text() { return std::strerror(errno); }
 void fsync_path(const fs::path& p, bool dir) {
   int fd = ::open(p.c_str(), (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
   if (fd < 0) throw IOError("cannot open '" + p.string() + "' to sync: " + errno_text());
-  int rc = ::fsync(fd);
+  int rc = detail::full_fsync(fd);
   ::close(fd);
   if (rc != 0) throw IOError("cannot sync '" + p.string() + "': " + errno_text());
 }
@@ -54,7 +55,7 @@ void write_file(const fs::path& p, const std::string& bytes, bool sync) {
     }
     done += static_cast<size_t>(w);
   }
-  if (sync && ::fsync(fd) != 0) {
+  if (sync && detail::full_fsync(fd) != 0) {
     std::string e = errno_text();
     ::close(fd);
     throw IOError("cannot sync '" + p.string() + "': " + e);

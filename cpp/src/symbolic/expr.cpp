@@ -149,8 +149,6 @@ std::string monomial_str(const std::vector<const Expr*>& atoms, bool with_coef) 
   return s;
 }
 
-std::string expr_str(const Expr* e);
-
 std::string operand_str(const Expr* e) {
   // operand of // or %: parenthesize anything but a symbol or non-negative constant
   if (e->kind() == Expr::Kind::Symbol) return e->str();

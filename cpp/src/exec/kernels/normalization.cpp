@@ -42,9 +42,8 @@ inline v4f vload(const float* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-#endif
-
 constexpr int64_t kLaneBlock = 1024;  // float lanes are folded into a double every block
+#endif
 
 /// Sum of f(p[i]) over a contiguous run: float lanes per block, blocks summed in double.
 /// `f` works on float and (when vectorized) on v4f.

@@ -99,7 +99,7 @@ Mapped map_external(ExternalData& ext, const std::string& location, const std::s
   if (location.empty()) throw FormatError(what + ": external data without a 'location'");
   fs::path rel(location);
   if (rel.is_absolute()) throw FormatError(what + ": external data location '" + location + "' is an absolute path");
-  for (auto& part : rel)
+  for (const fs::path& part : rel)  // const: libc++'s path::iterator yields paths by value
     if (part == "..")
       throw FormatError(what + ": external data location '" + location + "' leaves the model's folder");
   if (ext.base_dir.empty())

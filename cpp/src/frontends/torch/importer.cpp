@@ -318,7 +318,10 @@ std::pair<std::string, std::string> split_target(const std::string& target) {
 
 const ConvertFn* find_op(const std::string& target, bool* inplace) {
   auto& t = op_table();
-  auto [packet, overload] = split_target(target);
+  // named references, not a structured binding: C++17 lambdas cannot capture those (GCC allows it)
+  const auto parts = split_target(target);
+  const std::string& packet = parts.first;
+  const std::string& overload = parts.second;
   if (inplace) *inplace = false;
   auto look = [&](const std::string& p) -> const ConvertFn* {
     if (!overload.empty()) {

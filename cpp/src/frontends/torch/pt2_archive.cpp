@@ -619,7 +619,10 @@ void Reader::read_payloads(const std::string& config_rel, const std::string& dir
   json cfg = parse(*ce);
   auto c = cfg.find("config");
   if (c == cfg.end() || !c->is_object()) fail("entry '" + ce->name + "' has no 'config' object");
-  for (auto& [fqn, meta] : c->items()) {
+  for (auto& item : c->items()) {
+    // named references, not a structured binding: C++17 lambdas cannot capture those (`flag` below)
+    const std::string& fqn = item.key();
+    const json& meta = item.value();
     std::string what = std::string(kind) + " '" + fqn + "'";
     if (!meta.is_object())
       fail("entry '" + ce->name + "': the config of " + what + " is not an object");
