@@ -15,6 +15,7 @@
 // 1 (coremltools does not check it there).
 // Nested blocks are rewritten until stable before their op; the function is swept until nothing
 // changes.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -62,10 +63,8 @@ bool dim_is_one(const Type* t, int64_t axis) {
 }
 
 bool is_block_output(const Operation* op, const Block& blk) {
-  for (Var* v : op->outputs())
-    for (Var* o : blk.outputs())
-      if (o == v) return true;
-  return false;
+  return std::any_of(op->outputs().begin(), op->outputs().end(),
+                     [&](const Var* v) { return pass_util::is_block_output(v, &blk); });
 }
 
 // The conv pieces shared by both patterns: the weight squeeze and the new 1-D conv.

@@ -19,9 +19,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* blk) {
-  return std::find(blk->outputs().begin(), blk->outputs().end(), v) != blk->outputs().end();
-}
+using pass_util::is_block_output;
 
 bool const_int(const Operation* op, const char* name, int64_t& out) {
   Var* v = op->input1(name);

@@ -19,9 +19,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* blk) {
-  return std::find(blk->outputs().begin(), blk->outputs().end(), v) != blk->outputs().end();
-}
+using pass_util::is_block_output;
 
 Operation* only_child(Operation* op) {
   const auto& uses = op->output(0)->uses();

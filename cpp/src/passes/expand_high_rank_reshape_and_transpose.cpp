@@ -21,9 +21,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* blk) {
-  return std::find(blk->outputs().begin(), blk->outputs().end(), v) != blk->outputs().end();
-}
+using pass_util::is_block_output;
 
 Operation* only_child(Operation* op, const char* type) {
   if (op->outputs().size() != 1) return nullptr;

@@ -13,11 +13,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* b) {
-  for (Var* o : b->outputs())
-    if (o == v) return true;
-  return false;
-}
+using pass_util::is_block_output;
 
 Operation* match(Operation* op) {
   if (op->op_type() != "sigmoid") return nullptr;

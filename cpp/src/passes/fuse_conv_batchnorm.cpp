@@ -22,10 +22,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* b) {
-  const auto& outs = b->outputs();
-  return std::find(outs.begin(), outs.end(), v) != outs.end();
-}
+using pass_util::is_block_output;
 
 // A float scalar carrying the numpy dtype it would have (fp16 or fp32).
 struct Num {

@@ -23,10 +23,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* b) {
-  const auto& outs = b->outputs();
-  return std::find(outs.begin(), outs.end(), v) != outs.end();
-}
+using pass_util::is_block_output;
 
 // x rounded to the float dtype `dt`.
 double round_to(DataType dt, double x) {

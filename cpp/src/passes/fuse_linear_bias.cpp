@@ -17,10 +17,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* b) {
-  const auto& outs = b->outputs();
-  return std::find(outs.begin(), outs.end(), v) != outs.end();
-}
+using pass_util::is_block_output;
 
 std::vector<float> floats(const Value& v) {
   std::vector<float> r;

@@ -20,9 +20,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* blk) {
-  return std::find(blk->outputs().begin(), blk->outputs().end(), v) != blk->outputs().end();
-}
+using pass_util::is_block_output;
 
 int64_t positive_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank + 1 : axis; }
 

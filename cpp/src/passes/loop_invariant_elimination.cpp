@@ -44,9 +44,7 @@ void eliminate_block(Function& f, Block& b) {
   }
   Builder bld(f);
   for (auto& [src, tgt, op] : renames) {
-    bool is_block_output = false;
-    for (Var* o : b.outputs()) is_block_output |= o == tgt;
-    if (!is_block_output) continue;
+    if (!pass_util::is_block_output(tgt, &b)) continue;
     bld.set_insertion_point(&b, op);
     bld.set_location(op->location());
     Var* res = bld.op("identity", {{"x", src}}, tgt->name());

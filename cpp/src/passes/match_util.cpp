@@ -113,5 +113,10 @@ void replace_uses_after(Operation* anchor, Var* old_var, Var* new_var) {
   }
 }
 
+bool is_block_output(const Var* v, const Block* b) {
+  const auto& outs = b->outputs();
+  return std::find(outs.begin(), outs.end(), v) != outs.end();
+}
+
 }  // namespace pass_util
 }  // namespace milkit

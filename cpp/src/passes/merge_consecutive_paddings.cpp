@@ -16,10 +16,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* b) {
-  const auto& outs = b->outputs();
-  return std::find(outs.begin(), outs.end(), v) != outs.end();
-}
+using pass_util::is_block_output;
 
 bool try_merge(Builder& b, Block& blk, Operation* p1) {
   if (p1->op_type() != "pad" || p1->outputs().size() != 1) return false;

@@ -15,9 +15,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* blk) {
-  return std::find(blk->outputs().begin(), blk->outputs().end(), v) != blk->outputs().end();
-}
+using pass_util::is_block_output;
 
 std::vector<Operation*> reshape_chain(Operation* op) {
   std::vector<Operation*> chain;

@@ -19,9 +19,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* blk) {
-  return std::find(blk->outputs().begin(), blk->outputs().end(), v) != blk->outputs().end();
-}
+using pass_util::is_block_output;
 
 bool try_replace(Builder& b, Context& ctx, Operation* stack) {
   Var* out = stack->output(0);

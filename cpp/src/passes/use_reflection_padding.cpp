@@ -21,9 +21,7 @@ namespace milkit {
 
 namespace {
 
-bool is_block_output(const Var* v, const Block* blk) {
-  return std::find(blk->outputs().begin(), blk->outputs().end(), v) != blk->outputs().end();
-}
+using pass_util::is_block_output;
 
 std::optional<std::vector<bool>> resolve_end_mask(const Operation* s) {
   if (Var* m = s->input1("end_mask")) {

@@ -17,6 +17,10 @@ bool has_op_type(const Function& f, std::initializer_list<std::string_view> type
 /// Whether any function of the program has an op of one of the given types (see above).
 bool has_op_type(const Program& p, std::initializer_list<std::string_view> types);
 
+/// Whether `v` is one of the outputs of block `b` (such a var keeps its name and its producer: a
+/// pattern that would remove or rename it does not apply).
+bool is_block_output(const Var* v, const Block* b);
+
 /// coremltools' Var.can_be_replaced_by_var: every constexpr_* output that `old_var` depends on
 /// (its nonreplaceable_vars_upstream; the outputs of shape ops stop the walk) is also a dependency
 /// of `new_var`. Walks only the ancestors of the two vars.
