@@ -19,7 +19,7 @@ export CCACHE_BASEDIR = $(CURDIR)
 export CCACHE_SLOPPINESS = include_file_mtime,include_file_ctime
 export CMAKE_BUILD_PARALLEL_LEVEL = $(JOBS)
 
-.PHONY: wheel test-wheel wheel-aarch64 deps deps-aarch64 build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize sanitize-python clean
+.PHONY: wheel test-wheel wheel-aarch64 test-wheel-aarch64 deps deps-aarch64 build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize sanitize-python clean
 
 deps: $(STAMP)
 
@@ -84,6 +84,10 @@ test-wheel: wheel
 # the aarch64 wheel, cross-compiled (packaging/aarch64-linux-gnu.cmake), in dist/
 wheel-aarch64: deps-aarch64
 	BUILD=$(BUILD) packaging/wheel.sh $(PYTHON) arm64
+
+# ... installed and used in a clean arm64 Debian root, through qemu-user (slow: see packaging/test-wheel.sh)
+test-wheel-aarch64: wheel-aarch64
+	BUILD=$(BUILD) packaging/test-wheel.sh $(PYTHON) arm64
 
 lint: deps
 	$(PYTHON) -m ruff check python tests benchmarks examples docs
