@@ -5,14 +5,22 @@ JOBS ?= 2
 APT_PACKAGES = libprotobuf-dev protobuf-compiler nlohmann-json3-dev catch2 ccache cmake ninja-build g++ valgrind libopenblas-dev \
   graphviz chromium libminizip-dev dpkg-dev debootstrap clang libc++-dev libc++abi-dev
 STAMP = $(BUILD)/.deps-stamp
+# the aarch64 wheel (make wheel-aarch64, test-wheel-aarch64; not part of make test): Debian's cross
+# compiler and the arm64 builds of the same -dev libraries (multiarch), the target Python's headers,
+# and qemu-user to run an arm64 root
+PYVER = $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+APT_PACKAGES_AARCH64 = g++-aarch64-linux-gnu pkgconf:arm64 libprotobuf-dev:arm64 libopenblas-dev:arm64 \
+  libopenblas-pthread-dev:arm64 libminizip-dev:arm64 zlib1g-dev:arm64 libpython$(PYVER)-dev:arm64 \
+  qemu-user-static binfmt-support
+STAMP_AARCH64 = $(BUILD)/.deps-aarch64-stamp
 # ccache hits across build trees (plain CMake build, pip's scikit-build tree, sanitizer tree)
 export CCACHE_BASEDIR = $(CURDIR)
 # generated protobuf headers are new when the first compile reads them; hash them anyway
 export CCACHE_SLOPPINESS = include_file_mtime,include_file_ctime
 export CMAKE_BUILD_PARALLEL_LEVEL = $(JOBS)
 
-.PHONY: deps build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize sanitize-python \
-  wheel test-wheel clang-build test-clang check-libcxx clean
+.PHONY: deps deps-aarch64 build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize \
+  sanitize-python wheel test-wheel wheel-aarch64 test-wheel-aarch64 clang-build test-clang check-libcxx clean
 
 deps: $(STAMP)
 
@@ -25,6 +33,21 @@ $(STAMP): requirements-dev.txt Makefile
 	fi
 	$(PYTHON) -m pip install -q -r requirements-dev.txt
 	@mkdir -p $(BUILD) && touch $(STAMP)
+
+deps-aarch64: $(STAMP_AARCH64)
+
+$(STAMP_AARCH64): $(STAMP)
+	@SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	if ! dpkg --print-foreign-architectures | grep -qx arm64; then \
+	  echo "adding the arm64 architecture (dpkg multiarch)"; \
+	  $$SUDO dpkg --add-architecture arm64 && $$SUDO apt-get update -qq; \
+	fi; \
+	missing=""; for p in $(APT_PACKAGES_AARCH64); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	@touch $(STAMP_AARCH64)
 
 build: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython_EXECUTABLE=$$(command -v $(PYTHON))
@@ -69,6 +92,14 @@ wheel: deps
 # the wheel installed and used in a clean Debian root (debootstrap; python3 and python3-venv only)
 test-wheel: wheel
 	BUILD=$(BUILD) packaging/test-wheel.sh $(PYTHON)
+
+# the aarch64 wheel, cross-compiled (packaging/aarch64-linux-gnu.cmake), in dist/
+wheel-aarch64: deps-aarch64
+	BUILD=$(BUILD) packaging/wheel.sh $(PYTHON) arm64
+
+# ... installed and used in a clean arm64 Debian root, through qemu-user (slow: see packaging/test-wheel.sh)
+test-wheel-aarch64: wheel-aarch64
+	BUILD=$(BUILD) packaging/test-wheel.sh $(PYTHON) arm64
 
 lint: deps
 	$(PYTHON) -m ruff check python tests benchmarks examples docs

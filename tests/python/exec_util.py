@@ -4,6 +4,7 @@ it with milkit.run, compare with a reference (numpy or torch.nn.functional)."""
 from __future__ import annotations
 
 import inspect
+import platform
 from typing import Any, Callable
 
 import milkit as ct
@@ -11,7 +12,7 @@ import numpy as np
 from milkit import Builder as mb
 from milkit import get_new_symbol, types
 
-__all__ = ["run_op", "run_prog", "assert_close", "MIL_DTYPE", "rand"]
+__all__ = ["run_op", "run_prog", "assert_close", "astype_x86", "MIL_DTYPE", "rand"]
 
 MIL_DTYPE = {
     np.dtype(np.float16): types.fp16,
@@ -34,6 +35,27 @@ def rand(*shape: int, dtype: Any = np.float32, lo: float = -1.0, hi: float = 1.0
     if dt.kind in "iu":
         return rng.integers(int(lo), int(hi), size=shape).astype(dt)
     return rng.uniform(lo, hi, size=shape).astype(dt)
+
+
+def astype_x86(x: np.ndarray, dtype: Any) -> np.ndarray:
+    """numpy's `x.astype(dtype)` as it is on x86-64, which milkit follows on every machine: a float
+    converts to an integer type through int32 (truncated; NaN and values outside int32 give
+    INT32_MIN, what cvttss2si / cvttsd2si return), then wraps to the narrower type. numpy's own
+    float -> int conversion is the CPU's (on aarch64 it saturates, and NaN gives 0), so it is the
+    reference only on x86-64, where this function checks that it agrees."""
+    x = np.asarray(x)
+    dt = np.dtype(dtype)
+    with np.errstate(all="ignore"):
+        if x.dtype.kind != "f" or dt.kind not in "iu":
+            return x.astype(dt)
+        if dt.itemsize > 4:
+            raise ValueError(f"astype_x86: float -> {dt} is not through int32")
+        f = x.astype(np.float64)
+        ok = (f > -(2.0**31) - 1) & (f < 2.0**31)  # False for NaN too
+        want = np.where(ok, np.trunc(np.where(ok, f, 0.0)), -(2.0**31)).astype(np.int32).astype(dt)
+        if platform.machine().lower() in ("x86_64", "amd64"):
+            np.testing.assert_array_equal(want, x.astype(dt), err_msg="astype_x86 disagrees with numpy on x86-64")
+    return want
 
 
 def _with_params(fn: Callable[..., Any], names: list[str]) -> Callable[..., Any]:

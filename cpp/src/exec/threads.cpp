@@ -95,6 +95,8 @@ class Pool {
     for (int i = 0; !ready(); ++i) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      __asm__ __volatile__("yield");
 #endif
       if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) return;
     }
