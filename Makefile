@@ -18,6 +18,10 @@ export CCACHE_BASEDIR = $(CURDIR)
 # generated protobuf headers are new when the first compile reads them; hash them anyway
 export CCACHE_SLOPPINESS = include_file_mtime,include_file_ctime
 export CMAKE_BUILD_PARALLEL_LEVEL = $(JOBS)
+# one compiler name for every GCC tree: ccache keys include it, and CMake's default (c++) differs
+# from what scikit-build-core's builds pick (g++), which made every pip / wheel compile a miss
+export CC = gcc
+export CXX = g++
 
 .PHONY: deps deps-aarch64 build demo test test-cpp test-python test-notebooks test-install lint docs bench sanitize \
   sanitize-python wheel test-wheel wheel-aarch64 test-wheel-aarch64 clang-build test-clang check-libcxx clean
