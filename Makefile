@@ -123,12 +123,15 @@ sanitize: deps
 	cmake --build $(BUILD)-asan -j$(JOBS)
 	ctest --test-dir $(BUILD)-asan --output-on-failure
 
+# the Python package (subpackages included, no extension) into $(1), beside a side build's extension
+copy_python_package = mkdir -p $(1) && tar -C python -cf - --exclude='_core*.so' --exclude=__pycache__ milkit | tar -C $(1) -xf -
+
 # the interpreter's kernel tests (Python) against an ASan/UBSan build of the extension
 ASAN_PKG = $(BUILD)-asan-py/pkg
 sanitize-python: deps
 	cmake -S . -B $(BUILD)-asan-py -G Ninja -DCMAKE_BUILD_TYPE=Debug -DMILKIT_SANITIZE=ON -DMILKIT_BUILD_TESTS=OFF \
 	  -DPython_EXECUTABLE=$$(command -v $(PYTHON)) -DMILKIT_PYTHON_OUTPUT_DIR=$(CURDIR)/$(ASAN_PKG)/milkit
-	mkdir -p $(ASAN_PKG) && tar -C python -cf - --exclude='_core*.so' --exclude=__pycache__ milkit | tar -C $(ASAN_PKG) -xf -
+	$(call copy_python_package,$(ASAN_PKG))
 	cmake --build $(BUILD)-asan-py -j$(JOBS)
 	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(ASAN_PKG) \
@@ -149,7 +152,7 @@ clang-build: deps
 test-clang: clang-build
 	ctest --test-dir $(CLANG_BUILD) --output-on-failure -j$(JOBS)
 	mkdir -p $(CLANG_PKG)
-	tar -C python -cf - --exclude='_core*.so' --exclude=__pycache__ milkit | tar -C $(CLANG_PKG) -xf -
+	$(call copy_python_package,$(CLANG_PKG))
 	PYTHONPATH=$(CURDIR)/$(CLANG_PKG) $(PYTHON) -c "import milkit._core as c; \
 	  assert c.__file__.startswith('$(CURDIR)/$(CLANG_PKG)/'), c.__file__; print('clang extension', c.__file__)"
 	PYTHONPATH=$(CURDIR)/$(CLANG_PKG) $(PYTHON) -m pytest -q -p no:cacheprovider \
