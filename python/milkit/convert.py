@@ -14,21 +14,18 @@ Passes milkit does not implement yet are skipped and reported (``SkippedPassesWa
 
 from __future__ import annotations
 
-import enum
 import os
-import sys
 import tempfile
-import time
 import warnings
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence
 
 from . import _core
-from ._apply_types import _apply_input_types, _apply_output_types, _update_output_dtypes
+from ._apply_types import _apply_input_types, _apply_output_types
 from ._classifier import ClassifierConfig, _add_classify_op
 from ._target import AvailableTarget
 from .input_types import EnumeratedShapes, RangeDim, Shape, TensorType
 from .mlmodel import MLModel
-from .pipeline import BACKEND_MLPROGRAM_PASSES, PassPipeline
+from .pipeline import ComputePrecision, PassPipeline, _pipeline_length, _print_pass_times, _run_pipeline, precision
 from .progress import Progress
 
 __all__ = [
@@ -45,16 +42,6 @@ __all__ = [
 ]
 
 
-class ComputePrecision(enum.Enum):
-    """``ct.precision``."""
-
-    FLOAT16 = "float16"
-    FLOAT32 = "float32"
-
-
-precision = ComputePrecision
-
-
 class SkippedPassesWarning(UserWarning):
     """A pipeline named passes that milkit does not implement yet; they were skipped."""
 
@@ -64,19 +51,6 @@ def _target_value(t: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise TypeError(f"minimum_deployment_target must be a target (e.g. ct.target.iOS17), got {t!r}")
     return int(v)
-
-
-def _print_pass_times(times: list) -> None:
-    """Per-pass wall times of one convert, slowest first (convert(debug=True) or MILKIT_PASS_TIMES=1)."""
-    total = sum(t for _, t in times) or 1e-9
-    agg: dict = {}
-    for name, t in times:
-        n, s = agg.get(name, (0, 0.0))
-        agg[name] = (n + 1, s + t)
-    lines = [f"milkit convert: {len(times)} pass runs, {total * 1e3:.1f} ms"]
-    for name, (n, t) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
-        lines.append(f"  {name:<52} {t * 1e3:9.2f} ms {100 * t / total:5.1f}%" + (f"  ({n} runs)" if n > 1 else ""))
-    print("\n".join(lines), file=sys.stderr)
 
 
 def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = None,
@@ -193,49 +167,6 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
                       SkippedPassesWarning, stacklevel=2)
     return MLModel(path, is_temp_package=True, mil_program=model, skip_model_load=skip_model_load,
                    skipped_passes=uniq)
-
-
-def _pipeline_passes(pass_pipeline: Any, compute_precision: Any) -> Tuple[List[str], Dict[str, Any]]:
-    """The passes convert runs (main pipeline, then the backend's) and their options."""
-    pipeline = PassPipeline.DEFAULT if pass_pipeline is None else pass_pipeline
-    main_passes = pipeline.passes
-    if compute_precision is ComputePrecision.FLOAT32:
-        main_passes = [p for p in main_passes if p not in ("common::add_fp16_cast", "common::add_int16_cast")]
-    options = pipeline.get_all_options()
-    # coremltools' _construct_other_pipelines: a DEFAULT pass the main pipeline leaves out is
-    # also left out of the backend pipeline (EMPTY folds nothing anywhere)
-    left_out = set(PassPipeline.DEFAULT.passes) - set(pipeline.passes)
-    backend = [p for p in BACKEND_MLPROGRAM_PASSES if p not in left_out]
-    return list(main_passes) + backend, options
-
-
-def _pipeline_length(pass_pipeline: Any, compute_precision: Any) -> int:
-    return len(_pipeline_passes(pass_pipeline, compute_precision)[0])
-
-
-def _run_pipeline(model: Any, pass_pipeline: Any, compute_precision: Any, outputs: Any = None,
-                  bar: Any = None) -> Tuple[List[str], List[Tuple[str, float]]]:
-    """Runs convert's passes on `model` in place; returns (skipped passes, per-pass seconds)."""
-    all_passes, options = _pipeline_passes(pass_pipeline, compute_precision)
-    skipped: list = []
-    times: list = []
-    for name in all_passes:  # one at a time, so the bar ticks per pass
-        t0 = time.perf_counter()
-        if name == "common::update_output_dtypes" and outputs:
-            _update_output_dtypes(model, outputs)
-        skipped += _core.run_passes(model, [name], {name: options[name]} if name in options else {}, False, True)
-        times.append((name, time.perf_counter() - t0))
-        if bar is not None:
-            bar.update(1, name.split("::")[-1])
-    return skipped, times
-
-
-def _run_pipeline_only(model: Any, minimum_deployment_target: Any, compute_precision: Any,
-                       pass_pipeline: Any = None) -> List[str]:
-    """convert's passes without writing a package (the ONNX backend runs the result in memory)."""
-    if compute_precision is None:
-        compute_precision = ComputePrecision.FLOAT16
-    return _run_pipeline(model, pass_pipeline, compute_precision)[0]
 
 
 class _Renamed:

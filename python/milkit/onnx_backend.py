@@ -56,8 +56,8 @@ _NEEDS_SHAPE = re.compile(r"ONNX .*node with output '([^']+)': .*needs the shape
 def _convert(model: Any, options: Dict[str, Any]) -> Tuple[Any, Dict[str, Any]]:
     import milkit
 
-    from .convert import _run_pipeline_only
     from .frontends import onnx as _onnx
+    from .pipeline import _run_pipeline_only
 
     target = options.get("minimum_deployment_target", milkit.target.iOS18)
     prog, info = _onnx.import_model(model, int(target))

@@ -1,10 +1,20 @@
-"""Pass pipelines with coremltools' names and contents (``ct.PassPipeline``)."""
+"""Pass pipelines with coremltools' names and contents (``ct.PassPipeline``), compute precision
+(``ct.precision``), and the runner ``convert`` uses: the main pipeline, then the backend's passes,
+one at a time, with per-pass times and the list of passes milkit skipped."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import enum
+import sys
+import time
+from typing import Any, Dict, Iterable, List, Tuple
 
-__all__ = ["PassPipeline", "COMMON_PASSES", "CLEANUP_PASSES", "BACKEND_MLPROGRAM_PASSES"]
+from . import _core
+from ._apply_types import _update_output_dtypes
+
+__all__ = [
+    "ComputePrecision", "precision", "PassPipeline", "COMMON_PASSES", "CLEANUP_PASSES", "BACKEND_MLPROGRAM_PASSES",
+]
 
 # coremltools 9's pipelines, in order (passes milkit lacks are skipped and reported)
 COMMON_PASSES = [
@@ -113,3 +123,69 @@ class PassPipeline:
     @_ClassProperty
     def CLEANUP(cls) -> "PassPipeline":  # noqa: N802, N805
         return cls(CLEANUP_PASSES, "cleanup")
+
+
+class ComputePrecision(enum.Enum):
+    """``ct.precision``."""
+
+    FLOAT16 = "float16"
+    FLOAT32 = "float32"
+
+
+precision = ComputePrecision
+
+
+def _print_pass_times(times: list) -> None:
+    """Per-pass wall times of one convert, slowest first (convert(debug=True) or MILKIT_PASS_TIMES=1)."""
+    total = sum(t for _, t in times) or 1e-9
+    agg: dict = {}
+    for name, t in times:
+        n, s = agg.get(name, (0, 0.0))
+        agg[name] = (n + 1, s + t)
+    lines = [f"milkit convert: {len(times)} pass runs, {total * 1e3:.1f} ms"]
+    for name, (n, t) in sorted(agg.items(), key=lambda kv: -kv[1][1]):
+        lines.append(f"  {name:<52} {t * 1e3:9.2f} ms {100 * t / total:5.1f}%" + (f"  ({n} runs)" if n > 1 else ""))
+    print("\n".join(lines), file=sys.stderr)
+
+
+def _pipeline_passes(pass_pipeline: Any, compute_precision: Any) -> Tuple[List[str], Dict[str, Any]]:
+    """The passes convert runs (main pipeline, then the backend's) and their options."""
+    pipeline = PassPipeline.DEFAULT if pass_pipeline is None else pass_pipeline
+    main_passes = pipeline.passes
+    if compute_precision is ComputePrecision.FLOAT32:
+        main_passes = [p for p in main_passes if p not in ("common::add_fp16_cast", "common::add_int16_cast")]
+    options = pipeline.get_all_options()
+    # coremltools' _construct_other_pipelines: a DEFAULT pass the main pipeline leaves out is
+    # also left out of the backend pipeline (EMPTY folds nothing anywhere)
+    left_out = set(PassPipeline.DEFAULT.passes) - set(pipeline.passes)
+    backend = [p for p in BACKEND_MLPROGRAM_PASSES if p not in left_out]
+    return list(main_passes) + backend, options
+
+
+def _pipeline_length(pass_pipeline: Any, compute_precision: Any) -> int:
+    return len(_pipeline_passes(pass_pipeline, compute_precision)[0])
+
+
+def _run_pipeline(model: Any, pass_pipeline: Any, compute_precision: Any, outputs: Any = None,
+                  bar: Any = None) -> Tuple[List[str], List[Tuple[str, float]]]:
+    """Runs convert's passes on `model` in place; returns (skipped passes, per-pass seconds)."""
+    all_passes, options = _pipeline_passes(pass_pipeline, compute_precision)
+    skipped: list = []
+    times: list = []
+    for name in all_passes:  # one at a time, so the bar ticks per pass
+        t0 = time.perf_counter()
+        if name == "common::update_output_dtypes" and outputs:
+            _update_output_dtypes(model, outputs)
+        skipped += _core.run_passes(model, [name], {name: options[name]} if name in options else {}, False, True)
+        times.append((name, time.perf_counter() - t0))
+        if bar is not None:
+            bar.update(1, name.split("::")[-1])
+    return skipped, times
+
+
+def _run_pipeline_only(model: Any, minimum_deployment_target: Any, compute_precision: Any,
+                       pass_pipeline: Any = None) -> List[str]:
+    """convert's passes without writing a package (the ONNX backend runs the result in memory)."""
+    if compute_precision is None:
+        compute_precision = ComputePrecision.FLOAT16
+    return _run_pipeline(model, pass_pipeline, compute_precision)[0]
