@@ -1,0 +1,388 @@
+// compose/: each composition built with the Builder, run by the interpreter, checked against
+// hand-computed numbers.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "milkit/builder/builder.h"
+#include "milkit/compose/arith.h"
+#include "milkit/compose/emitter.h"
+#include "milkit/compose/sampling.h"
+#include "milkit/compose/scan.h"
+#include "milkit/compose/windows.h"
+#include "milkit/exec/plan.h"
+#include "milkit/types/error.h"
+
+using namespace milkit;
+using namespace milkit::compose;
+
+namespace {
+
+// A function under construction: inputs of static shape, an Emitter, and a run of its outputs.
+struct Prog {
+  std::shared_ptr<Function> f = std::make_shared<Function>(Target::iOS17);
+  Builder b{*f};
+  Emitter e{b};
+  std::map<std::string, Tensor> feeds;
+
+  Var* input(const std::string& name, std::vector<int64_t> shape, const std::vector<double>& v,
+             DataType dt = DataType::Float32) {
+    std::vector<Dim> dims;
+    for (int64_t d : shape) dims.push_back(f->ctx().constant(d));
+    Var* x = f->add_input(name, f->ctx().tensor(dt, dims));
+    Tensor t = Tensor::empty(dt, shape);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (dt == DataType::Float32)
+        t.mutable_data<float>()[i] = static_cast<float>(v[i]);
+      else
+        t.mutable_data<int32_t>()[i] = static_cast<int32_t>(v[i]);
+    }
+    feeds[name] = t;
+    return x;
+  }
+  // Runs with the given outputs; returns their elements as doubles (and checks each shape).
+  std::vector<std::vector<double>> run(const std::vector<Var*>& outs,
+                                       const std::vector<std::vector<int64_t>>& shapes = {}) {
+    f->body().set_outputs(outs);
+    Plan p(f);
+    auto r = p.run(feeds);
+    std::vector<std::vector<double>> vals;
+    for (size_t k = 0; k < r.size(); ++k) {
+      const Tensor& t = r[k].second;
+      if (k < shapes.size()) REQUIRE(t.shape() == shapes[k]);
+      std::vector<double> v;
+      for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get(i));
+      vals.push_back(v);
+    }
+    return vals;
+  }
+  std::vector<double> run1(Var* out, std::vector<int64_t> shape) { return run({out}, {shape})[0]; }
+};
+
+void near(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-5) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i);
+    REQUIRE(got[i] == Approx(want[i]).margin(tol));
+  }
+}
+
+}  // namespace
+
+// ---- emitter ------------------------------------------------------------------------------------
+
+TEST_CASE("compose: the emitter folds small known casts, normalizes axes and shifts", "[compose]") {
+  Prog p;
+  Var* k = p.e.ci({1, 2, 3});
+  Var* kf = p.e.cast(k, DataType::Float32);
+  REQUIRE(kf->op()->op_type() == "const");  // folded, no cast op
+  REQUIRE(p.e.cast(kf, DataType::Float32) == kf);
+  REQUIRE(Emitter::axis(-1, 3) == 2);
+  REQUIRE_THROWS_WITH(Emitter::axis(3, 3), Catch::Contains("axis 3 is out of range for rank 3"));
+  Var* x = p.input("x", {4}, {1, 2, 3, 4});
+  Var* xi = p.input("xi", {4}, {1, 2, 3, 4}, DataType::Int32);
+  Var* c = p.e.cast(x, DataType::Int32);
+  REQUIRE(c->op()->op_type() == "cast");
+  auto r =
+      p.run({p.e.shift(x, 0, 1, 9), p.e.shift(xi, 0, 2, -1), p.e.per_channel(p.e.ci({5, 6}), 4)});
+  near(r[0], {9, 1, 2, 3});
+  near(r[1], {-1, -1, 1, 2});
+  REQUIRE(r[2].size() == 2);
+  REQUIRE(p.f->body().outputs()[2]->type()->rank() == 3);  // [C, 1, 1] broadcasts over [N, C, H, W]
+}
+
+// ---- arithmetic ---------------------------------------------------------------------------------
+
+TEST_CASE("compose: trunc_div, fmod and python_mod take the sign each language gives",
+          "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {4}, {7, -7, 7, -7}, DataType::Int32);
+  Var* y = p.input("y", {4}, {2, 2, -2, -2}, DataType::Int32);
+  Var* xf = p.input("xf", {4}, {5.5, -5.5, 5.5, -6}, DataType::Float32);
+  Var* yf = p.input("yf", {4}, {2, 2, -2, 3}, DataType::Float32);
+  Var* td = trunc_div(p.e, x, y);
+  REQUIRE(Emitter::dtype(td) == DataType::Int32);
+  auto r = p.run({td, fmod(p.e, x, y), python_mod(p.e, x, y), fmod(p.e, xf, yf),
+                  python_mod(p.e, xf, yf), trunc(p.e, xf)});
+  near(r[0], {3, -3, -3, 3});
+  near(r[1], {1, -1, 1, -1});
+  near(r[2], {1, 1, -1, -1});
+  near(r[3], {1.5, -1.5, 1.5, 0});
+  near(r[4], {1.5, 0.5, -0.5, 0});
+  near(r[5], {5, -5, 5, -6});
+}
+
+TEST_CASE("compose: round_half_even sends ties to the even neighbour", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {9}, {0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4, 2.6, -2.6});
+  near(p.run1(round_half_even(p.e, x), {9}), {0, 2, 2, 0, -2, -2, 2, 3, -3});
+}
+
+// ---- scans --------------------------------------------------------------------------------------
+
+TEST_CASE("compose: cumsum and cumprod, inclusive / exclusive, forward / reverse", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {2, 4}, {1, 2, 3, 4, 2, 1, 2, 3});
+  Var* xi = p.input("xi", {5}, {1, -2, 3, 1, 2}, DataType::Int32);
+  std::vector<Var*> outs;
+  for (bool ex : {false, true})
+    for (bool rev : {false, true}) {
+      outs.push_back(cumsum(p.e, x, {-1, ex, rev}));
+      outs.push_back(cumprod(p.e, x, {1, ex, rev}));
+    }
+  outs.push_back(cumprod(p.e, xi, {0, false, false}));
+  outs.push_back(cumprod(p.e, x, {0, true, false}));
+  auto r = p.run(outs);
+  near(r[0], {1, 3, 6, 10, 2, 3, 5, 8});
+  near(r[1], {1, 2, 6, 24, 2, 2, 4, 12});
+  near(r[2], {10, 9, 7, 4, 8, 6, 5, 3});
+  near(r[3], {24, 24, 12, 4, 12, 6, 6, 3});
+  near(r[4], {0, 1, 3, 6, 0, 2, 3, 5});
+  near(r[5], {1, 1, 2, 6, 1, 2, 2, 4});
+  near(r[6], {9, 7, 4, 0, 6, 5, 3, 0});
+  near(r[7], {24, 12, 4, 1, 6, 6, 3, 1});
+  near(r[8], {1, -2, -6, -6, -12});
+  REQUIRE(Emitter::dtype(outs[8]) == DataType::Int32);
+  near(r[9], {1, 1, 1, 1, 1, 2, 3, 4});
+}
+
+TEST_CASE("compose: logcumsumexp matches log(cumsum(exp)) and keeps -inf", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {5}, {0.5, -1, 2, 3, -INFINITY});
+  Var* z = p.input("z", {3}, {-INFINITY, -INFINITY, 1});
+  auto r = p.run({logcumsumexp(p.e, x, {0, false, false}), logcumsumexp(p.e, z, {0, false, true})});
+  std::vector<double> v = {0.5, -1, 2, 3}, want;
+  double s = 0;
+  for (double a : v) want.push_back(std::log(s += std::exp(a)));
+  want.push_back(want.back());
+  near(r[0], want);
+  REQUIRE(r[1][0] == Approx(1.0));
+  REQUIRE(r[1][2] == Approx(1.0));
+  Prog q;
+  Var* sym = q.f->add_input(
+      "s", q.f->ctx().tensor(DataType::Float32,
+                             std::vector<Dim>{q.f->ctx().symbol(Symbol::create("L", 1, 8))}));
+  REQUIRE_THROWS_WITH(cumprod(q.e, sym, {0, false, false}), Catch::Contains("symbolic dim"));
+}
+
+// ---- grid sampling ------------------------------------------------------------------------------
+
+namespace {
+
+// x [1, 1, 2, 2, 2] = 0..7 sampled at one 3-D grid point (x, y, z)
+double sample3(const GridSampleSpec& s, double gx, double gy, double gz) {
+  Prog p;
+  Var* x = p.input("x", {1, 1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  Var* g = p.input("g", {1, 1, 1, 1, 3}, {gx, gy, gz});
+  return p.run1(grid_sample(p.e, x, g, s), {1, 1, 1, 1, 1})[0];
+}
+
+// x [1, 1, 2, 4], both rows 0, 1, 4, 9, sampled at (gx, the first row's center)
+double sample_row(const GridSampleSpec& s, double gx) {
+  Prog p;
+  Var* x = p.input("x", {1, 1, 2, 4}, {0, 1, 4, 9, 0, 1, 4, 9});
+  Var* g = p.input("g", {1, 1, 1, 2}, {gx, s.align_corners ? -1.0 : -0.5});
+  return p.run1(grid_sample(p.e, x, g, s), {1, 1, 1, 1})[0];
+}
+
+}  // namespace
+
+TEST_CASE("compose: 3-D grid sampling, linear and nearest, every padding mode, both conventions",
+          "[compose]") {
+  for (GridConvention conv : {GridConvention::Torch, GridConvention::Onnx}) {
+    INFO("convention " << (conv == GridConvention::Torch ? "torch" : "onnx"));
+    GridSampleSpec s;
+    s.convention = conv;
+    s.align_corners = true;
+    REQUIRE(sample3(s, 0, 0, 0) == Approx(3.5));  // the mean of the 8 corners
+    REQUIRE(sample3(s, 1, -1, -1) == Approx(1));  // x = 1, y = 0, z = 0
+    REQUIRE(sample3(s, 1, 1, 1) == Approx(7));
+    s.align_corners = false;  // the corner centers at +-0.5: (1, 1, 1) is the outer corner
+    REQUIRE(sample3(s, 1, 1, 1) == Approx(0.875));  // half a tap per axis inside: 7 / 8
+    REQUIRE(sample3(s, 0, 0, 0) == Approx(3.5));
+    s.padding = SamplePadding::Border;
+    REQUIRE(sample3(s, 1, 1, 1) == Approx(7));
+    REQUIRE(sample3(s, -3, -3, -3) == Approx(0));
+    s.padding = SamplePadding::Reflection;
+    REQUIRE(sample3(s, 1, 1, 1) == Approx(7));
+    REQUIRE(sample3(s, 0.75, -1, -1) == Approx(1));  // x 1.25 reflects into 1: 1
+    s.padding = SamplePadding::Zeros;
+    s.mode = SampleMode::Nearest;
+    REQUIRE(sample3(s, 0.2, -0.2, 0.6) == Approx(5));  // (1, 0, 1)
+    REQUIRE(sample3(s, 0, 0, 0) == Approx(0));         // 0.5 rounds to even 0 on each axis
+    s.align_corners = true;
+    REQUIRE(sample3(s, 0.1, 0.1, -0.1) == Approx(3));  // (1, 1, 0)
+  }
+}
+
+TEST_CASE("compose: bicubic grid sampling reproduces Keys' weights, zeros / border / reflection",
+          "[compose]") {
+  for (GridConvention conv : {GridConvention::Torch, GridConvention::Onnx}) {
+    INFO("convention " << (conv == GridConvention::Torch ? "torch" : "onnx"));
+    GridSampleSpec s;
+    s.mode = SampleMode::Cubic;
+    s.convention = conv;
+    s.align_corners = true;
+    // between pixels 1 and 2: weights -3/32, 19/32, 19/32, -3/32 over 0, 1, 4, 9
+    REQUIRE(sample_row(s, 0) == Approx(2.125));
+    REQUIRE(sample_row(s, 1) == Approx(9));  // on a pixel: exact
+    REQUIRE(sample_row(s, -1.0 / 3) == Approx(1));
+    s.align_corners = false;
+    // x = -0.5: taps -2, -1, 0, 1
+    REQUIRE(sample_row(s, -1) == Approx(-3.0 / 32));  // zeros: only the tap at 1 reads a pixel
+    s.padding = SamplePadding::Border;
+    REQUIRE(sample_row(s, -1) == Approx(-3.0 / 32));  // taps clamp to 0, 0, 0, 1
+    s.padding = SamplePadding::Reflection;
+    REQUIRE(sample_row(s, -1) == Approx(-6.0 / 32));  // taps reflect to 1, 0, 0, 1
+  }
+}
+
+TEST_CASE("compose: 2-D linear grid sampling becomes resample, zeros / border / reflection",
+          "[compose]") {
+  auto run = [](SamplePadding pad, bool align, double gx, double gy) {
+    Prog p;
+    Var* x = p.input("x", {1, 1, 2, 2}, {1, 2, 3, 4});
+    Var* g = p.input("g", {1, 1, 1, 2}, {gx, gy});
+    GridSampleSpec s;
+    s.padding = pad;
+    s.align_corners = align;
+    Var* y = grid_sample(p.e, x, g, s);
+    REQUIRE(y->op()->op_type() == "resample");
+    return p.run1(y, {1, 1, 1, 1})[0];
+  };
+  REQUIRE(run(SamplePadding::Zeros, true, 0, 0) == Approx(2.5));
+  REQUIRE(run(SamplePadding::Zeros, true, -1, -1) == Approx(1));
+  REQUIRE(run(SamplePadding::Zeros, false, -1, -1) == Approx(0.25));
+  REQUIRE(run(SamplePadding::Border, false, -1, -1) == Approx(1));
+  REQUIRE(run(SamplePadding::Reflection, false, -1, -1) == Approx(1));
+  REQUIRE(run(SamplePadding::Reflection, true, 3, -1) == Approx(1));    // x 2 reflects about 1 to 0
+  REQUIRE(run(SamplePadding::Reflection, true, 2, -1) == Approx(1.5));  // x 1.5 reflects to 0.5
+}
+
+// ---- windows ------------------------------------------------------------------------------------
+
+TEST_CASE("compose: im2col takes every window's taps; col2im sums them back", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {1, 1, 3, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8});
+  Window w;
+  w.kernel = {2, 2};
+  Var* cols = im2col(p.e, x, w);
+  Var* ones = p.input("ones", {1, 4, 4}, std::vector<double>(16, 1.0));
+  Var* img = col2im(p.e, ones, {3, 3}, w);
+  auto r = p.run({cols, img}, {{1, 4, 4}, {1, 1, 3, 3}});
+  near(r[0], {0, 1, 3, 4, 1, 2, 4, 5, 3, 4, 6, 7, 4, 5, 7, 8});
+  near(r[1], {1, 2, 1, 2, 4, 2, 1, 2, 1});  // how many windows cover each pixel
+}
+
+TEST_CASE("compose: im2col / col2im with padding and stride round-trip, pads dropped",
+          "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Window w;
+  w.kernel = {2, 2};
+  w.stride = {2, 2};
+  w.pad_begin = {1, 1};
+  w.pad_end = {1, 1};
+  Var* cols = im2col(p.e, x, w);
+  auto r = p.run({cols, col2im(p.e, cols, {2, 2}, w)}, {{1, 8, 4}, {1, 2, 2, 2}});
+  near(std::vector<double>(r[0].begin(), r[0].begin() + 8), {0, 0, 0, 4, 0, 0, 3, 0});
+  near(r[1], {1, 2, 3, 4, 5, 6, 7, 8});
+  REQUIRE_THROWS_WITH(col2im(p.e, cols, {5, 5}, w), Catch::Contains("does not match"));
+}
+
+TEST_CASE("compose: Window::out_size, ceil_mode dropping a window that starts in the end padding",
+          "[compose]") {
+  Window w;
+  w.kernel = {2};
+  w = w.filled(1);
+  w.stride = {2};
+  REQUIRE(w.out_size(0, 5, false) == 2);
+  REQUIRE(w.out_size(0, 5, true) == 3);
+  w.stride = {3};
+  w.pad_begin = w.pad_end = {1};
+  REQUIRE(w.out_size(0, 4, false) == 2);
+  REQUIRE(w.out_size(0, 4, true) == 2);  // a third window would start at 6, in the end padding
+  Window bad;
+  bad.kernel = {2, 2};
+  bad.stride = {1};
+  REQUIRE_THROWS_WITH(bad.filled(2), Catch::Contains("stride needs 2 values"));
+}
+
+TEST_CASE("compose: ceil_mode max pooling with indices in every numbering, and averages",
+          "[compose]") {
+  std::vector<double> v = {1, 5, 2, 4, 3, 9, 7, 8, 6};
+  std::vector<double> v2;
+  for (double a : v) v2.push_back(a);
+  for (double a : v) v2.push_back(a + 10);
+  for (IndexOrder order : {IndexOrder::RowMajor, IndexOrder::ColumnMajor, IndexOrder::Plane}) {
+    Prog p;
+    Var* x = p.input("x", {1, 2, 3, 3}, v2);
+    PoolSpec s;
+    s.window.kernel = {2, 2};
+    s.window.stride = {2, 2};
+    s.ceil_mode = true;
+    s.index_order = order;
+    Var* idx = nullptr;
+    Var* y = pool_by_taps(p.e, x, s, &idx);
+    auto r = p.run({y, idx}, {{1, 2, 2, 2}, {1, 2, 2, 2}});
+    near(r[0], {5, 9, 8, 6, 15, 19, 18, 16});
+    if (order == IndexOrder::RowMajor) near(r[1], {1, 5, 7, 8, 10, 14, 16, 17});
+    if (order == IndexOrder::ColumnMajor) near(r[1], {3, 7, 5, 8, 12, 16, 14, 17});
+    if (order == IndexOrder::Plane) near(r[1], {1, 5, 7, 8, 1, 5, 7, 8});
+  }
+  Prog p;
+  Var* x = p.input("x", {1, 1, 3, 3}, v);
+  Var* t = p.input("t", {1, 1, 1, 3}, {2, 2, 2});
+  PoolSpec s;
+  s.window.kernel = {2, 2};
+  s.window.stride = {2, 2};
+  s.ceil_mode = true;
+  s.kind = PoolKind::Avg;
+  PoolSpec inc = s;
+  inc.window.pad_begin = inc.window.pad_end = {1, 1};
+  inc.ceil_mode = false;
+  inc.count_include_pad = true;
+  PoolSpec ties;
+  ties.window.kernel = {1, 3};
+  Var* ti = nullptr;
+  Var* tied = pool_by_taps(p.e, t, ties, &ti);
+  auto r = p.run({pool_by_taps(p.e, x, s), pool_by_taps(p.e, x, inc), tied, ti});
+  near(r[0], {13.0 / 4, 11.0 / 2, 15.0 / 2, 6});
+  near(r[1], {1.0 / 4, 7.0 / 4, 11.0 / 4, 26.0 / 4});  // pads counted: 4 taps each
+  near(r[2], {2});
+  near(r[3], {0});  // the first maximum wins
+}
+
+TEST_CASE("compose: pooling with dilation", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {1, 1, 1, 5}, {3, 1, 4, 1, 5});
+  PoolSpec s;
+  s.window.kernel = {1, 2};
+  s.window.dilation = {1, 2};
+  PoolSpec sum = s;
+  sum.kind = PoolKind::Sum;
+  auto r =
+      p.run({pool_by_taps(p.e, x, s), pool_by_taps(p.e, x, sum)}, {{1, 1, 1, 3}, {1, 1, 1, 3}});
+  near(r[0], {4, 1, 5});
+  near(r[1], {7, 2, 9});
+}
+
+TEST_CASE("compose: max_unpool scatters by whole-tensor or per-plane indices", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {1, 2, 2}, {5, 7, 6, 8});
+  Var* it = p.input("it", {1, 2, 2}, {1, 3, 4, 7}, DataType::Int32);
+  Var* ip = p.input("ip", {1, 2, 2}, {1, 3, 0, 3}, DataType::Int32);
+  Var* xi = p.input("xi", {1, 1, 2}, {5, 7}, DataType::Int32);
+  Var* ii = p.input("ii", {1, 1, 2}, {2, 0}, DataType::Int32);
+  Var* yi = max_unpool(p.e, xi, ii, {3}, UnpoolIndices::Tensor);
+  REQUIRE(Emitter::dtype(yi) == DataType::Int32);
+  auto r = p.run({max_unpool(p.e, x, it, {4}, UnpoolIndices::Tensor),
+                  max_unpool(p.e, x, ip, {4}, UnpoolIndices::Plane), yi},
+                 {{1, 2, 4}, {1, 2, 4}, {1, 1, 3}});
+  near(r[0], {0, 5, 0, 7, 6, 0, 0, 8});
+  near(r[1], {0, 5, 0, 7, 6, 0, 0, 8});
+  near(r[2], {7, 0, 5});
+}
