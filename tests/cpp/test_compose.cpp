@@ -10,6 +10,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/compose/arith.h"
 #include "milkit/compose/emitter.h"
+#include "milkit/compose/norms.h"
 #include "milkit/compose/sampling.h"
 #include "milkit/compose/scan.h"
 #include "milkit/compose/windows.h"
@@ -385,4 +386,52 @@ TEST_CASE("compose: max_unpool scatters by whole-tensor or per-plane indices", "
   near(r[0], {0, 5, 0, 7, 6, 0, 0, 8});
   near(r[1], {0, 5, 0, 7, 6, 0, 0, 8});
   near(r[2], {7, 0, 5});
+}
+
+// ---- norms --------------------------------------------------------------------------------------
+
+TEST_CASE("compose: batch norm as one op with const statistics, else composed; both agree",
+          "[compose]") {
+  Prog p;
+  std::vector<double> xv = {1, 2, 3, 4, 5, 6, 7, 8};
+  Var* x = p.input("x", {1, 2, 2, 2}, xv);
+  Var* vmean = p.input("m", {2}, {1, 2});
+  Var* vvar = p.input("v", {2}, {4, 16});
+  ChannelNormSpec cs{p.e.c(Value::from_doubles(DataType::Float32, {2}, {1, 2})),
+                     p.e.c(Value::from_doubles(DataType::Float32, {2}, {4, 16})),
+                     p.e.c(Value::from_doubles(DataType::Float32, {2}, {2, 1})),
+                     p.e.c(Value::from_doubles(DataType::Float32, {2}, {0, 10})), 0.0};
+  Var* one = batch_norm(p.e, x, cs);
+  REQUIRE(one->op()->op_type() == "batch_norm");
+  ChannelNormSpec vs = cs;
+  vs.mean = vmean;
+  vs.variance = vvar;
+  Var* comp = batch_norm(p.e, x, vs);
+  REQUIRE(comp->op()->op_type() != "batch_norm");
+  auto r = p.run({one, comp, norm_by_stats(p.e, x, vs)});
+  std::vector<double> want = {0, 1, 2, 3, 10.75, 11, 11.25, 11.5};  // (x - m) / sd * g + b
+  near(r[0], want);
+  near(r[1], want);
+  near(r[2], want);
+  ChannelNormSpec none;
+  REQUIRE_THROWS_WITH(batch_norm(p.e, x, none), Catch::Contains("training mode"));
+}
+
+TEST_CASE("compose: layer, group and RMS norms", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {1, 4, 1}, {1, 3, 10, 14});
+  Var* w = p.input("w", {4}, {1, 2, 1, 2});
+  Var* y = p.input("y", {2, 2}, {3, 4, 1, 1});
+  Var* ln = layer_norm(p.e, y, 1, nullptr, p.input("b", {2}, {1, 0}), 1e-6);
+  auto r =
+      p.run({group_norm(p.e, x, 2, w, nullptr, 0.0), ln, rms_norm(p.e, y, -1, nullptr, 0.0),
+             rms_norm(p.e, y, 0, p.e.c(Value::from_doubles(DataType::Float32, {2}, {1, 2})), 0.0)});
+  near(r[0], {-1, 2, -1, 2});      // groups (1, 3) and (10, 14): +-1 standardized, then scaled
+  near(r[1], {0, 1, 1, 0}, 1e-4);  // a constant row normalizes to 0, then the shift
+  double a = std::sqrt(12.5), b = 1.0;
+  near(r[2], {3 / a, 4 / a, 1 / b, 1 / b});
+  double all = std::sqrt((9 + 16 + 1 + 1) / 4.0);
+  near(r[3], {3 / all, 8 / all, 1 / all, 2 / all});
+  REQUIRE_THROWS_WITH(group_norm(p.e, x, 3, nullptr, nullptr, 1e-5),
+                      Catch::Contains("not a multiple"));
 }
