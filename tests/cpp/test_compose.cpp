@@ -9,8 +9,11 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/compose/arith.h"
+#include "milkit/compose/attention.h"
+#include "milkit/compose/einsum.h"
 #include "milkit/compose/emitter.h"
 #include "milkit/compose/norms.h"
+#include "milkit/compose/resize.h"
 #include "milkit/compose/sampling.h"
 #include "milkit/compose/scan.h"
 #include "milkit/compose/windows.h"
@@ -434,4 +437,277 @@ TEST_CASE("compose: layer, group and RMS norms", "[compose]") {
   near(r[3], {3 / all, 8 / all, 1 / all, 2 / all});
   REQUIRE_THROWS_WITH(group_norm(p.e, x, 3, nullptr, nullptr, 1e-5),
                       Catch::Contains("not a multiple"));
+}
+
+// ---- resize -------------------------------------------------------------------------------------
+
+namespace {
+
+ResizeSpec resize_1d(int64_t in, int64_t out, double scale, ResizeMode m, ResizeCoord c,
+                     ResizeConvention conv) {
+  ResizeSpec s;
+  s.axes = {ResizeAxis{-1, in, out, scale}};
+  s.mode = m;
+  s.coord = c;
+  s.convention = conv;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("compose: linear resize, align_corners and half-pixel, both conventions", "[compose]") {
+  Prog p;
+  Var* x3 = p.input("x3", {1, 3}, {1, 3, 7});
+  Var* x4 = p.input("x4", {1, 4}, {1, 2, 4, 8});
+  Var* x2 = p.input("x2", {1, 2}, {0, 4});
+  using RC = ResizeConvention;
+  auto lin = [](int64_t in, int64_t out, double sc, ResizeCoord c, RC v) {
+    return resize_1d(in, out, sc, ResizeMode::Linear, c, v);
+  };
+  auto r = p.run({resize(p.e, x3, lin(3, 5, 5.0 / 3, ResizeCoord::AlignCorners, RC::Onnx)),
+                  resize(p.e, x3, lin(3, 5, 0, ResizeCoord::AlignCorners, RC::Torch)),
+                  resize(p.e, x4, lin(4, 2, 0.5, ResizeCoord::HalfPixel, RC::Onnx)),
+                  resize(p.e, x4, lin(4, 2, 0.5, ResizeCoord::HalfPixel, RC::Torch)),
+                  resize(p.e, x2, lin(2, 4, 2, ResizeCoord::HalfPixel, RC::Onnx)),
+                  resize(p.e, x2, lin(2, 4, 2, ResizeCoord::HalfPixel, RC::Torch)),
+                  resize(p.e, x2, lin(2, 4, 2, ResizeCoord::AlignCorners, RC::Torch))});
+  near(r[0], {1, 2, 3, 5, 7});
+  near(r[1], {1, 2, 3, 5, 7});
+  near(r[2], {1.5, 6});  // sources 0.5 and 2.5
+  near(r[3], {1.5, 6});
+  near(r[4], {0, 1, 3, 4});  // sources -0.25 (clamped), 0.25, 0.75, 1.25 (clamped)
+  near(r[5], {0, 1, 3, 4});
+  near(r[6], {0, 4.0 / 3, 8.0 / 3, 4});
+}
+
+TEST_CASE("compose: cubic resize with A = -0.75 and -0.5, exclude_outside", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {1, 4}, {1, 2, 4, 8});
+  auto cub = [](int64_t out, double sc, ResizeCoord c, ResizeConvention v, double a) {
+    ResizeSpec s = resize_1d(4, out, sc, ResizeMode::Cubic, c, v);
+    s.cubic_a = a;
+    return s;
+  };
+  ResizeSpec ex = cub(8, 2, ResizeCoord::Asymmetric, ResizeConvention::Onnx, -0.75);
+  ex.exclude_outside = true;
+  auto r =
+      p.run({resize(p.e, x, cub(8, 2, ResizeCoord::Asymmetric, ResizeConvention::Onnx, -0.75)),
+             resize(p.e, x, cub(8, 2, ResizeCoord::Asymmetric, ResizeConvention::Onnx, -0.5)),
+             resize(p.e, x, cub(7, 0, ResizeCoord::AlignCorners, ResizeConvention::Torch, -0.75)),
+             resize(p.e, x, ex)});
+  // odd outputs sit halfway: weights w(1.5), w(0.5), w(0.5), w(1.5) on clamped neighbours;
+  // A = -0.75: w(0.5) = 0.59375, w(1.5) = -0.09375; A = -0.5: 0.5625, -0.0625
+  near(r[0], {1, 1.3125, 2, 2.71875, 4, 6.1875, 8, 8.375});
+  near(r[1], {1, 1.375, 2, 2.8125, 4, 6.125, 8, 8.25});
+  near(r[2], {1, 1.3125, 2, 2.71875, 4, 6.1875, 8});
+  // outside taps dropped and the rest renormalized: output 1 uses 1, 2, 4 with weights
+  // 0.59375, 0.59375, -0.09375 (sum 1.09375); output 7 uses 4, 8
+  near(r[3],
+       {1, (0.59375 + 2 * 0.59375 - 4 * 0.09375) / 1.09375, 2, 2.71875, 4,
+        (-0.1875 + 4 * 0.59375 + 8 * 0.59375) / 1.09375, 8, (-4 * 0.09375 + 8 * 0.59375) / 0.5});
+}
+
+TEST_CASE("compose: nearest resize rounding modes, torch nearest and nearest-exact", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {1, 4}, {10, 20, 30, 40});
+  auto nn = [](int64_t out, double sc, ResizeCoord c, NearestRound m, ResizeConvention v) {
+    ResizeSpec s = resize_1d(4, out, sc, ResizeMode::Nearest, c, v);
+    s.nearest = m;
+    return s;
+  };
+  using NR = NearestRound;
+  using RC = ResizeCoord;
+  std::vector<Var*> outs;
+  for (NR m : {NR::RoundPreferFloor, NR::RoundPreferCeil, NR::Floor, NR::Ceil}) {
+    outs.push_back(resize(p.e, x, nn(2, 0.5, RC::HalfPixel, m, ResizeConvention::Onnx)));
+    outs.push_back(resize(p.e, x, nn(6, 1.5, RC::Asymmetric, m, ResizeConvention::Onnx)));
+  }
+  outs.push_back(resize(p.e, x, nn(6, 0, RC::Asymmetric, NR::Floor, ResizeConvention::Torch)));
+  outs.push_back(resize(p.e, x, nn(6, 0, RC::HalfPixel, NR::Floor, ResizeConvention::Torch)));
+  auto r = p.run(outs);
+  near(r[0], {10, 30});                  // sources 0.5 and 2.5 (ties)
+  near(r[1], {10, 20, 20, 30, 40, 40});  // sources 0, 2/3, 4/3, 2, 8/3, 10/3
+  near(r[2], {20, 40});
+  near(r[3], {10, 20, 20, 30, 40, 40});
+  near(r[4], {10, 30});
+  near(r[5], {10, 10, 20, 30, 30, 40});
+  near(r[6], {20, 40});
+  near(r[7], {10, 20, 30, 30, 40, 40});
+  near(r[8], {10, 10, 20, 30, 30, 40});  // floor(i * 4 / 6)
+  near(r[9], {10, 20, 20, 30, 40, 40});  // floor((i + 0.5) * 4 / 6)
+}
+
+TEST_CASE("compose: antialiased downscale by matrix (torch) and by widened taps (onnx)",
+          "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {1, 4}, {1, 2, 4, 8});
+  Var* xi = p.input("xi", {1, 4}, {1, 2, 4, 8}, DataType::Int32);
+  ResizeSpec t =
+      resize_1d(4, 2, 0.5, ResizeMode::Linear, ResizeCoord::HalfPixel, ResizeConvention::Torch);
+  t.antialias = true;
+  ResizeSpec o = t;
+  o.convention = ResizeConvention::Onnx;
+  Var* yt = resize(p.e, x, t);
+  REQUIRE(yt->op()->op_type() == "matmul");
+  Var* yi = resize(p.e, xi, o);
+  REQUIRE(Emitter::dtype(yi) == DataType::Int32);
+  auto r = p.run({yt, resize(p.e, x, o), yi});
+  // torch: a triangle of half-width 2 around centres 1 and 3, weights (3, 3, 1) / 7 and (1, 3, 3) /
+  // 7
+  near(r[0], {13.0 / 7, 9.5 / 1.75});
+  // onnx: four taps (0.125, 0.375, 0.375, 0.125) around 0.5 and 2.5, edges clamped
+  near(r[1], {1.75, 5.75});
+  near(r[2], {2, 6});  // rounded back to integers
+}
+
+// ---- einsum -------------------------------------------------------------------------------------
+
+namespace {
+
+// out[i][k] = sum_j a[i][j] * b[j][k] for row-major a [n, m] and b [m, q]
+std::vector<double> matmul_ref(const std::vector<double>& a, const std::vector<double>& b, size_t n,
+                               size_t m, size_t q) {
+  std::vector<double> r(n * q, 0.0);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < m; ++j)
+      for (size_t k = 0; k < q; ++k) r[i * q + k] += a[i * m + j] * b[j * q + k];
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("compose: einsum matmul, batch matmul, transpose, outer product, chains", "[compose]") {
+  Prog p;
+  std::vector<double> av = {1, 2, 3, 4, 5, 6}, bv = {1, 0, 2, -1, 3, 1, 0, 2, -2, 1, 1, 1};
+  Var* a = p.input("a", {2, 3}, av);
+  Var* b = p.input("b", {3, 4}, bv);
+  Var* ba = p.input("ba", {2, 1, 3}, av);  // two batches of one row
+  Var* bb = p.input("bb", {2, 3, 2}, bv);
+  Var* u = p.input("u", {2}, {1, 2});
+  Var* w = p.input("w", {3}, {1, 10, 100});
+  Var* c = p.input("c", {4, 1}, {1, 1, 1, 1});
+  auto r = p.run({einsum(p.e, "ij,jk->ik", {a, b}), einsum(p.e, "bij,bjk->bik", {ba, bb}),
+                  einsum(p.e, "ij->ji", {a}), einsum(p.e, "i,j->ij", {u, w}),
+                  einsum(p.e, "ij, jk, kl -> il", {a, b, c}), einsum(p.e, "ij,jk", {a, b}),
+                  einsum(p.e, "ij->", {a}), einsum(p.e, "ij,j->i", {a, w})},
+                 {{2, 4}, {2, 1, 2}, {3, 2}, {2, 3}, {2, 1}, {2, 4}, {}, {2}});
+  near(r[0], matmul_ref(av, bv, 2, 3, 4));
+  std::vector<double> b0(bv.begin(), bv.begin() + 6), b1(bv.begin() + 6, bv.end());
+  auto r0 = matmul_ref({1, 2, 3}, b0, 1, 3, 2), r1 = matmul_ref({4, 5, 6}, b1, 1, 3, 2);
+  near(r[1], {r0[0], r0[1], r1[0], r1[1]});
+  near(r[2], {1, 4, 2, 5, 3, 6});
+  near(r[3], {1, 10, 100, 2, 20, 200});
+  auto ab = matmul_ref(av, bv, 2, 3, 4);
+  near(r[4], {ab[0] + ab[1] + ab[2] + ab[3], ab[4] + ab[5] + ab[6] + ab[7]});
+  near(r[5], ab);  // implicit output: the letters used once, in order
+  near(r[6], {21});
+  near(r[7], {321, 654});
+}
+
+TEST_CASE("compose: einsum diagonals, traces and ellipses; bad equations", "[compose]") {
+  Prog p;
+  Var* m = p.input("m", {3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  Var* x = p.input("x", {2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  Var* y = p.input("y", {3, 2}, {1, 0, 0, 1, 1, 1});
+  auto r = p.run({einsum(p.e, "ii->i", {m}), einsum(p.e, "ii", {m}), einsum(p.e, "ii->", {m}),
+                  einsum(p.e, "...ij,jk->...ik", {x, y}), einsum(p.e, "...ij,jk", {x, y}),
+                  einsum(p.e, "b...->...b", {x})},
+                 {{3}, {}, {}, {2, 2, 2}, {2, 2, 2}, {2, 3, 2}});
+  near(r[0], {1, 5, 9});
+  near(r[1], {15});
+  near(r[2], {15});
+  std::vector<double> want = {4, 5, 10, 11, 16, 17, 22, 23};  // [a + c, b + c] per row (a, b, c)
+  near(r[3], want);
+  near(r[4], want);
+  near(r[5], {1, 7, 2, 8, 3, 9, 4, 10, 5, 11, 6, 12});
+  REQUIRE_THROWS_WITH(einsum(p.e, "ij,jk->ik", {m}), Catch::Contains("has 2 operands"));
+  REQUIRE_THROWS_WITH(einsum(p.e, "ijk->i", {m}), Catch::Contains("need 3"));
+  REQUIRE_THROWS_WITH(einsum(p.e, "ij->q", {m}), Catch::Contains("'q' is not in any input"));
+}
+
+// ---- attention ----------------------------------------------------------------------------------
+
+namespace {
+
+// softmax(q k^T * scale + bias) v for one head: q [L, E], k [S, E], v [S, F], bias [L, S]
+// (-inf hides); a row hidden everywhere gives 0.
+std::vector<double> attend(const std::vector<double>& q, const std::vector<double>& k,
+                           const std::vector<double>& v, size_t L, size_t S, size_t E, size_t F,
+                           double scale, const std::vector<double>& bias) {
+  std::vector<double> out(L * F, 0.0);
+  for (size_t i = 0; i < L; ++i) {
+    std::vector<double> s(S);
+    double top = -INFINITY;
+    for (size_t j = 0; j < S; ++j) {
+      double d = 0;
+      for (size_t c = 0; c < E; ++c) d += q[i * E + c] * k[j * E + c];
+      s[j] = d * scale + (bias.empty() ? 0.0 : bias[i * S + j]);
+      top = std::max(top, s[j]);
+    }
+    if (top == -INFINITY) continue;
+    double sum = 0;
+    for (double& t : s) sum += (t = std::exp(t - top));
+    for (size_t j = 0; j < S; ++j)
+      for (size_t f = 0; f < F; ++f) out[i * F + f] += s[j] / sum * v[j * F + f];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("compose: attention with causal masks aligned top-left and bottom-right", "[compose]") {
+  Prog p;
+  std::vector<double> qv = {1, 0, 0.5, 1}, kv = {1, 1, 0, 2, -1, 0.5}, vv = {1, 10, 100};
+  Var* q = p.input("q", {1, 1, 2, 2}, qv);
+  Var* k = p.input("k", {1, 1, 3, 2}, kv);
+  Var* v = p.input("v", {1, 1, 3, 1}, vv);
+  AttentionSpec plain, tl, br, split;
+  tl.causal = true;
+  br = tl;
+  br.align = CausalAlign::BottomRight;
+  split.split_scale = true;
+  auto r = p.run({attention(p.e, q, k, v, plain).y, attention(p.e, q, k, v, tl).y,
+                  attention(p.e, q, k, v, br).y, attention(p.e, q, k, v, split).y},
+                 {{1, 1, 2, 1}});
+  double sc = 1 / std::sqrt(2.0), ninf = -INFINITY;
+  near(r[0], attend(qv, kv, vv, 2, 3, 2, 1, sc, {}));
+  near(r[1], attend(qv, kv, vv, 2, 3, 2, 1, sc, {0, ninf, ninf, 0, 0, ninf}));
+  near(r[2], attend(qv, kv, vv, 2, 3, 2, 1, sc, {0, 0, ninf, 0, 0, 0}));
+  near(r[3], r[0]);
+}
+
+TEST_CASE("compose: attention with bool and additive masks, hidden rows, grouped heads, past",
+          "[compose]") {
+  Prog p;
+  std::vector<double> qv = {1, 0, 0.5, 1, -1, 2, 0, 1}, kv = {1, 1, 0, 2, -1, 0.5},
+                      vv = {1, 10, 100};
+  Var* q = p.input("q", {1, 2, 2, 2}, qv);  // two query heads share one key / value head
+  Var* k = p.input("k", {1, 1, 3, 2}, kv);
+  Var* v = p.input("v", {1, 1, 3, 1}, vv);
+  Var* bm = p.input("bm", {2, 3}, {1, 0, 1, 0, 0, 0}, DataType::Int32);
+  Var* add = p.input("add", {2, 3}, {0.5, -1, 0, 0, 2, -INFINITY});
+  AttentionSpec bs, as, ps;
+  bs.mask = p.e.cast(bm, DataType::Bool);
+  bs.scale = 0.5;
+  as.mask = add;
+  ps.past_key = p.e.slice_axis(k, 2, 0, 1);
+  ps.past_value = p.e.slice_axis(v, 2, 0, 1);
+  AttentionResult pr =
+      attention(p.e, q, p.e.slice_axis(k, 2, 1, 3), p.e.slice_axis(v, 2, 1, 3), ps);
+  auto r = p.run({attention(p.e, q, k, v, bs).y, attention(p.e, q, k, v, as).y, pr.y, pr.key},
+                 {{1, 2, 2, 1}, {1, 2, 2, 1}, {1, 2, 2, 1}, {1, 1, 3, 2}});
+  double ninf = -INFINITY, sc = 1 / std::sqrt(2.0);
+  std::vector<double> q0(qv.begin(), qv.begin() + 4), q1(qv.begin() + 4, qv.end());
+  auto both = [&](double s, const std::vector<double>& bias) {
+    auto h0 = attend(q0, kv, vv, 2, 3, 2, 1, s, bias), h1 = attend(q1, kv, vv, 2, 3, 2, 1, s, bias);
+    h0.insert(h0.end(), h1.begin(), h1.end());
+    return h0;
+  };
+  near(r[0], both(0.5, {0, ninf, 0, ninf, ninf, ninf}));  // the second row is hidden: 0
+  REQUIRE(r[0][1] == 0);
+  near(r[1], both(sc, {0.5, -1, 0, 0, 2, ninf}));
+  near(r[2], both(sc, {}));
+  near(r[3], kv);
+  Var* k3 = p.input("k3", {1, 3, 3, 2}, std::vector<double>(18, 0));
+  REQUIRE_THROWS_WITH(attention(p.e, q, k3, k3, AttentionSpec{}), Catch::Contains("multiple"));
 }
