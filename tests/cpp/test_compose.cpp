@@ -14,6 +14,7 @@
 #include "milkit/compose/emitter.h"
 #include "milkit/compose/norms.h"
 #include "milkit/compose/resize.h"
+#include "milkit/compose/rnn.h"
 #include "milkit/compose/sampling.h"
 #include "milkit/compose/scan.h"
 #include "milkit/compose/windows.h"
@@ -27,7 +28,8 @@ namespace {
 
 // A function under construction: inputs of static shape, an Emitter, and a run of its outputs.
 struct Prog {
-  std::shared_ptr<Function> f = std::make_shared<Function>(Target::iOS17);
+  explicit Prog(Target t = Target::iOS17) : f(std::make_shared<Function>(t)) {}
+  std::shared_ptr<Function> f;
   Builder b{*f};
   Emitter e{b};
   std::map<std::string, Tensor> feeds;
@@ -710,4 +712,182 @@ TEST_CASE("compose: attention with bool and additive masks, hidden rows, grouped
   near(r[3], kv);
   Var* k3 = p.input("k3", {1, 3, 3, 2}, std::vector<double>(18, 0));
   REQUIRE_THROWS_WITH(attention(p.e, q, k3, k3, AttentionSpec{}), Catch::Contains("multiple"));
+}
+
+// ---- recurrent layers and counted loops ---------------------------------------------------------
+
+namespace {
+
+std::vector<double> wave(size_t n, double phase) {
+  std::vector<double> v;
+  for (size_t i = 0; i < n; ++i) v.push_back(0.5 * std::sin(0.7 * static_cast<double>(i) + phase));
+  return v;
+}
+
+double sigm(double v) { return 1 / (1 + std::exp(-v)); }
+
+// A cell's canonical weights ([gates * H, I], [gates * H, H], biases) and a plain-loop reference.
+struct Ref {
+  RnnKind kind;
+  size_t H, I, G;
+  std::vector<double> wih, whh, bih, bhh;
+  Ref(RnnKind k, size_t h, size_t in, double phase)
+      : kind(k),
+        H(h),
+        I(in),
+        G(k == RnnKind::Lstm  ? 4
+          : k == RnnKind::Gru ? 3
+                              : 1) {
+    wih = wave(G * H * I, phase);
+    whh = wave(G * H * H, phase + 1);
+    bih = wave(G * H, phase + 2);
+    bhh = wave(G * H, phase + 3);
+  }
+  RnnWeights weights() const {
+    auto v = [](std::vector<int64_t> sh, const std::vector<double>& d) {
+      return Value::from_doubles(DataType::Float32, std::move(sh), d);
+    };
+    int64_t gh = static_cast<int64_t>(G * H);
+    return {v({gh, static_cast<int64_t>(I)}, wih),
+            v({gh, static_cast<int64_t>(H)}, whh),
+            v({gh}, bih),
+            v({gh}, bhh),
+            std::nullopt,
+            std::nullopt};
+  }
+  // row r of W x
+  static double dot(const std::vector<double>& w, size_t r, const std::vector<double>& x) {
+    double s = 0;
+    for (size_t j = 0; j < x.size(); ++j) s += w[r * x.size() + j] * x[j];
+    return s;
+  }
+  // Runs xs [S][I] (batch 1) from (h, c); returns y [S][H] flattened (aligned with the input)
+  // and leaves the final states in h, c. `after`: GRU resets after the projection.
+  std::vector<double> run(const std::vector<std::vector<double>>& xs, std::vector<double>& h,
+                          std::vector<double>& c, bool reverse, bool after = true) const {
+    size_t S = xs.size();
+    std::vector<double> y(S * H);
+    for (size_t step = 0; step < S; ++step) {
+      size_t t = reverse ? S - 1 - step : step;
+      std::vector<double> xi(G * H), hh(G * H), nh(H), nc(H);
+      for (size_t r = 0; r < G * H; ++r) {
+        xi[r] = dot(wih, r, xs[t]) + bih[r];
+        hh[r] = dot(whh, r, h) + bhh[r];
+      }
+      for (size_t u = 0; u < H; ++u) {
+        if (kind == RnnKind::Lstm) {
+          double gi = sigm(xi[u] + hh[u]), gf = sigm(xi[H + u] + hh[H + u]);
+          double gg = std::tanh(xi[2 * H + u] + hh[2 * H + u]);
+          double go = sigm(xi[3 * H + u] + hh[3 * H + u]);
+          nc[u] = gf * c[u] + gi * gg;
+          nh[u] = go * std::tanh(nc[u]);
+        } else if (kind == RnnKind::Gru) {
+          double r = sigm(xi[u] + hh[u]), z = sigm(xi[H + u] + hh[H + u]);
+          double hn = hh[2 * H + u];
+          if (!after) {  // W_hn (r * h) + b_hn
+            std::vector<double> rh(H);
+            for (size_t k = 0; k < H; ++k) rh[k] = sigm(xi[k] + hh[k]) * h[k];
+            hn = dot(whh, 2 * H + u, rh) + bhh[2 * H + u];
+          }
+          double n = std::tanh(xi[2 * H + u] + (after ? r * hn : hn));
+          nh[u] = (1 - z) * n + z * h[u];
+        } else {
+          nh[u] = std::tanh(xi[u] + hh[u]);
+        }
+      }
+      h = nh;
+      if (kind == RnnKind::Lstm) c = nc;
+      for (size_t u = 0; u < H; ++u) y[t * H + u] = h[u];
+    }
+    return y;
+  }
+};
+
+// a sequence [S, 1, I] as rows and flattened
+const std::vector<std::vector<double>> kSeq = {{0.5, -1}, {1, 0.25}, {-0.5, 0.75}};
+const std::vector<double> kSeqFlat = {0.5, -1, 1, 0.25, -0.5, 0.75};
+
+}  // namespace
+
+TEST_CASE("compose: LSTM both directions with initial states, by MIL's op and by loop",
+          "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {3, 1, 2}, kSeqFlat);
+  Var* h0 = p.input("h0", {1, 2}, {0.1, -0.2});
+  Var* c0 = p.input("c0", {1, 2}, {0.3, 0.05});
+  Ref fw(RnnKind::Lstm, 2, 2, 0.0), bw(RnnKind::Lstm, 2, 2, 0.4);
+  std::vector<Var*> outs;
+  for (bool loop : {false, true}) {
+    RnnLayerSpec s;
+    s.by_loop = loop;
+    auto f = rnn_layer(p.e, x, h0, c0, fw.weights(), s);
+    s.reverse = true;
+    auto b = rnn_layer(p.e, x, h0, c0, bw.weights(), s);
+    outs.insert(outs.end(), {f.y, f.h, f.c, b.y, b.h, b.c});
+  }
+  auto r = p.run(outs);
+  std::vector<double> hf = {0.1, -0.2}, cf = {0.3, 0.05}, hb = hf, cb = cf;
+  auto yf = fw.run(kSeq, hf, cf, false), yb = bw.run(kSeq, hb, cb, true);
+  for (size_t k : {0, 6}) {
+    near(r[k], yf);
+    near(r[k + 1], hf);
+    near(r[k + 2], cf);
+    near(r[k + 3], yb);
+    near(r[k + 4], hb);
+    near(r[k + 5], cb);
+  }
+}
+
+TEST_CASE("compose: GRU resetting after (MIL op, loop) and before the projection, RNN",
+          "[compose]") {
+  Prog p(Target::iOS18);
+  Var* x = p.input("x", {3, 1, 2}, kSeqFlat);
+  Var* h0 = p.input("h0", {1, 2}, {0.1, -0.2});
+  Ref g(RnnKind::Gru, 2, 2, 0.2), rn(RnnKind::RnnTanh, 2, 2, 0.9);
+  RnnLayerSpec after, loop, before, rs;
+  after.kind = loop.kind = before.kind = RnnKind::Gru;
+  after.reverse = true;
+  loop.by_loop = true;
+  before.linear_before_reset = false;
+  rs.kind = RnnKind::RnnTanh;
+  rs.reverse = true;
+  auto a = rnn_layer(p.e, x, h0, nullptr, g.weights(), after);
+  auto l = rnn_layer(p.e, x, h0, nullptr, g.weights(), loop);
+  auto b = rnn_layer(p.e, x, h0, nullptr, g.weights(), before);
+  auto t = rnn_layer(p.e, x, h0, nullptr, rn.weights(), rs);
+  REQUIRE(a.c == nullptr);
+  auto r = p.run({a.y, a.h, l.y, l.h, b.y, t.y, t.h});
+  std::vector<double> c, ha = {0.1, -0.2}, hl = ha, hb = ha, ht = ha;
+  near(r[0], g.run(kSeq, ha, c, true));
+  near(r[1], ha);
+  near(r[2], g.run(kSeq, hl, c, false));
+  near(r[3], hl);
+  near(r[4], g.run(kSeq, hb, c, false, false));
+  near(r[5], rn.run(kSeq, ht, c, true));
+  near(r[6], ht);
+  RnnLayerSpec bad = before;
+  bad.by_loop = true;
+  REQUIRE_THROWS_WITH(rnn_layer(p.e, x, h0, nullptr, g.weights(), bad),
+                      Catch::Contains("resetting after"));
+}
+
+TEST_CASE("compose: gate orders and a counted loop carrying state", "[compose]") {
+  Value w = Value::from_doubles(DataType::Float32, {4, 1}, {10, 20, 30, 40});  // ONNX [i, o, f, c]
+  REQUIRE(reorder_gates(w, onnx_gate_order(RnnKind::Lstm)).to_doubles() ==
+          std::vector<double>{10, 30, 40, 20});                      // [i, f, g, o]
+  Value g = Value::from_doubles(DataType::Float32, {3}, {1, 2, 3});  // ONNX [z, r, h]
+  REQUIRE(reorder_gates(g, onnx_gate_order(RnnKind::Gru)).to_doubles() ==
+          std::vector<double>{2, 1, 3});  // [r, z, n]
+  Prog p;
+  Var* x = p.input("x", {2}, {1, 1});
+  Var* n = p.e.cs(4, DataType::Int32);
+  // x_{t+1} = x_t * 2 + t; a second value passes through unchanged
+  auto outs = counted_loop(p.e, n, {x, p.e.f32(7)}, [&](Var* t, const std::vector<Var*>& v) {
+    return std::vector<Var*>{
+        p.e.bin("add", p.e.bin("mul", v[0], p.e.f32(2)), p.e.cast(t, DataType::Float32)), v[1]};
+  });
+  REQUIRE(outs.size() == 2);
+  auto r = p.run(outs);
+  near(r[0], {27, 27});  // 1 -> 2 -> 5 -> 12 -> 27
+  near(r[1], {7});
 }
