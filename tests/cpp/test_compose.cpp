@@ -441,6 +441,24 @@ TEST_CASE("compose: layer, group and RMS norms", "[compose]") {
                       Catch::Contains("not a multiple"));
 }
 
+TEST_CASE("compose: cummax / cummin with indices, later entries winning ties", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {2, 5}, {1, 3, 2, 3, 5, 4, 1, 1, 2, 0});
+  Var* xi = p.input("xi", {5}, {2, -1, 2, 7, -3}, DataType::Int32);
+  auto [mx, ix] = cumextreme(p.e, x, {1, false, false}, true);
+  auto [mn, in] = cumextreme(p.e, x, {-1, false, false}, false);
+  auto [mi, ii] = cumextreme(p.e, xi, {0, false, false}, false);
+  REQUIRE(Emitter::dtype(ix) == DataType::Int32);
+  auto r = p.run({mx, ix, mn, in, mi, ii});
+  near(r[0], {1, 3, 3, 3, 5, 4, 4, 4, 4, 4});
+  near(r[1], {0, 1, 1, 3, 4, 0, 0, 0, 0, 0});
+  near(r[2], {1, 1, 1, 1, 1, 4, 1, 1, 1, 0});
+  near(r[3], {0, 0, 0, 0, 0, 0, 1, 2, 2, 4});
+  near(r[4], {2, -1, -1, -1, -3});
+  near(r[5], {0, 1, 1, 1, 4});
+  REQUIRE_THROWS_WITH(cumextreme(p.e, x, {0, true, false}, true), Catch::Contains("forward"));
+}
+
 // ---- resize -------------------------------------------------------------------------------------
 
 namespace {

@@ -2,7 +2,10 @@
 #include "milkit/compose/scan.h"
 
 #include <cmath>
+#include <cstddef>
 #include <functional>
+#include <limits>
+#include <vector>
 
 namespace milkit {
 namespace compose {
@@ -53,6 +56,37 @@ Var* logcumsumexp(Emitter& e, Var* x, const ScanSpec& s) {
     Var* ninf = e.bin("equal", hi, e.cs(-INFINITY, dt));
     return e.sel(ninf, hi, sum);
   });
+}
+
+std::pair<Var*, Var*> cumextreme(Emitter& e, Var* x, const ScanSpec& s, bool is_max) {
+  if (s.exclusive || s.reverse) fail("a cumulative maximum / minimum runs forward, inclusive");
+  DataType dt = Emitter::dtype(x);
+  if (dt == DataType::Bool) x = e.cast(x, dt = DataType::Int32);
+  int r = Emitter::rank(x);
+  if (r == 0) fail("a cumulative maximum / minimum needs at least one dim");
+  int64_t ax = Emitter::axis(s.axis, r);
+  const Dim& d = x->type()->shape()[static_cast<size_t>(ax)];
+  if (!d->is_const()) fail("a cumulative maximum / minimum along a symbolic dim is not supported");
+  int64_t len = d->value();
+  double worst = is_float(dt) ? (is_max ? -INFINITY : INFINITY)
+                              : static_cast<double>(is_max ? std::numeric_limits<int32_t>::min()
+                                                           : std::numeric_limits<int32_t>::max());
+  // the index along the axis, broadcast to x's shape
+  std::vector<int64_t> ishape(static_cast<size_t>(r), 1), iv;
+  ishape[static_cast<size_t>(ax)] = len;
+  for (int64_t i = 0; i < len; ++i) iv.push_back(i);
+  Var* idx = e.c(Value::from_ints(DataType::Int32, ishape, iv));
+  Var* zeros = e.op("fill_like", {Builder::arg("ref_tensor", x),
+                                  Builder::arg("value", Value::scalar_int(DataType::Int32, 0))});
+  idx = e.bin("add", idx, zeros);
+  for (int64_t k = 1; k < len; k *= 2) {
+    Var* pv = e.shift(x, ax, k, worst);
+    Var* pi = e.shift(idx, ax, k, 0);
+    Var* keep = e.bin(is_max ? "greater_equal" : "less_equal", x, pv);  // later wins ties
+    x = e.sel(keep, x, pv);
+    idx = e.sel(keep, idx, pi);
+  }
+  return {x, idx};
 }
 
 }  // namespace compose

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "milkit/compose/emitter.h"
 
@@ -24,6 +25,11 @@ Var* cumprod(Emitter& e, Var* x, const ScanSpec& s);
 /// The running log(sum(exp)) along `s.axis` (known length, float x), by the same scan:
 /// logaddexp(a, b) = max + log(1 + exp(min - max)), two -inf giving -inf.
 Var* logcumsumexp(Emitter& e, Var* x, const ScanSpec& s);
+
+/// The running maximum (or minimum) along `s.axis` (known length) and the index it came from,
+/// by the same scan: each step keeps x where x >= (<=) the entry k before it, so later entries
+/// win ties (torch's cummax / cummin); exact for every dtype. Returns (values, int32 indices).
+std::pair<Var*, Var*> cumextreme(Emitter& e, Var* x, const ScanSpec& s, bool is_max);
 
 }  // namespace compose
 }  // namespace milkit
