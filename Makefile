@@ -135,7 +135,7 @@ sanitize-python: deps
 	cmake --build $(BUILD)-asan-py -j$(JOBS)
 	LD_PRELOAD="$$(g++ -print-file-name=libasan.so) $$(g++ -print-file-name=libubsan.so)" \
 	  ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 PYTHONPATH=$(ASAN_PKG) \
-	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python/test_exec_*.py
+	  $(PYTHON) -m pytest -q -p no:cacheprovider tests/python/exec
 
 # the whole build with clang, warnings as errors (-DMILKIT_WERROR=ON), in its own tree; its ctest, then
 # the Python API and interpreter tests against its extension (in $(CLANG_PKG), beside a copy of the
@@ -156,7 +156,7 @@ test-clang: clang-build
 	PYTHONPATH=$(CURDIR)/$(CLANG_PKG) $(PYTHON) -c "import milkit._core as c; \
 	  assert c.__file__.startswith('$(CURDIR)/$(CLANG_PKG)/'), c.__file__; print('clang extension', c.__file__)"
 	PYTHONPATH=$(CURDIR)/$(CLANG_PKG) $(PYTHON) -m pytest -q -p no:cacheprovider \
-	  tests/python/test_api.py tests/python/test_exec_*.py
+	  tests/python/api/test_api.py tests/python/exec
 
 # every milkit source (core, bindings, C++ tests) through clang++ -stdlib=libc++ -fsyntax-only: code
 # that leans on libstdc++'s extensions or transitive includes fails here. No linking (Debian's

@@ -1,5 +1,5 @@
 """Makes docs/_static/display.png: a small encoder's notebook display and graph, rendered by
-headless Chromium (the same rendering tests/python/test_display.py checks).
+headless Chromium (the same rendering tests/python/tools/test_display.py checks).
 
     PYTHONPATH=python python3 docs/make_screenshot.py
 """

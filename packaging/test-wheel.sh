@@ -59,18 +59,19 @@ rm -rf "$stage" && mkdir -p "$stage/fixtures" "$stage/src"
 cp "$wheel" "$stage/"
 "$py" tests/wheel/make_fixtures.py "$stage/fixtures" >/dev/null
 cp tests/wheel/smoke.py README.md "$stage/"
-# the tests that import neither torch nor onnx (directly or through a helper), with their helpers
+# the tests that import neither torch nor onnx (directly or through a helper), in their folders, with
+# the folders' __init__.py and the helpers (tests/python/support)
 mkdir -p "$stage/src/tests/python"
 selected=()
-# (test_display.py is left out: it needs Graphviz's dot and Chromium, system programs the root lacks)
-for f in tests/python/test_*.py; do
-  [ "$(basename "$f")" = test_display.py ] && continue
-  if ! grep -qE '^\s*(import|from) (torch|torchvision|transformers|onnx|onnxruntime)\b|^(import|from) (torch_util|onnx_util|onnx_suite)\b|importorskip\("(torch|onnx)' "$f"; then
-    selected+=("tests/python/$(basename "$f")")
+# (tools/test_display.py is left out: it needs Graphviz's dot and Chromium, system programs the root lacks)
+for f in $(find tests/python -name 'test_*.py' -not -path 'tests/python/support/*' | sort); do
+  [ "$f" = tests/python/tools/test_display.py ] && continue
+  if ! grep -qE '^\s*(import|from) (torch|torchvision|transformers|onnx|onnxruntime)\b|^from support\.(torch_util|onnx_util|onnx_suite)\b|importorskip\("(torch|onnx)' "$f"; then
+    selected+=("$f")
   fi
 done
-cp tests/python/conftest.py tests/python/*_util.py tests/python/parity.py tests/python/pass_parity.py \
-   tests/python/symeval.py "${selected[@]}" "$stage/src/tests/python/"
+(cd tests/python && cp --parents conftest.py $(find . -name __init__.py -not -path './support/*') support/*.py "${selected[@]#tests/python/}" \
+   "$stage/src/tests/python/")
 cp -r docs examples "$stage/src/"
 cp README.md pyproject.toml "$stage/src/"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
@@ -96,7 +97,7 @@ no_coremltools=1
 if [ "$arch" = amd64 ]; then test_pkgs+=" 'coremltools>=8'"; no_coremltools=0; fi
 # the guides whose examples import torch or onnx, or draw with Graphviz
 for g in importing_onnx importing_pytorch jupyter running_on_linux; do
-  tests+=" --deselect tests/python/test_docs.py::test_guide_examples_run[$g.md]"
+  tests+=" --deselect tests/python/api/test_docs.py::test_guide_examples_run[$g.md]"
 done
 chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin LANG=C.UTF-8 MILKIT_NUM_THREADS=2 PIP_CERT=/opt/milkit-test/ca.crt \
   MILKIT_TESTS_NO_COREMLTOOLS=$no_coremltools \

@@ -1,0 +1,342 @@
+"""Interpreter kernels of conv, conv_transpose and conv_quantized against torch.nn.functional
+(1d / 2d / 3d, strides, dilations, groups incl. depthwise, every pad_type, output_shape, fp16,
+dynamic weights, symbolic shapes, empty batches, NaN propagation).
+
+"same" padding follows coremltools: total = max(0, (ceil(n / s) - 1) * s + ek - n), total // 2
+before ("same_lower": the extra element before). conv_transpose crops its full output by pad
+before ("custom"), by max(0, full - out) // 2 ("same", TensorFlow's conv2d_transpose) or nothing
+("valid"); an output_shape beyond the crop extends the end (torch's output_padding)."""
+
+from __future__ import annotations
+
+import math
+
+import milkit as ct
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from support.exec_util import assert_close, rand, run_op
+
+F16 = {"rtol": 3e-3, "atol": 3e-3}
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+
+
+def spatial_pads(pad_type: str, n: list[int], k: list[int], s: list[int], d: list[int],
+                 pad: list[int] | None) -> list[tuple[int, int]]:
+    """(before, after) per spatial dim, coremltools' aggregated_pad split."""
+    out = []
+    for i in range(len(n)):
+        ek = (k[i] - 1) * d[i] + 1
+        if pad_type == "valid":
+            out.append((0, 0))
+        elif pad_type == "custom":
+            assert pad is not None
+            out.append((pad[2 * i], pad[2 * i + 1]))
+        else:
+            total = max(0, (math.ceil(n[i] / s[i]) - 1) * s[i] + ek - n[i])
+            before = total - total // 2 if pad_type == "same_lower" else total // 2
+            out.append((before, total - before))
+    return out
+
+
+def ref_conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: list[int], dilations: list[int],
+             groups: int, pad_type: str, pad: list[int] | None = None) -> np.ndarray:
+    """torch conv in fp32 on x zero-padded per coremltools' pad_type."""
+    nd = x.ndim - 2
+    pads = spatial_pads(pad_type, list(x.shape[2:]), list(w.shape[2:]), strides, dilations, pad)
+    flat = [p for pair in reversed(pads) for p in pair]  # F.pad: last dim first
+    tx = F.pad(torch.tensor(x.astype(np.float32)), flat)
+    tb = None if b is None else torch.tensor(b.astype(np.float32))
+    return CONV[nd](tx, torch.tensor(w.astype(np.float32)), tb, stride=strides, dilation=dilations,
+                    groups=groups).numpy()
+
+
+CONV_CASES = [
+    # x shape, weight shape, strides, dilations, groups, pad_type, pad
+    ((2, 3, 17), (4, 3, 3), [1], [1], 1, "valid", None),
+    ((1, 4, 20), (6, 2, 4), [3], [2], 2, "same", None),
+    ((1, 4, 19), (4, 1, 4), [2], [1], 4, "same_lower", None),
+    ((2, 3, 9, 10), (5, 3, 3, 3), [1, 1], [1, 1], 1, "valid", None),
+    ((1, 3, 11, 10), (8, 3, 3, 3), [2, 2], [1, 1], 1, "same", None),
+    ((1, 3, 11, 10), (8, 3, 4, 2), [2, 3], [1, 1], 1, "same_lower", None),
+    ((1, 3, 11, 10), (8, 3, 4, 2), [2, 3], [1, 1], 1, "same", None),
+    ((1, 4, 12, 9), (6, 2, 3, 3), [1, 2], [2, 1], 2, "custom", [2, 0, 1, 3]),
+    ((2, 6, 10, 10), (6, 1, 3, 3), [1, 1], [1, 1], 6, "custom", [1, 1, 1, 1]),  # depthwise
+    ((1, 4, 13, 11), (8, 1, 3, 5), [2, 1], [1, 2], 4, "same", None),  # depthwise, multiplier 2
+    ((1, 4, 12, 12), (4, 1, 7, 7), [2, 2], [1, 1], 4, "custom", [3, 3, 3, 3]),
+    ((2, 16, 8, 8), (8, 16, 1, 1), [1, 1], [1, 1], 1, "valid", None),  # 1x1: direct GEMM
+    ((1, 16, 8, 8), (12, 4, 1, 1), [1, 1], [1, 1], 4, "valid", None),  # grouped 1x1
+    ((1, 8, 9, 9), (4, 8, 1, 1), [2, 2], [1, 1], 1, "valid", None),  # strided 1x1 (im2col)
+    ((1, 64, 70, 66), (8, 64, 3, 3), [1, 1], [1, 1], 1, "same", None),  # im2col in several bands
+    ((1, 2, 5, 6, 7), (3, 2, 2, 3, 3), [1, 2, 1], [1, 1, 2], 1, "same", None),
+    ((2, 4, 6, 5, 6), (4, 2, 3, 3, 1), [2, 1, 1], [1, 1, 1], 2, "custom", [1, 0, 0, 2, 1, 1]),
+    ((1, 3, 4, 5, 6), (3, 1, 3, 3, 3), [1, 1, 1], [1, 1, 1], 3, "same_lower", None),  # depthwise 3d
+    # taps whose every output lies in the left padding (a dilated kernel over a 1-wide input)
+    ((1, 2, 1), (3, 2, 2), [1], [2], 1, "custom", [3, 0]),
+    ((1, 2, 2, 1), (2, 1, 2, 2), [1, 1], [1, 2], 2, "custom", [0, 0, 3, 0]),
+    # depthwise rows with no interior (every output misses some tap)
+    ((1, 2, 5, 3), (2, 1, 3, 3), [1, 3], [1, 2], 2, "same", None),
+    ((1, 1, 7, 1, 3), (1, 1, 1, 4, 3), [2, 3, 3], [1, 1, 2], 1, "same", None),
+]
+
+
+@pytest.mark.parametrize("xs, ws, strides, dilations, groups, pad_type, pad", CONV_CASES)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_fp32(xs: tuple, ws: tuple, strides: list, dilations: list, groups: int, pad_type: str,
+                   pad: list | None, bias: bool) -> None:
+    x, w = rand(*xs, seed=1), rand(*ws, seed=2)
+    b = rand(ws[0], seed=3) if bias else None
+    params = {"weight": w, "strides": strides, "dilations": dilations, "groups": groups, "pad_type": pad_type}
+    if pad is not None:
+        params["pad"] = pad
+    if b is not None:
+        params["bias"] = b
+    got = run_op("conv", {"x": x}, **params)[0]
+    assert_close(got, ref_conv(x, w, b, strides, dilations, groups, pad_type, pad), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("case", [CONV_CASES[i] for i in (1, 4, 8, 11, 15)])
+def test_conv_fp16(case: tuple) -> None:
+    xs, ws, strides, dilations, groups, pad_type, pad = case
+    x, w, b = rand(*xs, dtype=np.float16, seed=4), rand(*ws, dtype=np.float16, seed=5), rand(ws[0], dtype=np.float16)
+    extra = {"pad": pad} if pad is not None else {}
+    got = run_op("conv", {"x": x}, weight=w, bias=b, strides=strides, dilations=dilations, groups=groups,
+                 pad_type=pad_type, **extra)[0]
+    assert got.dtype == np.float16
+    want = ref_conv(x, w, b, strides, dilations, groups, pad_type, pad).astype(np.float16)
+    assert_close(got, want, **F16)
+
+
+def test_conv_ios17_mixed_dtypes_and_ios15() -> None:
+    x, w, b = rand(1, 3, 8, 8, dtype=np.float16, seed=6), rand(4, 3, 3, 3, seed=7), rand(4, seed=8)
+    got = run_op("conv", {"x": x}, weight=w, bias=b, pad_type="same")[0]
+    assert got.dtype == np.float16
+    assert_close(got, ref_conv(x, w, b, [1, 1], [1, 1], 1, "same").astype(np.float16), **F16)
+    x32 = x.astype(np.float32)
+    got = run_op("conv", {"x": x32}, opset=ct.target.iOS15, weight=w, pad_type="same")[0]
+    assert_close(got, ref_conv(x32, w, None, [1, 1], [1, 1], 1, "same"), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_conv_dynamic_weight(groups: int) -> None:
+    x, w = rand(2, 4, 7, 9, seed=9), rand(6, 4 // groups, 3, 2, seed=10)
+    got = run_op("conv", {"x": x, "weight": w}, strides=[2, 1], pad_type="same", groups=groups)[0]
+    assert_close(got, ref_conv(x, w, None, [2, 1], [1, 1], groups, "same"), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("pad_type", ["valid", "same", "same_lower", "custom"])
+def test_conv_symbolic(pad_type: str) -> None:
+    x, w, b = rand(2, 4, 9, 12, seed=11), rand(6, 2, 3, 4, seed=12), rand(6, seed=13)
+    pad = [1, 2, 0, 3] if pad_type == "custom" else None
+    params = {"pad": pad} if pad else {}
+    got = run_op("conv", {"x": x}, symbolic=True, weight=w, bias=b, strides=[2, 3], groups=2,
+                 pad_type=pad_type, **params)[0]
+    assert_close(got, ref_conv(x, w, b, [2, 3], [1, 1], 2, pad_type, pad), rtol=1e-4, atol=1e-4)
+
+
+def test_conv_empty_batch_and_nan() -> None:
+    w, b = rand(5, 3, 3, 3, seed=14), rand(5, seed=15)
+    got = run_op("conv", {"x": rand(0, 3, 6, 6)}, weight=w, bias=b)[0]
+    assert got.shape == (0, 5, 4, 4)
+    x = rand(1, 3, 8, 8, seed=16)
+    x[0, 1, 0, 0] = np.nan
+    x[0, 2, 7, 7] = np.inf
+    got = run_op("conv", {"x": x}, weight=w, bias=b, pad_type="same")[0]
+    want = ref_conv(x, w, b, [1, 1], [1, 1], 1, "same")
+    assert np.isnan(got[0, :, :2, :2]).all() and not np.isnan(got[0, :, 3:6, 3:6]).any()
+    assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------------------------------
+# conv_transpose
+
+
+def ref_conv_transpose(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, strides: list[int],
+                       dilations: list[int], groups: int, crop: list[int], out: list[int]) -> np.ndarray:
+    """The full transposed conv (torch, no padding), cropped by `crop` before and sized `out`
+    (zeros past the full output), plus bias."""
+    nd = x.ndim - 2
+    full = CONV_T[nd](torch.tensor(x.astype(np.float32)), torch.tensor(w.astype(np.float32)), stride=strides,
+                      dilation=dilations, groups=groups).numpy()
+    res = np.zeros(full.shape[:2] + tuple(out), np.float32)
+    src, dst = [slice(None)] * 2, [slice(None)] * 2
+    for i in range(nd):
+        n = max(0, min(out[i], full.shape[2 + i] - crop[i]))
+        src.append(slice(crop[i], crop[i] + n))
+        dst.append(slice(0, n))
+    res[tuple(dst)] = full[tuple(src)]
+    if b is not None:
+        res += b.astype(np.float32).reshape((1, -1) + (1,) * nd)
+    return res
+
+
+def transpose_geometry(xs: tuple, ws: tuple, strides: list[int], dilations: list[int], pad_type: str,
+                       pad: list[int] | None, out_sizes: list[int] | None) -> tuple[list[int], list[int]]:
+    """(crop before, output size) per spatial dim."""
+    crop, out = [], []
+    for i in range(len(xs) - 2):
+        ek = (ws[2 + i] - 1) * dilations[i] + 1
+        full = (xs[2 + i] - 1) * strides[i] + ek
+        if out_sizes is not None:
+            o = out_sizes[i]
+        elif pad_type == "same":
+            o = xs[2 + i] * strides[i]
+        elif pad_type == "custom":
+            assert pad is not None
+            o = full - pad[2 * i] - pad[2 * i + 1]
+        else:
+            o = full
+        out.append(o)
+        if pad_type == "custom":
+            assert pad is not None
+            crop.append(pad[2 * i])
+        elif pad_type == "same":
+            crop.append(max(0, full - o) // 2)
+        else:
+            crop.append(0)
+    return crop, out
+
+
+CONV_T_CASES = [
+    # x shape, weight shape [C_in, C_out / groups, *K], strides, dilations, groups, pad_type, pad, output spatial
+    ((2, 3, 7), (3, 4, 3), [2], [1], 1, "valid", None, None),
+    ((1, 4, 6), (4, 3, 4), [3], [2], 2, "same", None, None),
+    ((1, 4, 6), (4, 1, 2), [3], [1], 4, "same", None, None),  # stride > kernel: the end holds the bias
+    ((1, 3, 5, 6), (3, 2, 3, 3), [2, 2], [1, 1], 1, "custom", [1, 1, 1, 1], None),
+    ((2, 4, 5, 4), (4, 3, 3, 2), [2, 1], [1, 2], 2, "custom", [2, 0, 0, 1], None),
+    ((1, 3, 5, 6), (3, 2, 4, 4), [2, 2], [1, 1], 1, "same", None, None),
+    ((1, 3, 5, 6), (3, 2, 3, 3), [2, 2], [1, 1], 1, "same", None, [9, 12]),  # TF SAME with output_shape
+    ((1, 3, 5, 6), (3, 2, 3, 3), [2, 2], [1, 1], 1, "valid", None, [12, 14]),  # beyond the full output
+    ((1, 3, 5, 6), (3, 2, 3, 3), [2, 2], [1, 1], 1, "custom", [1, 1, 1, 1], [10, 12]),  # output_padding 1
+    ((1, 6, 4, 4), (6, 1, 3, 3), [1, 1], [1, 1], 6, "custom", [1, 1, 1, 1], None),  # depthwise
+    ((1, 2, 3, 4, 3), (2, 3, 2, 3, 2), [2, 1, 2], [1, 1, 1], 1, "valid", None, None),
+    ((1, 4, 3, 3, 2), (4, 1, 3, 2, 3), [1, 2, 2], [2, 1, 1], 2, "custom", [1, 1, 0, 1, 2, 0], None),
+    ((1, 4, 64, 64), (4, 64, 3, 3), [2, 2], [1, 1], 1, "custom", [1, 1, 1, 1], None),  # columns in 2 bands
+]
+
+
+@pytest.mark.parametrize("xs, ws, strides, dilations, groups, pad_type, pad, out_sizes", CONV_T_CASES)
+def test_conv_transpose_fp32(xs: tuple, ws: tuple, strides: list, dilations: list, groups: int, pad_type: str,
+                             pad: list | None, out_sizes: list | None) -> None:
+    x, w, b = rand(*xs, seed=20), rand(*ws, seed=21), rand(ws[1] * groups, seed=22)
+    params = {"weight": w, "bias": b, "strides": strides, "dilations": dilations, "groups": groups,
+              "pad_type": pad_type}
+    if pad is not None:
+        params["pad"] = pad
+    if out_sizes is not None:
+        params["output_shape"] = [xs[0], ws[1] * groups] + out_sizes
+    got = run_op("conv_transpose", {"x": x}, **params)[0]
+    crop, out = transpose_geometry(xs, ws, strides, dilations, pad_type, pad, out_sizes)
+    assert_close(got, ref_conv_transpose(x, w, b, strides, dilations, groups, crop, out), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("nd, p, op_, s, d", [(1, 1, 1, 2, 1), (2, 1, 1, 2, 1), (2, 2, 1, 3, 2), (3, 1, 1, 2, 1)])
+def test_conv_transpose_torch_output_padding(nd: int, p: int, op_: int, s: int, d: int) -> None:
+    """custom pad p plus output_shape one larger per dim is torch's padding=p, output_padding=1."""
+    xs = (1, 3) + (4,) * nd
+    ws = (3, 2) + (3,) * nd
+    x, w, b = rand(*xs, seed=23), rand(*ws, seed=24), rand(2, seed=25)
+    full = (4 - 1) * s + (3 - 1) * d + 1
+    got = run_op("conv_transpose", {"x": x}, weight=w, bias=b, strides=[s] * nd, dilations=[d] * nd,
+                 pad_type="custom", pad=[p] * (2 * nd), output_shape=[1, 2] + [full - 2 * p + op_] * nd)[0]
+    want = CONV_T[nd](torch.tensor(x), torch.tensor(w), torch.tensor(b), stride=s, padding=p, output_padding=op_,
+                      dilation=d).numpy()
+    assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_transpose_fp16_and_symbolic() -> None:
+    xs, ws = (1, 4, 5, 6), (4, 3, 3, 3)
+    x, w, b = rand(*xs, dtype=np.float16, seed=26), rand(*ws, dtype=np.float16, seed=27), rand(3, dtype=np.float16)
+    got = run_op("conv_transpose", {"x": x}, weight=w, bias=b, strides=[2, 2], pad_type="same")[0]
+    crop, out = transpose_geometry(xs, ws, [2, 2], [1, 1], "same", None, None)
+    assert got.dtype == np.float16
+    assert_close(got, ref_conv_transpose(x, w, b, [2, 2], [1, 1], 1, crop, out).astype(np.float16), **F16)
+    x32 = x.astype(np.float32)
+    got = run_op("conv_transpose", {"x": x32}, symbolic=True, weight=w.astype(np.float32), strides=[2, 1],
+                 pad_type="custom", pad=[1, 0, 0, 1])[0]
+    crop, out = transpose_geometry(xs, ws, [2, 1], [1, 1], "custom", [1, 0, 0, 1], None)
+    assert_close(got, ref_conv_transpose(x32, w, None, [2, 1], [1, 1], 1, crop, out), rtol=1e-4, atol=1e-4)
+
+
+def test_conv_transpose_empty_batch() -> None:
+    w = rand(3, 2, 3, 3, seed=28)
+    got = run_op("conv_transpose", {"x": rand(0, 3, 4, 4)}, weight=w, strides=[2, 2])[0]
+    assert got.shape == (0, 2, 9, 9)
+
+
+# ------------------------------------------------------------------------------------------
+# conv_quantized
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_conv_quantized(per_channel: bool, dtype: type) -> None:
+    x = rand(1, 4, 9, 8, dtype=dtype, seed=30)
+    wq = rand(6, 2, 3, 3, dtype=np.uint8, lo=0, hi=256, seed=31)
+    bias = rand(6, dtype=np.uint8, lo=0, hi=4, seed=32)
+    n = 6 if per_channel else 1
+    scale = rand(n, dtype=dtype, lo=0.001, hi=0.01, seed=33)
+    qbias = rand(n, dtype=dtype, lo=-0.5, hi=0.5, seed=34)
+    got = run_op("conv_quantized", {"x": x}, weight=wq, bias=bias, quantization_type="linear",
+                 quant_scale=scale, quant_bias=qbias, strides=[2, 1], pad_type="same", groups=2)[0]
+    wf = wq.astype(np.float32) * scale.astype(np.float32).reshape(-1, 1, 1, 1) + qbias.astype(np.float32).reshape(
+        -1, 1, 1, 1)
+    want = ref_conv(x, wf, bias.astype(np.float32), [2, 1], [1, 1], 2, "same").astype(dtype)
+    assert got.dtype == dtype
+    assert_close(got, want, **(F16 if dtype == np.float16 else {"rtol": 1e-4, "atol": 1e-4}))
+
+
+def test_conv_quantized_bad_data() -> None:
+    x = rand(1, 2, 5, 5, seed=35)
+    scale, qbias = np.array([0.1], np.float32), np.array([0.0], np.float32)
+    wq = np.full((3, 2, 3, 3), 20, np.uint8)
+    with pytest.raises(ValueError, match=r"conv_quantized.*nbits = 4"):
+        run_op("conv_quantized", {"x": x}, weight=wq, quantization_type="linear", quant_scale=scale,
+               quant_bias=qbias, nbits=4)
+    with pytest.raises(ValueError, match=r"conv_quantized.*lut"):
+        run_op("conv_quantized", {"x": x}, weight=wq, quantization_type="lut", quant_scale=scale, quant_bias=qbias)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_conv_and_transpose_random_configs(seed: int) -> None:
+    """Random small geometries (tiny inputs, large pads, dilations, strides past the kernel)."""
+    rng = np.random.default_rng(seed)
+    checked = 0
+    for it in range(12):
+        nd = int(rng.integers(1, 4))
+        g = int(rng.choice([1, 1, 2, 3]))
+        cin, cout = g * int(rng.integers(1, 4)), g * int(rng.integers(1, 4))
+        ins = [int(v) for v in rng.integers(1, 8, nd)]
+        ks = [int(v) for v in rng.integers(1, 5, nd)]
+        st = [int(v) for v in rng.integers(1, 4, nd)]
+        dl = [int(v) for v in rng.integers(1, 3, nd)]
+        pad = [int(v) for v in rng.integers(0, 4, 2 * nd)]
+        pt = str(rng.choice(["valid", "same", "same_lower", "custom"]))
+        x = rand(int(rng.integers(1, 3)), cin, *ins, seed=seed * 100 + it)
+        w, b = rand(cout, cin // g, *ks, seed=it + 1), rand(cout, seed=it + 2)
+        cpad = pad if pt == "custom" else None
+        pads = spatial_pads(pt, ins, ks, st, dl, cpad)
+        if all(ins[i] + sum(pads[i]) >= (ks[i] - 1) * dl[i] + 1 for i in range(nd)):
+            extra = {"pad": pad} if cpad else {}
+            got = run_op("conv", {"x": x}, weight=w, bias=b, strides=st, dilations=dl, groups=g, pad_type=pt,
+                         **extra)[0]
+            assert_close(got, ref_conv(x, w, b, st, dl, g, pt, cpad), rtol=1e-4, atol=1e-4)
+            checked += 1
+        tpt = "valid" if pt == "same_lower" else pt
+        wt = rand(cin, cout // g, *ks, seed=it + 3)
+        outs = None
+        if rng.random() < 0.4:
+            outs = [(ins[i] - 1) * st[i] + (ks[i] - 1) * dl[i] + 1 + int(rng.integers(-1, 3)) for i in range(nd)]
+        crop, osz = transpose_geometry(x.shape, wt.shape, st, dl, tpt, cpad, outs)
+        if all(o > 0 for o in osz):
+            params = {"weight": wt, "bias": b, "strides": st, "dilations": dl, "groups": g, "pad_type": tpt}
+            if tpt == "custom":
+                params["pad"] = pad
+            if outs is not None:
+                params["output_shape"] = [x.shape[0], cout] + outs
+            got = run_op("conv_transpose", {"x": x}, **params)[0]
+            assert_close(got, ref_conv_transpose(x, wt, b, st, dl, g, crop, osz), rtol=1e-4, atol=1e-4)
+            checked += 1
+    assert checked >= 12

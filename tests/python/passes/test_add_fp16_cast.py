@@ -1,0 +1,84 @@
+"""common::add_fp16_cast (FP16ComputePrecision) against coremltools, alone and followed by the
+cleanup passes coremltools runs after it."""
+
+import numpy as np
+import pytest
+from support.parity import ALL_OPSETS
+from support.pass_parity import check_passes
+
+P = "common::add_fp16_cast"
+AFTER = [P, "common::const_elimination", "common::dead_code_elimination", "common::cast_optimization",
+         "common::dead_code_elimination", "common::const_elimination"]
+rng = np.random.default_rng(1)
+W = rng.standard_normal((6, 4)).astype(np.float32)
+
+
+def _mlp(mb, x):
+    a = mb.linear(x=x, weight=W, bias=np.ones((6,), np.float32))
+    b = mb.relu(x=a)
+    c = mb.add(x=b, y=b)  # b has several users: one cached cast
+    d = mb.mul(x=b, y=np.float32(2))
+    s = mb.shape(x=d)  # fp32 in, int32 out
+    e = mb.softmax(x=mb.sub(x=c, y=d), axis=-1)
+    return e, s, mb.reduce_mean(x=e, axes=[-1], keep_dims=False)
+
+
+@pytest.mark.parametrize("opset", ALL_OPSETS)
+@pytest.mark.parametrize("passes", [[P], AFTER], ids=["alone", "cleanup"])
+def test_mlp(opset, passes):
+    cp, mp = check_passes(_mlp, [(("S", 4), "fp32")], passes, opset)
+    if passes is AFTER:
+        fn = mp.functions["main"]
+        consts = [o for o in fn.operations if o.op_type == "const" and o.outputs[0].dtype.__name__ == "fp16"]
+        assert consts, "the weights should be fp16 consts"
+
+
+@pytest.mark.parametrize("opset", ALL_OPSETS)
+def test_mixed_precision_and_exclusions(opset):
+    def build(mb, x):
+        a = mb.leaky_relu(x=x, alpha=0.1)
+        b = mb.sigmoid_hard(x=a, alpha=0.2, beta=0.5)
+        c = mb.rsqrt(x=mb.abs(x=b), epsilon=1e-6)
+        d = mb.log(x=c, epsilon=1e-30)  # the fp16 cast flushes 1e-30 to 0: smallest subnormal kept
+        e = mb.cast(x=d, dtype="fp16")  # cast is never rewritten
+        f = mb.add(x=d, y=np.float32(70000))  # overflows fp16: stays fp32
+        g = mb.add(x=d, y=np.float32(-3e38))  # treated as -inf: fp16
+        g = mb.add(x=g, y=np.float32(-1e38))  # fp32(1e38) < 1e38 in float64, not in numpy's fp32 test
+        g = mb.add(x=g, y=np.array([1e37, 0], np.float32)[:1])  # finite and too big: stays fp32
+        h = mb.mul(x=x, y=np.array([1e-9, -1e-9, 0, 1], np.float32))  # tiny values
+        return e, f, g, h
+
+    check_passes(build, [((2, 4), "fp32")], [P], opset)
+    check_passes(build, [((2, 4), "fp32")], AFTER, opset)
+
+
+def test_skip_ops_by_type():
+    check_passes(_mlp, [((3, 4), "fp32")], AFTER, "iOS17", {P: {"skip_ops_by_type": "relu,mul"}})
+    _, mp = check_passes(_mlp, [((3, 4), "fp32")], [P], "iOS17", {P: {"skip_ops_by_type": "relu,mul"}})
+    names = [o.name for o in mp.functions["main"].operations]
+    assert "relu_0" in names and "add_0_cast_fp16" in names
+
+
+def test_fp16_and_int_inputs_untouched_and_outputs_keep_names():
+    def build(mb, x, x1):
+        a = mb.add(x=x, y=x)  # fp16 already: unchanged
+        b = mb.add(x=x1, y=x1)  # int32: unchanged
+        c = mb.cast(x=x, dtype="fp32")
+        d = mb.matmul(x=c, y=c, transpose_y=True)
+        return a, b, d
+
+    cp, mp = check_passes(build, [((3, 3), "fp16"), ((3,), "int32")], [P], "iOS16")
+    assert [v.name for v in mp.functions["main"].outputs] == ["add_0", "add_1", "matmul_0"]
+    assert "matmul_0_cast_fp16" in [o.name for o in mp.functions["main"].operations]
+
+
+def test_multi_output_and_tuple_inputs():
+    def build(mb, x):
+        a, b = mb.split(x=x, num_splits=2, axis=0)
+        c = mb.concat(values=[a, b, a], axis=1)
+        v, i = mb.topk(x=c, k=2)
+        return v, i, mb.layer_norm(x=c, axes=[-1])
+
+    for opset in ALL_OPSETS:
+        check_passes(build, [((4, 3), "fp32")], [P], opset)
+        check_passes(build, [((4, 3), "fp32")], AFTER, opset)
