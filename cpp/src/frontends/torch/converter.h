@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -39,21 +40,77 @@ Dim parse_sym_expr(const std::string& s, SymbolContext& ctx);
 class Converter;
 /// Converts one node: reads its arguments through `cv`, builds ops, binds its outputs.
 using ConvertFn = std::function<void(Converter& cv, const json& node)>;
-/// Operator key ("aten.add.Tensor" or "aten.add" for every overload) -> converter.
-using OpTable = std::unordered_map<std::string, ConvertFn>;
+/// Operator key ("aten.add.Tensor", or "aten.add" for every overload) -> converter.
+class OpTable {
+ public:
+  /// Registers `fn` for the operator `key`; a key registered twice is a logic error.
+  void on(const std::string& key, ConvertFn fn);
+  /// Registers `fn` for each of `keys` (aliases sharing one converter).
+  void on(std::initializer_list<const char*> keys, const ConvertFn& fn);
+  /// Registers the named function `fn` for the operator `key`.
+  void on(const std::string& key, void (*fn)(Converter&, const json&)) { on(key, ConvertFn(fn)); }
+  /// Registers the named function `fn` for each of `keys`.
+  void on(std::initializer_list<const char*> keys, void (*fn)(Converter&, const json&)) { on(keys, ConvertFn(fn)); }
+  /// The converter registered for `key`, or nullptr.
+  const ConvertFn* find(const std::string& key) const;
+  /// The registered keys and converters.
+  std::unordered_map<std::string, ConvertFn>::const_iterator begin() const { return fns_.begin(); }
+  /// End of the registered keys and converters.
+  std::unordered_map<std::string, ConvertFn>::const_iterator end() const { return fns_.end(); }
+
+ private:
+  std::unordered_map<std::string, ConvertFn> fns_;
+};
 /// The table, filled once by the register_* functions of the family files.
 const OpTable& op_table();
 /// The converter for a node target ("torch.ops.aten.add_.Tensor"), or nullptr. In-place
 /// targets (`add_`) resolve to their functional form; `inplace` tells which.
 const ConvertFn* find_op(const std::string& target, bool* inplace = nullptr);
 
+/// Registers the elementwise operators.
 void register_elementwise(OpTable& t);
-void register_nn(OpTable& t);
-void register_tensor(OpTable& t);
+/// Registers the math operators.
+void register_math(OpTable& t);
+/// Registers the activation operators.
+void register_activation(OpTable& t);
+/// Registers the logical operators.
+void register_logical(OpTable& t);
+/// Registers the sorting operators.
+void register_sorting(OpTable& t);
+/// Registers the copy operators.
+void register_copy(OpTable& t);
+/// Registers the creation operators.
+void register_creation(OpTable& t);
+/// Registers the shape operators.
+void register_shape(OpTable& t);
+/// Registers the indexing operators.
+void register_indexing(OpTable& t);
+/// Registers the padding operators.
+void register_padding(OpTable& t);
+/// Registers the reduction operators.
 void register_reduction(OpTable& t);
-void register_misc(OpTable& t);
-void register_hop(OpTable& t);
+/// Registers the linear operators.
+void register_linear(OpTable& t);
+/// Registers the conv operators.
+void register_conv(OpTable& t);
+/// Registers the pooling operators.
+void register_pooling(OpTable& t);
+/// Registers the normalization operators.
+void register_normalization(OpTable& t);
+/// Registers the sampling operators.
+void register_sampling(OpTable& t);
+/// Registers the attention operators.
+void register_attention(OpTable& t);
+/// Registers the embedding operators.
+void register_embedding(OpTable& t);
+/// Registers the dropout operators.
+void register_dropout(OpTable& t);
+/// Registers the signal operators.
+void register_signal(OpTable& t);
+/// Registers the rnn operators.
 void register_rnn(OpTable& t);
+/// Registers the control flow operators.
+void register_control_flow(OpTable& t);
 
 /// A view of another tensor made by slice / select (for writes through the view).
 struct ViewInfo {

@@ -1,18 +1,78 @@
-// ATen reductions: sum, mean, prod, amax / amin, max / min (values and indices), argmax / argmin,
-// var / std (with correction), any / all, logsumexp, vector norms.
+// ATen reductions: sum / mean / prod / logsumexp, max / min and their indices, any / all, variance and standard deviation, norms, cumulative scans, diff.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <numeric>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace torch_detail {
 
 namespace {
 
-using C = Converter;
+// A scan along `dim` of a tensor whose length there is known (see aten.cumprod).
+struct Scan {
+  C& cv;
+  const json& n;
+  int64_t dim = 0, len = 0;
+  int r = 0;
+  Scan(C& c, const json& node, Var* x, int64_t d) : cv(c), n(node) {
+    r = cv.rank(n, x);
+    if (r == 0) cv.fail(n, "a cumulative op needs at least one dim");
+    dim = cv.axis(n, d, r);
+    Dim L = C::shape(x)[static_cast<size_t>(dim)];
+    if (!L->is_const()) cv.fail(n, "a cumulative product / max / min / logsumexp along a symbolic dim is not supported");
+    len = L->value();
+  }
+  // x moved k places later along the dim, the first k entries `fill`
+  Var* shift(Var* x, int64_t k, double fill) const {
+    SliceSpec head;
+    head.end = len - k;
+    Var* h = slice_axis(cv, n, x, dim, head);
+    DataType dt = C::dtype(x);
+    if (!is_float(dt)) {
+      // MIL pads floats only: ints get x[:k] * 0 + fill in front
+      SliceSpec front;
+      front.end = k;
+      Var* f = bin(cv, "add", bin(cv, "mul", slice_axis(cv, n, x, dim, front), cv.cs(0, dt)),
+                   cv.cs(fill, dt));
+      return cv.op("concat", {values_arg({f, h}), C::ai32("axis", dim)});
+    }
+    std::vector<int64_t> pad(2 * static_cast<size_t>(r), 0);
+    pad[2 * static_cast<size_t>(dim)] = k;
+    return cv.op("pad", {C::a("x", h), C::aints32("pad", pad), C::astr("mode", "constant"),
+                         C::a("constant_val", Value::scalar_float(dt, fill))});
+  }
+};
 
-Var* self(C& cv, const json& n) { return C::has(n, "self") ? cv.tensor(n, "self") : cv.tensor(n, "input"); }
+void cum_extreme(C& cv, const json& n, bool is_max) {
+  Var* x = self(cv, n);
+  if (C::dtype(x) == DataType::Bool) x = cv.cast(x, DataType::Int32);
+  DataType dt = C::dtype(x);
+  Scan sc(cv, n, x, cv.i(n, "dim", 0));
+  double worst = is_float(dt) ? (is_max ? -INFINITY : INFINITY)
+                              : static_cast<double>(is_max ? std::numeric_limits<int32_t>::min()
+                                                           : std::numeric_limits<int32_t>::max());
+  // the index along the dim, broadcast to x's shape
+  int r = cv.rank(n, x);
+  std::vector<int64_t> axes;
+  for (int q = 0; q < r; ++q)
+    if (q != sc.dim) axes.push_back(q);
+  Var* idx = range_of(cv, C::shape(x)[static_cast<size_t>(sc.dim)]);
+  if (!axes.empty()) idx = cv.op("expand_dims", {C::a("x", idx), C::aints32("axes", axes)});
+  idx = expand_to(cv, n, idx, C::shape(x));
+  for (int64_t k = 1; k < sc.len; k *= 2) {
+    Var* pv = sc.shift(x, k, worst);
+    Var* pi = sc.shift(idx, k, 0);
+    Var* keep = bin(cv, is_max ? "greater_equal" : "less_equal", x, pv);  // later wins ties
+    x = cv.op("select", {C::a("cond", keep), C::a("a", x), C::a("b", pv)});
+    idx = cv.op("select", {C::a("cond", keep), C::a("a", idx), C::a("b", pi)});
+  }
+  if (auto od = cv.out_dtype(n)) x = cv.cast(x, *od);
+  cv.out(n, x, 0);
+  cv.out(n, idx, 1);
+}
 
 // the reduced axes: `dim` (an int or a list; absent / empty: every axis)
 std::vector<int64_t> axes_of(C& cv, const json& n, Var* x, const char* name = "dim") {
@@ -30,7 +90,7 @@ Var* reduce(C& cv, const char* op, Var* x, const std::vector<int64_t>& axes, boo
 }
 
 void sum_like(OpTable& t, const char* name, const char* mil, bool float_only) {
-  t[name] = [mil, float_only](C& cv, const json& n) {
+  t.on(name, [mil, float_only](C& cv, const json& n) {
     Var* x = self(cv, n);
     if (auto dt = cv.dtype_arg(n, "dtype")) x = cv.cast(x, *dt);
     else if (auto od = cv.out_dtype(n)) x = cv.cast(x, *od);
@@ -41,14 +101,14 @@ void sum_like(OpTable& t, const char* name, const char* mil, bool float_only) {
       return;
     }
     cv.out(n, reduce(cv, mil, x, axes_of(cv, n, x), cv.bo(n, "keepdim", false)));
-  };
+  });
 }
 
 Var* as_int_for_bool(C& cv, Var* x) { return C::dtype(x) == DataType::Bool ? cv.cast(x, DataType::Int32) : x; }
 
 void minmax(OpTable& t, const char* name, const char* mil, const char* arg) {
   // max.dim / min.dim: (values, indices); max / min: over everything; max.other: elementwise
-  t[name] = [mil, arg](C& cv, const json& n) {
+  t.on(name, [mil, arg](C& cv, const json& n) {
     Var* x = self(cv, n);
     if (C::has(n, "other")) {
       Var* y = cv.tensor(n, "other");
@@ -69,11 +129,11 @@ void minmax(OpTable& t, const char* name, const char* mil, const char* arg) {
     if (is_bool) v = cv.cast(v, DataType::Bool);
     Var* idx = cv.op(arg, {C::a("x", xi), C::ai32("axis", d), C::abool("keep_dims", keep)});
     cv.outs(n, {v, idx});
-  };
+  });
 }
 
 void arg(OpTable& t, const char* name, const char* mil) {
-  t[name] = [mil](C& cv, const json& n) {
+  t.on(name, [mil](C& cv, const json& n) {
     Var* x = as_int_for_bool(cv, self(cv, n));
     bool keep = cv.bo(n, "keepdim", false);
     if (!C::has(n, "dim")) {
@@ -88,7 +148,7 @@ void arg(OpTable& t, const char* name, const char* mil) {
     }
     int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
     cv.out(n, cv.op(mil, {C::a("x", x), C::ai32("axis", d), C::abool("keep_dims", keep)}));
-  };
+  });
 }
 
 // var with torch's correction (unbiased=True is correction 1); returns (var, mean)
@@ -125,96 +185,200 @@ std::pair<Var*, Var*> variance(C& cv, const json& n, Var* x) {
   return {var, mean};
 }
 
+void anyall(C& cv, const json& n, bool any) {
+  Var* x = self(cv, n);
+  Var* b = C::dtype(x) == DataType::Bool ? x : cv.op("not_equal", {C::a("x", x), C::a("y", cv.cs(0, C::dtype(x)))});
+  Var* i = cv.cast(b, DataType::Int32);
+  std::vector<int64_t> axes = axes_of(cv, n, x);
+  Var* r = reduce(cv, any ? "reduce_max" : "reduce_min", i, axes, cv.bo(n, "keepdim", false));
+  cv.out(n, cv.cast(r, DataType::Bool));
+}
+
+void cumsum(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  if (auto dt = cv.dtype_arg(n, "dtype")) x = cv.cast(x, *dt);
+  else if (auto od = cv.out_dtype(n)) x = cv.cast(x, *od);
+  int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+  cv.out(n, cv.op("cumsum", {C::a("x", x), C::ai32("axis", d)}));
+}
+
+// Running products, maxima / minima (with their indices) and log-sum-exps along a dim of known
+// length L: a Hillis-Steele scan, log2(L) steps each combining every entry with the one k
+// before it (shifted in by padding with the operation's identity). Products then group
+// differently from torch's left-to-right loop (last-bit differences in float); maxima and
+// indices are exact, and later entries win ties as in torch's cummax / cummin.
+void cumprod(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  if (auto dt = cv.dtype_arg(n, "dtype")) x = cv.cast(x, *dt);
+  else if (auto od = cv.out_dtype(n)) x = cv.cast(x, *od);
+  if (C::dtype(x) == DataType::Bool) x = cv.cast(x, DataType::Int32);
+  Scan sc(cv, n, x, cv.i(n, "dim", 0));
+  for (int64_t k = 1; k < sc.len; k *= 2) x = bin(cv, "mul", x, sc.shift(x, k, 1.0));
+  cv.out(n, x);
+}
+
+void logcumsumexp(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
+  DataType dt = C::dtype(x);
+  Scan sc(cv, n, x, cv.i(n, "dim", 0));
+  for (int64_t k = 1; k < sc.len; k *= 2) {
+    // logaddexp(a, b) = max + log1p(exp(-|a - b|)); two -inf give -inf
+    Var* a = sc.shift(x, k, -INFINITY);
+    Var* hi = bin(cv, "maximum", a, x);
+    Var* lo = bin(cv, "minimum", a, x);
+    Var* e = cv.op("exp", {C::a("x", bin(cv, "sub", lo, hi))});
+    Var* sum = bin(cv, "add", hi, cv.op("log", {C::a("x", bin(cv, "add", e, cv.cs(1, dt)))}));
+    Var* ninf = bin(cv, "equal", hi, cv.cs(-INFINITY, dt));
+    x = cv.op("select", {C::a("cond", ninf), C::a("a", hi), C::a("b", sum)});
+  }
+  cv.out(n, x);
+}
+
+void cummax(C& cv, const json& n) { cum_extreme(cv, n, true); }
+
+void cummin(C& cv, const json& n) { cum_extreme(cv, n, false); }
+
+// diff(x, n, dim, prepend, append): [prepend, x, append] along dim, then n times x[1:] - x[:-1]
+// (bool: logical_xor, as torch)
+void diff(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  int r = cv.rank(n, x);
+  if (r == 0) cv.fail(n, "diff needs at least one dim");
+  int64_t d = cv.axis(n, cv.i(n, "dim", -1), r);
+  int64_t times = cv.i(n, "n", 1);
+  if (times < 0) cv.fail(n, "diff order n must be non-negative, got " + std::to_string(times));
+  std::vector<Var*> parts;
+  for (const char* side : {"prepend", "self", "append"}) {
+    Var* p = std::string(side) == "self" ? x : cv.opt_tensor(n, side);
+    if (!p) continue;
+    if (cv.rank(n, p) != r) cv.fail(n, std::string("diff: '") + side + "' must have the rank of the input");
+    parts.push_back(p);
+  }
+  if (parts.size() > 1) {
+    parts = promote_all(cv, parts, C::dtype(x));
+    x = cv.op("concat", {values_arg(parts), C::ai32("axis", d)});
+  }
+  bool is_bool = C::dtype(x) == DataType::Bool;
+  for (int64_t k = 0; k < times; ++k) {
+    SliceSpec hi, lo;
+    hi.start = 1;
+    lo.end = -1;
+    Var* a = slice_axis(cv, n, x, d, hi);
+    Var* b = slice_axis(cv, n, x, d, lo);
+    x = bin(cv, is_bool ? "logical_xor" : "sub", a, b);
+  }
+  cv.out(n, times == 0 ? cv.op("identity", {C::a("x", x)}) : x);
+}
+
+void amax(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  bool b = C::dtype(x) == DataType::Bool;
+  Var* v = reduce(cv, "reduce_max", as_int_for_bool(cv, x), axes_of(cv, n, x), cv.bo(n, "keepdim", false));
+  cv.out(n, b ? cv.cast(v, DataType::Bool) : v);
+}
+
+void amin(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  bool b = C::dtype(x) == DataType::Bool;
+  Var* v = reduce(cv, "reduce_min", as_int_for_bool(cv, x), axes_of(cv, n, x), cv.bo(n, "keepdim", false));
+  cv.out(n, b ? cv.cast(v, DataType::Bool) : v);
+}
+
+// aminmax: (amin, amax) along `dim`, or over everything (keepdim: every axis kept as 1)
+void aminmax(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  bool b = C::dtype(x) == DataType::Bool;
+  Var* xi = as_int_for_bool(cv, x);
+  int r = cv.rank(n, x);
+  bool keep = cv.bo(n, "keepdim", false);
+  std::vector<int64_t> axes;
+  if (auto d = cv.opt_i(n, "dim")) axes.push_back(cv.axis(n, *d, std::max(r, 1)));
+  else
+    for (int k = 0; k < r; ++k) axes.push_back(k);
+  if (r == 0) axes.clear();  // a 0-d tensor is its own min and max
+  Var* lo = reduce(cv, "reduce_min", xi, axes, keep);
+  Var* hi = reduce(cv, "reduce_max", xi, axes, keep);
+  if (b) {
+    lo = cv.cast(lo, DataType::Bool);
+    hi = cv.cast(hi, DataType::Bool);
+  }
+  cv.outs(n, {lo, hi});
+}
+
+void var_op(C& cv, const json& n) { cv.out(n, variance(cv, n, self(cv, n)).first); }
+
+void std_op(C& cv, const json& n) { cv.out(n, cv.op("sqrt", {C::a("x", variance(cv, n, self(cv, n)).first)})); }
+
+void var_mean(C& cv, const json& n) {
+  auto [v, m] = variance(cv, n, self(cv, n));
+  cv.outs(n, {v, m});
+}
+
+void std_mean(C& cv, const json& n) {
+  auto [v, m] = variance(cv, n, self(cv, n));
+  cv.outs(n, {cv.op("sqrt", {C::a("x", v)}), m});
+}
+
+void any_op(C& cv, const json& n) { anyall(cv, n, true); }
+
+void all_op(C& cv, const json& n) { anyall(cv, n, false); }
+
+void linalg_vector_norm(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
+  double ord = cv.f(n, "ord", 2);
+  auto axes = axes_of(cv, n, x);
+  bool keep = cv.bo(n, "keepdim", false);
+  if (ord == 2) cv.out(n, reduce(cv, "reduce_l2_norm", x, axes, keep));
+  else if (ord == 1) cv.out(n, reduce(cv, "reduce_l1_norm", x, axes, keep));
+  else if (std::isinf(ord)) cv.out(n, reduce(cv, ord > 0 ? "reduce_max" : "reduce_min", cv.op("abs", {C::a("x", x)}), axes, keep));
+  else {
+    Var* p = cv.op("pow", {C::a("x", cv.op("abs", {C::a("x", x)})), C::a("y", cv.cs(ord, C::dtype(x)))});
+    Var* s = reduce(cv, "reduce_sum", p, axes, keep);
+    cv.out(n, cv.op("pow", {C::a("x", s), C::a("y", cv.cs(1.0 / ord, C::dtype(x)))}));
+  }
+}
+
+void norm_op(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
+  double p = cv.f(n, "p", 2);
+  auto axes = axes_of(cv, n, x);
+  bool keep = cv.bo(n, "keepdim", false);
+  if (p == 2) cv.out(n, reduce(cv, "reduce_l2_norm", x, axes, keep));
+  else if (p == 1) cv.out(n, reduce(cv, "reduce_l1_norm", x, axes, keep));
+  else cv.fail(n, "norm with p=" + std::to_string(p) + " is not supported");
+}
+
 }  // namespace
 
 void register_reduction(OpTable& t) {
+  t.on("aten.cumsum", cumsum);
+  t.on("aten.cumprod", cumprod);
+  t.on("aten.logcumsumexp", logcumsumexp);
+  t.on("aten.cummax", cummax);
+  t.on("aten.cummin", cummin);
+  t.on("aten.diff", diff);
+  t.on("aten.amax", amax);
+  t.on("aten.amin", amin);
+  t.on("aten.aminmax", aminmax);
+  t.on("aten.var", var_op);
+  t.on("aten.std", std_op);
+  t.on("aten.var_mean", var_mean);
+  t.on("aten.std_mean", std_mean);
+  t.on("aten.any", any_op);
+  t.on("aten.all", all_op);
+  t.on("aten.linalg_vector_norm", linalg_vector_norm);
+  t.on("aten.norm", norm_op);
   sum_like(t, "aten.sum", "reduce_sum", false);
   sum_like(t, "aten.mean", "reduce_mean", true);
   sum_like(t, "aten.prod", "reduce_prod", false);
   sum_like(t, "aten.logsumexp", "reduce_log_sum_exp", true);
-  t["aten.amax"] = [](C& cv, const json& n) {
-    Var* x = self(cv, n);
-    bool b = C::dtype(x) == DataType::Bool;
-    Var* v = reduce(cv, "reduce_max", as_int_for_bool(cv, x), axes_of(cv, n, x), cv.bo(n, "keepdim", false));
-    cv.out(n, b ? cv.cast(v, DataType::Bool) : v);
-  };
-  t["aten.amin"] = [](C& cv, const json& n) {
-    Var* x = self(cv, n);
-    bool b = C::dtype(x) == DataType::Bool;
-    Var* v = reduce(cv, "reduce_min", as_int_for_bool(cv, x), axes_of(cv, n, x), cv.bo(n, "keepdim", false));
-    cv.out(n, b ? cv.cast(v, DataType::Bool) : v);
-  };
-  // aminmax: (amin, amax) along `dim`, or over everything (keepdim: every axis kept as 1)
-  t["aten.aminmax"] = [](C& cv, const json& n) {
-    Var* x = self(cv, n);
-    bool b = C::dtype(x) == DataType::Bool;
-    Var* xi = as_int_for_bool(cv, x);
-    int r = cv.rank(n, x);
-    bool keep = cv.bo(n, "keepdim", false);
-    std::vector<int64_t> axes;
-    if (auto d = cv.opt_i(n, "dim")) axes.push_back(cv.axis(n, *d, std::max(r, 1)));
-    else
-      for (int k = 0; k < r; ++k) axes.push_back(k);
-    if (r == 0) axes.clear();  // a 0-d tensor is its own min and max
-    Var* lo = reduce(cv, "reduce_min", xi, axes, keep);
-    Var* hi = reduce(cv, "reduce_max", xi, axes, keep);
-    if (b) {
-      lo = cv.cast(lo, DataType::Bool);
-      hi = cv.cast(hi, DataType::Bool);
-    }
-    cv.outs(n, {lo, hi});
-  };
   minmax(t, "aten.max", "reduce_max", "reduce_argmax");
   minmax(t, "aten.min", "reduce_min", "reduce_argmin");
   arg(t, "aten.argmax", "reduce_argmax");
   arg(t, "aten.argmin", "reduce_argmin");
-  t["aten.var"] = [](C& cv, const json& n) { cv.out(n, variance(cv, n, self(cv, n)).first); };
-  t["aten.std"] = [](C& cv, const json& n) { cv.out(n, cv.op("sqrt", {C::a("x", variance(cv, n, self(cv, n)).first)})); };
-  t["aten.var_mean"] = [](C& cv, const json& n) {
-    auto [v, m] = variance(cv, n, self(cv, n));
-    cv.outs(n, {v, m});
-  };
-  t["aten.std_mean"] = [](C& cv, const json& n) {
-    auto [v, m] = variance(cv, n, self(cv, n));
-    cv.outs(n, {cv.op("sqrt", {C::a("x", v)}), m});
-  };
-  auto anyall = [](bool any) {
-    return [any](C& cv, const json& n) {
-      Var* x = self(cv, n);
-      Var* b = C::dtype(x) == DataType::Bool ? x : cv.op("not_equal", {C::a("x", x), C::a("y", cv.cs(0, C::dtype(x)))});
-      Var* i = cv.cast(b, DataType::Int32);
-      std::vector<int64_t> axes = axes_of(cv, n, x);
-      Var* r = reduce(cv, any ? "reduce_max" : "reduce_min", i, axes, cv.bo(n, "keepdim", false));
-      cv.out(n, cv.cast(r, DataType::Bool));
-    };
-  };
-  t["aten.any"] = anyall(true);
-  t["aten.all"] = anyall(false);
-  t["aten.linalg_vector_norm"] = [](C& cv, const json& n) {
-    Var* x = self(cv, n);
-    if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
-    double ord = cv.f(n, "ord", 2);
-    auto axes = axes_of(cv, n, x);
-    bool keep = cv.bo(n, "keepdim", false);
-    if (ord == 2) cv.out(n, reduce(cv, "reduce_l2_norm", x, axes, keep));
-    else if (ord == 1) cv.out(n, reduce(cv, "reduce_l1_norm", x, axes, keep));
-    else if (std::isinf(ord)) cv.out(n, reduce(cv, ord > 0 ? "reduce_max" : "reduce_min", cv.op("abs", {C::a("x", x)}), axes, keep));
-    else {
-      Var* p = cv.op("pow", {C::a("x", cv.op("abs", {C::a("x", x)})), C::a("y", cv.cs(ord, C::dtype(x)))});
-      Var* s = reduce(cv, "reduce_sum", p, axes, keep);
-      cv.out(n, cv.op("pow", {C::a("x", s), C::a("y", cv.cs(1.0 / ord, C::dtype(x)))}));
-    }
-  };
-  t["aten.norm"] = [](C& cv, const json& n) {
-    Var* x = self(cv, n);
-    if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
-    double p = cv.f(n, "p", 2);
-    auto axes = axes_of(cv, n, x);
-    bool keep = cv.bo(n, "keepdim", false);
-    if (p == 2) cv.out(n, reduce(cv, "reduce_l2_norm", x, axes, keep));
-    else if (p == 1) cv.out(n, reduce(cv, "reduce_l1_norm", x, axes, keep));
-    else cv.fail(n, "norm with p=" + std::to_string(p) + " is not supported");
-  };
 }
 
 }  // namespace torch_detail

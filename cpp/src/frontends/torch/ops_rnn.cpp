@@ -1,27 +1,12 @@
-// ATen recurrent layers: aten.lstm.input, aten.gru.input, aten.rnn_tanh.input, aten.rnn_relu.input
-// (several layers, bidirectional, batch_first, with or without biases; outputs (output, h_n[,
-// c_n])).
-//
-// torch's weights per layer and direction: w_ih [G*H, I], w_hh [G*H, H], [b_ih, b_hh], [w_hr
-// [P, H] for an LSTM with proj_size]; gates in torch's order: LSTM [i, f, g, o], GRU [r, z, n].
-// - LSTM -> MIL lstm (gates [i, f, o, z]: rows reordered, bias = b_ih + b_hh), "bidirectional"
-//   aligns the backward half with the input as torch does. With proj_size: a while_loop.
-// - RNN -> MIL rnn (forward); the backward direction runs on the reversed sequence and its output
-//   is reversed back.
-// - GRU: torch applies the reset gate to (W_hn h + b_hn). MIL gru does so only from iOS18
-//   (reset_after=True, with input_bias = b_ih and bias = b_hh, gates [r, o, z]); before iOS18 the
-//   cell is built from linear / sigmoid / tanh in a while_loop (as coremltools does).
-// Sequences of symbolic length work on every path.
+// ATen recurrent layers and cells (LSTM, GRU, RNN) as MIL ops or loops.
 #include <cmath>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace torch_detail {
 
 namespace {
-
-using C = Converter;
 
 enum class Kind { Lstm, Gru, RnnTanh, RnnRelu };
 
@@ -115,16 +100,6 @@ Var* stack0(C& cv, const std::vector<Var*>& vs) {
 }
 
 Var* reverse0(C& cv, Var* x) { return cv.op("reverse", {C::a("x", x), C::aints32("axes", {0})}); }
-
-// A list element dim: a constant, or the symbol itself (so the gathered sequence keeps it).
-ArgItem elem_dim(C& cv, Dim d) {
-  if (d->is_const())
-    return ArgItem{nullptr,
-                   std::make_shared<const Value>(Value::scalar_int(DataType::Int32, d->value()))};
-  std::string name =
-      d->kind() == Expr::Kind::Symbol ? d->symbol()->name() : cv.ctx().free_name("rnn_d");
-  return ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_string(name))};
-}
 
 // x W^T (+ b): linear for constant weights, else matmul.
 Var* project(C& cv, Var* x, Var* w, Var* b) {
@@ -367,220 +342,33 @@ void convert_cell(C& cv, const json& n, Kind kind) {
     cv.out(n, h);
 }
 
-// ---- torch.ops.higher_order.scan
-// -----------------------------------------------------------------
+void lstm(C& cv, const json& n) { convert_rnn(cv, n, Kind::Lstm); }
 
-// The positional argument k of a higher-order op (their inputs have no names).
-const json& pos_arg(C& cv, const json& n, size_t k) {
-  auto& ins = n.at("inputs");
-  if (k >= ins.size()) cv.fail(n, "expected at least " + std::to_string(k + 1) + " arguments");
-  return ins[k].at("arg");
-}
+void gru(C& cv, const json& n) { convert_rnn(cv, n, Kind::Gru); }
 
-std::vector<std::string> names_of(C& cv, const json& n, const json& a) {
-  std::vector<std::string> r;
-  if (a.contains("as_tensors")) {
-    for (auto& e : a["as_tensors"]) r.push_back(e.at("name").get<std::string>());
-  } else if (a.contains("as_tensor")) {
-    r.push_back(a["as_tensor"].at("name").get<std::string>());
-  } else if (!a.contains("as_none")) {
-    cv.fail(n, "expected a list of tensors, got " + a.dump());
-  }
-  return r;
-}
+void rnn_tanh(C& cv, const json& n) { convert_rnn(cv, n, Kind::RnnTanh); }
 
-// Converts the nodes of `g` (an as_graph's graph) with its inputs bound to `vars` and then to
-// the outer tensors named `extra` (weights stay compile-time values inside); returns its outputs.
-// The subgraph has its own names (and tensor_values); its vars are named with a prefix.
-std::vector<Var*> subgraph(C& cv, const json& n, const json& g, const std::vector<Var*>& vars,
-                           const std::vector<std::string>& extra, const std::string& prefix) {
-  Converter sub(cv.b, g, cv.source);
-  sub.sym_sources = cv.sym_sources;
-  sub.name_prefix = prefix;
-  auto& gin = g.at("inputs");
-  if (gin.size() != vars.size() + extra.size())
-    cv.fail(n, "the subgraph takes " + std::to_string(gin.size()) + " inputs, " +
-                   std::to_string(vars.size() + extra.size()) + " are given");
-  for (size_t k = 0; k < gin.size(); ++k) {
-    if (!gin[k].contains("as_tensor"))
-      cv.fail(n, "subgraph input " + std::to_string(k) + " is not a tensor");
-    std::string name = gin[k]["as_tensor"].at("name").get<std::string>();
-    if (k < vars.size()) {
-      sub.vars[name] = vars[k];
-      continue;
-    }
-    const std::string& outer = extra[k - vars.size()];
-    auto ct = cv.consts.find(outer);
-    if (ct != cv.consts.end())
-      sub.consts[name] = ct->second;
-    else
-      sub.vars[name] = cv.var(outer);
-  }
-  for (auto& node : g.at("nodes"))
-    if (!skip_node(node)) sub.convert_node(node);
-  std::vector<Var*> outs;
-  for (auto& o : g.at("outputs")) {
-    if (!o.contains("as_tensor")) cv.fail(n, "subgraph output " + o.dump() + " is not a tensor");
-    outs.push_back(sub.var(o["as_tensor"].at("name").get<std::string>()));
-  }
-  return outs;
-}
+void rnn_relu(C& cv, const json& n) { convert_rnn(cv, n, Kind::RnnRelu); }
 
-// A block's results: made inside the block (not block inputs or outer vars).
-std::vector<Var*> block_results(C& cv, std::vector<Var*> next) {
-  for (auto& v : next)
-    if (!v->op() || v->input_of() || v->op()->op_type() == "const" ||
-        v->op()->parent() != cv.b.block())
-      v = cv.op("identity", {C::a("x", v)});
-  return next;
-}
+void lstm_cell(C& cv, const json& n) { convert_cell(cv, n, Kind::Lstm); }
 
-// scan(combine_graph, init, xs, additional_inputs) -> (final carries..., stacked outputs...): the
-// combine graph takes (carries..., x slices..., additional inputs...) and returns (next carries...,
-// step outputs...). torch's wrapper has already moved the scanned dim first and flipped reversed
-// scans. A while_loop over the leading dim of xs; step outputs are gathered from lists.
-void convert_scan(C& cv, const json& n) {
-  const json& ga = pos_arg(cv, n, 0);
-  if (!ga.contains("as_graph")) cv.fail(n, "argument 0 must be the combine graph");
-  const json& g = ga["as_graph"].at("graph");
-  auto init = names_of(cv, n, pos_arg(cv, n, 1));
-  auto xs = names_of(cv, n, pos_arg(cv, n, 2));
-  auto extra =
-      n.at("inputs").size() > 3 ? names_of(cv, n, pos_arg(cv, n, 3)) : std::vector<std::string>{};
-  if (xs.empty()) cv.fail(n, "scan needs at least one scanned tensor");
-  const size_t nc = init.size();
-  auto& gout = g.at("outputs");
-  if (gout.size() < nc) cv.fail(n, "the combine graph returns fewer values than there are carries");
-  const size_t ny = gout.size() - nc;
-  std::vector<Var*> xv;
-  for (auto& x : xs) xv.push_back(cv.var(x));
-  Var* len = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", xv[0])})), C::ai32("indices", 0),
-                              C::ai32("axis", 0)});
-  // the lists of step outputs, typed from the subgraph's tensor_values
-  std::vector<Var*> loop_vars = {cv.cs(0, DataType::Int32)};
-  for (auto& c : init) loop_vars.push_back(cv.var(c));
-  std::vector<std::vector<Dim>> yshape;
-  for (size_t k = 0; k < ny; ++k) {
-    const json& o = gout[nc + k];
-    std::string name = o.contains("as_tensor") ? o["as_tensor"].at("name").get<std::string>() : "";
-    auto& tv = g.at("tensor_values");
-    auto it = tv.find(name);
-    if (it == tv.end())
-      cv.fail(n, "scan output '" + name + "' has no entry in the combine graph's tensor_values");
-    auto dt = mil_dtype(it->value("dtype", 0));
-    if (!dt) cv.fail(n, "scan output '" + name + "' has a dtype Core ML cannot hold");
-    std::vector<Dim> dims;
-    Arg es{"elem_shape", {}, true};
-    for (auto& sz : it->at("sizes")) {
-      Dim d = sz.contains("as_int")
-                  ? cv.ctx().constant(sz["as_int"].get<int64_t>())
-                  : parse_sym_expr(sz.at("as_expr").at("expr_str").get<std::string>(), cv.ctx());
-      dims.push_back(d);
-      es.items.push_back(elem_dim(cv, d));
-    }
-    yshape.push_back(dims);
-    loop_vars.push_back(
-        cv.op("make_list", {C::a("init_length", Value::scalar_int(DataType::Int32, 0)),
-                            std::move(es), C::astr("dtype", std::string(dtype_name(*dt)))}));
-  }
-  Arg lv{"loop_vars", {}, true};
-  for (Var* v : loop_vars) lv.items.push_back(ArgItem{v, nullptr});
-  BlockFn cond_fn = [&cv, len](const std::vector<Var*>& vs) -> std::vector<Var*> {
-    return {cv.op("less", {C::a("x", vs[0]), C::a("y", len)})};
-  };
-  std::string prefix = n.value("name", std::string("scan")) + "_";
-  BlockFn body_fn = [&](const std::vector<Var*>& vs) -> std::vector<Var*> {
-    std::vector<Var*> ins(vs.begin() + 1, vs.begin() + 1 + static_cast<int64_t>(nc));
-    for (Var* x : xv)
-      ins.push_back(cv.op("gather", {C::a("x", x), C::a("indices", vs[0]), C::ai32("axis", 0)}));
-    auto outs = subgraph(cv, n, g, ins, extra, prefix);
-    std::vector<Var*> next = {
-        cv.op("add", {C::a("x", vs[0]), C::a("y", Value::scalar_int(DataType::Int32, 1))})};
-    for (size_t k = 0; k < nc; ++k) next.push_back(cv.cast(outs[k], C::dtype(vs[1 + k])));
-    for (size_t k = 0; k < ny; ++k)
-      next.push_back(cv.op("list_write", {C::a("ls", vs[1 + nc + k]), C::a("index", vs[0]),
-                                          C::a("value", outs[nc + k])}));
-    return block_results(cv, next);
-  };
-  std::vector<Arg> args = {lv};
-  auto outs = cv.b.create("while_loop", args, "", while_loop_blocks(cond_fn, body_fn));
-  std::vector<Var*> results;
-  for (size_t k = 0; k < nc; ++k) results.push_back(outs[1 + k]);
-  Dim S = C::shape(xv[0]).at(0);
-  for (size_t k = 0; k < ny; ++k) {
-    Var* ls = outs[1 + nc + k];
-    Var* idx = cv.op("range_1d", {C::a("start", Value::scalar_int(DataType::Int32, 0)),
-                                  C::a("end", cv.op("list_length", {C::a("ls", ls)})),
-                                  C::a("step", Value::scalar_int(DataType::Int32, 1))});
-    Var* y = cv.op("list_gather", {C::a("ls", ls), C::a("indices", idx)});
-    // the stacked output keeps the sizes torch knows (the list's length is a run-time value)
-    std::vector<Dim> full = {S};
-    full.insert(full.end(), yshape[k].begin(), yshape[k].end());
-    int unknown = 0;
-    std::vector<int64_t> shp;
-    for (Dim d : full) {
-      if (d->is_const())
-        shp.push_back(d->value());
-      else {
-        shp.push_back(-1);
-        ++unknown;
-      }
-    }
-    if (unknown <= 1) y = cv.op("reshape", {C::a("x", y), C::aints32("shape", shp)});
-    results.push_back(y);
-  }
-  cv.outs(n, results);
-}
+void gru_cell(C& cv, const json& n) { convert_cell(cv, n, Kind::Gru); }
 
-// while_loop(cond_graph, body_graph, carried_inputs, additional_inputs) -> final carries: MIL's
-// while_loop; both graphs take (carries..., additional inputs...), cond returns a bool scalar
-// tensor, body the next carries.
-void convert_while(C& cv, const json& n) {
-  const json& ca = pos_arg(cv, n, 0);
-  const json& ba = pos_arg(cv, n, 1);
-  if (!ca.contains("as_graph") || !ba.contains("as_graph"))
-    cv.fail(n, "arguments 0 and 1 must be the cond and body graphs");
-  const json& cg = ca["as_graph"].at("graph");
-  const json& bg = ba["as_graph"].at("graph");
-  auto carried = names_of(cv, n, pos_arg(cv, n, 2));
-  auto extra =
-      n.at("inputs").size() > 3 ? names_of(cv, n, pos_arg(cv, n, 3)) : std::vector<std::string>{};
-  if (carried.empty()) cv.fail(n, "while_loop needs at least one carried value");
-  Arg lv{"loop_vars", {}, true};
-  for (auto& c : carried) lv.items.push_back(ArgItem{cv.var(c), nullptr});
-  std::string prefix = n.value("name", std::string("while_loop")) + "_";
-  BlockFn cond_fn = [&](const std::vector<Var*>& vs) -> std::vector<Var*> {
-    auto outs = subgraph(cv, n, cg, vs, extra, prefix + "cond_");
-    if (outs.size() != 1) cv.fail(n, "the cond graph must return one value");
-    Var* p = cv.cast(outs[0], DataType::Bool);
-    if (C::shape(p).size() != 0) p = cv.op("reshape", {C::a("x", p), C::aints32("shape", {})});
-    return block_results(cv, {p});
-  };
-  BlockFn body_fn = [&](const std::vector<Var*>& vs) -> std::vector<Var*> {
-    auto outs = subgraph(cv, n, bg, vs, extra, prefix + "body_");
-    if (outs.size() != vs.size())
-      cv.fail(n, "the body graph returns " + std::to_string(outs.size()) + " values for " +
-                     std::to_string(vs.size()) + " carried values");
-    for (size_t k = 0; k < outs.size(); ++k) outs[k] = cv.cast(outs[k], C::dtype(vs[k]));
-    return block_results(cv, outs);
-  };
-  std::vector<Arg> args = {lv};
-  cv.outs(n, cv.b.create("while_loop", args, "", while_loop_blocks(cond_fn, body_fn)));
-}
+void rnn_tanh_cell(C& cv, const json& n) { convert_cell(cv, n, Kind::RnnTanh); }
+
+void rnn_relu_cell(C& cv, const json& n) { convert_cell(cv, n, Kind::RnnRelu); }
 
 }  // namespace
 
 void register_rnn(OpTable& t) {
-  t["aten.lstm.input"] = [](C& cv, const json& n) { convert_rnn(cv, n, Kind::Lstm); };
-  t["aten.gru.input"] = [](C& cv, const json& n) { convert_rnn(cv, n, Kind::Gru); };
-  t["aten.rnn_tanh.input"] = [](C& cv, const json& n) { convert_rnn(cv, n, Kind::RnnTanh); };
-  t["aten.rnn_relu.input"] = [](C& cv, const json& n) { convert_rnn(cv, n, Kind::RnnRelu); };
-  t["aten.lstm_cell"] = [](C& cv, const json& n) { convert_cell(cv, n, Kind::Lstm); };
-  t["aten.gru_cell"] = [](C& cv, const json& n) { convert_cell(cv, n, Kind::Gru); };
-  t["aten.rnn_tanh_cell"] = [](C& cv, const json& n) { convert_cell(cv, n, Kind::RnnTanh); };
-  t["aten.rnn_relu_cell"] = [](C& cv, const json& n) { convert_cell(cv, n, Kind::RnnRelu); };
-  t["higher_order.scan"] = convert_scan;
-  t["higher_order.while_loop"] = convert_while;
+  t.on("aten.lstm.input", lstm);
+  t.on("aten.gru.input", gru);
+  t.on("aten.rnn_tanh.input", rnn_tanh);
+  t.on("aten.rnn_relu.input", rnn_relu);
+  t.on("aten.lstm_cell", lstm_cell);
+  t.on("aten.gru_cell", gru_cell);
+  t.on("aten.rnn_tanh_cell", rnn_tanh_cell);
+  t.on("aten.rnn_relu_cell", rnn_relu_cell);
 }
 
 }  // namespace torch_detail
