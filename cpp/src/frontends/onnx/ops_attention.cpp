@@ -3,19 +3,12 @@
 #include <cmath>
 #include <limits>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-using onnx::NodeProto;
-using C = Converter;
-
-Var* binary(C& cv, const char* type, Var* x, Var* y) {
-  return cv.op(type, {C::arg("x", x), C::arg("y", y)});
-}
 
 // (B, S, heads * H) -> (B, heads, S, H)
 Var* split_heads(C& cv, const NodeProto& n, Var* x, int64_t heads) {

@@ -1,6 +1,5 @@
 // ONNX control flow: If -> cond, Loop and Scan -> while_loop (scan outputs collected in lists).
-#include "converter.h"
-#include "milkit/types/error.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
@@ -8,8 +7,6 @@ namespace onnx_detail {
 namespace {
 
 using onnx::GraphProto;
-using onnx::NodeProto;
-using C = Converter;
 
 const GraphProto& graph_attr(C& cv, const NodeProto& n, const char* name) {
   auto* a = C::find_attr(n, name);

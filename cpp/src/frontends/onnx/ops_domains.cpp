@@ -4,19 +4,13 @@
 #include <cmath>
 #include <limits>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
 
-using onnx::NodeProto;
-using C = Converter;
-
-Var* binary(C& cv, const char* type, Var* x, Var* y) {
-  return cv.op(type, {C::arg("x", x), C::arg("y", y)});
-}
 Var* f32c(C& cv, double v) { return cv.cs(v, DataType::Float32); }
 Var* fconst_d(C& cv, double v) { return cv.cs(v, DataType::Float32); }
 

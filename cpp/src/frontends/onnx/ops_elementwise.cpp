@@ -2,19 +2,12 @@
 #include <cmath>
 #include <limits>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-using onnx::NodeProto;
-using C = Converter;
-
-Var* binary(C& cv, const char* type, Var* x, Var* y) {
-  return cv.op(type, {C::arg("x", x), C::arg("y", y)});
-}
 
 // Makes y the dtype of x (ONNX's Pow, and int/float mixes after narrowing).
 Var* like(C& cv, Var* y, Var* x) { return cv.cast(y, C::dtype(x)); }
@@ -243,13 +236,19 @@ void clip(C& cv, const NodeProto& n) {
   cv.out(n, 0, r);
 }
 
-void softmax(C& cv, const NodeProto& n) {
+// Softmax from opset 13: along one axis (default the last).
+void softmax_v13(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int64_t ax = cv.axis(n, C::attr_int(n, "axis", -1), cv.rank(n, x));
+  cv.out(n, 0, cv.op("softmax", {C::arg("x", x), C::arg_i32("axis", ax)}));
+}
+
+// Softmax before opset 13: over the flattened trailing dims [axis, rank) (default axis 1).
+void softmax_v1(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
-  int64_t ax = cv.axis(n, C::attr_int(n, "axis", cv.opset < 13 ? 1 : -1), r);
-  if (cv.opset >= 13 || ax == r - 1)
-    return cv.out(n, 0, cv.op("softmax", {C::arg("x", x), C::arg_i32("axis", ax)}));
-  // before opset 13: softmax over the flattened trailing dims [axis, rank)
+  int64_t ax = cv.axis(n, C::attr_int(n, "axis", 1), r);
+  if (ax == r - 1) return cv.out(n, 0, cv.op("softmax", {C::arg("x", x), C::arg_i32("axis", ax)}));
   Var* shp = cv.op("shape", {C::arg("x", x)});
   Var* flat = cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {0, -1})});
   if (ax != 1 || r != 2) {
@@ -268,18 +267,26 @@ void softmax(C& cv, const NodeProto& n) {
   cv.out(n, 0, cv.op("reshape", {C::arg("x", s), C::arg("shape", shp)}));
 }
 
-void log_softmax(C& cv, const NodeProto& n) {
-  Var* x = cv.in(n, 0);
-  int r = cv.rank(n, x);
-  int64_t ax = cv.axis(n, C::attr_int(n, "axis", cv.opset < 13 ? 1 : -1), r);
-  std::vector<int64_t> axes;
-  if (cv.opset >= 13)
-    axes = {ax};
-  else
-    for (int64_t i = ax; i < r; ++i) axes.push_back(i);
+// x - logsumexp(x) over `axes`.
+void log_softmax_over(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t>& axes) {
   Var* lse = cv.op("reduce_log_sum_exp",
                    {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)});
   cv.out(n, 0, binary(cv, "sub", x, lse));
+}
+
+// LogSoftmax from opset 13: along one axis (default the last).
+void log_softmax_v13(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  log_softmax_over(cv, n, x, {cv.axis(n, C::attr_int(n, "axis", -1), cv.rank(n, x))});
+}
+
+// LogSoftmax before opset 13: over the trailing dims [axis, rank) (default axis 1).
+void log_softmax_v1(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  std::vector<int64_t> axes;
+  for (int64_t i = cv.axis(n, C::attr_int(n, "axis", 1), r); i < r; ++i) axes.push_back(i);
+  log_softmax_over(cv, n, x, axes);
 }
 
 void identity(C& cv, const NodeProto& n) { cv.out(n, 0, cv.in(n, 0)); }
@@ -376,8 +383,10 @@ void register_elementwise(OpTable& t) {
   t.on("Mish", 1, mish);
   t.on("ThresholdedRelu", 1, thresholded_relu);
   t.on("Clip", 1, clip);
-  t.on("Softmax", 1, softmax);
-  t.on("LogSoftmax", 1, log_softmax);
+  t.on("Softmax", 1, softmax_v1);
+  t.on("Softmax", 13, softmax_v13);
+  t.on("LogSoftmax", 1, log_softmax_v1);
+  t.on("LogSoftmax", 13, log_softmax_v13);
 
   // ---- casts and identity -------------------------------------------------------------------
   t.on("Identity", 1, identity);

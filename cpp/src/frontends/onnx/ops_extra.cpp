@@ -3,19 +3,12 @@
 // QuantizeLinear / DequantizeLinear, and the window functions.
 #include <cmath>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-using onnx::NodeProto;
-using C = Converter;
-
-Var* binary(C& cv, const char* type, Var* x, Var* y) {
-  return cv.op(type, {C::arg("x", x), C::arg("y", y)});
-}
 
 std::vector<int64_t> tail_axes(int64_t from, int r) {
   std::vector<int64_t> a;
@@ -194,12 +187,8 @@ void lp_normalization(C& cv, const NodeProto& n) {
   cv.out(n, 0, binary(cv, "real_div", x, safe));
 }
 
-void hardmax(C& cv, const NodeProto& n) {
-  Var* x = cv.in(n, 0);
-  int r = cv.rank(n, x);
-  int64_t ax = cv.axis(n, C::attr_int(n, "axis", cv.opset < 13 ? 1 : -1), r);
-  if (cv.opset < 13 && ax != r - 1)
-    cv.fail(n, "Hardmax before opset 13 over several axes is not supported");
+// One-hot of the argmax along axis `ax`.
+void hardmax_along(C& cv, const NodeProto& n, Var* x, int64_t ax) {
   Dim d = C::shape(x)[ax];
   if (!d->is_const()) cv.fail(n, "the axis' size must be known");
   Var* am = cv.op("reduce_argmax",
@@ -209,6 +198,22 @@ void hardmax(C& cv, const NodeProto& n) {
          cv.op("one_hot", {C::arg("indices", am), C::arg_i32("one_hot_vector_size", d->value()),
                            C::arg_i32("axis", ax), C::arg("on_value", Value::scalar_float(dt, 1)),
                            C::arg("off_value", Value::scalar_float(dt, 0))}));
+}
+
+// Hardmax from opset 13: along one axis (default the last).
+void hardmax_v13(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  hardmax_along(cv, n, x, cv.axis(n, C::attr_int(n, "axis", -1), cv.rank(n, x)));
+}
+
+// Hardmax before opset 13: over the flattened trailing dims [axis, rank) (default axis 1); only
+// the last axis alone is supported.
+void hardmax_v1(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  int64_t ax = cv.axis(n, C::attr_int(n, "axis", 1), r);
+  if (ax != r - 1) cv.fail(n, "Hardmax before opset 13 over several axes is not supported");
+  hardmax_along(cv, n, x, ax);
 }
 
 void swish(C& cv, const NodeProto& n) {
@@ -355,7 +360,8 @@ void register_extra(OpTable& t) {
   t.on("MeanVarianceNormalization", 1, mean_variance_normalization);
   t.on("GroupNormalization", 1, group_normalization);
   t.on("LpNormalization", 1, lp_normalization);
-  t.on("Hardmax", 1, hardmax);
+  t.on("Hardmax", 1, hardmax_v1);
+  t.on("Hardmax", 13, hardmax_v13);
   t.on("Swish", 1, swish);
   t.on("Shrink", 1, shrink);
   t.on("BitShift", 1, bit_shift);

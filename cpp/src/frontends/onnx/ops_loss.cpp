@@ -1,18 +1,11 @@
 // ONNX losses: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (weights, ignore_index,
 // reductions none / sum / mean).
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-using onnx::NodeProto;
-using C = Converter;
-
-Var* binary(C& cv, const char* type, Var* x, Var* y) {
-  return cv.op(type, {C::arg("x", x), C::arg("y", y)});
-}
 
 // -input[n, target[n, ...], ...] * weight[target], reduced; input is (N, C, d...).
 Var* nll(C& cv, const NodeProto& n, Var* input, Var* target, Var* weight) {

@@ -7,20 +7,15 @@
 #include <numeric>
 #include <optional>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
 
-using onnx::NodeProto;
 using onnx::TensorProto;
-using C = Converter;
 
-Var* binary(C& cv, const char* type, Var* x, Var* y) {
-  return cv.op(type, {C::arg("x", x), C::arg("y", y)});
-}
 Var* sel(C& cv, Var* c, Var* a, Var* b) {
   return cv.op("select", {C::arg("cond", c), C::arg("a", a), C::arg("b", b)});
 }

@@ -4,19 +4,12 @@
 #include <limits>
 #include <numeric>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-using onnx::NodeProto;
-using C = Converter;
-
-Var* binary(C& cv, const char* type, Var* x, Var* y) {
-  return cv.op(type, {C::arg("x", x), C::arg("y", y)});
-}
 
 // The pads of a conv or pool in MIL's layout ([b0, e0, b1, e1, ...]) and its pad_type.
 struct Padding {

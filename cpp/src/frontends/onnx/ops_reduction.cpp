@@ -5,15 +5,12 @@
 #include <limits>
 #include <numeric>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-using onnx::NodeProto;
-using C = Converter;
 
 // `axes_input_since`: the opset from which axes are an input (13 for ReduceSum, 18 for the rest).
 void reduce(OpTable& t, const char* onnx, const char* mil, int64_t axes_input_since) {

@@ -2,15 +2,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-using onnx::NodeProto;
-using C = Converter;
 
 // The source coordinate of output index i along one axis (ONNX's coordinate_transformation_mode).
 double source_coord(const std::string& mode, int64_t i, int64_t in, int64_t out, double scale,

@@ -4,15 +4,12 @@
 #include <algorithm>
 #include <cctype>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-using onnx::NodeProto;
-using C = Converter;
 
 // Row blocks of a [gates * H, ...] value in another order.
 Value reorder(const Value& v, int64_t gates, const std::vector<int>& order) {

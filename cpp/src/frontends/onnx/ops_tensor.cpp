@@ -5,20 +5,12 @@
 #include <cstring>
 #include <numeric>
 
-#include "converter.h"
-#include "milkit/types/error.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-using onnx::NodeProto;
-using C = Converter;
-
-Var* binary(C& cv, const char* type, Var* x, Var* y) {
-  return cv.op(type, {C::arg("x", x), C::arg("y", y)});
-}
 
 // A rank-1 int32 var from pieces: known ints or (dynamic) rank-1 int32 vars.
 Var* concat_ints(C& cv, const std::vector<Var*>& pieces) {
