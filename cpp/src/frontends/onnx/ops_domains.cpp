@@ -16,8 +16,7 @@ Var* fconst_d(C& cv, double v) { return cv.cs(v, DataType::Float32); }
 
 // Column i of a [S, N] tensor, as [S, 1].
 Var* slice_cols(C& cv, Var* t, int64_t i) {
-  return cv.op("gather",
-               {C::arg("x", t), C::arg("indices", Value::int_list({i})), C::arg_i32("axis", 1)});
+  return cv.op("gather", {C::arg("x", t), C::arg("indices", Value::int_list({i})), C::arg_i32("axis", 1)});
 }
 
 // ---- ai.onnx.preview ----------------------------------------------------------------------------
@@ -27,8 +26,7 @@ void flex_attention(C& cv, const NodeProto& n) {
   Var* k = cv.in(n, 1);
   Var* v = cv.in(n, 2);
   auto qs = C::static_shape(q), ks = C::static_shape(k);
-  if (!qs || !ks || qs->size() != 4 || ks->size() != 4)
-    cv.fail(n, "needs 4-D Q, K and V of known shapes");
+  if (!qs || !ks || qs->size() != 4 || ks->size() != 4) cv.fail(n, "needs 4-D Q, K and V of known shapes");
   DataType dt = C::dtype(q), f32 = DataType::Float32;
   int64_t hq = (*qs)[1], hkv = (*ks)[1], E = (*qs)[3];
   if (hq != hkv) {
@@ -38,18 +36,14 @@ void flex_attention(C& cv, const NodeProto& n) {
       auto s = C::static_shape(x);
       Var* e = cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", {2})});
       Var* t = cv.op("tile", {C::arg("x", e), C::arg_ints32("reps", {1, 1, g, 1, 1})});
-      return cv.op("reshape",
-                   {C::arg("x", t), C::arg_ints32("shape", {(*s)[0], hq, (*s)[2], (*s)[3]})});
+      return cv.op("reshape", {C::arg("x", t), C::arg_ints32("shape", {(*s)[0], hq, (*s)[2], (*s)[3]})});
     };
     k = rep(k);
     v = rep(v);
   }
-  double scale = C::find_attr(n, "scale") ? C::attr_float(n, "scale", 1.0f)
-                                          : 1.0 / std::sqrt(static_cast<double>(E));
+  double scale = C::find_attr(n, "scale") ? C::attr_float(n, "scale", 1.0f) : 1.0 / std::sqrt(static_cast<double>(E));
   Var* sq = cv.cs(std::sqrt(static_cast<float>(scale)), dt);
-  Var* scores =
-      cv.op("matmul", {C::arg("x", binary(cv, "mul", q, sq)), C::arg("y", binary(cv, "mul", k, sq)),
-                       C::arg_bool("transpose_y", true)});
+  Var* scores = cv.op("matmul", {C::arg("x", binary(cv, "mul", q, sq)), C::arg("y", binary(cv, "mul", k, sq)), C::arg_bool("transpose_y", true)});
   // the softmax in fp32 (fp16 / bf16 promoted, as the reference does) unless softmax_precision says
   int sp = static_cast<int>(C::attr_int(n, "softmax_precision", 0));
   DataType ct = sp == onnx::TensorProto::FLOAT16 ? DataType::Float16 : f32;
@@ -73,19 +67,16 @@ void flex_attention(C& cv, const NodeProto& n) {
 // The optimizers take (R, T, then groups of n tensors each) and return groups of n tensors.
 int groups_of(C& cv, const NodeProto& n, int per) {
   int m = n.input_size() - 2;
-  if (m <= 0 || m % per)
-    cv.fail(n, "needs R, T and " + std::to_string(per) + " tensors per optimized tensor");
+  if (m <= 0 || m % per) cv.fail(n, "needs R, T and " + std::to_string(per) + " tensors per optimized tensor");
   return m / per;
 }
 
 void adagrad(C& cv, const NodeProto& n) {
   int k = groups_of(cv, n, 3);
-  double decay = C::attr_float(n, "decay_factor", 0.0f), eps = C::attr_float(n, "epsilon", 1e-6f),
-         norm = C::attr_float(n, "norm_coefficient", 0.0f);
+  double decay = C::attr_float(n, "decay_factor", 0.0f), eps = C::attr_float(n, "epsilon", 1e-6f), norm = C::attr_float(n, "norm_coefficient", 0.0f);
   Var* r = cv.cast(cv.in(n, 0), DataType::Float32);
   Var* t = cv.cast(cv.in(n, 1), DataType::Float32);
-  Var* rr = binary(cv, "real_div", r,
-                   binary(cv, "add", f32c(cv, 1), binary(cv, "mul", t, f32c(cv, decay))));
+  Var* rr = binary(cv, "real_div", r, binary(cv, "add", f32c(cv, 1), binary(cv, "mul", t, f32c(cv, decay))));
   for (int i = 0; i < k; ++i) {
     Var* x = cv.in(n, 2 + i);
     Var* g = binary(cv, "add", binary(cv, "mul", x, f32c(cv, norm)), cv.in(n, 2 + k + i));
@@ -98,26 +89,20 @@ void adagrad(C& cv, const NodeProto& n) {
 
 void adam(C& cv, const NodeProto& n) {
   int k = groups_of(cv, n, 4);
-  double alpha = C::attr_float(n, "alpha", 0.9f), beta = C::attr_float(n, "beta", 0.999f),
-         eps = C::attr_float(n, "epsilon", 1e-6f);
-  double norm = C::attr_float(n, "norm_coefficient", 0.0f),
-         post = C::attr_float(n, "norm_coefficient_post", 0.0f);
+  double alpha = C::attr_float(n, "alpha", 0.9f), beta = C::attr_float(n, "beta", 0.999f), eps = C::attr_float(n, "epsilon", 1e-6f);
+  double norm = C::attr_float(n, "norm_coefficient", 0.0f), post = C::attr_float(n, "norm_coefficient_post", 0.0f);
   Var* r = cv.cast(cv.in(n, 0), DataType::Float32);
   Var* t = cv.cast(cv.in(n, 1), DataType::Float32);
   // R * sqrt(1 - beta^T) / (1 - alpha^T) after the first step, R at T = 0
   Var* bt = cv.op("pow", {C::arg("x", f32c(cv, beta)), C::arg("y", t)});
   Var* at = cv.op("pow", {C::arg("x", f32c(cv, alpha)), C::arg("y", t)});
-  Var* adj =
-      binary(cv, "real_div",
-             binary(cv, "mul", r, cv.op("sqrt", {C::arg("x", binary(cv, "sub", f32c(cv, 1), bt))})),
-             binary(cv, "sub", f32c(cv, 1), at));
-  Var* ra = cv.op("select", {C::arg("cond", binary(cv, "greater", t, f32c(cv, 0))),
-                             C::arg("a", adj), C::arg("b", r)});
+  Var* adj = binary(cv, "real_div", binary(cv, "mul", r, cv.op("sqrt", {C::arg("x", binary(cv, "sub", f32c(cv, 1), bt))})),
+                    binary(cv, "sub", f32c(cv, 1), at));
+  Var* ra = cv.op("select", {C::arg("cond", binary(cv, "greater", t, f32c(cv, 0))), C::arg("a", adj), C::arg("b", r)});
   for (int i = 0; i < k; ++i) {
     Var* x = cv.in(n, 2 + i);
     Var* g = binary(cv, "add", binary(cv, "mul", x, f32c(cv, norm)), cv.in(n, 2 + k + i));
-    Var* v = binary(cv, "add", binary(cv, "mul", cv.in(n, 2 + 2 * k + i), f32c(cv, alpha)),
-                    binary(cv, "mul", g, f32c(cv, 1 - alpha)));
+    Var* v = binary(cv, "add", binary(cv, "mul", cv.in(n, 2 + 2 * k + i), f32c(cv, alpha)), binary(cv, "mul", g, f32c(cv, 1 - alpha)));
     Var* h = binary(cv, "add", binary(cv, "mul", cv.in(n, 2 + 3 * k + i), f32c(cv, beta)),
                     binary(cv, "mul", binary(cv, "mul", g, g), f32c(cv, 1 - beta)));
     Var* hs = binary(cv, "add", cv.op("sqrt", {C::arg("x", h)}), f32c(cv, eps));
@@ -130,24 +115,19 @@ void adam(C& cv, const NodeProto& n) {
 
 void momentum(C& cv, const NodeProto& n) {
   int k = groups_of(cv, n, 3);
-  if (!C::find_attr(n, "alpha") || !C::find_attr(n, "beta") || !C::find_attr(n, "mode") ||
-      !C::find_attr(n, "norm_coefficient"))
+  if (!C::find_attr(n, "alpha") || !C::find_attr(n, "beta") || !C::find_attr(n, "mode") || !C::find_attr(n, "norm_coefficient"))
     cv.fail(n, "alpha, beta, mode and norm_coefficient are required");
-  double alpha = C::attr_float(n, "alpha", 0), beta = C::attr_float(n, "beta", 0),
-         norm = C::attr_float(n, "norm_coefficient", 0);
+  double alpha = C::attr_float(n, "alpha", 0), beta = C::attr_float(n, "beta", 0), norm = C::attr_float(n, "norm_coefficient", 0);
   std::string mode = C::attr_string(n, "mode", "");
   if (mode != "standard" && mode != "nesterov") cv.fail(n, "mode must be standard or nesterov");
   Var* r = cv.cast(cv.in(n, 0), DataType::Float32);
   Var* t = cv.cast(cv.in(n, 1), DataType::Float32);
-  Var* b = cv.op("select", {C::arg("cond", binary(cv, "greater", t, f32c(cv, 0))),
-                            C::arg("a", f32c(cv, beta)), C::arg("b", f32c(cv, 1))});
+  Var* b = cv.op("select", {C::arg("cond", binary(cv, "greater", t, f32c(cv, 0))), C::arg("a", f32c(cv, beta)), C::arg("b", f32c(cv, 1))});
   for (int i = 0; i < k; ++i) {
     Var* x = cv.in(n, 2 + i);
     Var* g = binary(cv, "add", binary(cv, "mul", x, f32c(cv, norm)), cv.in(n, 2 + k + i));
-    Var* v = binary(cv, "add", binary(cv, "mul", cv.in(n, 2 + 2 * k + i), f32c(cv, alpha)),
-                    binary(cv, "mul", g, b));
-    Var* step =
-        mode == "standard" ? v : binary(cv, "add", g, binary(cv, "mul", v, f32c(cv, alpha)));
+    Var* v = binary(cv, "add", binary(cv, "mul", cv.in(n, 2 + 2 * k + i), f32c(cv, alpha)), binary(cv, "mul", g, b));
+    Var* step = mode == "standard" ? v : binary(cv, "add", g, binary(cv, "mul", v, f32c(cv, alpha)));
     cv.out(n, i, binary(cv, "sub", x, binary(cv, "mul", r, step)));
     cv.out(n, k + i, v);
   }
@@ -159,8 +139,7 @@ void momentum(C& cv, const NodeProto& n) {
 std::vector<double> tensor_attr(C& cv, const NodeProto& n, const char* name) {
   auto* a = C::find_attr(n, name);
   if (!a || !a->has_t()) return {};
-  return decode_tensor(a->t(), cv.ext, cv.keep, std::string("attribute '") + name + "'")
-      .to_doubles();
+  return decode_tensor(a->t(), cv.ext, cv.keep, std::string("attribute '") + name + "'").to_doubles();
 }
 
 // TreeEnsemble: every node's test computed for every sample at once ([S, nodes]); a leaf is
@@ -168,20 +147,16 @@ std::vector<double> tensor_attr(C& cv, const NodeProto& n, const char* name) {
 // targets by a constant matrix, and the trees are aggregated.
 void tree_ensemble(C& cv, const NodeProto& n) {
   Var* x = cv.cast(cv.in(n, 0), DataType::Float32);
-  auto feat = C::attr_ints(n, "nodes_featureids"), tn = C::attr_ints(n, "nodes_truenodeids"),
-       fn = C::attr_ints(n, "nodes_falsenodeids");
-  auto tl = C::attr_ints(n, "nodes_trueleafs"), fl = C::attr_ints(n, "nodes_falseleafs"),
-       roots = C::attr_ints(n, "tree_roots");
-  auto miss =
-      C::attr_ints(n, "nodes_missing_value_tracks_true", std::vector<int64_t>(feat.size(), 0));
+  auto feat = C::attr_ints(n, "nodes_featureids"), tn = C::attr_ints(n, "nodes_truenodeids"), fn = C::attr_ints(n, "nodes_falsenodeids");
+  auto tl = C::attr_ints(n, "nodes_trueleafs"), fl = C::attr_ints(n, "nodes_falseleafs"), roots = C::attr_ints(n, "tree_roots");
+  auto miss = C::attr_ints(n, "nodes_missing_value_tracks_true", std::vector<int64_t>(feat.size(), 0));
   auto modes = tensor_attr(cv, n, "nodes_modes"), splits = tensor_attr(cv, n, "nodes_splits");
-  auto members = tensor_attr(cv, n, "membership_values"),
-       weights = tensor_attr(cv, n, "leaf_weights");
+  auto members = tensor_attr(cv, n, "membership_values"), weights = tensor_attr(cv, n, "leaf_weights");
   auto targets = C::attr_ints(n, "leaf_targetids");
   int64_t nt = C::attr_int(n, "n_targets", 1), agg = C::attr_int(n, "aggregate_function", 1);
   size_t N = feat.size();
-  if (tn.size() != N || fn.size() != N || tl.size() != N || fl.size() != N || modes.size() != N ||
-      splits.size() != N || targets.size() != weights.size())
+  if (tn.size() != N || fn.size() != N || tl.size() != N || fl.size() != N || modes.size() != N || splits.size() != N ||
+      targets.size() != weights.size())
     cv.fail(n, "the node and leaf attributes must have matching lengths");
   if (C::attr_int(n, "post_transform", 0) != 0) cv.fail(n, "post_transform is not supported");
   DataType f32 = DataType::Float32;
@@ -189,57 +164,34 @@ void tree_ensemble(C& cv, const NodeProto& n) {
   std::vector<ArgItem> tests;
   size_t member_pos = 0;
   for (size_t i = 0; i < N; ++i) {
-    Var* v = cv.op("gather", {C::arg("x", x), C::arg("indices", Value::int_list({feat[i]})),
-                              C::arg_i32("axis", 1)});  // [S, 1]
+    Var* v = cv.op("gather", {C::arg("x", x), C::arg("indices", Value::int_list({feat[i]})), C::arg_i32("axis", 1)});  // [S, 1]
     Var* sp = fconst_d(cv, splits[i]);
     Var* t;
     switch (static_cast<int>(modes[i])) {
-      case 0:
-        t = binary(cv, "less_equal", v, sp);
-        break;
-      case 1:
-        t = binary(cv, "less", v, sp);
-        break;
-      case 2:
-        t = binary(cv, "greater_equal", v, sp);
-        break;
-      case 3:
-        t = binary(cv, "greater", v, sp);
-        break;
-      case 4:
-        t = binary(cv, "equal", v, sp);
-        break;
-      case 5:
-        t = binary(cv, "not_equal", v, sp);
-        break;
+      case 0: t = binary(cv, "less_equal", v, sp); break;
+      case 1: t = binary(cv, "less", v, sp); break;
+      case 2: t = binary(cv, "greater_equal", v, sp); break;
+      case 3: t = binary(cv, "greater", v, sp); break;
+      case 4: t = binary(cv, "equal", v, sp); break;
+      case 5: t = binary(cv, "not_equal", v, sp); break;
       case 6: {
         std::vector<double> set;
-        while (member_pos < members.size() && !std::isnan(members[member_pos]))
-          set.push_back(members[member_pos++]);
-        ++member_pos;       // the NaN closing the set
+        while (member_pos < members.size() && !std::isnan(members[member_pos])) set.push_back(members[member_pos++]);
+        ++member_pos;  // the NaN closing the set
         if (set.empty()) {  // an empty set holds nothing: never true
           t = binary(cv, "less", v, fconst_d(cv, -std::numeric_limits<double>::infinity()));
           break;
         }
-        Var* eq = binary(cv, "equal", v,
-                         cv.c(Value::from_doubles(f32, {static_cast<int64_t>(set.size())}, set)));
-        t = binary(cv, "greater",
-                   cv.op("reduce_sum", {C::arg("x", cv.cast(eq, f32)), C::arg_ints32("axes", {1}),
-                                        C::arg_bool("keep_dims", true)}),
-                   fconst_d(cv, 0));
+        Var* eq = binary(cv, "equal", v, cv.c(Value::from_doubles(f32, {static_cast<int64_t>(set.size())}, set)));
+        t = binary(cv, "greater", cv.op("reduce_sum", {C::arg("x", cv.cast(eq, f32)), C::arg_ints32("axes", {1}), C::arg_bool("keep_dims", true)}), fconst_d(cv, 0));
         break;
       }
-      default:
-        cv.fail(n, "node mode " + std::to_string(static_cast<int>(modes[i])) + " is not supported");
+      default: cv.fail(n, "node mode " + std::to_string(static_cast<int>(modes[i])) + " is not supported");
     }
-    if (miss[i])
-      t = binary(cv, "logical_or", t,
-                 binary(cv, "not_equal", v, v));  // a missing (NaN) feature goes true
+    if (miss[i]) t = binary(cv, "logical_or", t, binary(cv, "not_equal", v, v));  // a missing (NaN) feature goes true
     tests.push_back(ArgItem{cv.cast(t, f32), nullptr});
   }
-  Var* T = N == 1 ? tests[0].var
-                  : cv.op("concat",
-                          {Arg{"values", tests, true}, C::arg_i32("axis", 1)});  // [S, N] of 0 / 1
+  Var* T = N == 1 ? tests[0].var : cv.op("concat", {Arg{"values", tests, true}, C::arg_i32("axis", 1)});  // [S, N] of 0 / 1
   // per tree: the leaves with their paths (node, went true)
   std::vector<Var*> per_tree;
   for (int64_t root : roots) {
@@ -248,17 +200,14 @@ void tree_ensemble(C& cv, const NodeProto& n) {
     while (!todo.empty()) {
       auto [node, path] = todo.back();
       todo.pop_back();
-      if (node < 0 || static_cast<size_t>(node) >= N || path.size() > N)
-        cv.fail(n, "a tree's node ids are out of range or cyclic");
+      if (node < 0 || static_cast<size_t>(node) >= N || path.size() > N) cv.fail(n, "a tree's node ids are out of range or cyclic");
       for (int br = 0; br < 2; ++br) {
         auto p = path;
         p.emplace_back(node, br == 0);
         int64_t next = br == 0 ? tn[static_cast<size_t>(node)] : fn[static_cast<size_t>(node)];
         bool leaf = br == 0 ? tl[static_cast<size_t>(node)] : fl[static_cast<size_t>(node)];
-        if (leaf)
-          leaves.emplace_back(next, p);
-        else
-          todo.emplace_back(next, p);
+        if (leaf) leaves.emplace_back(next, p);
+        else todo.emplace_back(next, p);
       }
     }
     // reached[s, leaf] = prod over the path of (test or 1 - test); [S, leaves] @ [leaves, targets]
@@ -273,29 +222,20 @@ void tree_ensemble(C& cv, const NodeProto& n) {
       }
       reach.push_back(ArgItem{r, nullptr});
       int64_t leaf = leaves[l].first;
-      if (leaf < 0 || static_cast<size_t>(leaf) >= weights.size())
-        cv.fail(n, "a leaf id is out of range");
+      if (leaf < 0 || static_cast<size_t>(leaf) >= weights.size()) cv.fail(n, "a leaf id is out of range");
       int64_t tg = targets[static_cast<size_t>(leaf)];
       if (tg < 0 || tg >= nt) cv.fail(n, "a leaf's target id is out of range");
-      w[l * static_cast<size_t>(nt) + static_cast<size_t>(tg)] +=
-          weights[static_cast<size_t>(leaf)];
+      w[l * static_cast<size_t>(nt) + static_cast<size_t>(tg)] += weights[static_cast<size_t>(leaf)];
     }
-    Var* R = reach.size() == 1
-                 ? reach[0].var
-                 : cv.op("concat", {Arg{"values", reach, true}, C::arg_i32("axis", 1)});
-    per_tree.push_back(cv.op(
-        "matmul",
-        {C::arg("x", R), C::arg("y", cv.c(Value::from_doubles(
-                                         f32, {static_cast<int64_t>(leaves.size()), nt}, w)))}));
+    Var* R = reach.size() == 1 ? reach[0].var : cv.op("concat", {Arg{"values", reach, true}, C::arg_i32("axis", 1)});
+    per_tree.push_back(cv.op("matmul", {C::arg("x", R), C::arg("y", cv.c(Value::from_doubles(f32, {static_cast<int64_t>(leaves.size()), nt}, w)))}));
   }
   if (per_tree.empty()) cv.fail(n, "tree_roots is empty");
   Var* y = per_tree[0];
   for (size_t i = 1; i < per_tree.size(); ++i)
     y = binary(cv, agg == 2 ? "minimum" : agg == 3 ? "maximum" : "add", y, per_tree[i]);
-  if (agg == 0)
-    y = binary(cv, "real_div", y, fconst_d(cv, static_cast<double>(per_tree.size())));
-  else if (agg < 0 || agg > 3)
-    cv.fail(n, "aggregate_function must be AVERAGE, SUM, MIN or MAX");
+  if (agg == 0) y = binary(cv, "real_div", y, fconst_d(cv, static_cast<double>(per_tree.size())));
+  else if (agg < 0 || agg > 3) cv.fail(n, "aggregate_function must be AVERAGE, SUM, MIN or MAX");
   cv.out(n, 0, cv.cast(y, C::dtype(cv.in(n, 0))));
 }
 
@@ -307,16 +247,13 @@ void binarizer(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   DataType dt = C::dtype(x);
   Var* gt = binary(cv, "greater", x, cv.cs(C::attr_float(n, "threshold", 0.0f), dt));
-  cv.out(
-      n, 0,
-      cv.op("select", {C::arg("cond", gt), C::arg("a", cv.cs(1, dt)), C::arg("b", cv.cs(0, dt))}));
+  cv.out(n, 0, cv.op("select", {C::arg("cond", gt), C::arg("a", cv.cs(1, dt)), C::arg("b", cv.cs(0, dt))}));
 }
 
 void array_feature_extractor(C& cv, const NodeProto& n) {
   // x[..., indices] along the last axis
   Var* x = cv.in(n, 0);
-  Var* idx = cv.op("reshape", {C::arg("x", cv.cast(cv.in(n, 1), DataType::Int32)),
-                               C::arg_ints32("shape", {-1})});
+  Var* idx = cv.op("reshape", {C::arg("x", cv.cast(cv.in(n, 1), DataType::Int32)), C::arg_ints32("shape", {-1})});
   cv.out(n, 0, cv.op("gather", {C::arg("x", x), C::arg("indices", idx), C::arg_i32("axis", -1)}));
 }
 

@@ -13,14 +13,11 @@ namespace {
 Var* like(C& cv, Var* y, Var* x) { return cv.cast(y, C::dtype(x)); }
 
 void simple_binary(OpTable& t, const char* onnx, const char* mil) {
-  t.on(onnx, 1, [mil](C& cv, const NodeProto& n) {
-    cv.out(n, 0, binary(cv, mil, cv.in(n, 0), cv.in(n, 1)));
-  });
+  t.on(onnx, 1, [mil](C& cv, const NodeProto& n) { cv.out(n, 0, binary(cv, mil, cv.in(n, 0), cv.in(n, 1))); });
 }
 
 void simple_unary(OpTable& t, const char* onnx, const char* mil) {
-  t.on(onnx, 1,
-       [mil](C& cv, const NodeProto& n) { cv.out(n, 0, cv.op(mil, {C::arg("x", cv.in(n, 0))})); });
+  t.on(onnx, 1, [mil](C& cv, const NodeProto& n) { cv.out(n, 0, cv.op(mil, {C::arg("x", cv.in(n, 0))})); });
 }
 
 void variadic(OpTable& t, const char* onnx, const char* mil, bool mean) {
@@ -28,8 +25,7 @@ void variadic(OpTable& t, const char* onnx, const char* mil, bool mean) {
     if (n.input_size() == 0) cv.fail(n, "needs at least one input");
     Var* acc = cv.in(n, 0);
     for (int i = 1; i < n.input_size(); ++i) acc = binary(cv, mil, acc, cv.in(n, i));
-    if (mean && n.input_size() > 1)
-      acc = binary(cv, "real_div", acc, cv.cs(n.input_size(), C::dtype(acc)));
+    if (mean && n.input_size() > 1) acc = binary(cv, "real_div", acc, cv.cs(n.input_size(), C::dtype(acc)));
     cv.out(n, 0, acc);
   });
 }
@@ -70,24 +66,18 @@ void mod(C& cv, const NodeProto& n) {
   Var* zero = cv.cs(0, C::dtype(x));
   Var* differ = binary(cv, "logical_xor", binary(cv, "less", x, zero), binary(cv, "less", y, zero));
   Var* fix = binary(cv, "logical_and", differ, binary(cv, "not_equal", r, zero));
-  cv.out(
-      n, 0,
-      cv.op("select", {C::arg("cond", fix), C::arg("a", binary(cv, "sub", r, y)), C::arg("b", r)}));
+  cv.out(n, 0, cv.op("select", {C::arg("cond", fix), C::arg("a", binary(cv, "sub", r, y)), C::arg("b", r)}));
 }
 
 void p_relu(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   Var* slope = cv.in(n, 1);
   Var* pos = binary(cv, "greater_equal", x, cv.cs(0, C::dtype(x)));
-  cv.out(n, 0,
-         cv.op("select",
-               {C::arg("cond", pos), C::arg("a", x), C::arg("b", binary(cv, "mul", x, slope))}));
+  cv.out(n, 0, cv.op("select", {C::arg("cond", pos), C::arg("a", x), C::arg("b", binary(cv, "mul", x, slope))}));
 }
 
 void where_op(C& cv, const NodeProto& n) {
-  cv.out(n, 0,
-         cv.op("select",
-               {C::arg("cond", cv.in(n, 0)), C::arg("a", cv.in(n, 1)), C::arg("b", cv.in(n, 2))}));
+  cv.out(n, 0, cv.op("select", {C::arg("cond", cv.in(n, 0)), C::arg("a", cv.in(n, 1)), C::arg("b", cv.in(n, 2))}));
 }
 
 void abs(C& cv, const NodeProto& n) {
@@ -101,8 +91,7 @@ void neg_op(C& cv, const NodeProto& n) { cv.out(n, 0, neg(cv, cv.in(n, 0))); }
 
 void log(C& cv, const NodeProto& n) {  // log(0) = -inf, as ONNX (MIL's default epsilon is 1e-45)
   Var* x = cv.in(n, 0);
-  cv.out(n, 0,
-         cv.op("log", {C::arg("x", x), C::arg("epsilon", Value::scalar_float(C::dtype(x), 0))}));
+  cv.out(n, 0, cv.op("log", {C::arg("x", x), C::arg("epsilon", Value::scalar_float(C::dtype(x), 0))}));
 }
 
 void reciprocal(C& cv, const NodeProto& n) {
@@ -118,15 +107,13 @@ void sign(C& cv, const NodeProto& n) {
 
 void asinh(C& cv, const NodeProto& n) {  // log(x + sqrt(x^2 + 1))
   Var* x = cv.in(n, 0);
-  Var* s = cv.op("sqrt",
-                 {C::arg("x", binary(cv, "add", binary(cv, "mul", x, x), cv.cs(1, C::dtype(x))))});
+  Var* s = cv.op("sqrt", {C::arg("x", binary(cv, "add", binary(cv, "mul", x, x), cv.cs(1, C::dtype(x))))});
   cv.out(n, 0, cv.op("log", {C::arg("x", binary(cv, "add", x, s))}));
 }
 
 void acosh(C& cv, const NodeProto& n) {  // log(x + sqrt(x^2 - 1))
   Var* x = cv.in(n, 0);
-  Var* s = cv.op("sqrt",
-                 {C::arg("x", binary(cv, "sub", binary(cv, "mul", x, x), cv.cs(1, C::dtype(x))))});
+  Var* s = cv.op("sqrt", {C::arg("x", binary(cv, "sub", binary(cv, "mul", x, x), cv.cs(1, C::dtype(x))))});
   cv.out(n, 0, cv.op("log", {C::arg("x", binary(cv, "add", x, s))}));
 }
 
@@ -138,36 +125,26 @@ void is_na_n(C& cv, const NodeProto& n) {
 void is_inf(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   double inf = std::numeric_limits<double>::infinity();
-  bool neg_ = C::attr_int(n, "detect_negative", 1) != 0,
-       pos = C::attr_int(n, "detect_positive", 1) != 0;
+  bool neg_ = C::attr_int(n, "detect_negative", 1) != 0, pos = C::attr_int(n, "detect_positive", 1) != 0;
   Var* r;
-  if (neg_ && pos)
-    r = binary(cv, "equal", cv.op("abs", {C::arg("x", x)}), cv.cs(inf, C::dtype(x)));
-  else if (pos)
-    r = binary(cv, "equal", x, cv.cs(inf, C::dtype(x)));
-  else if (neg_)
-    r = binary(cv, "equal", x, cv.cs(-inf, C::dtype(x)));
-  else
-    r = binary(cv, "not_equal", x, x), r = binary(cv, "logical_and", r, binary(cv, "equal", x, x));
+  if (neg_ && pos) r = binary(cv, "equal", cv.op("abs", {C::arg("x", x)}), cv.cs(inf, C::dtype(x)));
+  else if (pos) r = binary(cv, "equal", x, cv.cs(inf, C::dtype(x)));
+  else if (neg_) r = binary(cv, "equal", x, cv.cs(-inf, C::dtype(x)));
+  else r = binary(cv, "not_equal", x, x), r = binary(cv, "logical_and", r, binary(cv, "equal", x, x));
   cv.out(n, 0, r);
 }
 
 void leaky_relu(C& cv, const NodeProto& n) {
-  cv.out(n, 0,
-         cv.op("leaky_relu",
-               {C::arg("x", cv.in(n, 0)), C::arg_f32("alpha", C::attr_float(n, "alpha", 0.01f))}));
+  cv.out(n, 0, cv.op("leaky_relu", {C::arg("x", cv.in(n, 0)), C::arg_f32("alpha", C::attr_float(n, "alpha", 0.01f))}));
 }
 
 void elu(C& cv, const NodeProto& n) {
-  cv.out(n, 0,
-         cv.op("elu",
-               {C::arg("x", cv.in(n, 0)), C::arg_f32("alpha", C::attr_float(n, "alpha", 1.0f))}));
+  cv.out(n, 0, cv.op("elu", {C::arg("x", cv.in(n, 0)), C::arg_f32("alpha", C::attr_float(n, "alpha", 1.0f))}));
 }
 
 void selu(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
-  float alpha = C::attr_float(n, "alpha", 1.67326319217681884765625f),
-        gamma = C::attr_float(n, "gamma", 1.05070102214813232421875f);
+  float alpha = C::attr_float(n, "alpha", 1.67326319217681884765625f), gamma = C::attr_float(n, "gamma", 1.05070102214813232421875f);
   Var* e = cv.op("elu", {C::arg("x", x), C::arg_f32("alpha", alpha)});
   cv.out(n, 0, binary(cv, "mul", e, cv.cs(gamma, C::dtype(x))));
 }
@@ -175,32 +152,25 @@ void selu(C& cv, const NodeProto& n) {
 void celu(C& cv, const NodeProto& n) {  // alpha * elu(x / alpha)
   Var* x = cv.in(n, 0);
   float alpha = C::attr_float(n, "alpha", 1.0f);
-  Var* e = cv.op("elu", {C::arg("x", binary(cv, "real_div", x, cv.cs(alpha, C::dtype(x)))),
-                         C::arg_f32("alpha", 1.0)});
+  Var* e = cv.op("elu", {C::arg("x", binary(cv, "real_div", x, cv.cs(alpha, C::dtype(x)))), C::arg_f32("alpha", 1.0)});
   cv.out(n, 0, binary(cv, "mul", e, cv.cs(alpha, C::dtype(x))));
 }
 
 void hard_sigmoid(C& cv, const NodeProto& n) {
-  cv.out(n, 0,
-         cv.op("sigmoid_hard",
-               {C::arg("x", cv.in(n, 0)), C::arg_f32("alpha", C::attr_float(n, "alpha", 0.2f)),
-                C::arg_f32("beta", C::attr_float(n, "beta", 0.5f))}));
+  cv.out(n, 0, cv.op("sigmoid_hard", {C::arg("x", cv.in(n, 0)), C::arg_f32("alpha", C::attr_float(n, "alpha", 0.2f)),
+                                      C::arg_f32("beta", C::attr_float(n, "beta", 0.5f))}));
 }
 
 void hard_swish(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
-  Var* s = cv.op("sigmoid_hard",
-                 {C::arg("x", x), C::arg_f32("alpha", 1.0 / 6.0), C::arg_f32("beta", 0.5)});
+  Var* s = cv.op("sigmoid_hard", {C::arg("x", x), C::arg_f32("alpha", 1.0 / 6.0), C::arg_f32("beta", 0.5)});
   cv.out(n, 0, binary(cv, "mul", x, s));
 }
 
 void gelu(C& cv, const NodeProto& n) {
   std::string approx = C::attr_string(n, "approximate", "none");
-  if (approx != "none" && approx != "tanh")
-    cv.fail(n, "approximate='" + approx + "' is not 'none' or 'tanh'");
-  cv.out(n, 0,
-         cv.op("gelu", {C::arg("x", cv.in(n, 0)),
-                        C::arg_str("mode", approx == "tanh" ? "TANH_APPROXIMATION" : "EXACT")}));
+  if (approx != "none" && approx != "tanh") cv.fail(n, "approximate='" + approx + "' is not 'none' or 'tanh'");
+  cv.out(n, 0, cv.op("gelu", {C::arg("x", cv.in(n, 0)), C::arg_str("mode", approx == "tanh" ? "TANH_APPROXIMATION" : "EXACT")}));
 }
 
 void mish(C& cv, const NodeProto& n) {
@@ -212,9 +182,7 @@ void mish(C& cv, const NodeProto& n) {
 void thresholded_relu(C& cv, const NodeProto& n) {  // x where x > alpha (strictly), else 0
   Var* x = cv.in(n, 0);
   Var* keep = binary(cv, "greater", x, cv.cs(C::attr_float(n, "alpha", 1.0f), C::dtype(x)));
-  cv.out(
-      n, 0,
-      cv.op("select", {C::arg("cond", keep), C::arg("a", x), C::arg("b", cv.cs(0, C::dtype(x)))}));
+  cv.out(n, 0, cv.op("select", {C::arg("cond", keep), C::arg("a", x), C::arg("b", cv.cs(0, C::dtype(x)))}));
 }
 
 void clip(C& cv, const NodeProto& n) {
@@ -350,22 +318,10 @@ void register_elementwise(OpTable& t) {
   simple_unary(t, "Ceil", "ceil");
   simple_unary(t, "Round", "round");
   t.on("Sign", 1, sign);
-  for (auto [o, m] :
-       std::initializer_list<std::pair<const char*, const char*>>{{"Sin", "sin"},
-                                                                  {"Cos", "cos"},
-                                                                  {"Tan", "tan"},
-                                                                  {"Asin", "asin"},
-                                                                  {"Acos", "acos"},
-                                                                  {"Atan", "atan"},
-                                                                  {"Sinh", "sinh"},
-                                                                  {"Cosh", "cosh"},
-                                                                  {"Tanh", "tanh"},
-                                                                  {"Atanh", "atanh"},
-                                                                  {"Erf", "erf"},
-                                                                  {"Relu", "relu"},
-                                                                  {"Sigmoid", "sigmoid"},
-                                                                  {"Softplus", "softplus"},
-                                                                  {"Softsign", "softsign"}})
+  for (auto [o, m] : std::initializer_list<std::pair<const char*, const char*>>{
+           {"Sin", "sin"}, {"Cos", "cos"}, {"Tan", "tan"}, {"Asin", "asin"}, {"Acos", "acos"}, {"Atan", "atan"},
+           {"Sinh", "sinh"}, {"Cosh", "cosh"}, {"Tanh", "tanh"}, {"Atanh", "atanh"}, {"Erf", "erf"},
+           {"Relu", "relu"}, {"Sigmoid", "sigmoid"}, {"Softplus", "softplus"}, {"Softsign", "softsign"}})
     simple_unary(t, o, m);
   t.on("Asinh", 1, asinh);
   t.on("Acosh", 1, acosh);

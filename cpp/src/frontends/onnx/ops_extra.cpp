@@ -25,8 +25,7 @@ Var* per_channel(C& cv, Var* v, int rank) {
 
 // Integer ops MIL lacks, done exactly in int32 with powers of two / arithmetic.
 Var* pow2(C& cv, Var* y) {
-  Var* f = cv.op("pow", {C::arg("x", cv.cs(2, DataType::Float32)),
-                         C::arg("y", cv.cast(y, DataType::Float32))});
+  Var* f = cv.op("pow", {C::arg("x", cv.cs(2, DataType::Float32)), C::arg("y", cv.cast(y, DataType::Float32))});
   return cv.cast(f, DataType::Int32);
 }
 
@@ -36,26 +35,16 @@ std::pair<double, double> qrange(C& cv, const NodeProto& n, int zp_input) {
   if (auto* a = C::find_attr(n, "output_dtype")) et = static_cast<int>(a->i());
   if (C::has(n, zp_input) && cv.elem_type(n, zp_input)) et = cv.elem_type(n, zp_input);
   switch (et) {
-    case 3:
-      return {-128, 127};
-    case 2:
-      return {0, 255};
-    case 5:
-      return {-32768, 32767};
-    case 4:
-      return {0, 65535};
-    case 6:
-      return {-2147483648.0, 2147483647.0};
-    case onnx::TensorProto::INT4:
-      return {-8, 7};
-    case onnx::TensorProto::UINT4:
-      return {0, 15};
-    case kInt2:
-      return {-2, 1};
-    case kUInt2:
-      return {0, 3};
-    default:
-      cv.fail(n, "quantized type " + onnx_type_name(et) + " is not supported");
+    case 3: return {-128, 127};
+    case 2: return {0, 255};
+    case 5: return {-32768, 32767};
+    case 4: return {0, 65535};
+    case 6: return {-2147483648.0, 2147483647.0};
+    case onnx::TensorProto::INT4: return {-8, 7};
+    case onnx::TensorProto::UINT4: return {0, 15};
+    case kInt2: return {-2, 1};
+    case kUInt2: return {0, 3};
+    default: cv.fail(n, "quantized type " + onnx_type_name(et) + " is not supported");
   }
 }
 
@@ -76,21 +65,17 @@ Var* scale_for(C& cv, const NodeProto& n, Var* v, Var* x, int64_t axis, int r) {
   auto vs = C::static_shape(v);
   auto xs = C::static_shape(x);
   if (!vs || !xs || static_cast<int>(vs->size()) != r)
-    cv.fail(n,
-            "blocked quantization needs the shapes of x and its scale (of x's rank) to be known");
+    cv.fail(n, "blocked quantization needs the shapes of x and its scale (of x's rank) to be known");
   size_t a = static_cast<size_t>(axis);
   std::vector<int64_t> reps(static_cast<size_t>(r) + 1, 1), merged = *vs;
   reps[a + 1] = block;
   merged[a] *= block;
   Var* e = cv.op("expand_dims", {C::arg("x", v), C::arg_ints32("axes", {axis + 1})});
-  Var* t =
-      cv.op("reshape", {C::arg("x", cv.op("tile", {C::arg("x", e), C::arg_ints32("reps", reps)})),
-                        C::arg_ints32("shape", merged)});
+  Var* t = cv.op("reshape", {C::arg("x", cv.op("tile", {C::arg("x", e), C::arg_ints32("reps", reps)})), C::arg_ints32("shape", merged)});
   if (merged[a] == (*xs)[a]) return t;
   std::vector<int64_t> begin(static_cast<size_t>(r), 0), end = merged;
   end[a] = (*xs)[a];
-  return cv.op("slice_by_index",
-               {C::arg("x", t), C::arg_ints32("begin", begin), C::arg_ints32("end", end)});
+  return cv.op("slice_by_index", {C::arg("x", t), C::arg_ints32("begin", begin), C::arg_ints32("end", end)});
 }
 
 void window(OpTable& t, const char* name, double a0, double a1, double a2) {
@@ -118,9 +103,8 @@ void rms_normalization(C& cv, const NodeProto& n) {
   int r = cv.rank(n, x);
   int64_t ax = cv.axis(n, C::attr_int(n, "axis", -1), r);
   double eps = C::attr_float(n, "epsilon", 1e-5f);
-  Var* ms = cv.op("reduce_mean",
-                  {C::arg("x", binary(cv, "mul", x, x)), C::arg_ints32("axes", tail_axes(ax, r)),
-                   C::arg_bool("keep_dims", true)});
+  Var* ms = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", x, x)), C::arg_ints32("axes", tail_axes(ax, r)),
+                                  C::arg_bool("keep_dims", true)});
   Var* inv = cv.op("rsqrt", {C::arg("x", binary(cv, "add", ms, cv.cs(eps, C::dtype(x))))});
   cv.out(n, 0, binary(cv, "mul", binary(cv, "mul", x, inv), cv.in(n, 1)));
 }
@@ -130,11 +114,9 @@ void mean_variance_normalization(C& cv, const NodeProto& n) {
   int r = cv.rank(n, x);
   auto axes = C::attr_ints(n, "axes", {0, 2, 3});
   for (auto& a : axes) a = cv.axis(n, a, r);
-  Var* mean = cv.op("reduce_mean",
-                    {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)});
+  Var* mean = cv.op("reduce_mean", {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)});
   Var* d = binary(cv, "sub", x, mean);
-  Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)),
-                                   C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)});
+  Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)});
   Var* sd = cv.op("sqrt", {C::arg("x", var)});
   cv.out(n, 0, binary(cv, "real_div", d, binary(cv, "add", sd, cv.cs(1e-9, C::dtype(x)))));
 }
@@ -148,13 +130,10 @@ void group_normalization(C& cv, const NodeProto& n) {
   if (g <= 0 || ch % g) cv.fail(n, "num_groups must divide the channels");
   double eps = C::attr_float(n, "epsilon", 1e-5f);
   Var* xg = cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {(*s)[0], g, -1})});
-  Var* mean = cv.op("reduce_mean",
-                    {C::arg("x", xg), C::arg_ints32("axes", {2}), C::arg_bool("keep_dims", true)});
+  Var* mean = cv.op("reduce_mean", {C::arg("x", xg), C::arg_ints32("axes", {2}), C::arg_bool("keep_dims", true)});
   Var* d = binary(cv, "sub", xg, mean);
-  Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)), C::arg_ints32("axes", {2}),
-                                   C::arg_bool("keep_dims", true)});
-  Var* y = binary(cv, "mul", d,
-                  cv.op("rsqrt", {C::arg("x", binary(cv, "add", var, cv.cs(eps, C::dtype(x))))}));
+  Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)), C::arg_ints32("axes", {2}), C::arg_bool("keep_dims", true)});
+  Var* y = binary(cv, "mul", d, cv.op("rsqrt", {C::arg("x", binary(cv, "add", var, cv.cs(eps, C::dtype(x))))}));
   y = cv.op("reshape", {C::arg("x", y), C::arg_ints32("shape", *s)});
   Var* scale = cv.in(n, 1);
   Var* bias = cv.in(n, 2);
@@ -163,10 +142,7 @@ void group_normalization(C& cv, const NodeProto& n) {
     // opset 18: one scale per group
     auto rep = [&](Var* v) {
       Var* e = cv.op("expand_dims", {C::arg("x", v), C::arg_ints32("axes", {1})});
-      return cv.op(
-          "reshape",
-          {C::arg("x", cv.op("tile", {C::arg("x", e), C::arg_ints32("reps", {1, ch / g})})),
-           C::arg_ints32("shape", {ch})});
+      return cv.op("reshape", {C::arg("x", cv.op("tile", {C::arg("x", e), C::arg_ints32("reps", {1, ch / g})})), C::arg_ints32("shape", {ch})});
     };
     scale = rep(scale);
     bias = rep(bias);
@@ -180,10 +156,8 @@ void lp_normalization(C& cv, const NodeProto& n) {
   int64_t ax = cv.axis(n, C::attr_int(n, "axis", -1), cv.rank(n, x));
   int64_t p = C::attr_int(n, "p", 2);
   if (p != 1 && p != 2) cv.fail(n, "p must be 1 or 2");
-  Var* norm = cv.op(p == 1 ? "reduce_l1_norm" : "reduce_l2_norm",
-                    {C::arg("x", x), C::arg_ints32("axes", {ax}), C::arg_bool("keep_dims", true)});
-  Var* safe = cv.op("select", {C::arg("cond", binary(cv, "equal", norm, cv.cs(0, C::dtype(x)))),
-                               C::arg("a", cv.cs(1, C::dtype(x))), C::arg("b", norm)});
+  Var* norm = cv.op(p == 1 ? "reduce_l1_norm" : "reduce_l2_norm", {C::arg("x", x), C::arg_ints32("axes", {ax}), C::arg_bool("keep_dims", true)});
+  Var* safe = cv.op("select", {C::arg("cond", binary(cv, "equal", norm, cv.cs(0, C::dtype(x)))), C::arg("a", cv.cs(1, C::dtype(x))), C::arg("b", norm)});
   cv.out(n, 0, binary(cv, "real_div", x, safe));
 }
 
@@ -219,9 +193,7 @@ void hardmax_v1(C& cv, const NodeProto& n) {
 void swish(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   float alpha = C::attr_float(n, "alpha", 1.0f);
-  Var* s =
-      cv.op("sigmoid",
-            {C::arg("x", alpha == 1.0f ? x : binary(cv, "mul", x, cv.cs(alpha, C::dtype(x))))});
+  Var* s = cv.op("sigmoid", {C::arg("x", alpha == 1.0f ? x : binary(cv, "mul", x, cv.cs(alpha, C::dtype(x))))});
   cv.out(n, 0, binary(cv, "mul", x, s));
 }
 
@@ -233,10 +205,8 @@ void shrink(C& cv, const NodeProto& n) {
   double bias = C::attr_float(n, "bias", 0.0f), lambd = C::attr_float(n, "lambd", 0.5f);
   Var* lo = binary(cv, "less", xf, cv.cs(-lambd, ft));
   Var* hi = binary(cv, "greater", xf, cv.cs(lambd, ft));
-  Var* y = cv.op("select", {C::arg("cond", lo), C::arg("a", binary(cv, "add", xf, cv.cs(bias, ft))),
-                            C::arg("b", cv.cs(0, ft))});
-  y = cv.op("select", {C::arg("cond", hi), C::arg("a", binary(cv, "sub", xf, cv.cs(bias, ft))),
-                       C::arg("b", y)});
+  Var* y = cv.op("select", {C::arg("cond", lo), C::arg("a", binary(cv, "add", xf, cv.cs(bias, ft))), C::arg("b", cv.cs(0, ft))});
+  y = cv.op("select", {C::arg("cond", hi), C::arg("a", binary(cv, "sub", xf, cv.cs(bias, ft))), C::arg("b", y)});
   cv.out(n, 0, xf == x ? y : cv.cast(y, dt));
 }
 
@@ -247,8 +217,7 @@ void bit_shift(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   Var* y = cv.cast(cv.in(n, 1), DataType::Int32);
   DataType i32 = DataType::Int32;
-  Var* valid = binary(cv, "logical_and", binary(cv, "greater_equal", y, cv.cs(0, i32)),
-                      binary(cv, "less", y, cv.cs(32, i32)));
+  Var* valid = binary(cv, "logical_and", binary(cv, "greater_equal", y, cv.cs(0, i32)), binary(cv, "less", y, cv.cs(32, i32)));
   Var* ys = cv.op("select", {C::arg("cond", valid), C::arg("a", y), C::arg("b", cv.cs(0, i32))});
   Var* h1 = binary(cv, "floor_div", ys, cv.cs(2, i32));
   Var* h2 = binary(cv, "sub", ys, h1);
@@ -260,14 +229,11 @@ void bit_shift(C& cv, const NodeProto& n) {
     fill = cv.cs(0, i32);
   } else if (dir == "RIGHT") {
     r = binary(cv, "floor_div", binary(cv, "floor_div", xi, pow2(cv, h1)), pow2(cv, h2));
-    fill = cv.op("select", {C::arg("cond", binary(cv, "less", xi, cv.cs(0, i32))),
-                            C::arg("a", cv.cs(-1, i32)), C::arg("b", cv.cs(0, i32))});
+    fill = cv.op("select", {C::arg("cond", binary(cv, "less", xi, cv.cs(0, i32))), C::arg("a", cv.cs(-1, i32)), C::arg("b", cv.cs(0, i32))});
   } else {
     cv.fail(n, "direction must be LEFT or RIGHT");
   }
-  cv.out(n, 0,
-         cv.cast(cv.op("select", {C::arg("cond", valid), C::arg("a", r), C::arg("b", fill)}),
-                 C::dtype(x)));
+  cv.out(n, 0, cv.cast(cv.op("select", {C::arg("cond", valid), C::arg("a", r), C::arg("b", fill)}), C::dtype(x)));
 }
 
 void lp_pool(C& cv, const NodeProto& n) {
@@ -279,8 +245,7 @@ void lp_pool(C& cv, const NodeProto& n) {
   double p = static_cast<double>(C::attr_int(n, "p", 2));
   if (pool_needs_windows(cv, n, x)) {
     DataType dt = C::dtype(x);
-    Var* xp =
-        cv.op("pow", {C::arg("x", cv.op("abs", {C::arg("x", x)})), C::arg("y", cv.cs(p, dt))});
+    Var* xp = cv.op("pow", {C::arg("x", cv.op("abs", {C::arg("x", x)})), C::arg("y", cv.cs(p, dt))});
     Var* sum = pool_by_windows(cv, n, xp, PoolKind::Sum, false);
     cv.out(n, 0, cv.op("pow", {C::arg("x", sum), C::arg("y", cv.cs(1.0 / p, dt))}));
     return;
@@ -289,22 +254,17 @@ void lp_pool(C& cv, const NodeProto& n) {
   std::vector<int64_t> mp(2 * sp);
   for (size_t i = 0; i < sp; ++i) mp[2 * i] = pads[i], mp[2 * i + 1] = pads[i + sp];
   std::string ap = C::attr_string(n, "auto_pad", "NOTSET");
-  std::string pt = ap == "SAME_UPPER"   ? "same"
-                   : ap == "SAME_LOWER" ? "same_lower"
-                   : ap == "VALID"      ? "valid"
-                                        : "custom";
+  std::string pt = ap == "SAME_UPPER" ? "same" : ap == "SAME_LOWER" ? "same_lower" : ap == "VALID" ? "valid" : "custom";
   if (pt != "custom") std::fill(mp.begin(), mp.end(), 0);
   DataType dt = C::dtype(x);
   Var* xp = cv.op("pow", {C::arg("x", cv.op("abs", {C::arg("x", x)})), C::arg("y", cv.cs(p, dt))});
   int64_t ksize = 1;
   for (auto k : kernel) ksize *= k;
-  Var* avg =
-      cv.op("avg_pool",
-            {C::arg("x", xp), C::arg_ints32("kernel_sizes", kernel),
-             C::arg_ints32("strides", C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1))),
-             C::arg_str("pad_type", pt), C::arg_ints32("pad", mp),
-             C::arg_bool("exclude_padding_from_average", false),
-             C::arg_bool("ceil_mode", C::attr_int(n, "ceil_mode", 0) != 0)});
+  Var* avg = cv.op("avg_pool", {C::arg("x", xp), C::arg_ints32("kernel_sizes", kernel),
+                                C::arg_ints32("strides", C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1))),
+                                C::arg_str("pad_type", pt), C::arg_ints32("pad", mp),
+                                C::arg_bool("exclude_padding_from_average", false),
+                                C::arg_bool("ceil_mode", C::attr_int(n, "ceil_mode", 0) != 0)});
   Var* sum = binary(cv, "mul", avg, cv.cs(static_cast<double>(ksize), dt));
   cv.out(n, 0, cv.op("pow", {C::arg("x", sum), C::arg("y", cv.cs(1.0 / p, dt))}));
 }
@@ -320,21 +280,15 @@ void quantize_linear(C& cv, const NodeProto& n) {
   if (is_narrow_type(qt) && mil_dtype(qt) == DataType::Float32) {
     // float8 / float4: x / scale (+ zero point) converted to the format, saturated by default
     Var* xf = cv.cast(x, DataType::Float32);
-    Var* q = binary(cv, "real_div", xf,
-                    scale_for(cv, n, cv.cast(cv.in(n, 1), DataType::Float32), x, ax, r));
-    if (C::has(n, 2))
-      q = binary(cv, "add", q, scale_for(cv, n, cv.cast(cv.in(n, 2), DataType::Float32), x, ax, r));
+    Var* q = binary(cv, "real_div", xf, scale_for(cv, n, cv.cast(cv.in(n, 1), DataType::Float32), x, ax, r));
+    if (C::has(n, 2)) q = binary(cv, "add", q, scale_for(cv, n, cv.cast(cv.in(n, 2), DataType::Float32), x, ax, r));
     cv.out(n, 0, to_narrow(cv, n, q, qt, C::attr_int(n, "saturate", 1) != 0));
     return;
   }
   auto [lo, hi] = qrange(cv, n, 2);
   Var* xf = cv.cast(x, DataType::Float32);
-  Var* q = cv.op(
-      "round",
-      {C::arg("x", binary(cv, "real_div", xf,
-                          scale_for(cv, n, cv.cast(cv.in(n, 1), DataType::Float32), x, ax, r)))});
-  if (C::has(n, 2))
-    q = binary(cv, "add", q, scale_for(cv, n, cv.cast(cv.in(n, 2), DataType::Float32), x, ax, r));
+  Var* q = cv.op("round", {C::arg("x", binary(cv, "real_div", xf, scale_for(cv, n, cv.cast(cv.in(n, 1), DataType::Float32), x, ax, r)))});
+  if (C::has(n, 2)) q = binary(cv, "add", q, scale_for(cv, n, cv.cast(cv.in(n, 2), DataType::Float32), x, ax, r));
   q = cv.op("clip", {C::arg("x", q), C::arg_f32("alpha", lo), C::arg_f32("beta", hi)});
   cv.out(n, 0, cv.cast(q, DataType::Int32));
 }
@@ -348,8 +302,7 @@ void dequantize_linear(C& cv, const NodeProto& n) {
   Var* scale = cv.in(n, 1);
   DataType dt = C::dtype(scale);
   Var* xf = cv.cast(x, dt);
-  if (C::has(n, 2))
-    xf = binary(cv, "sub", xf, scale_for(cv, n, cv.cast(cv.in(n, 2), dt), x, ax, r));
+  if (C::has(n, 2)) xf = binary(cv, "sub", xf, scale_for(cv, n, cv.cast(cv.in(n, 2), dt), x, ax, r));
   cv.out(n, 0, binary(cv, "mul", xf, scale_for(cv, n, scale, x, ax, r)));
 }
 

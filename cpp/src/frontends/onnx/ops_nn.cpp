@@ -20,18 +20,13 @@ struct Padding {
 Padding padding(C& cv, const NodeProto& n, size_t spatial) {
   Padding p;
   std::string ap = C::attr_string(n, "auto_pad", "NOTSET");
-  if (ap == "SAME_UPPER")
-    p.type = "same";
-  else if (ap == "SAME_LOWER")
-    p.type = "same_lower";
-  else if (ap == "VALID")
-    p.type = "valid";
-  else if (ap != "NOTSET")
-    cv.fail(n, "auto_pad '" + ap + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  if (ap == "SAME_UPPER") p.type = "same";
+  else if (ap == "SAME_LOWER") p.type = "same_lower";
+  else if (ap == "VALID") p.type = "valid";
+  else if (ap != "NOTSET") cv.fail(n, "auto_pad '" + ap + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
   auto pads = C::attr_ints(n, "pads", std::vector<int64_t>(2 * spatial, 0));
   if (pads.size() != 2 * spatial)
-    cv.fail(n, "pads has " + std::to_string(pads.size()) + " values, expected " +
-                   std::to_string(2 * spatial));
+    cv.fail(n, "pads has " + std::to_string(pads.size()) + " values, expected " + std::to_string(2 * spatial));
   p.pad.resize(2 * spatial);
   for (size_t i = 0; i < spatial; ++i) {
     p.pad[2 * i] = pads[i];
@@ -43,9 +38,7 @@ Padding padding(C& cv, const NodeProto& n, size_t spatial) {
 
 size_t spatial_rank(C& cv, const NodeProto& n, Var* x) {
   int r = cv.rank(n, x);
-  if (r < 3)
-    cv.fail(n, "input '" + x->name() + "' has rank " + std::to_string(r) +
-                   "; expected N, C and spatial dims");
+  if (r < 3) cv.fail(n, "input '" + x->name() + "' has rank " + std::to_string(r) + "; expected N, C and spatial dims");
   return static_cast<size_t>(r - 2);
 }
 
@@ -86,16 +79,13 @@ void conv_transpose(C& cv, const NodeProto& n) {
   auto xs = C::static_shape(x);
   auto ws = C::static_shape(w);
   if (!ws) cv.fail(n, "the weight's shape must be known");
-  std::vector<int64_t> kernel =
-      C::attr_ints(n, "kernel_shape", std::vector<int64_t>(ws->begin() + 2, ws->end()));
+  std::vector<int64_t> kernel = C::attr_ints(n, "kernel_shape", std::vector<int64_t>(ws->begin() + 2, ws->end()));
   if (strides.size() != sp || dil.size() != sp || outpad.size() != sp || kernel.size() != sp)
-    cv.fail(n,
-            "strides, dilations, output_padding and kernel_shape need one value per spatial dim");
+    cv.fail(n, "strides, dilations, output_padding and kernel_shape need one value per spatial dim");
   bool explicit_pads = !out_shape.empty() || ap == "SAME_UPPER" || ap == "SAME_LOWER";
   if (explicit_pads) {
     if (!xs) cv.fail(n, "output_shape / auto_pad need the input's spatial size to be known");
-    if (!out_shape.empty() && out_shape.size() > sp)
-      out_shape.erase(out_shape.begin(), out_shape.end() - static_cast<long>(sp));
+    if (!out_shape.empty() && out_shape.size() > sp) out_shape.erase(out_shape.begin(), out_shape.end() - static_cast<long>(sp));
     p.type = "custom";
     for (size_t i = 0; i < sp; ++i) {
       int64_t in = (*xs)[2 + i];
@@ -115,8 +105,7 @@ void conv_transpose(C& cv, const NodeProto& n) {
   if (has_outpad) {
     for (size_t i = 0; i < sp; ++i) {
       int64_t e = p.pad[2 * i + 1] - outpad[i];
-      if (e >= 0)
-        p.pad[2 * i + 1] = e;
+      if (e >= 0) p.pad[2 * i + 1] = e;
       else {
         p.pad[2 * i + 1] = 0;
         extra[i] = -e;
@@ -147,11 +136,9 @@ void conv_transpose(C& cv, const NodeProto& n) {
   Var* y = cv.op("conv_transpose", std::move(args));
   if (any_extra) {
     std::vector<int64_t> pads(2 * (sp + 2), 0);
-    for (size_t i = 0; i < sp; ++i)
-      pads[2 * (i + 2)] = extra_b[i], pads[2 * (i + 2) + 1] = extra[i];
+    for (size_t i = 0; i < sp; ++i) pads[2 * (i + 2)] = extra_b[i], pads[2 * (i + 2) + 1] = extra[i];
     y = cv.op("pad", {C::arg("x", y), C::arg_ints32("pad", pads)});
-    if (C::has(n, 2))
-      y = binary(cv, "add", y, per_channel(cv, cv.in(n, 2), static_cast<int>(sp + 2)));
+    if (C::has(n, 2)) y = binary(cv, "add", y, per_channel(cv, cv.in(n, 2), static_cast<int>(sp + 2)));
   }
   cv.out(n, 0, y);
 }
@@ -171,8 +158,7 @@ PoolGeom pool_geom(C& cv, const NodeProto& n, Var* x) {
   if (g.kernel.size() != sp) cv.fail(n, "kernel_shape needs " + std::to_string(sp) + " values");
   g.stride = C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1));
   g.dil = C::attr_ints(n, "dilations", std::vector<int64_t>(sp, 1));
-  if (g.stride.size() != sp || g.dil.size() != sp)
-    cv.fail(n, "strides and dilations need one value per spatial dim");
+  if (g.stride.size() != sp || g.dil.size() != sp) cv.fail(n, "strides and dilations need one value per spatial dim");
   auto pads = C::attr_ints(n, "pads", std::vector<int64_t>(2 * sp, 0));
   if (pads.size() != 2 * sp) cv.fail(n, "pads needs two values per spatial dim");
   std::string ap = C::attr_string(n, "auto_pad", "NOTSET");
@@ -212,8 +198,7 @@ bool pool_needs_windows(C& cv, const NodeProto& n, Var* x) {
   PoolGeom g = pool_geom(cv, n, x);
   for (size_t i = 0; i < g.dil.size(); ++i) {
     if (g.dil[i] != 1) return true;
-    if (C::attr_int(n, "ceil_mode", 0) != 0 && g.in[i] >= 0 &&
-        C::attr_string(n, "auto_pad", "NOTSET") == "NOTSET") {
+    if (C::attr_int(n, "ceil_mode", 0) != 0 && g.in[i] >= 0 && C::attr_string(n, "auto_pad", "NOTSET") == "NOTSET") {
       // MIL keeps a last window that starts in the end padding; ONNX drops it
       int64_t span = g.in[i] + g.pad_b[i] + g.pad_e[i] - g.kernel[i];
       if ((span + g.stride[i] - 1) / g.stride[i] + 1 != g.out[i]) return true;
@@ -222,13 +207,11 @@ bool pool_needs_windows(C& cv, const NodeProto& n, Var* x) {
   return false;
 }
 
-Var* pool_by_windows(C& cv, const NodeProto& n, Var* x, PoolKind kind, bool count_include_pad,
-                     Var** indices) {
+Var* pool_by_windows(C& cv, const NodeProto& n, Var* x, PoolKind kind, bool count_include_pad, Var** indices) {
   PoolGeom g = pool_geom(cv, n, x);
   size_t sp = g.in.size();
   for (size_t i = 0; i < sp; ++i)
-    if (g.in[i] < 0 || g.out[i] < 1)
-      cv.fail(n, "pooling with dilations, ceil_mode or indices needs the spatial size to be known");
+    if (g.in[i] < 0 || g.out[i] < 1) cv.fail(n, "pooling with dilations, ceil_mode or indices needs the spatial size to be known");
   DataType dt = C::dtype(x);
   double ninf = -std::numeric_limits<double>::infinity();
   // pad: begin pads, and at the end whatever the last window reaches past the input
@@ -243,8 +226,7 @@ Var* pool_by_windows(C& cv, const NodeProto& n, Var* x, PoolKind kind, bool coun
   Var* xp = x;
   if (any_pad)
     xp = cv.op("pad", {C::arg("x", x), C::arg_ints32("pad", pad),
-                       C::arg("constant_val",
-                              Value::scalar_float(dt, kind == PoolKind::Max ? ninf : 0.0))});
+                       C::arg("constant_val", Value::scalar_float(dt, kind == PoolKind::Max ? ninf : 0.0))});
   // kernel taps in row-major order (the first maximum wins, as in ONNX's reference)
   int64_t taps = 1;
   for (auto k : g.kernel) taps *= k;
@@ -278,10 +260,9 @@ Var* pool_by_windows(C& cv, const NodeProto& n, Var* x, PoolKind kind, bool coun
       std::vector<int64_t> r(v.begin(), v.end());
       return Value::from_ints(DataType::Bool, {static_cast<int64_t>(r.size())}, r);
     };
-    Var* s =
-        cv.op("slice_by_index", {C::arg("x", xp), C::arg_ints32("begin", begin),
-                                 C::arg_ints32("end", end), C::arg_ints32("stride", stride),
-                                 C::arg("begin_mask", bools(bm)), C::arg("end_mask", bools(em))});
+    Var* s = cv.op("slice_by_index", {C::arg("x", xp), C::arg_ints32("begin", begin), C::arg_ints32("end", end),
+                                      C::arg_ints32("stride", stride), C::arg("begin_mask", bools(bm)),
+                                      C::arg("end_mask", bools(em))});
     // where each output's tap lands in the input (for the count and the indices)
     std::vector<int64_t> flat(static_cast<size_t>(out_count), -1);
     for (int64_t o = 0; o < out_count; ++o) {
@@ -317,18 +298,14 @@ Var* pool_by_windows(C& cv, const NodeProto& n, Var* x, PoolKind kind, bool coun
     } else if (kind == PoolKind::Max) {
       if (indices) {
         Var* gt = binary(cv, "greater", s, acc);
-        idx =
-            cv.op("select", {C::arg("cond", gt),
-                             C::arg("a", cv.c(Value::from_ints(DataType::Int32, out_shape, flat))),
-                             C::arg("b", idx)});
+        idx = cv.op("select", {C::arg("cond", gt), C::arg("a", cv.c(Value::from_ints(DataType::Int32, out_shape, flat))), C::arg("b", idx)});
       }
       acc = binary(cv, "maximum", acc, s);
     } else {
       acc = binary(cv, "add", acc, s);
     }
   }
-  if (kind == PoolKind::Avg)
-    acc = binary(cv, "real_div", acc, cv.c(Value::from_doubles(dt, out_shape, count)));
+  if (kind == PoolKind::Avg) acc = binary(cv, "real_div", acc, cv.c(Value::from_doubles(dt, out_shape, count)));
   if (indices) {
     // + (n * C + c) * prod(spatial)
     auto xs = C::static_shape(x);
@@ -355,22 +332,16 @@ void pool(C& cv, const NodeProto& n, bool is_max) {
   if (!is_float(dt)) x = cv.cast(x, DataType::Float32);  // MIL pools floats only
   if (C::wants(n, 1) || pool_needs_windows(cv, n, x)) {
     Var* idx = nullptr;
-    Var* y = pool_by_windows(cv, n, x, is_max ? PoolKind::Max : PoolKind::Avg,
-                             C::attr_int(n, "count_include_pad", 0) != 0,
+    Var* y = pool_by_windows(cv, n, x, is_max ? PoolKind::Max : PoolKind::Avg, C::attr_int(n, "count_include_pad", 0) != 0,
                              C::wants(n, 1) ? &idx : nullptr);
     cv.out(n, 0, is_float(dt) ? y : cv.cast(y, dt));
     if (idx) cv.out(n, 1, idx);
     return;
   }
-  std::vector<Arg> args = {C::arg("x", x),
-                           C::arg_ints32("kernel_sizes", kernel),
-                           C::arg_ints32("strides", strides),
-                           C::arg_str("pad_type", p.type),
-                           C::arg_ints32("pad", p.pad),
+  std::vector<Arg> args = {C::arg("x", x), C::arg_ints32("kernel_sizes", kernel), C::arg_ints32("strides", strides),
+                           C::arg_str("pad_type", p.type), C::arg_ints32("pad", p.pad),
                            C::arg_bool("ceil_mode", C::attr_int(n, "ceil_mode", 0) != 0)};
-  if (!is_max)
-    args.push_back(
-        C::arg_bool("exclude_padding_from_average", C::attr_int(n, "count_include_pad", 0) == 0));
+  if (!is_max) args.push_back(C::arg_bool("exclude_padding_from_average", C::attr_int(n, "count_include_pad", 0) == 0));
   Var* y = cv.op(is_max ? "max_pool" : "avg_pool", std::move(args));
   cv.out(n, 0, is_float(dt) ? y : cv.cast(y, dt));
 }
@@ -380,18 +351,14 @@ void global_pool(C& cv, const NodeProto& n, const char* reduce) {
   int r = cv.rank(n, x);
   std::vector<int64_t> axes;
   for (int i = 2; i < r; ++i) axes.push_back(i);
-  cv.out(
-      n, 0,
-      cv.op(reduce, {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)}));
+  cv.out(n, 0, cv.op(reduce, {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)}));
 }
 
 // (x - mean) / sqrt(var + eps) * scale + bias, every parameter broadcast per channel.
-Var* norm_composite(C& cv, Var* x, Var* mean, Var* var, Var* scale, Var* bias, double eps,
-                    int rank) {
+Var* norm_composite(C& cv, Var* x, Var* mean, Var* var, Var* scale, Var* bias, double eps, int rank) {
   DataType dt = C::dtype(x);
   Var* d = binary(cv, "sub", x, per_channel(cv, mean, rank));
-  Var* s =
-      cv.op("sqrt", {C::arg("x", binary(cv, "add", per_channel(cv, var, rank), cv.cs(eps, dt)))});
+  Var* s = cv.op("sqrt", {C::arg("x", binary(cv, "add", per_channel(cv, var, rank), cv.cs(eps, dt)))});
   Var* y = binary(cv, "real_div", d, s);
   y = binary(cv, "mul", y, per_channel(cv, scale, rank));
   return binary(cv, "add", y, per_channel(cv, bias, rank));
@@ -409,8 +376,7 @@ void gemm(C& cv, const NodeProto& n) {
   Var* a = cv.in(n, 0);
   Var* b = cv.in(n, 1);
   float alpha = C::attr_float(n, "alpha", 1.0f), beta = C::attr_float(n, "beta", 1.0f);
-  Var* y = cv.op("matmul", {C::arg("x", a), C::arg("y", b),
-                            C::arg_bool("transpose_x", C::attr_int(n, "transA", 0) != 0),
+  Var* y = cv.op("matmul", {C::arg("x", a), C::arg("y", b), C::arg_bool("transpose_x", C::attr_int(n, "transA", 0) != 0),
                             C::arg_bool("transpose_y", C::attr_int(n, "transB", 0) != 0)});
   if (alpha != 1.0f) y = binary(cv, "mul", y, cv.cs(alpha, C::dtype(y)));
   if (C::has(n, 2) && beta != 0.0f) {
@@ -433,8 +399,7 @@ void batch_normalization(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
   double eps = C::attr_float(n, "epsilon", 1e-5f);
-  bool training =
-      cv.opset >= 14 ? C::attr_int(n, "training_mode", 0) != 0 : C::wants(n, 1) || C::wants(n, 2);
+  bool training = cv.opset >= 14 ? C::attr_int(n, "training_mode", 0) != 0 : C::wants(n, 1) || C::wants(n, 2);
   if (training) {
     // normalized with the batch's statistics (population variance over N and the spatial
     // dims); the running statistics are updated by momentum
@@ -443,16 +408,13 @@ void batch_normalization(C& cv, const NodeProto& n) {
     std::vector<int64_t> axes = {0};
     for (int i = 2; i < r; ++i) axes.push_back(i);
     DataType dt = C::dtype(x);
-    Var* mean = cv.op("reduce_mean", {C::arg("x", x), C::arg_ints32("axes", axes),
-                                      C::arg_bool("keep_dims", false)});
+    Var* mean = cv.op("reduce_mean", {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", false)});
     Var* d = binary(cv, "sub", x, per_channel(cv, mean, r));
-    Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)),
-                                     C::arg_ints32("axes", axes), C::arg_bool("keep_dims", false)});
+    Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", false)});
     cv.out(n, 0, norm_composite(cv, x, mean, var, cv.in(n, 1), cv.in(n, 2), eps, r));
     double mom = C::attr_float(n, "momentum", 0.9f);
     auto running = [&](Var* old, Var* now) {
-      return binary(cv, "add", binary(cv, "mul", old, cv.cs(mom, dt)),
-                    binary(cv, "mul", now, cv.cs(1 - mom, dt)));
+      return binary(cv, "add", binary(cv, "mul", old, cv.cs(mom, dt)), binary(cv, "mul", now, cv.cs(1 - mom, dt)));
     };
     if (C::wants(n, 1)) cv.out(n, 1, running(cv.in(n, 3), mean));
     if (C::wants(n, 2)) cv.out(n, 2, running(cv.in(n, 4), var));
@@ -460,10 +422,9 @@ void batch_normalization(C& cv, const NodeProto& n) {
   }
   bool consts = cv.value(n, 1) && cv.value(n, 2) && cv.value(n, 3) && cv.value(n, 4);
   if (consts && r >= 3 && r <= 5) {
-    cv.out(n, 0,
-           cv.op("batch_norm", {C::arg("x", x), C::arg("mean", cv.in(n, 3)),
-                                C::arg("variance", cv.in(n, 4)), C::arg("gamma", cv.in(n, 1)),
-                                C::arg("beta", cv.in(n, 2)), C::arg_f32("epsilon", eps)}));
+    cv.out(n, 0, cv.op("batch_norm", {C::arg("x", x), C::arg("mean", cv.in(n, 3)), C::arg("variance", cv.in(n, 4)),
+                                      C::arg("gamma", cv.in(n, 1)), C::arg("beta", cv.in(n, 2)),
+                                      C::arg_f32("epsilon", eps)}));
     return;
   }
   cv.out(n, 0, norm_composite(cv, x, cv.in(n, 3), cv.in(n, 4), cv.in(n, 1), cv.in(n, 2), eps, r));
@@ -475,11 +436,10 @@ void instance_normalization(C& cv, const NodeProto& n) {
   double eps = C::attr_float(n, "epsilon", 1e-5f);
   std::vector<int64_t> axes;
   for (int i = 2; i < r; ++i) axes.push_back(i);
-  Var* mean = cv.op("reduce_mean",
-                    {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)});
+  Var* mean = cv.op("reduce_mean", {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)});
   Var* d = binary(cv, "sub", x, mean);
-  Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)),
-                                   C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)});
+  Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)), C::arg_ints32("axes", axes),
+                                   C::arg_bool("keep_dims", true)});
   Var* s = cv.op("sqrt", {C::arg("x", binary(cv, "add", var, cv.cs(eps, C::dtype(x))))});
   Var* y = binary(cv, "real_div", d, s);
   y = binary(cv, "mul", y, per_channel(cv, cv.in(n, 1), r));
@@ -495,11 +455,9 @@ void layer_normalization(C& cv, const NodeProto& n) {
   for (int64_t i = ax; i < r; ++i) axes.push_back(i);
   if (C::wants(n, 1) || C::wants(n, 2)) {
     // the statistics are outputs too: compute them, then normalize with them
-    Var* mean = cv.op("reduce_mean", {C::arg("x", x), C::arg_ints32("axes", axes),
-                                      C::arg_bool("keep_dims", true)});
+    Var* mean = cv.op("reduce_mean", {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)});
     Var* d = binary(cv, "sub", x, mean);
-    Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)),
-                                     C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)});
+    Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", true)});
     Var* inv = cv.op("rsqrt", {C::arg("x", binary(cv, "add", var, cv.cs(eps, C::dtype(x))))});
     Var* y = binary(cv, "mul", binary(cv, "mul", d, inv), cv.in(n, 1));
     if (C::has(n, 2)) y = binary(cv, "add", y, cv.in(n, 2));
@@ -513,29 +471,24 @@ void layer_normalization(C& cv, const NodeProto& n) {
   const Value* bv = C::has(n, 2) ? cv.value(n, 2) : nullptr;
   std::vector<int64_t> norm_shape;
   if (xs) norm_shape.assign(xs->begin() + ax, xs->end());
-  bool direct =
-      sv && xs && sv->shape() == norm_shape && (!C::has(n, 2) || (bv && bv->shape() == norm_shape));
+  bool direct = sv && xs && sv->shape() == norm_shape && (!C::has(n, 2) || (bv && bv->shape() == norm_shape));
   if (direct) {
-    std::vector<Arg> args = {C::arg("x", x), C::arg_ints32("axes", axes),
-                             C::arg("gamma", cv.in(n, 1))};
+    std::vector<Arg> args = {C::arg("x", x), C::arg_ints32("axes", axes), C::arg("gamma", cv.in(n, 1))};
     if (C::has(n, 2)) args.push_back(C::arg("beta", cv.in(n, 2)));
     args.push_back(C::arg_f32("epsilon", eps));
     return cv.out(n, 0, cv.op("layer_norm", std::move(args)));
   }
-  Var* y = cv.op("layer_norm",
-                 {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_f32("epsilon", eps)});
+  Var* y = cv.op("layer_norm", {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_f32("epsilon", eps)});
   y = binary(cv, "mul", y, cv.in(n, 1));
   if (C::has(n, 2)) y = binary(cv, "add", y, cv.in(n, 2));
   cv.out(n, 0, y);
 }
 
 void lrn(C& cv, const NodeProto& n) {
-  cv.out(n, 0,
-         cv.op("local_response_norm",
-               {C::arg("x", cv.in(n, 0)), C::arg_i32("size", C::attr_int(n, "size", 1)),
-                C::arg_f32("alpha", C::attr_float(n, "alpha", 1e-4f)),
-                C::arg_f32("beta", C::attr_float(n, "beta", 0.75f)),
-                C::arg_f32("k", C::attr_float(n, "bias", 1.0f))}));
+  cv.out(n, 0, cv.op("local_response_norm", {C::arg("x", cv.in(n, 0)), C::arg_i32("size", C::attr_int(n, "size", 1)),
+                                             C::arg_f32("alpha", C::attr_float(n, "alpha", 1e-4f)),
+                                             C::arg_f32("beta", C::attr_float(n, "beta", 0.75f)),
+                                             C::arg_f32("k", C::attr_float(n, "bias", 1.0f))}));
 }
 
 void dropout(C& cv, const NodeProto& n) {
@@ -546,11 +499,9 @@ void dropout(C& cv, const NodeProto& n) {
     if (ratio > 0) {
       // a random keep mask (Core ML's generator: not the numbers of any other runtime)
       DataType dt = C::dtype(x);
-      Var* keep =
-          cv.op("random_bernoulli",
-                {C::arg("shape", cv.op("shape", {C::arg("x", x)})),
-                 C::arg_i32("seed", C::find_attr(n, "seed") ? C::attr_int(n, "seed", 0) : -1),
-                 C::arg("prob", Value::scalar_float(dt, 1.0 - ratio))});
+      Var* keep = cv.op("random_bernoulli", {C::arg("shape", cv.op("shape", {C::arg("x", x)})),
+                                             C::arg_i32("seed", C::find_attr(n, "seed") ? C::attr_int(n, "seed", 0) : -1),
+                                             C::arg("prob", Value::scalar_float(dt, 1.0 - ratio))});
       cv.out(n, 0, binary(cv, "mul", binary(cv, "mul", x, keep), cv.cs(1.0 / (1.0 - ratio), dt)));
       if (C::wants(n, 1)) cv.out(n, 1, cv.cast(keep, DataType::Bool));
       return;

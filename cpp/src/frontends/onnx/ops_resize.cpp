@@ -10,8 +10,8 @@ namespace onnx_detail {
 namespace {
 
 // The source coordinate of output index i along one axis (ONNX's coordinate_transformation_mode).
-double source_coord(const std::string& mode, int64_t i, int64_t in, int64_t out, double scale,
-                    double roi_lo, double roi_hi) {
+double source_coord(const std::string& mode, int64_t i, int64_t in, int64_t out, double scale, double roi_lo,
+                    double roi_hi) {
   double x = static_cast<double>(i);
   if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
@@ -25,8 +25,7 @@ double source_coord(const std::string& mode, int64_t i, int64_t in, int64_t out,
     return center * (1 - adj) + (x + 0.5) / scale - 0.5;
   }
   // tf_crop_and_resize
-  if (out > 1)
-    return roi_lo * (in - 1) + x * (roi_hi - roi_lo) * (in - 1) / static_cast<double>(out - 1);
+  if (out > 1) return roi_lo * (in - 1) + x * (roi_hi - roi_lo) * (in - 1) / static_cast<double>(out - 1);
   return 0.5 * (roi_lo + roi_hi) * (in - 1);
 }
 
@@ -49,9 +48,8 @@ double cubic(double t, double a) {
 // Resizes a known-shape input one axis at a time: each output element is a weighted sum of
 // gathered input elements (1 tap nearest, 2 linear, 4 cubic), with indices and weights computed
 // here from ONNX's formulas, so every coordinate mode and rounding rule is exact.
-Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t>& in,
-                    const std::vector<int64_t>& out, const std::vector<double>& scales,
-                    const std::string& mode, const std::string& coord,
+Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                    const std::vector<double>& scales, const std::string& mode, const std::string& coord,
                     const std::string& nearest_mode, const std::vector<double>& roi) {
   DataType dt = C::dtype(x);
   bool interp = mode != "nearest";
@@ -70,18 +68,14 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
     // antialiased downsampling: the kernel stretched by 1 / scale (more taps, ONNX's reference)
     bool aa = C::attr_int(n, "antialias", 0) != 0 && mode != "nearest" && s < 1.0;
     if (aa) taps = static_cast<int>(2 - 2 * (std::floor((mode == "linear" ? -1.0 : -2.0) / s) + 1));
-    std::vector<std::vector<int64_t>> idx(static_cast<size_t>(taps),
-                                          std::vector<int64_t>(static_cast<size_t>(M)));
-    std::vector<std::vector<double>> w(static_cast<size_t>(taps),
-                                       std::vector<double>(static_cast<size_t>(M), 0.0));
+    std::vector<std::vector<int64_t>> idx(static_cast<size_t>(taps), std::vector<int64_t>(static_cast<size_t>(M)));
+    std::vector<std::vector<double>> w(static_cast<size_t>(taps), std::vector<double>(static_cast<size_t>(M), 0.0));
     std::vector<int64_t> outside(static_cast<size_t>(M), 0);
     for (int64_t i = 0; i < M; ++i) {
       double xo = source_coord(coord, i, L, M, s, lo, hi);
-      if (coord == "tf_crop_and_resize" && (xo < 0 || xo > L - 1))
-        outside[static_cast<size_t>(i)] = 1;
+      if (coord == "tf_crop_and_resize" && (xo < 0 || xo > L - 1)) outside[static_cast<size_t>(i)] = 1;
       if (mode == "nearest") {
-        idx[0][static_cast<size_t>(i)] =
-            std::clamp<int64_t>(nearest_index(nearest_mode, xo), 0, L - 1);
+        idx[0][static_cast<size_t>(i)] = std::clamp<int64_t>(nearest_index(nearest_mode, xo), 0, L - 1);
         w[0][static_cast<size_t>(i)] = 1;
         continue;
       }
@@ -128,19 +122,13 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
     wshape[static_cast<size_t>(ax)] = M;
     Var* acc = nullptr;
     for (int k = 0; k < taps; ++k) {
-      Var* g = cv.op("gather", {C::arg("x", y),
-                                C::arg("indices", Value::int_list(idx[static_cast<size_t>(k)])),
-                                C::arg_i32("axis", ax)});
-      if (taps > 1)
-        g = cv.op("mul", {C::arg("x", g),
-                          C::arg("y", Value::from_doubles(ft, wshape, w[static_cast<size_t>(k)]))});
+      Var* g = cv.op("gather", {C::arg("x", y), C::arg("indices", Value::int_list(idx[static_cast<size_t>(k)])), C::arg_i32("axis", ax)});
+      if (taps > 1) g = cv.op("mul", {C::arg("x", g), C::arg("y", Value::from_doubles(ft, wshape, w[static_cast<size_t>(k)]))});
       acc = acc ? cv.op("add", {C::arg("x", acc), C::arg("y", g)}) : g;
     }
     if (std::any_of(outside.begin(), outside.end(), [](int64_t v) { return v != 0; })) {
       Var* mask = cv.c(Value::from_ints(DataType::Bool, wshape, outside));
-      Value ev = is_float(C::dtype(acc))
-                     ? Value::scalar_float(C::dtype(acc), extrapolation)
-                     : Value::scalar_int(C::dtype(acc), static_cast<int64_t>(extrapolation));
+      Value ev = is_float(C::dtype(acc)) ? Value::scalar_float(C::dtype(acc), extrapolation) : Value::scalar_int(C::dtype(acc), static_cast<int64_t>(extrapolation));
       acc = cv.op("select", {C::arg("cond", mask), C::arg("a", ev), C::arg("b", acc)});
     }
     y = acc;
@@ -153,9 +141,8 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
   return y;
 }
 
-void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales,
-            std::vector<int64_t> sizes, const std::string& mode, std::string coord,
-            const std::string& nearest_mode, std::vector<double> roi) {
+void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales, std::vector<int64_t> sizes,
+            const std::string& mode, std::string coord, const std::string& nearest_mode, std::vector<double> roi) {
   int r = cv.rank(n, x);
   auto xs = C::static_shape(x);
   auto axes = C::attr_ints(n, "axes");
@@ -164,8 +151,7 @@ void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales,
   auto spread = [&](auto v, auto fill) {
     if (axes.empty() || v.empty()) return v;
     decltype(v) full(static_cast<size_t>(r), fill);
-    for (size_t i = 0; i < axes.size() && i < v.size(); ++i)
-      full[static_cast<size_t>(axes[i])] = v[i];
+    for (size_t i = 0; i < axes.size() && i < v.size(); ++i) full[static_cast<size_t>(axes[i])] = v[i];
     return full;
   };
   if (!axes.empty()) {
@@ -185,20 +171,15 @@ void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales,
       roi = full;
     }
   }
-  if (!scales.empty() && scales.size() != static_cast<size_t>(r))
-    cv.fail(n, "scales must have one value per dim");
-  if (!sizes.empty() && sizes.size() != static_cast<size_t>(r))
-    cv.fail(n, "sizes must have one value per dim");
+  if (!scales.empty() && scales.size() != static_cast<size_t>(r)) cv.fail(n, "scales must have one value per dim");
+  if (!sizes.empty() && sizes.size() != static_cast<size_t>(r)) cv.fail(n, "sizes must have one value per dim");
   if (!xs) {
     // unknown input size: the integer-scale nearest upsampling Core ML has an op for
     if (mode == "nearest" && r == 4 && !scales.empty() && scales[0] == 1 && scales[1] == 1 &&
         scales[2] == std::floor(scales[2]) && scales[3] == std::floor(scales[3]) &&
         (coord == "asymmetric" || nearest_mode == "floor"))
-      return cv.out(
-          n, 0,
-          cv.op("upsample_nearest_neighbor",
-                {C::arg("x", x), C::arg_i32("scale_factor_height", static_cast<int64_t>(scales[2])),
-                 C::arg_i32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
+      return cv.out(n, 0, cv.op("upsample_nearest_neighbor", {C::arg("x", x), C::arg_i32("scale_factor_height", static_cast<int64_t>(scales[2])),
+                                                                C::arg_i32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
     cv.fail(n, "resizing needs the input's shape to be known");
   }
   std::vector<int64_t> out(static_cast<size_t>(r));
@@ -206,45 +187,33 @@ void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales,
     std::string policy = C::attr_string(n, "keep_aspect_ratio_policy", "stretch");
     scales.assign(static_cast<size_t>(r), 1.0);
     if (policy == "stretch") {
-      for (int i = 0; i < r; ++i)
-        scales[static_cast<size_t>(i)] =
-            static_cast<double>(sizes[static_cast<size_t>(i)]) / (*xs)[static_cast<size_t>(i)];
+      for (int i = 0; i < r; ++i) scales[static_cast<size_t>(i)] = static_cast<double>(sizes[static_cast<size_t>(i)]) / (*xs)[static_cast<size_t>(i)];
       out = sizes;
     } else {
       double sc = policy == "not_larger" ? 1e300 : 0;
       for (int i = 0; i < r; ++i) {
         if (!axes.empty() && std::find(axes.begin(), axes.end(), i) == axes.end()) continue;
-        double v =
-            static_cast<double>(sizes[static_cast<size_t>(i)]) / (*xs)[static_cast<size_t>(i)];
+        double v = static_cast<double>(sizes[static_cast<size_t>(i)]) / (*xs)[static_cast<size_t>(i)];
         sc = policy == "not_larger" ? std::min(sc, v) : std::max(sc, v);
       }
       for (int i = 0; i < r; ++i) {
         bool resized = axes.empty() || std::find(axes.begin(), axes.end(), i) != axes.end();
         scales[static_cast<size_t>(i)] = resized ? sc : 1.0;
-        out[static_cast<size_t>(i)] =
-            resized ? static_cast<int64_t>(std::round(sc * (*xs)[static_cast<size_t>(i)]))
-                    : (*xs)[static_cast<size_t>(i)];
+        out[static_cast<size_t>(i)] = resized ? static_cast<int64_t>(std::round(sc * (*xs)[static_cast<size_t>(i)])) : (*xs)[static_cast<size_t>(i)];
       }
     }
   } else {
-    for (int i = 0; i < r; ++i)
-      out[static_cast<size_t>(i)] = static_cast<int64_t>(
-          std::floor((*xs)[static_cast<size_t>(i)] * scales[static_cast<size_t>(i)]));
+    for (int i = 0; i < r; ++i) out[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor((*xs)[static_cast<size_t>(i)] * scales[static_cast<size_t>(i)]));
   }
   // Core ML's own op where it is exactly the same: nearest, asymmetric + floor, integer scales
   bool int_up = r == 4 && scales[0] == 1 && scales[1] == 1 && scales[2] >= 1 && scales[3] >= 1 &&
                 scales[2] == std::floor(scales[2]) && scales[3] == std::floor(scales[3]) &&
-                out[2] == (*xs)[2] * static_cast<int64_t>(scales[2]) &&
-                out[3] == (*xs)[3] * static_cast<int64_t>(scales[3]);
+                out[2] == (*xs)[2] * static_cast<int64_t>(scales[2]) && out[3] == (*xs)[3] * static_cast<int64_t>(scales[3]);
   if (mode == "nearest" && int_up && is_float(C::dtype(x)) &&
       (coord == "asymmetric" && (nearest_mode == "floor" || scales[2] == 1)))
-    return cv.out(
-        n, 0,
-        cv.op("upsample_nearest_neighbor",
-              {C::arg("x", x), C::arg_i32("scale_factor_height", static_cast<int64_t>(scales[2])),
-               C::arg_i32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
-  if (mode != "nearest" && mode != "linear" && mode != "cubic")
-    cv.fail(n, "mode '" + mode + "' is not supported");
+    return cv.out(n, 0, cv.op("upsample_nearest_neighbor", {C::arg("x", x), C::arg_i32("scale_factor_height", static_cast<int64_t>(scales[2])),
+                                                              C::arg_i32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") cv.fail(n, "mode '" + mode + "' is not supported");
   cv.out(n, 0, resize_general(cv, n, x, *xs, out, scales, mode, coord, nearest_mode, roi));
 }
 
@@ -265,10 +234,8 @@ void resize_op(C& cv, const NodeProto& n) {
     nm = "floor";
   } else {
     if (coord == "tf_crop_and_resize") roi = cv.doubles(n, 1, "roi");
-    if (C::has(n, 3))
-      sizes = cv.ints(n, 3, "sizes");
-    else if (C::has(n, 2))
-      scales = cv.doubles(n, 2, "scales");
+    if (C::has(n, 3)) sizes = cv.ints(n, 3, "sizes");
+    else if (C::has(n, 2)) scales = cv.doubles(n, 2, "scales");
     if (scales.empty() && sizes.empty()) cv.fail(n, "needs scales or sizes");
   }
   resize(cv, n, x, scales, sizes, mode, coord, nm, roi);
@@ -281,8 +248,7 @@ void upsample(C& cv, const NodeProto& n) {
   } else {
     scales = cv.doubles(n, 1, "scales");
   }
-  resize(cv, n, cv.in(n, 0), scales, {}, C::attr_string(n, "mode", "nearest"), "asymmetric",
-         "floor", {});
+  resize(cv, n, cv.in(n, 0), scales, {}, C::attr_string(n, "mode", "nearest"), "asymmetric", "floor", {});
 }
 
 }  // namespace

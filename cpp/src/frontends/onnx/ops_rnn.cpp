@@ -1,6 +1,5 @@
 // ONNX recurrent layers: LSTM, GRU, RNN -> MIL's lstm / gru / rnn (gates reordered, biases summed,
-// states and outputs reshaped between ONNX's [dirs, batch, hidden] and MIL's [batch, dirs *
-// hidden]).
+// states and outputs reshaped between ONNX's [dirs, batch, hidden] and MIL's [batch, dirs * hidden]).
 #include <algorithm>
 #include <cctype>
 
@@ -18,8 +17,7 @@ Value reorder(const Value& v, int64_t gates, const std::vector<int>& order) {
   auto d = v.to_doubles();
   std::vector<double> out(d.size());
   for (size_t g = 0; g < order.size(); ++g)
-    std::copy(d.begin() + order[g] * h * cols, d.begin() + (order[g] + 1) * h * cols,
-              out.begin() + static_cast<int64_t>(g) * h * cols);
+    std::copy(d.begin() + order[g] * h * cols, d.begin() + (order[g] + 1) * h * cols, out.begin() + static_cast<int64_t>(g) * h * cols);
   return Value::from_doubles(v.dtype(), shape, out);
 }
 
@@ -40,14 +38,12 @@ Value add(const Value& a, const Value& b) {
 
 Value part(const Value& v, int64_t from, int64_t len) {
   auto d = v.to_doubles();
-  return Value::from_doubles(v.dtype(), {len},
-                             std::vector<double>(d.begin() + from, d.begin() + from + len));
+  return Value::from_doubles(v.dtype(), {len}, std::vector<double>(d.begin() + from, d.begin() + from + len));
 }
 
 std::string act_name(C& cv, const NodeProto& n, const std::string& a) {
   std::string l = a;
-  std::transform(l.begin(), l.end(), l.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (l == "sigmoid" || l == "tanh" || l == "relu") return l;
   if (l == "hardsigmoid") return "sigmoid_hard";
   cv.fail(n, "activation '" + a + "' is not supported");
@@ -73,11 +69,9 @@ Common common(C& cv, const NodeProto& n) {
     // sequence_lens: only when every sequence has the full length
     const Value* sl = cv.value(n, 4);
     auto xs = C::static_shape(c.x);
-    if (!sl || !xs)
-      cv.fail(n, "sequence_lens (input '" + n.input(4) + "') must be known at conversion time");
+    if (!sl || !xs) cv.fail(n, "sequence_lens (input '" + n.input(4) + "') must be known at conversion time");
     for (auto v : sl->to_ints())
-      if (v != (*xs)[0])
-        cv.fail(n, "sequences of different lengths (sequence_lens) are not supported");
+      if (v != (*xs)[0]) cv.fail(n, "sequences of different lengths (sequence_lens) are not supported");
   }
   if (C::attr_int(n, "input_forget", 0) != 0) cv.fail(n, "input_forget is not supported");
   return c;
@@ -88,38 +82,30 @@ Var* initial(C& cv, const NodeProto& n, int idx, const Common& c, int64_t d) {
   if (!C::has(n, idx)) {
     // zeros of [B, H]: B from x at run time
     Var* xs = cv.op("shape", {C::arg("x", c.x)});
-    Var* b = cv.op("slice_by_index",
-                   {C::arg("x", xs), C::arg_ints32("begin", {1}), C::arg_ints32("end", {2})});
+    Var* b = cv.op("slice_by_index", {C::arg("x", xs), C::arg_ints32("begin", {1}), C::arg_ints32("end", {2})});
     Arg v{"values", {ArgItem{b, nullptr}, ArgItem{cv.ci({c.hidden}), nullptr}}, true};
-    return cv.op("fill", {C::arg("shape", cv.op("concat", {v, C::arg_i32("axis", 0)})),
-                          C::arg("value", Value::scalar_float(C::dtype(c.x), 0))});
+    return cv.op("fill", {C::arg("shape", cv.op("concat", {v, C::arg_i32("axis", 0)})), C::arg("value", Value::scalar_float(C::dtype(c.x), 0))});
   }
   Var* h = cv.in(n, idx);
   int axis = c.batch_first ? 1 : 0;
-  Var* s =
-      cv.op("slice_by_index",
-            {C::arg("x", h), C::arg_ints32("begin", {axis == 0 ? d : 0, axis == 1 ? d : 0, 0}),
-             C::arg_ints32("end", {axis == 0 ? d + 1 : 0, axis == 1 ? d + 1 : 0, 0}),
-             C::arg("end_mask", Value::from_ints(DataType::Bool, {3}, {axis != 0, axis != 1, 1}))});
+  Var* s = cv.op("slice_by_index", {C::arg("x", h), C::arg_ints32("begin", {axis == 0 ? d : 0, axis == 1 ? d : 0, 0}),
+                                    C::arg_ints32("end", {axis == 0 ? d + 1 : 0, axis == 1 ? d + 1 : 0, 0}),
+                                    C::arg("end_mask", Value::from_ints(DataType::Bool, {3}, {axis != 0, axis != 1, 1}))});
   return cv.op("squeeze", {C::arg("x", s), C::arg_ints32("axes", {axis})});
 }
 
 // MIL [s, B, H] per direction -> ONNX Y [s, dirs, B, H] (or [B, s, dirs, H]).
-void outputs(C& cv, const NodeProto& n, const Common& c, const std::vector<Var*>& ys,
-             const std::vector<Var*>& hs, const std::vector<Var*>& cs) {
+void outputs(C& cv, const NodeProto& n, const Common& c, const std::vector<Var*>& ys, const std::vector<Var*>& hs,
+             const std::vector<Var*>& cs) {
   auto stack = [&](const std::vector<Var*>& v, int64_t axis) {
-    if (v.size() == 1)
-      return cv.op("expand_dims", {C::arg("x", v[0]), C::arg_ints32("axes", {axis})});
+    if (v.size() == 1) return cv.op("expand_dims", {C::arg("x", v[0]), C::arg_ints32("axes", {axis})});
     Arg a{"values", {}, true};
-    for (Var* x : v)
-      a.items.push_back(
-          ArgItem{cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", {axis})}), nullptr});
+    for (Var* x : v) a.items.push_back(ArgItem{cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", {axis})}), nullptr});
     return cv.op("concat", {a, C::arg_i32("axis", axis)});
   };
   if (C::wants(n, 0)) {
     Var* y = stack(ys, 1);  // [s, dirs, B, H]
-    if (c.batch_first)
-      y = cv.op("transpose", {C::arg("x", y), C::arg_ints32("perm", {2, 0, 1, 3})});
+    if (c.batch_first) y = cv.op("transpose", {C::arg("x", y), C::arg_ints32("perm", {2, 0, 1, 3})});
     cv.out(n, 0, y);
   }
   if (C::wants(n, 1)) {
@@ -136,9 +122,7 @@ void outputs(C& cv, const NodeProto& n, const Common& c, const std::vector<Var*>
 
 const Value& need(C& cv, const NodeProto& n, int i, const char* what) {
   const Value* v = cv.value(n, i);
-  if (!v)
-    cv.fail(n, std::string(what) + " (input '" + (C::has(n, i) ? n.input(i) : "") +
-                   "') must be known at conversion time");
+  if (!v) cv.fail(n, std::string(what) + " (input '" + (C::has(n, i) ? n.input(i) : "") + "') must be known at conversion time");
   return *v;
 }
 
@@ -154,16 +138,12 @@ void rnn_like(C& cv, const NodeProto& n, const char* kind) {
   std::vector<std::string> acts;
   if (auto* a = C::find_attr(n, "activations"))
     for (auto& s : a->strings()) acts.push_back(act_name(cv, n, s));
-  std::vector<int> order = k == "lstm"  ? std::vector<int>{0, 2, 1, 3}
-                           : k == "gru" ? std::vector<int>{1, 2, 0}
-                                        : std::vector<int>{0};
+  std::vector<int> order = k == "lstm" ? std::vector<int>{0, 2, 1, 3} : k == "gru" ? std::vector<int>{1, 2, 0} : std::vector<int>{0};
   std::vector<Var*> ys, hs, cs;
   DataType dt = C::dtype(c.x);
   for (int64_t d = 0; d < c.dirs; ++d) {
-    Value w = reorder(slice0(W, d), gates, order).cast(dt),
-          r = reorder(slice0(R, d), gates, order).cast(dt);
-    Value wb = Value::from_doubles(dt, {gates * c.hidden},
-                                   std::vector<double>(static_cast<size_t>(gates * c.hidden), 0.0));
+    Value w = reorder(slice0(W, d), gates, order).cast(dt), r = reorder(slice0(R, d), gates, order).cast(dt);
+    Value wb = Value::from_doubles(dt, {gates * c.hidden}, std::vector<double>(static_cast<size_t>(gates * c.hidden), 0.0));
     Value rb = wb;
     if (C::has(n, 3)) {
       Value b = slice0(need(cv, n, 3, "B"), d);
@@ -172,11 +152,9 @@ void rnn_like(C& cv, const NodeProto& n, const char* kind) {
     }
     std::string dir = c.dirs == 2 ? (d == 0 ? "forward" : "reverse") : c.direction;
     size_t nacts = k == "lstm" ? 3 : k == "gru" ? 2 : 1;
-    std::vector<std::string> a(
-        acts.begin() + std::min(acts.size(), static_cast<size_t>(d) * nacts),
-        acts.begin() + std::min(acts.size(), static_cast<size_t>(d + 1) * nacts));
-    std::vector<Arg> args = {C::arg("x", c.x),
-                             C::arg("initial_h", initial(cv, n, k == "lstm" ? 5 : 5, c, d))};
+    std::vector<std::string> a(acts.begin() + std::min(acts.size(), static_cast<size_t>(d) * nacts),
+                               acts.begin() + std::min(acts.size(), static_cast<size_t>(d + 1) * nacts));
+    std::vector<Arg> args = {C::arg("x", c.x), C::arg("initial_h", initial(cv, n, k == "lstm" ? 5 : 5, c, d))};
     if (k == "lstm") args.push_back(C::arg("initial_c", initial(cv, n, 6, c, d)));
     args.push_back(C::arg("weight_ih", w));
     args.push_back(C::arg("weight_hh", r));
@@ -200,8 +178,7 @@ void rnn_like(C& cv, const NodeProto& n, const char* kind) {
         args.push_back(C::arg_str("cell_activation", a[1]));
         args.push_back(C::arg_str("activation", a[2]));
       }
-      if (C::find_attr(n, "clip"))
-        args.push_back(C::arg("clip", Value::scalar_float(dt, C::attr_float(n, "clip", 0))));
+      if (C::find_attr(n, "clip")) args.push_back(C::arg("clip", Value::scalar_float(dt, C::attr_float(n, "clip", 0))));
     } else if (k == "gru") {
       if (a.size() == 2) {
         args.push_back(C::arg_str("recurrent_activation", a[0]));

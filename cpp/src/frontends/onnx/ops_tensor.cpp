@@ -21,8 +21,7 @@ Var* concat_ints(C& cv, const std::vector<Var*>& pieces) {
 }
 
 // Axes given as an attribute (before `input_since`) or as input `idx`.
-std::optional<std::vector<int64_t>> axes_of(C& cv, const NodeProto& n, int64_t input_since,
-                                            int idx) {
+std::optional<std::vector<int64_t>> axes_of(C& cv, const NodeProto& n, int64_t input_since, int idx) {
   if (cv.opset < input_since) {
     if (!C::find_attr(n, "axes")) return std::nullopt;
     return C::attr_ints(n, "axes");
@@ -39,30 +38,24 @@ void reshape(C& cv, const NodeProto& n) {
   } else {
     const Value* sv = cv.value(n, 1);
     // MIL's reshape reads a 0 as "copy the dim": an allowzero 0 (an empty output) needs the shape
-    if (!sv && C::attr_int(n, "allowzero", 0) != 0)
-      cv.ints(n, 1, "shape (with allowzero)");  // throws: not known
+    if (!sv && C::attr_int(n, "allowzero", 0) != 0) cv.ints(n, 1, "shape (with allowzero)");  // throws: not known
     if (!sv) {
       // a computed shape (often symbolic): MIL's reshape takes it, with ONNX's 0 ("copy the
       // input's dim") made explicit unless allowzero
       Var* s = cv.cast(cv.in(n, 1), DataType::Int32);
       auto ss = C::static_shape(s);
       bool maybe_zero = !(s->value() && !s->value()->is_symbolic());
-      if (maybe_zero && C::attr_int(n, "allowzero", 0) == 0 && ss && ss->size() == 1 &&
-          x->type()->has_rank() && !s->value()) {
+      if (maybe_zero && C::attr_int(n, "allowzero", 0) == 0 && ss && ss->size() == 1 && x->type()->has_rank() &&
+          !s->value()) {
         int64_t len = (*ss)[0], xr = x->type()->rank();
         Var* xs = cv.op("shape", {C::arg("x", x)});
         if (len < xr) {
-          xs = cv.op("slice_by_index",
-                     {C::arg("x", xs), C::arg_ints32("begin", {0}), C::arg_ints32("end", {len})});
+          xs = cv.op("slice_by_index", {C::arg("x", xs), C::arg_ints32("begin", {0}), C::arg_ints32("end", {len})});
         } else if (len > xr) {  // a 0 past the input's rank stays 0
-          Arg v{"values",
-                {ArgItem{xs, nullptr},
-                 ArgItem{cv.ci(std::vector<int64_t>(static_cast<size_t>(len - xr), 0)), nullptr}},
-                true};
+          Arg v{"values", {ArgItem{xs, nullptr}, ArgItem{cv.ci(std::vector<int64_t>(static_cast<size_t>(len - xr), 0)), nullptr}}, true};
           xs = cv.op("concat", {v, C::arg_i32("axis", 0)});
         }
-        Var* zero =
-            cv.op("equal", {C::arg("x", s), C::arg("y", Value::scalar_int(DataType::Int32, 0))});
+        Var* zero = cv.op("equal", {C::arg("x", s), C::arg("y", Value::scalar_int(DataType::Int32, 0))});
         s = cv.op("select", {C::arg("cond", zero), C::arg("a", xs), C::arg("b", s)});
       }
       cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg("shape", s)}));
@@ -78,29 +71,25 @@ void reshape(C& cv, const NodeProto& n) {
   for (size_t i = 0; i < shape.size(); ++i) {
     int64_t d = shape[i];
     if (d == 0 && !allowzero) {
-      if (!x->type()->has_rank() || i >= xs.size())
-        cv.fail(n, "shape has a 0 at " + std::to_string(i) + " beyond the input's rank");
+      if (!x->type()->has_rank() || i >= xs.size()) cv.fail(n, "shape has a 0 at " + std::to_string(i) + " beyond the input's rank");
       if (xs[i]->is_const()) {
         run.push_back(xs[i]->value());
       } else {
         if (!run.empty()) pieces.push_back(cv.ci(run)), run.clear();
         Var* s = cv.op("shape", {C::arg("x", x)});
-        pieces.push_back(cv.op("slice_by_index",
-                               {C::arg("x", s), C::arg_ints32("begin", {static_cast<int64_t>(i)}),
-                                C::arg_ints32("end", {static_cast<int64_t>(i + 1)})}));
+        pieces.push_back(cv.op("slice_by_index", {C::arg("x", s), C::arg_ints32("begin", {static_cast<int64_t>(i)}),
+                                                   C::arg_ints32("end", {static_cast<int64_t>(i + 1)})}));
         dynamic = true;
       }
     } else {
-      if (d < -1 || d > INT32_MAX)
-        cv.fail(n, "shape value " + std::to_string(d) + " is not a valid dimension");
+      if (d < -1 || d > INT32_MAX) cv.fail(n, "shape value " + std::to_string(d) + " is not a valid dimension");
       run.push_back(d);
     }
   }
   if (!dynamic) {
     auto xss = C::static_shape(x);
     bool empty = xss && std::find(xss->begin(), xss->end(), 0) != xss->end();
-    if (empty && std::find(run.begin(), run.end(), -1) == run.end() &&
-        std::find(run.begin(), run.end(), 0) != run.end()) {
+    if (empty && std::find(run.begin(), run.end(), -1) == run.end() && std::find(run.begin(), run.end(), 0) != run.end()) {
       // no elements either way (MIL's reshape cannot produce a 0 dim): an empty const
       cv.out(n, 0, cv.c(Value::from_doubles(C::dtype(x), run, {})));
       return;
@@ -117,24 +106,18 @@ void flatten(C& cv, const NodeProto& n) {
   int r = cv.rank(n, x);
   int64_t ax = C::attr_int(n, "axis", 1);
   if (ax < 0) ax += r;
-  if (ax < 0 || ax > r)
-    cv.fail(n, "axis " + std::to_string(C::attr_int(n, "axis", 1)) + " is out of range for rank " +
-                   std::to_string(r));
+  if (ax < 0 || ax > r) cv.fail(n, "axis " + std::to_string(C::attr_int(n, "axis", 1)) + " is out of range for rank " + std::to_string(r));
   if (auto s = C::static_shape(x)) {
     int64_t lead = 1, rest = 1;
     for (int i = 0; i < r; ++i) (i < ax ? lead : rest) *= (*s)[static_cast<size_t>(i)];
     return cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {lead, rest})}));
   }
-  if (ax == 0)
-    return cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {1, -1})}));
+  if (ax == 0) return cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {1, -1})}));
   Var* s = cv.op("shape", {C::arg("x", x)});
-  Var* lead =
-      cv.op("reduce_prod",
-            {C::arg("x", cv.op("slice_by_index", {C::arg("x", s), C::arg_ints32("begin", {0}),
-                                                  C::arg_ints32("end", {ax})})),
-             C::arg_ints32("axes", {0}), C::arg_bool("keep_dims", true)});
-  cv.out(n, 0,
-         cv.op("reshape", {C::arg("x", x), C::arg("shape", concat_ints(cv, {lead, cv.ci({-1})}))}));
+  Var* lead = cv.op("reduce_prod", {C::arg("x", cv.op("slice_by_index", {C::arg("x", s), C::arg_ints32("begin", {0}),
+                                                                        C::arg_ints32("end", {ax})})),
+                                    C::arg_ints32("axes", {0}), C::arg_bool("keep_dims", true)});
+  cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg("shape", concat_ints(cv, {lead, cv.ci({-1})}))}));
 }
 
 void slice(C& cv, const NodeProto& n) {
@@ -155,9 +138,7 @@ void slice(C& cv, const NodeProto& n) {
     if (C::has(n, 3)) axes = cv.ints(n, 3, "axes");
     if (C::has(n, 4)) steps = cv.ints(n, 4, "steps");
   }
-  size_t k =
-      dyn ? static_cast<size_t>(C::static_shape(cv.in(n, 1)).value_or(std::vector<int64_t>{-1})[0])
-          : starts.size();
+  size_t k = dyn ? static_cast<size_t>(C::static_shape(cv.in(n, 1)).value_or(std::vector<int64_t>{-1})[0]) : starts.size();
   if (dyn && (k > static_cast<size_t>(r))) cv.fail(n, "the number of starts must be known");
   if (axes.empty())
     for (size_t i = 0; i < k; ++i) axes.push_back(static_cast<int64_t>(i));
@@ -190,40 +171,28 @@ void slice(C& cv, const NodeProto& n) {
         s = std::clamp<int64_t>(s, 0, dim);
         e = std::clamp<int64_t>(e, 0, dim);
         begin[a] = s, bmask[a] = false;
-        if (e >= dim)
-          emask[a] = true;
-        else
-          end[a] = e, emask[a] = false;
+        if (e >= dim) emask[a] = true;
+        else end[a] = e, emask[a] = false;
       } else {
         s = std::clamp<int64_t>(s, -1, dim - 1);
         e = std::clamp<int64_t>(e, -1, dim - 1);
         begin[a] = s, bmask[a] = s < 0;
-        if (s < 0)
-          begin[a] = 0, bmask[a] = false, end[a] = 0, emask[a] = false;  // empty
-        else if (e < 0)
-          emask[a] = true;
-        else
-          end[a] = e, emask[a] = false;
+        if (s < 0) begin[a] = 0, bmask[a] = false, end[a] = 0, emask[a] = false;  // empty
+        else if (e < 0) emask[a] = true;
+        else end[a] = e, emask[a] = false;
       }
     } else {
-      // an unknown dim: MIL's slice takes negative indices as numpy does; huge ends mean "to the
-      // end"
+      // an unknown dim: MIL's slice takes negative indices as numpy does; huge ends mean "to the end"
       if (st > 0) {
         bmask[a] = false;
         begin[a] = std::clamp<int64_t>(s, INT32_MIN, INT32_MAX);
-        if (e >= INT32_MAX)
-          emask[a] = true;
-        else
-          end[a] = std::max<int64_t>(e, INT32_MIN), emask[a] = false;
+        if (e >= INT32_MAX) emask[a] = true;
+        else end[a] = std::max<int64_t>(e, INT32_MIN), emask[a] = false;
       } else {
-        if (s >= INT32_MAX)
-          bmask[a] = true;
-        else
-          begin[a] = std::max<int64_t>(s, INT32_MIN), bmask[a] = false;
-        if (e <= INT32_MIN)
-          emask[a] = true;
-        else
-          end[a] = e, emask[a] = false;
+        if (s >= INT32_MAX) bmask[a] = true;
+        else begin[a] = std::max<int64_t>(s, INT32_MIN), bmask[a] = false;
+        if (e <= INT32_MIN) emask[a] = true;
+        else end[a] = e, emask[a] = false;
       }
     }
   }
@@ -244,8 +213,7 @@ void slice(C& cv, const NodeProto& n) {
         continue;
       }
       auto pick = [&](Var* v) {
-        return cv.op("slice_by_index", {C::arg("x", v), C::arg_ints32("begin", {slot[a]}),
-                                        C::arg_ints32("end", {slot[a] + 1})});
+        return cv.op("slice_by_index", {C::arg("x", v), C::arg_ints32("begin", {slot[a]}), C::arg_ints32("end", {slot[a] + 1})});
       };
       bp.push_back(pick(sv));
       ep.push_back(pick(ev));
@@ -256,11 +224,8 @@ void slice(C& cv, const NodeProto& n) {
     bvar = cv.ci(begin);
     evar = cv.ci(end);
   }
-  cv.out(
-      n, 0,
-      cv.op("slice_by_index", {C::arg("x", x), C::arg("begin", bvar), C::arg("end", evar),
-                               C::arg_ints32("stride", stride), C::arg("begin_mask", bools(bmask)),
-                               C::arg("end_mask", bools(emask))}));
+  cv.out(n, 0, cv.op("slice_by_index", {C::arg("x", x), C::arg("begin", bvar), C::arg("end", evar), C::arg_ints32("stride", stride),
+                                        C::arg("begin_mask", bools(bmask)), C::arg("end_mask", bools(emask))}));
 }
 
 void split(C& cv, const NodeProto& n) {
@@ -268,29 +233,22 @@ void split(C& cv, const NodeProto& n) {
   int r = cv.rank(n, x);
   int64_t ax = cv.axis(n, C::attr_int(n, "axis", 0), r);
   std::vector<int64_t> sizes;
-  if (cv.opset < 13)
-    sizes = C::attr_ints(n, "split");
-  else if (C::has(n, 1))
-    sizes = cv.ints(n, 1, "split");
+  if (cv.opset < 13) sizes = C::attr_ints(n, "split");
+  else if (C::has(n, 1)) sizes = cv.ints(n, 1, "split");
   int outs = n.output_size();
   std::vector<Var*> res;
   if (!sizes.empty()) {
-    if (static_cast<int>(sizes.size()) != outs)
-      cv.fail(n, "split has " + std::to_string(sizes.size()) + " sizes for " +
-                     std::to_string(outs) + " outputs");
-    res = cv.ops("split",
-                 {C::arg("x", x), C::arg_ints32("split_sizes", sizes), C::arg_i32("axis", ax)});
+    if (static_cast<int>(sizes.size()) != outs) cv.fail(n, "split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(outs) + " outputs");
+    res = cv.ops("split", {C::arg("x", x), C::arg_ints32("split_sizes", sizes), C::arg_i32("axis", ax)});
   } else {
     Dim d = C::shape(x)[ax];
     if (d->is_const() && d->value() % outs != 0) {
       // opset 18: the last chunk is smaller (ceil(dim / n) each)
       int64_t each = (d->value() + outs - 1) / outs;
       for (int i = 0; i < outs; ++i) sizes.push_back(std::min(each, d->value() - each * i));
-      res = cv.ops("split",
-                   {C::arg("x", x), C::arg_ints32("split_sizes", sizes), C::arg_i32("axis", ax)});
+      res = cv.ops("split", {C::arg("x", x), C::arg_ints32("split_sizes", sizes), C::arg_i32("axis", ax)});
     } else {
-      res =
-          cv.ops("split", {C::arg("x", x), C::arg_i32("num_splits", outs), C::arg_i32("axis", ax)});
+      res = cv.ops("split", {C::arg("x", x), C::arg_i32("num_splits", outs), C::arg_i32("axis", ax)});
     }
   }
   for (int i = 0; i < outs; ++i) cv.out(n, i, res[static_cast<size_t>(i)]);
@@ -312,8 +270,7 @@ Var* gather_indices(C& cv, const NodeProto& n, int idx, Var* x, int64_t axis) {
     bool neg = false;
     for (auto& v : ints) {
       if (v < -d->value() || v >= d->value())
-        cv.fail(n, "index " + std::to_string(v) + " is out of range for a dimension of " +
-                       std::to_string(d->value()));
+        cv.fail(n, "index " + std::to_string(v) + " is out of range for a dimension of " + std::to_string(d->value()));
       if (v < 0) v += d->value(), neg = true;
     }
     if (neg) return cv.c(Value::from_ints(DataType::Int32, iv->shape(), ints));
@@ -324,11 +281,8 @@ Var* gather_indices(C& cv, const NodeProto& n, int idx, Var* x, int64_t axis) {
 Value filled(DataType dt, const std::vector<int64_t>& shape, const Value& scalar) {
   int64_t num = 1;
   for (auto d : shape) num *= d;
-  if (is_float(dt))
-    return Value::from_doubles(dt, shape,
-                               std::vector<double>(static_cast<size_t>(num), scalar.as_double(0)));
-  return Value::from_ints(dt, shape,
-                          std::vector<int64_t>(static_cast<size_t>(num), scalar.as_int(0)));
+  if (is_float(dt)) return Value::from_doubles(dt, shape, std::vector<double>(static_cast<size_t>(num), scalar.as_double(0)));
+  return Value::from_ints(dt, shape, std::vector<int64_t>(static_cast<size_t>(num), scalar.as_int(0)));
 }
 
 // Einsum without ellipsis or repeated letters in one operand: each operand is transposed and
@@ -357,19 +311,16 @@ void einsum(C& cv, const NodeProto& n) {
       if (pos == std::string::npos) continue;
       int r = cv.rank(n, ins[k]);
       int64_t cnt = r - static_cast<int64_t>(t0[k].size() - 3);
-      if (cnt < 0 || static_cast<size_t>(cnt) > free.size())
-        cv.fail(n, "the ellipsis does not match the rank of input " + std::to_string(k));
+      if (cnt < 0 || static_cast<size_t>(cnt) > free.size()) cv.fail(n, "the ellipsis does not match the rank of input " + std::to_string(k));
       most = std::max(most, static_cast<size_t>(cnt));
-      t0[k] = t0[k].substr(0, pos) + free.substr(free.size() - static_cast<size_t>(cnt)) +
-              t0[k].substr(pos + 3);
+      t0[k] = t0[k].substr(0, pos) + free.substr(free.size() - static_cast<size_t>(cnt)) + t0[k].substr(pos + 3);
     }
     std::string ell = free.substr(free.size() - most), rhs;
     if (arrow0 == std::string::npos) {
       std::string rest;
       for (auto& t : t0)
         for (char c : t)
-          if (ell.find(c) == std::string::npos && std::count(lhs0.begin(), lhs0.end(), c) == 1)
-            rest += c;
+          if (ell.find(c) == std::string::npos && std::count(lhs0.begin(), lhs0.end(), c) == 1) rest += c;
       std::sort(rest.begin(), rest.end());
       rhs = ell + rest;
     } else {
@@ -384,8 +335,7 @@ void einsum(C& cv, const NodeProto& n) {
   {
     // a letter repeated within one operand: that operand's diagonal first
     auto arrow0 = eq.find("->");
-    std::string lhs0 = eq.substr(0, arrow0),
-                rest = arrow0 == std::string::npos ? "" : eq.substr(arrow0);
+    std::string lhs0 = eq.substr(0, arrow0), rest = arrow0 == std::string::npos ? "" : eq.substr(arrow0);
     std::vector<std::string> t0;
     size_t st = 0;
     for (size_t i = 0; i <= lhs0.size(); ++i)
@@ -396,19 +346,15 @@ void einsum(C& cv, const NodeProto& n) {
         size_t q = t0[k].find(t0[k][p], p + 1);
         if (q == std::string::npos) continue;
         auto xs = C::static_shape(ins[k]);
-        if (!xs || xs->size() != t0[k].size())
-          cv.fail(n, "a diagonal needs the input's shape to be known");
+        if (!xs || xs->size() != t0[k].size()) cv.fail(n, "a diagonal needs the input's shape to be known");
         int64_t d = (*xs)[p];
         if ((*xs)[q] != d) cv.fail(n, "a repeated letter spans dims of different sizes");
         std::vector<int64_t> es(xs->size(), 1);
         es[p] = d, es[q] = d;
         std::vector<double> eye(static_cast<size_t>(d * d), 0.0);
         for (int64_t i = 0; i < d; ++i) eye[static_cast<size_t>(i * d + i)] = 1.0;
-        Var* m = cv.op("mul", {C::arg("x", ins[k]),
-                               C::arg("y", cv.c(Value::from_doubles(C::dtype(ins[k]), es, eye)))});
-        ins[k] =
-            cv.op("reduce_sum", {C::arg("x", m), C::arg_ints32("axes", {static_cast<int64_t>(q)}),
-                                 C::arg_bool("keep_dims", false)});
+        Var* m = cv.op("mul", {C::arg("x", ins[k]), C::arg("y", cv.c(Value::from_doubles(C::dtype(ins[k]), es, eye)))});
+        ins[k] = cv.op("reduce_sum", {C::arg("x", m), C::arg_ints32("axes", {static_cast<int64_t>(q)}), C::arg_bool("keep_dims", false)});
         t0[k].erase(q, 1);
         changed = true;
         --p;
@@ -432,16 +378,12 @@ void einsum(C& cv, const NodeProto& n) {
   std::vector<std::string> terms;
   size_t start = 0;
   for (size_t i = 0; i <= lhs.size(); ++i)
-    if (i == lhs.size() || lhs[i] == ',')
-      terms.push_back(lhs.substr(start, i - start)), start = i + 1;
-  if (terms.size() != ins.size())
-    cv.fail(n, "the equation has " + std::to_string(terms.size()) + " operands for " +
-                   std::to_string(ins.size()) + " inputs");
+    if (i == lhs.size() || lhs[i] == ',') terms.push_back(lhs.substr(start, i - start)), start = i + 1;
+  if (terms.size() != ins.size()) cv.fail(n, "the equation has " + std::to_string(terms.size()) + " operands for " + std::to_string(ins.size()) + " inputs");
   std::string all;
   for (auto& t : terms)
     for (char c : t) {
-      if (std::count(t.begin(), t.end(), c) > 1)
-        cv.fail(n, "a letter repeated within one operand (a diagonal) is not supported");
+      if (std::count(t.begin(), t.end(), c) > 1) cv.fail(n, "a letter repeated within one operand (a diagonal) is not supported");
       if (all.find(c) == std::string::npos) all += c;
     }
   if (arrow == std::string::npos) {
@@ -466,20 +408,15 @@ void einsum(C& cv, const NodeProto& n) {
   Var* acc = nullptr;
   for (size_t k = 0; k < ins.size(); ++k) {
     const std::string& t = terms[k];
-    if (cv.rank(n, ins[k]) != static_cast<int>(t.size()))
-      cv.fail(n, "operand " + std::to_string(k) + " has rank " +
-                     std::to_string(cv.rank(n, ins[k])) + ", its term '" + t + "' has " +
-                     std::to_string(t.size()) + " letters");
+    if (cv.rank(n, ins[k]) != static_cast<int>(t.size())) cv.fail(n, "operand " + std::to_string(k) + " has rank " + std::to_string(cv.rank(n, ins[k])) + ", its term '" + t + "' has " + std::to_string(t.size()) + " letters");
     std::vector<int64_t> perm;
     std::string present;
     for (char c : order)
-      if (t.find(c) != std::string::npos)
-        perm.push_back(static_cast<int64_t>(t.find(c))), present += c;
+      if (t.find(c) != std::string::npos) perm.push_back(static_cast<int64_t>(t.find(c))), present += c;
     Var* x = ins[k];
     bool identity = true;
     for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
-    if (!identity && perm.size() > 1)
-      x = cv.op("transpose", {C::arg("x", x), C::arg_ints32("perm", perm)});
+    if (!identity && perm.size() > 1) x = cv.op("transpose", {C::arg("x", x), C::arg_ints32("perm", perm)});
     std::vector<int64_t> axes;
     for (size_t i = 0; i < order.size(); ++i)
       if (present.find(order[i]) == std::string::npos) axes.push_back(static_cast<int64_t>(i));
@@ -488,11 +425,8 @@ void einsum(C& cv, const NodeProto& n) {
   }
   std::vector<int64_t> sum;
   for (size_t i = out.size(); i < order.size(); ++i) sum.push_back(static_cast<int64_t>(i));
-  if (!sum.empty())
-    acc = cv.op("reduce_sum",
-                {C::arg("x", acc), C::arg_ints32("axes", sum), C::arg_bool("keep_dims", false)});
-  else if (acc == ins[0])
-    acc = cv.op("identity", {C::arg("x", acc)});
+  if (!sum.empty()) acc = cv.op("reduce_sum", {C::arg("x", acc), C::arg_ints32("axes", sum), C::arg_bool("keep_dims", false)});
+  else if (acc == ins[0]) acc = cv.op("identity", {C::arg("x", acc)});
   cv.out(n, 0, acc);
 }
 
@@ -515,8 +449,7 @@ void squeeze(C& cv, const NodeProto& n) {
   auto axes = axes_of(cv, n, 13, 1);
   if (!axes) {
     auto s = C::static_shape(x);
-    if (!s)
-      cv.fail(n, "squeezing every dim of size 1 needs the shape to be known at conversion time");
+    if (!s) cv.fail(n, "squeezing every dim of size 1 needs the shape to be known at conversion time");
     axes.emplace();
     for (int i = 0; i < r; ++i)
       if ((*s)[static_cast<size_t>(i)] == 1) axes->push_back(i);
@@ -554,30 +487,24 @@ void gather(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   int64_t ax = cv.axis(n, C::attr_int(n, "axis", 0), cv.rank(n, x));
   Var* idx = gather_indices(cv, n, 1, x, ax);
-  cv.out(
-      n, 0, bool_via_int(cv, x, [&](Var* xi) {
-        return cv.op("gather", {C::arg("x", xi), C::arg("indices", idx), C::arg_i32("axis", ax)});
-      }));
+  cv.out(n, 0, bool_via_int(cv, x, [&](Var* xi) { return cv.op("gather", {C::arg("x", xi), C::arg("indices", idx), C::arg_i32("axis", ax)}); }));
 }
 
 void gather_elements(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   int64_t ax = cv.axis(n, C::attr_int(n, "axis", 0), cv.rank(n, x));
   Var* idx = gather_indices(cv, n, 1, x, ax);
-  cv.out(n, 0, bool_via_int(cv, x, [&](Var* xi) {
-           return cv.op("gather_along_axis",
-                        {C::arg("x", xi), C::arg("indices", idx), C::arg_i32("axis", ax)});
-         }));
+  cv.out(n, 0, bool_via_int(cv, x, [&](Var* xi) { return cv.op("gather_along_axis", {C::arg("x", xi), C::arg("indices", idx), C::arg_i32("axis", ax)}); }));
 }
 
 void gather_nd(C& cv, const NodeProto& n) {
   Var* idx = cv.cast(cv.in(n, 1), DataType::Int32);
   int64_t bd = C::attr_int(n, "batch_dims", 0);
   cv.out(n, 0, bool_via_int(cv, cv.in(n, 0), [&](Var* xi) {
-           std::vector<Arg> args = {C::arg("x", xi), C::arg("indices", idx)};
-           if (bd != 0) args.push_back(C::arg_i32("batch_dims", bd));
-           return cv.op("gather_nd", std::move(args));
-         }));
+    std::vector<Arg> args = {C::arg("x", xi), C::arg("indices", idx)};
+    if (bd != 0) args.push_back(C::arg_i32("batch_dims", bd));
+    return cv.op("gather_nd", std::move(args));
+  }));
 }
 
 void expand(C& cv, const NodeProto& n) {
@@ -585,21 +512,16 @@ void expand(C& cv, const NodeProto& n) {
   Var* shape = cv.cast(cv.in(n, 1), DataType::Int32);
   DataType dt = C::dtype(x);
   if (dt == DataType::Bool) {
-    Var* ones = cv.op(
-        "fill", {C::arg("shape", shape), C::arg("value", Value::scalar_int(DataType::Int32, 1))});
+    Var* ones = cv.op("fill", {C::arg("shape", shape), C::arg("value", Value::scalar_int(DataType::Int32, 1))});
     Var* y = binary(cv, "mul", cv.cast(x, DataType::Int32), ones);
     return cv.out(n, 0, cv.cast(y, DataType::Bool));
   }
-  Var* ones = cv.op(
-      "fill", {C::arg("shape", shape), C::arg("value", is_float(dt) ? Value::scalar_float(dt, 1)
-                                                                    : Value::scalar_int(dt, 1))});
+  Var* ones = cv.op("fill", {C::arg("shape", shape), C::arg("value", is_float(dt) ? Value::scalar_float(dt, 1) : Value::scalar_int(dt, 1))});
   cv.out(n, 0, binary(cv, "mul", x, ones));
 }
 
 void tile(C& cv, const NodeProto& n) {
-  cv.out(n, 0,
-         cv.op("tile",
-               {C::arg("x", cv.in(n, 0)), C::arg("reps", cv.cast(cv.in(n, 1), DataType::Int32))}));
+  cv.out(n, 0, cv.op("tile", {C::arg("x", cv.in(n, 0)), C::arg("reps", cv.cast(cv.in(n, 1), DataType::Int32))}));
 }
 
 void pad(C& cv, const NodeProto& n) {
@@ -622,9 +544,7 @@ void pad(C& cv, const NodeProto& n) {
   }
   if (axes.empty())
     for (int i = 0; i < r; ++i) axes.push_back(i);
-  if (pads.size() != 2 * axes.size())
-    cv.fail(n, "pads has " + std::to_string(pads.size()) + " values for " +
-                   std::to_string(axes.size()) + " axes");
+  if (pads.size() != 2 * axes.size()) cv.fail(n, "pads has " + std::to_string(pads.size()) + " values for " + std::to_string(axes.size()) + " axes");
   std::vector<int64_t> mil(2 * static_cast<size_t>(r), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     int64_t a = cv.axis(n, axes[i], r);
@@ -643,8 +563,7 @@ void pad(C& cv, const NodeProto& n) {
     x = cv.op("slice_by_index", {C::arg("x", x), C::arg_ints32("begin", b), C::arg_ints32("end", e),
                                  C::arg("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
                                  C::arg("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
-    if (std::all_of(mil.begin(), mil.end(), [](int64_t p) { return p == 0; }))
-      return cv.out(n, 0, x);
+    if (std::all_of(mil.begin(), mil.end(), [](int64_t p) { return p == 0; })) return cv.out(n, 0, x);
   }
   std::string m = mode == "edge" ? "replicate" : mode;
   if (m == "wrap") {
@@ -653,18 +572,15 @@ void pad(C& cv, const NodeProto& n) {
       int64_t b = mil[2 * i], e = mil[2 * i + 1];
       if (!b && !e) continue;
       const Dim& d = C::shape(x)[static_cast<size_t>(i)];
-      if (!d->is_const() || b > d->value() || e > d->value())
-        cv.fail(n, "wrap padding needs the padded dims to be known and at least the pads");
+      if (!d->is_const() || b > d->value() || e > d->value()) cv.fail(n, "wrap padding needs the padded dims to be known and at least the pads");
       int64_t len = d->value();
       auto part = [&](int64_t from, int64_t to) {
         std::vector<int64_t> bb(static_cast<size_t>(r), 0), ee(static_cast<size_t>(r), 0);
         std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
-        bb[static_cast<size_t>(i)] = from, ee[static_cast<size_t>(i)] = to,
-        bm[static_cast<size_t>(i)] = 0, em[static_cast<size_t>(i)] = 0;
-        return cv.op("slice_by_index",
-                     {C::arg("x", x), C::arg_ints32("begin", bb), C::arg_ints32("end", ee),
-                      C::arg("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
-                      C::arg("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
+        bb[static_cast<size_t>(i)] = from, ee[static_cast<size_t>(i)] = to, bm[static_cast<size_t>(i)] = 0, em[static_cast<size_t>(i)] = 0;
+        return cv.op("slice_by_index", {C::arg("x", x), C::arg_ints32("begin", bb), C::arg_ints32("end", ee),
+                                        C::arg("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
+                                        C::arg("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
       };
       Arg v{"values", {}, true};
       if (b) v.items.push_back(ArgItem{part(len - b, len), nullptr});
@@ -674,8 +590,7 @@ void pad(C& cv, const NodeProto& n) {
     }
     return cv.out(n, 0, x);
   }
-  if (m != "constant" && m != "reflect" && m != "replicate")
-    cv.fail(n, "mode '" + mode + "' is not supported");
+  if (m != "constant" && m != "reflect" && m != "replicate") cv.fail(n, "mode '" + mode + "' is not supported");
   DataType dt = C::dtype(x);
   Var* xf = is_float(dt) ? x : cv.cast(x, DataType::Float32);  // MIL pads floats only
   DataType ft = C::dtype(xf);
@@ -695,13 +610,11 @@ void shape_op(C& cv, const NodeProto& n) {
   end = std::clamp<int64_t>(end, 0, r);
   if (auto s = C::static_shape(x)) {
     std::vector<int64_t> v(s->begin() + start, s->begin() + std::max(start, end));
-    return cv.out_const(n, 0,
-                        Value::from_ints(DataType::Int64, {static_cast<int64_t>(v.size())}, v));
+    return cv.out_const(n, 0, Value::from_ints(DataType::Int64, {static_cast<int64_t>(v.size())}, v));
   }
   Var* s = cv.op("shape", {C::arg("x", x)});
   if (start != 0 || end != r)
-    s = cv.op("slice_by_index", {C::arg("x", s), C::arg_ints32("begin", {start}),
-                                 C::arg_ints32("end", {std::max(start, end)})});
+    s = cv.op("slice_by_index", {C::arg("x", s), C::arg_ints32("begin", {start}), C::arg_ints32("end", {std::max(start, end)})});
   cv.out(n, 0, s);
 }
 
@@ -712,9 +625,7 @@ void size_op(C& cv, const NodeProto& n) {
     for (auto d : *s) p *= d;
     return cv.out_const(n, 0, Value::scalar_int(DataType::Int64, p));
   }
-  cv.out(n, 0,
-         cv.op("reduce_prod",
-               {C::arg("x", cv.op("shape", {C::arg("x", x)})), C::arg_bool("keep_dims", false)}));
+  cv.out(n, 0, cv.op("reduce_prod", {C::arg("x", cv.op("shape", {C::arg("x", x)})), C::arg_bool("keep_dims", false)}));
 }
 
 void constant_of_shape(C& cv, const NodeProto& n) {
@@ -731,36 +642,27 @@ void constant_of_shape(C& cv, const NodeProto& n) {
     if (scalar.dtype() != nv.dtype()) full = filled(scalar.dtype(), shape, scalar);
     return cv.out_const(n, 0, std::move(full));
   }
-  cv.out(
-      n, 0,
-      cv.op("fill", {C::arg("shape", cv.cast(cv.in(n, 0), DataType::Int32)), C::arg("value", nv)}));
+  cv.out(n, 0, cv.op("fill", {C::arg("shape", cv.cast(cv.in(n, 0), DataType::Int32)), C::arg("value", nv)}));
 }
 
 void constant(C& cv, const NodeProto& n) {
   if (n.attribute_size() != 1) cv.fail(n, "needs exactly one attribute");
   auto& a = n.attribute(0);
   const std::string& k = a.name();
-  if (k == "value")
-    return cv.out_const(n, 0,
-                        decode_tensor(a.t(), cv.ext, cv.keep, "Constant '" + n.output(0) + "'"));
+  if (k == "value") return cv.out_const(n, 0, decode_tensor(a.t(), cv.ext, cv.keep, "Constant '" + n.output(0) + "'"));
   if (k == "value_float") return cv.out_const(n, 0, Value::scalar_float(DataType::Float32, a.f()));
   if (k == "value_int") return cv.out_const(n, 0, Value::scalar_int(DataType::Int64, a.i()));
   if (k == "value_floats") {
     std::vector<double> v(a.floats().begin(), a.floats().end());
-    return cv.out_const(
-        n, 0, Value::from_doubles(DataType::Float32, {static_cast<int64_t>(v.size())}, v));
+    return cv.out_const(n, 0, Value::from_doubles(DataType::Float32, {static_cast<int64_t>(v.size())}, v));
   }
   if (k == "value_ints") {
     std::vector<int64_t> v(a.ints().begin(), a.ints().end());
-    return cv.out_const(n, 0,
-                        Value::from_ints(DataType::Int64, {static_cast<int64_t>(v.size())}, v));
+    return cv.out_const(n, 0, Value::from_ints(DataType::Int64, {static_cast<int64_t>(v.size())}, v));
   }
   if (k == "value_string") return cv.out_const(n, 0, Value::scalar_string(a.s()));
   if (k == "value_strings")
-    return cv.out_const(
-        n, 0,
-        Value::strings({a.strings_size()},
-                       std::vector<std::string>(a.strings().begin(), a.strings().end())));
+    return cv.out_const(n, 0, Value::strings({a.strings_size()}, std::vector<std::string>(a.strings().begin(), a.strings().end())));
   cv.fail(n, "attribute '" + k + "' is not supported");
 }
 
@@ -786,10 +688,8 @@ void range_op(C& cv, const NodeProto& n) {
     return cv.out_const(n, 0, Value::from_ints(dt, {cnt}, v));
   }
   Var* start = cv.in(n, 0);
-  cv.out(n, 0,
-         cv.op("range_1d",
-               {C::arg("start", start), C::arg("end", cv.cast(cv.in(n, 1), C::dtype(start))),
-                C::arg("step", cv.cast(cv.in(n, 2), C::dtype(start)))}));
+  cv.out(n, 0, cv.op("range_1d", {C::arg("start", start), C::arg("end", cv.cast(cv.in(n, 1), C::dtype(start))),
+                                  C::arg("step", cv.cast(cv.in(n, 2), C::dtype(start)))}));
 }
 
 void top_k(C& cv, const NodeProto& n) {
@@ -805,10 +705,8 @@ void top_k(C& cv, const NodeProto& n) {
 void cum_sum(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   int64_t ax = cv.axis(n, cv.ints(n, 1, "axis").at(0), cv.rank(n, x));
-  cv.out(n, 0,
-         cv.op("cumsum", {C::arg("x", x), C::arg_i32("axis", ax),
-                          C::arg_bool("exclusive", C::attr_int(n, "exclusive", 0) != 0),
-                          C::arg_bool("reverse", C::attr_int(n, "reverse", 0) != 0)}));
+  cv.out(n, 0, cv.op("cumsum", {C::arg("x", x), C::arg_i32("axis", ax), C::arg_bool("exclusive", C::attr_int(n, "exclusive", 0) != 0),
+                                C::arg_bool("reverse", C::attr_int(n, "reverse", 0) != 0)}));
 }
 
 void one_hot(C& cv, const NodeProto& n) {
@@ -819,21 +717,16 @@ void one_hot(C& cv, const NodeProto& n) {
   auto vv = cv.doubles(n, 2, "values");
   if (vv.size() != 2) cv.fail(n, "values must hold [off, on]");
   auto mk = [&](size_t i) {
-    return is_float(dt) ? Value::scalar_float(dt, vv[i])
-                        : Value::scalar_int(dt, static_cast<int64_t>(vv[i]));
+    return is_float(dt) ? Value::scalar_float(dt, vv[i]) : Value::scalar_int(dt, static_cast<int64_t>(vv[i]));
   };
   int64_t r = cv.rank(n, idx) + 1;
   int64_t ax = cv.axis(n, C::attr_int(n, "axis", -1), r);
   // negative indices count from the end of the depth
-  Var* wrapped = cv.op(
-      "select",
-      {C::arg("cond", binary(cv, "less", idx, cv.cs(0, DataType::Int32))),
-       C::arg("a", binary(cv, "add", idx, cv.cs(static_cast<double>(depth), DataType::Int32))),
-       C::arg("b", idx)});
-  cv.out(n, 0,
-         cv.op("one_hot",
-               {C::arg("indices", wrapped), C::arg_i32("one_hot_vector_size", depth),
-                C::arg_i32("axis", ax), C::arg("on_value", mk(1)), C::arg("off_value", mk(0))}));
+  Var* wrapped = cv.op("select", {C::arg("cond", binary(cv, "less", idx, cv.cs(0, DataType::Int32))),
+                                  C::arg("a", binary(cv, "add", idx, cv.cs(static_cast<double>(depth), DataType::Int32))),
+                                  C::arg("b", idx)});
+  cv.out(n, 0, cv.op("one_hot", {C::arg("indices", wrapped), C::arg_i32("one_hot_vector_size", depth), C::arg_i32("axis", ax),
+                                 C::arg("on_value", mk(1)), C::arg("off_value", mk(0))}));
 }
 
 void non_zero(C& cv, const NodeProto& n) {
@@ -857,12 +750,9 @@ void space_to_depth(C& cv, const NodeProto& n) {
     auto s = C::static_shape(x);
     if (!s || s->size() != 4) cv.fail(n, "mode CRD needs a 4-D input of known shape");
     int64_t N = (*s)[0], Cc = (*s)[1], H = (*s)[2], W = (*s)[3];
-    Var* y =
-        cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {N, Cc, H / bs, bs, W / bs, bs})});
+    Var* y = cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {N, Cc, H / bs, bs, W / bs, bs})});
     y = cv.op("transpose", {C::arg("x", y), C::arg_ints32("perm", {0, 1, 3, 5, 2, 4})});
-    return cv.out(n, 0,
-                  cv.op("reshape", {C::arg("x", y),
-                                    C::arg_ints32("shape", {N, Cc * bs * bs, H / bs, W / bs})}));
+    return cv.out(n, 0, cv.op("reshape", {C::arg("x", y), C::arg_ints32("shape", {N, Cc * bs * bs, H / bs, W / bs})}));
   }
   cv.out(n, 0, cv.op("space_to_depth", {C::arg("x", x), C::arg_i32("block_size", bs)}));
 }
@@ -877,8 +767,7 @@ void trilu(C& cv, const NodeProto& n) {
   int64_t h = (*s)[r - 2], w = (*s)[r - 1];
   std::vector<int64_t> m(static_cast<size_t>(h * w));
   for (int64_t i = 0; i < h; ++i)
-    for (int64_t j = 0; j < w; ++j)
-      m[static_cast<size_t>(i * w + j)] = upper ? (j - i >= k) : (j - i <= k);
+    for (int64_t j = 0; j < w; ++j) m[static_cast<size_t>(i * w + j)] = upper ? (j - i >= k) : (j - i <= k);
   Var* mask = cv.c(Value::from_ints(DataType::Bool, {h, w}, m));
   Var* zero = cv.cs(0, C::dtype(x));
   cv.out(n, 0, cv.op("select", {C::arg("cond", mask), C::arg("a", x), C::arg("b", zero)}));
@@ -922,20 +811,15 @@ void register_tensor(OpTable& t) {
     cv.fail(n, "reduction '" + red + "' is not supported");
   };
   t.on("ScatterND", 1, [scatter_mode](C& cv, const NodeProto& n) {
-    cv.out(n, 0,
-           cv.op("scatter_nd",
-                 {C::arg("data", cv.in(n, 0)),
-                  C::arg("indices", cv.cast(cv.in(n, 1), DataType::Int32)),
-                  C::arg("updates", cv.in(n, 2)), C::arg_str("mode", scatter_mode(cv, n))}));
+    cv.out(n, 0, cv.op("scatter_nd", {C::arg("data", cv.in(n, 0)), C::arg("indices", cv.cast(cv.in(n, 1), DataType::Int32)),
+                                      C::arg("updates", cv.in(n, 2)), C::arg_str("mode", scatter_mode(cv, n))}));
   });
   auto scatter_elements = [scatter_mode](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);
     int64_t ax = cv.axis(n, C::attr_int(n, "axis", 0), cv.rank(n, x));
     Var* idx = gather_indices(cv, n, 1, x, ax);
-    cv.out(n, 0,
-           cv.op("scatter_along_axis",
-                 {C::arg("data", x), C::arg("indices", idx), C::arg("updates", cv.in(n, 2)),
-                  C::arg_i32("axis", ax), C::arg_str("mode", scatter_mode(cv, n))}));
+    cv.out(n, 0, cv.op("scatter_along_axis", {C::arg("data", x), C::arg("indices", idx), C::arg("updates", cv.in(n, 2)),
+                                              C::arg_i32("axis", ax), C::arg_str("mode", scatter_mode(cv, n))}));
   };
   t.on("ScatterElements", 1, scatter_elements);
   t.on("Scatter", 1, scatter_elements);
