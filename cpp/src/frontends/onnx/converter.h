@@ -21,9 +21,9 @@ namespace onnx_detail {
 
 /// Where external data is resolved and the mapped files shared between tensors.
 struct ExternalData {
-  std::string base_dir;                                         ///< Folder paths are resolved in.
+  std::string base_dir;  ///< Folder paths are resolved in.
   std::unordered_map<std::string, std::shared_ptr<const void>> maps;  ///< Path -> mapping.
-  std::unordered_map<std::string, size_t> sizes;                ///< Path -> file size.
+  std::unordered_map<std::string, size_t> sizes;                      ///< Path -> file size.
 };
 
 /// The MIL dtype an ONNX element type becomes (ints -> int32, double/bf16 -> fp32), or nullopt
@@ -37,15 +37,15 @@ constexpr int kFloat8E8M0 = 24, kUInt2 = 25, kInt2 = 26;
 bool is_narrow_type(int onnx_type);
 /// A tensor of a narrow type other than bfloat16 decoded into its holder (fp32 / int32); nullopt
 /// for other types. `n` is the element count of `shape`.
-std::optional<Value> decode_narrow(const onnx::TensorProto& t, const std::vector<int64_t>& shape, int64_t n,
-                                   const std::string& what);
+std::optional<Value> decode_narrow(const onnx::TensorProto& t, const std::vector<int64_t>& shape,
+                                   int64_t n, const std::string& what);
 /// ONNX's name of an element type ("FLOAT", "INT64").
 std::string onnx_type_name(int onnx_type);
 /// Decodes a TensorProto into a value of its own dtype (int64 and double are kept; fp16/bf16 as
 /// bits). Raw data is borrowed from `keep` (the parsed model); external data is mapped.
 /// Throws FormatError naming the tensor when its data does not match its shape.
-Value decode_tensor(const onnx::TensorProto& t, ExternalData& ext, const std::shared_ptr<const void>& keep,
-                    const std::string& what);
+Value decode_tensor(const onnx::TensorProto& t, ExternalData& ext,
+                    const std::shared_ptr<const void>& keep, const std::string& what);
 /// A value narrowed to what MIL holds: int64/uint/int8/16 -> int32 (range-checked: ValueError
 /// naming `what` if out of range), double/bf16 -> fp32. Bool, int32, fp16 and fp32 are unchanged.
 Value narrow(const Value& v, const std::string& what);
@@ -53,8 +53,43 @@ Value narrow(const Value& v, const std::string& what);
 class Converter;
 /// Converts one node: reads inputs and attributes through `cv`, builds ops, sets the outputs.
 using ConvertFn = std::function<void(Converter& cv, const onnx::NodeProto& node)>;
-/// Operator type -> converter, for the default domain.
-using OpTable = std::unordered_map<std::string, ConvertFn>;
+
+/// The newest opset of each domain milkit converts (ONNX 1.23: ai.onnx 28, ai.onnx.ml 5,
+/// ai.onnx.preview 1, ai.onnx.preview.training 1); nullopt for a domain milkit has no operators
+/// of. A model importing a newer opset of one of these domains is refused, as onnxruntime does.
+std::optional<int64_t> newest_known_opset(const std::string& domain);
+/// The domain's canonical name: "" for the default domain (also spelled "ai.onnx").
+inline std::string canonical_domain(const std::string& d) {
+  return d == "ai.onnx" ? std::string() : d;
+}
+
+/// The operator table: for each (domain, operator) its converters by opset, each applying from
+/// its `since` opset up to the next entry's. A node resolves to the entry with the greatest
+/// `since` <= the model's opset of the node's domain.
+class OpTable {
+ public:
+  /// Registers `fn` for `op` of the default domain from opset `since`.
+  void on(const std::string& op, int since, ConvertFn fn) {
+    on(std::string(), op, since, std::move(fn));
+  }
+  /// Registers `fn` for `op` of `domain` from opset `since`.
+  void on(const std::string& domain, const std::string& op, int since, ConvertFn fn);
+  /// The converter for `op` of `domain` at `opset`, or nullptr when there is none.
+  const ConvertFn* find(const std::string& domain, const std::string& op, int64_t opset) const;
+  /// Whether `op` of `domain` has any entry.
+  bool has(const std::string& domain, const std::string& op) const;
+  /// The operators of the default domain, sorted.
+  std::vector<std::string> default_domain_ops() const;
+
+ private:
+  struct Entry {
+    int since;
+    ConvertFn fn;
+  };
+  static std::string key(const std::string& domain, const std::string& op);
+  std::unordered_map<std::string, std::vector<Entry>> entries_;  // oldest first
+};
+
 /// The table (filled once by the register_* functions of each family file).
 const OpTable& op_table();
 
@@ -69,8 +104,6 @@ void register_attention(OpTable& t);
 void register_loss(OpTable& t);
 void register_extra(OpTable& t);
 void register_more(OpTable& t);
-/// Operators of other domains, keyed "domain:Op" (ai.onnx.preview, ai.onnx.preview.training,
-/// ai.onnx.ml).
 void register_domains(OpTable& t);
 
 /// Names visible in one graph (subgraphs see their parents').
@@ -86,11 +119,16 @@ class Converter {
   Converter(Builder& b, int64_t opset, ExternalData& ext, std::shared_ptr<const void> keep,
             const std::unordered_map<std::string, const onnx::FunctionProto*>& functions);
 
-  Builder& b;            ///< Where ops go.
-  int64_t opset;         ///< The default domain's opset version.
-  ExternalData& ext;     ///< External data of the model.
+  Builder& b;     ///< Where ops go.
+  int64_t opset;  ///< The default domain's opset version.
+  /// The model's opset of each domain it imports, by canonical domain name.
+  std::unordered_map<std::string, int64_t> opsets;
+  /// The opset a node of `domain` is converted at (domains the model does not import: the newest).
+  int64_t opset_of(const std::string& domain) const;
+  ExternalData& ext;                 ///< External data of the model.
   std::shared_ptr<const void> keep;  ///< Keeps the parsed model (and borrowed raw data) alive.
-  const std::unordered_map<std::string, const onnx::FunctionProto*>& functions;  ///< Local functions.
+  const std::unordered_map<std::string, const onnx::FunctionProto*>&
+      functions;           ///< Local functions.
   Scope* scope = nullptr;  ///< The innermost graph's names.
   /// ONNX element types of the values whose type the model declares (graph inputs, value_info),
   /// by name; elem_type() also reads consts' own dtypes.
@@ -109,7 +147,9 @@ class Converter {
 
   // ---- inputs -------------------------------------------------------------------------------
   /// Whether input `i` is given (present and not the empty name).
-  static bool has(const onnx::NodeProto& n, int i) { return i < n.input_size() && !n.input(i).empty(); }
+  static bool has(const onnx::NodeProto& n, int i) {
+    return i < n.input_size() && !n.input(i).empty();
+  }
   /// Input `i` as a var (consts are materialized, narrowed, on first use).
   Var* in(const onnx::NodeProto& n, int i);
   /// A name as a var.
@@ -124,20 +164,32 @@ class Converter {
   std::vector<double> doubles(const onnx::NodeProto& n, int i, const char* what);
 
   // ---- attributes ---------------------------------------------------------------------------
-  /// The attribute, or nullptr.
-  static const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name);
+  /// The attribute, or nullptr, whatever its type (for presence; read values with attr_*).
+  static const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name);
+  /// The attribute when present, checked to be of type `t` (an attribute without a type, as
+  /// IR version 1 writes them, is taken as it is); nullptr when absent. FormatError naming the
+  /// node and the attribute when it has another type.
+  static const onnx::AttributeProto* typed_attr(const onnx::NodeProto& n, const std::string& name,
+                                                onnx::AttributeProto::AttributeType t);
   /// Integer attribute (`def` when absent).
-  static int64_t ai(const onnx::NodeProto& n, const std::string& name, int64_t def);
-  /// Float attribute.
-  static float af(const onnx::NodeProto& n, const std::string& name, float def);
-  /// String attribute.
-  static std::string as(const onnx::NodeProto& n, const std::string& name, const std::string& def);
+  static int64_t attr_int(const onnx::NodeProto& n, const std::string& name, int64_t def);
+  /// Float attribute (`def` when absent).
+  static float attr_float(const onnx::NodeProto& n, const std::string& name, float def);
+  /// String attribute (`def` when absent).
+  static std::string attr_string(const onnx::NodeProto& n, const std::string& name,
+                                 const std::string& def);
   /// Integer list attribute (`def` when absent).
-  static std::vector<int64_t> aints(const onnx::NodeProto& n, const std::string& name,
-                                    std::vector<int64_t> def = {});
-  /// Float list attribute.
-  static std::vector<float> afloats(const onnx::NodeProto& n, const std::string& name,
-                                    std::vector<float> def = {});
+  static std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name,
+                                        std::vector<int64_t> def = {});
+  /// Float list attribute (`def` when absent).
+  static std::vector<float> attr_floats(const onnx::NodeProto& n, const std::string& name,
+                                        std::vector<float> def = {});
+  /// String list attribute (empty when absent).
+  static std::vector<std::string> attr_strings(const onnx::NodeProto& n, const std::string& name);
+  /// Tensor attribute, or nullptr when absent.
+  static const onnx::TensorProto* attr_tensor(const onnx::NodeProto& n, const std::string& name);
+  /// Graph attribute, or nullptr when absent.
+  static const onnx::GraphProto* attr_graph(const onnx::NodeProto& n, const std::string& name);
 
   // ---- outputs ------------------------------------------------------------------------------
   /// Binds node output `i` to `v` (named after the ONNX value when `v` was made by this node).
@@ -145,7 +197,9 @@ class Converter {
   /// Binds a name to a compile-time value without making an op (Constant and folded nodes).
   void out_const(const onnx::NodeProto& n, int i, Value v);
   /// Whether node output `i` is wanted (present and not empty).
-  static bool wants(const onnx::NodeProto& n, int i) { return i < n.output_size() && !n.output(i).empty(); }
+  static bool wants(const onnx::NodeProto& n, int i) {
+    return i < n.output_size() && !n.output(i).empty();
+  }
 
   // ---- building -----------------------------------------------------------------------------
   /// A single-output op.
@@ -158,14 +212,25 @@ class Converter {
   Var* ci(const std::vector<int64_t>& v) { return c(Value::int_list(v)); }
   /// Scalar const of dtype `dt`.
   Var* cs(double v, DataType dt);
-  /// Argument helpers.
-  static Arg a(std::string name, Var* v) { return Builder::arg(std::move(name), v); }
-  static Arg a(std::string name, Value v) { return Builder::arg(std::move(name), std::move(v)); }
-  static Arg ai32(std::string name, int64_t v) { return a(std::move(name), Value::scalar_int(DataType::Int32, v)); }
-  static Arg aints32(std::string name, const std::vector<int64_t>& v) { return a(std::move(name), Value::int_list(v)); }
-  static Arg abool(std::string name, bool v) { return a(std::move(name), Value::scalar_bool(v)); }
-  static Arg astr(std::string name, std::string v) { return a(std::move(name), Value::scalar_string(std::move(v))); }
-  static Arg af32(std::string name, double v) { return a(std::move(name), Value::scalar_float(DataType::Float32, v)); }
+  /// Builders of MIL op arguments (named inputs): a var, a value, or an int32 / int32 list /
+  /// bool / string / fp32 scalar.
+  static Arg arg(std::string name, Var* v) { return Builder::arg(std::move(name), v); }
+  static Arg arg(std::string name, Value v) { return Builder::arg(std::move(name), std::move(v)); }
+  static Arg arg_i32(std::string name, int64_t v) {
+    return arg(std::move(name), Value::scalar_int(DataType::Int32, v));
+  }
+  static Arg arg_ints32(std::string name, const std::vector<int64_t>& v) {
+    return arg(std::move(name), Value::int_list(v));
+  }
+  static Arg arg_bool(std::string name, bool v) {
+    return arg(std::move(name), Value::scalar_bool(v));
+  }
+  static Arg arg_str(std::string name, std::string v) {
+    return arg(std::move(name), Value::scalar_string(std::move(v)));
+  }
+  static Arg arg_f32(std::string name, double v) {
+    return arg(std::move(name), Value::scalar_float(DataType::Float32, v));
+  }
 
   /// A var's dtype.
   static DataType dtype(Var* v) { return v->type()->dtype(); }
@@ -183,7 +248,8 @@ class Converter {
     }
     return r;
   }
-  /// Normalizes a possibly negative axis against `rank`; ValueError naming the node if out of range.
+  /// Normalizes a possibly negative axis against `rank`; ValueError naming the node if out of
+  /// range.
   int64_t axis(const onnx::NodeProto& n, int64_t a, int64_t rank) const;
   /// Casts to `dt` if needed.
   Var* cast(Var* v, DataType dt);
@@ -191,7 +257,8 @@ class Converter {
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const;
 
   /// Converts the nodes of a graph in this scope (topologically sorted first).
-  void convert_nodes(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes, const std::string& where);
+  void convert_nodes(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
+                     const std::string& where);
   /// Converts one node (dispatch by op type, or a local function).
   void convert_node(const onnx::NodeProto& n);
   /// Adds a graph's initializers to the current scope.
@@ -208,8 +275,8 @@ enum class PoolKind { Max, Avg, Sum };
 /// strided slice of the padded input, combined by max or sum (average: divided by the taps that
 /// fall inside the input, or inside input + explicit pads with count_include_pad). With
 /// `indices`, also the flat index (storage_order 0 / 1) of each max in the input.
-Var* pool_by_windows(Converter& cv, const onnx::NodeProto& n, Var* x, PoolKind kind, bool count_include_pad,
-                     Var** indices = nullptr);
+Var* pool_by_windows(Converter& cv, const onnx::NodeProto& n, Var* x, PoolKind kind,
+                     bool count_include_pad, Var** indices = nullptr);
 /// Whether ONNX's pool output size differs from MIL's for this node (dilations, or ceil_mode
 /// windows that would start in the end padding).
 bool pool_needs_windows(Converter& cv, const onnx::NodeProto& n, Var* x);
@@ -221,7 +288,8 @@ Var* to_narrow(Converter& cv, const onnx::NodeProto& n, Var* x, int t, bool satu
 
 /// Converts a subgraph (a graph attribute) in a new scope under the current one: `inputs` bind
 /// its inputs; returns its outputs.
-std::vector<Var*> convert_subgraph(Converter& cv, const onnx::GraphProto& g, const std::vector<Var*>& inputs);
+std::vector<Var*> convert_subgraph(Converter& cv, const onnx::GraphProto& g,
+                                   const std::vector<Var*>& inputs);
 
 /// A label for a node in messages: "node 'name' (Op)" or "node #i (Op)".
 std::string node_label(const onnx::NodeProto& n);

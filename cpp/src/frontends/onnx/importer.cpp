@@ -16,10 +16,56 @@ using onnx::AttributeProto;
 using onnx::NodeProto;
 
 std::string node_label(const NodeProto& n) {
-  std::string op = n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "." + n.op_type();
+  std::string op =
+      n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "." + n.op_type();
   if (!n.name().empty()) return "node '" + n.name() + "' (" + op + ")";
-  if (n.output_size() && !n.output(0).empty()) return op + " node with output '" + n.output(0) + "'";
+  if (n.output_size() && !n.output(0).empty())
+    return op + " node with output '" + n.output(0) + "'";
   return op + " node";
+}
+
+std::optional<int64_t> newest_known_opset(const std::string& domain) {
+  static const std::unordered_map<std::string, int64_t> newest = {
+      {"", 28}, {"ai.onnx.ml", 5}, {"ai.onnx.preview", 1}, {"ai.onnx.preview.training", 1}};
+  auto it = newest.find(canonical_domain(domain));
+  if (it == newest.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string OpTable::key(const std::string& domain, const std::string& op) {
+  std::string d = canonical_domain(domain);
+  return d.empty() ? op : d + ":" + op;
+}
+
+void OpTable::on(const std::string& domain, const std::string& op, int since, ConvertFn fn) {
+  auto& v = entries_[key(domain, op)];
+  auto at = std::find_if(v.begin(), v.end(), [&](const Entry& e) { return e.since >= since; });
+  if (at != v.end() && at->since == since)
+    throw Error("ONNX operator table: " + key(domain, op) + " is registered twice at opset " +
+                std::to_string(since));
+  v.insert(at, Entry{since, std::move(fn)});
+}
+
+const ConvertFn* OpTable::find(const std::string& domain, const std::string& op,
+                               int64_t opset) const {
+  auto it = entries_.find(key(domain, op));
+  if (it == entries_.end()) return nullptr;
+  const ConvertFn* r = nullptr;
+  for (auto& e : it->second)
+    if (e.since <= opset) r = &e.fn;
+  return r;
+}
+
+bool OpTable::has(const std::string& domain, const std::string& op) const {
+  return entries_.count(key(domain, op)) > 0;
+}
+
+std::vector<std::string> OpTable::default_domain_ops() const {
+  std::vector<std::string> r;
+  for (auto& kv : entries_)
+    if (kv.first.find(':') == std::string::npos) r.push_back(kv.first);
+  std::sort(r.begin(), r.end());
+  return r;
 }
 
 const OpTable& op_table() {
@@ -42,9 +88,15 @@ const OpTable& op_table() {
   return t;
 }
 
-Converter::Converter(Builder& b_, int64_t opset_, ExternalData& ext_, std::shared_ptr<const void> keep_,
+Converter::Converter(Builder& b_, int64_t opset_, ExternalData& ext_,
+                     std::shared_ptr<const void> keep_,
                      const std::unordered_map<std::string, const onnx::FunctionProto*>& fns)
     : b(b_), opset(opset_), ext(ext_), keep(std::move(keep_)), functions(fns) {}
+
+int64_t Converter::opset_of(const std::string& domain) const {
+  auto it = opsets.find(canonical_domain(domain));
+  return it != opsets.end() ? it->second : INT64_MAX;
+}
 
 void Converter::fail(const NodeProto& n, const std::string& msg) const {
   throw ValueError("ONNX " + node_label(n) + ": " + msg);
@@ -101,18 +153,30 @@ int Converter::elem_type(const NodeProto& n, int i) {
     auto ct = s->consts.find(n.input(i));
     if (ct == s->consts.end()) continue;
     switch (ct->second->dtype()) {
-      case DataType::Float32: return onnx::TensorProto::FLOAT;
-      case DataType::Float16: return onnx::TensorProto::FLOAT16;
-      case DataType::Float64: return onnx::TensorProto::DOUBLE;
-      case DataType::Int8: return onnx::TensorProto::INT8;
-      case DataType::UInt8: return onnx::TensorProto::UINT8;
-      case DataType::Int16: return onnx::TensorProto::INT16;
-      case DataType::UInt16: return onnx::TensorProto::UINT16;
-      case DataType::Int32: return onnx::TensorProto::INT32;
-      case DataType::UInt32: return onnx::TensorProto::UINT32;
-      case DataType::Int64: return onnx::TensorProto::INT64;
-      case DataType::Bool: return onnx::TensorProto::BOOL;
-      default: return 0;
+      case DataType::Float32:
+        return onnx::TensorProto::FLOAT;
+      case DataType::Float16:
+        return onnx::TensorProto::FLOAT16;
+      case DataType::Float64:
+        return onnx::TensorProto::DOUBLE;
+      case DataType::Int8:
+        return onnx::TensorProto::INT8;
+      case DataType::UInt8:
+        return onnx::TensorProto::UINT8;
+      case DataType::Int16:
+        return onnx::TensorProto::INT16;
+      case DataType::UInt16:
+        return onnx::TensorProto::UINT16;
+      case DataType::Int32:
+        return onnx::TensorProto::INT32;
+      case DataType::UInt32:
+        return onnx::TensorProto::UINT32;
+      case DataType::Int64:
+        return onnx::TensorProto::INT64;
+      case DataType::Bool:
+        return onnx::TensorProto::BOOL;
+      default:
+        return 0;
     }
   }
   return 0;
@@ -120,45 +184,77 @@ int Converter::elem_type(const NodeProto& n, int i) {
 
 std::vector<int64_t> Converter::ints(const NodeProto& n, int i, const char* what) {
   const Value* v = value(n, i);
-  if (!v) fail(n, std::string(what) + " (input '" + (has(n, i) ? n.input(i) : "") + "') must be known at conversion time");
+  if (!v)
+    fail(n, std::string(what) + " (input '" + (has(n, i) ? n.input(i) : "") +
+                "') must be known at conversion time");
   return v->to_ints();
 }
 
 std::vector<double> Converter::doubles(const NodeProto& n, int i, const char* what) {
   const Value* v = value(n, i);
-  if (!v) fail(n, std::string(what) + " (input '" + (has(n, i) ? n.input(i) : "") + "') must be known at conversion time");
+  if (!v)
+    fail(n, std::string(what) + " (input '" + (has(n, i) ? n.input(i) : "") +
+                "') must be known at conversion time");
   return v->to_doubles();
 }
 
-const AttributeProto* Converter::attr(const NodeProto& n, const std::string& name) {
+const AttributeProto* Converter::find_attr(const NodeProto& n, const std::string& name) {
   for (auto& a : n.attribute())
     if (a.name() == name) return &a;
   return nullptr;
 }
 
-int64_t Converter::ai(const NodeProto& n, const std::string& name, int64_t def) {
-  auto* a = attr(n, name);
+const AttributeProto* Converter::typed_attr(const NodeProto& n, const std::string& name,
+                                            AttributeProto::AttributeType t) {
+  auto* a = find_attr(n, name);
+  if (!a || a->type() == t || a->type() == AttributeProto::UNDEFINED) return a;
+  throw FormatError("ONNX " + node_label(n) + ": attribute '" + name + "' is of type " +
+                    AttributeProto::AttributeType_Name(a->type()) + ", " +
+                    AttributeProto::AttributeType_Name(t) + " expected");
+}
+
+int64_t Converter::attr_int(const NodeProto& n, const std::string& name, int64_t def) {
+  auto* a = typed_attr(n, name, AttributeProto::INT);
   return a ? a->i() : def;
 }
 
-float Converter::af(const NodeProto& n, const std::string& name, float def) {
-  auto* a = attr(n, name);
+float Converter::attr_float(const NodeProto& n, const std::string& name, float def) {
+  auto* a = typed_attr(n, name, AttributeProto::FLOAT);
   return a ? a->f() : def;
 }
 
-std::string Converter::as(const NodeProto& n, const std::string& name, const std::string& def) {
-  auto* a = attr(n, name);
+std::string Converter::attr_string(const NodeProto& n, const std::string& name,
+                                   const std::string& def) {
+  auto* a = typed_attr(n, name, AttributeProto::STRING);
   return a ? a->s() : def;
 }
 
-std::vector<int64_t> Converter::aints(const NodeProto& n, const std::string& name, std::vector<int64_t> def) {
-  auto* a = attr(n, name);
+std::vector<int64_t> Converter::attr_ints(const NodeProto& n, const std::string& name,
+                                          std::vector<int64_t> def) {
+  auto* a = typed_attr(n, name, AttributeProto::INTS);
   return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : def;
 }
 
-std::vector<float> Converter::afloats(const NodeProto& n, const std::string& name, std::vector<float> def) {
-  auto* a = attr(n, name);
+std::vector<float> Converter::attr_floats(const NodeProto& n, const std::string& name,
+                                          std::vector<float> def) {
+  auto* a = typed_attr(n, name, AttributeProto::FLOATS);
   return a ? std::vector<float>(a->floats().begin(), a->floats().end()) : def;
+}
+
+std::vector<std::string> Converter::attr_strings(const NodeProto& n, const std::string& name) {
+  auto* a = typed_attr(n, name, AttributeProto::STRINGS);
+  return a ? std::vector<std::string>(a->strings().begin(), a->strings().end())
+           : std::vector<std::string>{};
+}
+
+const onnx::TensorProto* Converter::attr_tensor(const NodeProto& n, const std::string& name) {
+  auto* a = typed_attr(n, name, AttributeProto::TENSOR);
+  return a && a->has_t() ? &a->t() : nullptr;
+}
+
+const onnx::GraphProto* Converter::attr_graph(const NodeProto& n, const std::string& name) {
+  auto* a = typed_attr(n, name, AttributeProto::GRAPH);
+  return a && a->has_g() ? &a->g() : nullptr;
 }
 
 void Converter::out(const NodeProto& n, int i, Var* v) {
@@ -179,7 +275,9 @@ Var* Converter::op(std::string_view type, std::vector<Arg> args) {
   return outs.at(0);
 }
 
-std::vector<Var*> Converter::ops(std::string_view type, std::vector<Arg> args) { return b.create(type, args); }
+std::vector<Var*> Converter::ops(std::string_view type, std::vector<Arg> args) {
+  return b.create(type, args);
+}
 
 Var* Converter::c(Value v) { return b.add_const(std::make_shared<const Value>(std::move(v)), ""); }
 
@@ -195,26 +293,31 @@ int Converter::rank(const NodeProto& n, Var* v) const {
 }
 
 int64_t Converter::axis(const NodeProto& n, int64_t a, int64_t r) const {
-  if (a < -r || a >= r) fail(n, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
+  if (a < -r || a >= r)
+    fail(n, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
   return a < 0 ? a + r : a;
 }
 
 Var* Converter::cast(Var* v, DataType dt) {
   if (dtype(v) == dt) return v;
-  return op("cast", {a("x", v), astr("dtype", std::string(dtype_name(dt)))});
+  return op("cast", {arg("x", v), arg_str("dtype", std::string(dtype_name(dt)))});
 }
 
 void Converter::add_initializers(const onnx::GraphProto& g) {
   for (auto& t : g.initializer()) {
-    if (t.name().empty()) throw FormatError("ONNX graph '" + g.name() + "' has an initializer without a name");
-    scope->consts[t.name()] = std::make_shared<const Value>(decode_tensor(t, ext, keep, "initializer '" + t.name() + "'"));
+    if (t.name().empty())
+      throw FormatError("ONNX graph '" + g.name() + "' has an initializer without a name");
+    scope->consts[t.name()] = std::make_shared<const Value>(
+        decode_tensor(t, ext, keep, "initializer '" + t.name() + "'"));
   }
   if (g.sparse_initializer_size())
-    throw ValueError("ONNX graph '" + g.name() + "': sparse initializers are not supported (first: '" +
+    throw ValueError("ONNX graph '" + g.name() +
+                     "': sparse initializers are not supported (first: '" +
                      g.sparse_initializer(0).values().name() + "')");
 }
 
-void Converter::convert_nodes(const google::protobuf::RepeatedPtrField<NodeProto>& nodes, const std::string& where) {
+void Converter::convert_nodes(const google::protobuf::RepeatedPtrField<NodeProto>& nodes,
+                              const std::string& where) {
   // topological order (ONNX requires it; exporters sometimes don't): Kahn over names produced here
   size_t n = static_cast<size_t>(nodes.size());
   std::unordered_map<std::string, size_t> producer;
@@ -258,7 +361,8 @@ void Converter::convert_nodes(const google::protobuf::RepeatedPtrField<NodeProto
       if (it != producer.end()) {
         if (it->second != i) deps.insert(it->second);
       } else if (k < direct && !defined(s)) {
-        throw FormatError("ONNX " + where + ": " + node_label(nd) + " reads '" + s + "', which is not defined");
+        throw FormatError("ONNX " + where + ": " + node_label(nd) + " reads '" + s +
+                          "', which is not defined");
       }
     }
     pending[i] = deps.size();
@@ -282,7 +386,8 @@ void Converter::convert_nodes(const google::protobuf::RepeatedPtrField<NodeProto
   if (order.size() != n) {
     for (size_t i = 0; i < n; ++i)
       if (pending[i])
-        throw FormatError("ONNX " + where + ": the graph has a cycle through " + node_label(nodes[static_cast<int>(i)]));
+        throw FormatError("ONNX " + where + ": the graph has a cycle through " +
+                          node_label(nodes[static_cast<int>(i)]));
   }
   for (size_t i : order) convert_node(nodes[static_cast<int>(i)]);
 }
@@ -324,34 +429,24 @@ void inline_function(Converter& cv, const NodeProto& call, const onnx::FunctionP
   std::vector<Var*> outs;
   for (int i = 0; i < f.output_size(); ++i) outs.push_back(cv.var(f.output(i)));
   cv.scope = saved;
-  for (int i = 0; i < call.output_size() && i < static_cast<int>(outs.size()); ++i) cv.out(call, i, outs[static_cast<size_t>(i)]);
+  for (int i = 0; i < call.output_size() && i < static_cast<int>(outs.size()); ++i)
+    cv.out(call, i, outs[static_cast<size_t>(i)]);
 }
 
 }  // namespace
 
 void Converter::convert_node(const NodeProto& n) {
-  const std::string& dom = n.domain();
+  const std::string dom = canonical_domain(n.domain());
   auto& t = op_table();
-  bool other = !dom.empty() && dom != "ai.onnx";
-  if (other) {
-    auto it = functions.find(dom + "\n" + n.op_type());
-    if (it != functions.end()) {
-      inline_function(*this, n, *it->second);
-      return;
-    }
-    if (!t.count(dom + ":" + n.op_type())) fail(n, "domain '" + dom + "' is not supported");
-  }
-  auto it = t.find(other ? dom + ":" + n.op_type() : n.op_type());
-  if (it == t.end()) {
-    auto ft = functions.find("\n" + n.op_type());
-    if (ft != functions.end()) {
-      inline_function(*this, n, *ft->second);
-      return;
-    }
-    fail(n, "operator '" + n.op_type() + "' is not supported");
-  }
+  // a model-local function of another domain takes precedence; of the default domain, an operator
+  auto fit = functions.find(dom + "\n" + n.op_type());
+  bool local = fit != functions.end() && (!dom.empty() || !t.has(dom, n.op_type()));
+  if (local) return inline_function(*this, n, *fit->second);
+  if (!dom.empty() && !t.has(dom, n.op_type())) fail(n, "domain '" + dom + "' is not supported");
+  const ConvertFn* fn = t.find(dom, n.op_type(), opset_of(dom));
+  if (!fn) fail(n, "operator '" + n.op_type() + "' is not supported");
   try {
-    it->second(*this, n);
+    (*fn)(*this, n);
   } catch (const FormatError&) {
     throw;
   } catch (const TypeError& e) {
@@ -369,7 +464,8 @@ void Converter::convert_node(const NodeProto& n) {
   }
   for (int i = 0; i < n.output_size(); ++i)
     if (!n.output(i).empty() && !defined(n.output(i)))
-      fail(n, "output " + std::to_string(i) + " ('" + n.output(i) + "') is not produced by milkit's conversion");
+      fail(n, "output " + std::to_string(i) + " ('" + n.output(i) +
+                  "') is not produced by milkit's conversion");
 }
 
 namespace {
@@ -377,38 +473,80 @@ namespace {
 using FnMap = std::unordered_map<std::string, const onnx::FunctionProto*>;
 
 // Every node (subgraphs and local functions included) whose operator milkit cannot express.
-void collect_unsupported(const google::protobuf::RepeatedPtrField<NodeProto>& nodes, const FnMap& fns,
-                         std::vector<std::string>& bad, std::set<const onnx::FunctionProto*>& seen) {
+using Opsets = std::unordered_map<std::string, int64_t>;
+
+// Every node (subgraphs and local functions included) whose operator milkit cannot express.
+void collect_unsupported(const google::protobuf::RepeatedPtrField<NodeProto>& nodes,
+                         const FnMap& fns, const Converter& cv, std::vector<std::string>& bad,
+                         std::set<const onnx::FunctionProto*>& seen) {
   auto& t = op_table();
   for (auto& n : nodes) {
-    bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
-    auto ft = fns.find((default_domain ? std::string() : n.domain()) + "\n" + n.op_type());
-    if (ft != fns.end() && !(default_domain && t.count(n.op_type()))) {
-      if (seen.insert(ft->second).second) collect_unsupported(ft->second->node(), fns, bad, seen);
-    } else if (default_domain ? !t.count(n.op_type()) : !t.count(n.domain() + ":" + n.op_type())) {
-      bad.push_back(node_label(n) + (default_domain ? "" : " in domain '" + n.domain() + "'"));
+    std::string dom = canonical_domain(n.domain());
+    // a node of the default domain needs the model's opset of it to pick its semantics (a model
+    // whose nodes are all of other domains may import none, as ONNX's own test models do)
+    if (dom.empty() && !cv.opsets.count(""))
+      throw FormatError("ONNX " + node_label(n) +
+                        ": the model imports no opset of the default domain ('' / 'ai.onnx')");
+    auto ft = fns.find(dom + "\n" + n.op_type());
+    if (ft != fns.end() && !(dom.empty() && t.has(dom, n.op_type()))) {
+      if (seen.insert(ft->second).second)
+        collect_unsupported(ft->second->node(), fns, cv, bad, seen);
+    } else if (!t.find(dom, n.op_type(), cv.opset_of(dom))) {
+      bad.push_back(node_label(n) + (dom.empty() ? "" : " in domain '" + n.domain() + "'"));
     }
     for (auto& a : n.attribute()) {
-      if (a.has_g()) collect_unsupported(a.g().node(), fns, bad, seen);
-      for (auto& g : a.graphs()) collect_unsupported(g.node(), fns, bad, seen);
+      if (a.has_g()) collect_unsupported(a.g().node(), fns, cv, bad, seen);
+      for (auto& g : a.graphs()) collect_unsupported(g.node(), fns, cv, bad, seen);
     }
   }
 }
 
+// UnsupportedOpsError listing every node milkit cannot convert, if any.
+void refuse_unsupported(const onnx::GraphProto& g, const FnMap& fns, const Converter& cv,
+                        const std::string& src) {
+  std::vector<std::string> bad;
+  std::set<const onnx::FunctionProto*> seen;
+  collect_unsupported(g.node(), fns, cv, bad, seen);
+  if (bad.empty()) return;
+  std::ostringstream m;
+  m << src << ": milkit cannot convert " << bad.size() << " node" << (bad.size() > 1 ? "s" : "")
+    << " of this model (opset " << cv.opset << "):";
+  for (auto& b : bad) m << "\n  " << b;
+  throw UnsupportedOpsError(m.str(), bad);
+}
+
+// The model's opset of each domain it imports. FormatError, as onnxruntime refuses such models,
+// when it imports a newer opset of a domain than milkit knows.
+Opsets read_opsets(const onnx::ModelProto& model, const std::string& src) {
+  Opsets r;
+  for (auto& o : model.opset_import()) {
+    std::string d = canonical_domain(o.domain());
+    auto newest = newest_known_opset(d);
+    if (newest && o.version() > *newest)
+      throw FormatError(src + ": the model imports opset " + std::to_string(o.version()) +
+                        " of domain '" + (d.empty() ? "ai.onnx" : d) +
+                        "'; milkit knows opsets up to " + std::to_string(*newest));
+    r[d] = o.version();
+  }
+  return r;
+}
+
 const Type* value_info_type(Context& ctx, const onnx::ValueInfoProto& vi, const std::string& what) {
   if (!vi.has_type() || !vi.type().has_tensor_type())
-    throw ValueError(what + " '" + vi.name() + "' is not a tensor (sequences, maps and optionals are not supported)");
+    throw ValueError(what + " '" + vi.name() +
+                     "' is not a tensor (sequences, maps and optionals are not supported)");
   auto& tt = vi.type().tensor_type();
   auto dt = mil_dtype(tt.elem_type());
   if (!dt)
-    throw ValueError(what + " '" + vi.name() + "' has element type " + onnx_type_name(tt.elem_type()) +
-                     ", which Core ML cannot hold");
+    throw ValueError(what + " '" + vi.name() + "' has element type " +
+                     onnx_type_name(tt.elem_type()) + ", which Core ML cannot hold");
   if (!tt.has_shape()) return ctx.tensor_unknown_rank(*dt);
   std::vector<Dim> dims;
   for (auto& d : tt.shape().dim()) {
     if (d.has_dim_value()) {
       if (d.dim_value() < 0)
-        throw FormatError(what + " '" + vi.name() + "' has a negative dimension " + std::to_string(d.dim_value()));
+        throw FormatError(what + " '" + vi.name() + "' has a negative dimension " +
+                          std::to_string(d.dim_value()));
       dims.push_back(ctx.constant(d.dim_value()));
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
       dims.push_back(ctx.symbol_named(d.dim_param()));
@@ -425,34 +563,21 @@ const Type* value_info_type(Context& ctx, const onnx::ValueInfoProto& vi, const 
 
 using namespace onnx_detail;
 
-std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxImportOptions& options,
-                                     OnnxImportInfo* info) {
+std::shared_ptr<Program> import_onnx(const void* data, size_t size,
+                                     const OnnxImportOptions& options, OnnxImportInfo* info) {
   const std::string& src = options.source;
   if (size > static_cast<size_t>(INT32_MAX))
     throw FormatError(src + ": a ModelProto over 2 GB must keep its weights as external data");
   auto model = std::make_shared<onnx::ModelProto>();
   if (!model->ParseFromArray(data, static_cast<int>(size)))
-    throw FormatError(src + ": not an ONNX model (the protobuf does not parse; truncated or another format)");
+    throw FormatError(
+        src + ": not an ONNX model (the protobuf does not parse; truncated or another format)");
   if (!model->has_graph()) throw FormatError(src + ": the ONNX model has no graph");
-  int64_t opset = 0;
-  for (auto& o : model->opset_import())
-    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
-  // no default-domain opset: every node is of another domain and is listed below if unsupported
+  Opsets opsets = read_opsets(*model, src);
+  int64_t opset = opsets.count("") ? opsets.at("") : 0;
   FnMap fns;
   for (auto& f : model->functions()) fns[f.domain() + "\n" + f.name()] = &f;
   const auto& g = model->graph();
-  {
-    std::vector<std::string> bad;
-    std::set<const onnx::FunctionProto*> seen;
-    collect_unsupported(g.node(), fns, bad, seen);
-    if (!bad.empty()) {
-      std::ostringstream m;
-      m << src << ": milkit cannot convert " << bad.size() << " node" << (bad.size() > 1 ? "s" : "")
-        << " of this model (opset " << opset << "):";
-      for (auto& b : bad) m << "\n  " << b;
-      throw UnsupportedOpsError(m.str(), bad);
-    }
-  }
   auto fn = std::make_shared<Function>(options.target);
   Context& ctx = fn->ctx();
   // reserve every ONNX value name so generated names never take one
@@ -471,6 +596,8 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
   ExternalData ext;
   ext.base_dir = options.base_dir;
   Converter cv(b, opset, ext, model, fns);
+  cv.opsets = std::move(opsets);
+  refuse_unsupported(g, fns, cv, src);
   // declared element types (graph inputs, outputs, value_info, subgraphs' too)
   std::function<void(const onnx::GraphProto&)> declare = [&](const onnx::GraphProto& gr) {
     auto add = [&](const onnx::ValueInfoProto& vi) {
@@ -494,21 +621,25 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
   inf.ir_version = model->ir_version();
   inf.opset = opset;
   for (auto& vi : g.input()) {
-    if (top.consts.count(vi.name())) continue;  // an initializer listed as an input (IR < 4): a weight
+    if (top.consts.count(vi.name()))
+      continue;  // an initializer listed as an input (IR < 4): a weight
     if (vi.name().empty()) throw FormatError(src + ": a graph input has no name");
     const Type* t = value_info_type(ctx, vi, "graph input");
     auto fix = options.input_dims.find(vi.name());
     if (fix != options.input_dims.end()) {
       if (!t->has_rank() || t->rank() != static_cast<int>(fix->second.size()))
-        throw ValueError(src + ": input '" + vi.name() + "' has rank " + (t->has_rank() ? std::to_string(t->rank()) : "?") +
-                         ", the shape given for it has " + std::to_string(fix->second.size()) + " dims");
+        throw ValueError(src + ": input '" + vi.name() + "' has rank " +
+                         (t->has_rank() ? std::to_string(t->rank()) : "?") +
+                         ", the shape given for it has " + std::to_string(fix->second.size()) +
+                         " dims");
       std::vector<Dim> dims = t->shape();
       for (size_t i = 0; i < dims.size(); ++i) {
         int64_t d = fix->second[i];
         if (d < 0) continue;
         if (dims[i]->is_const() && dims[i]->value() != d)
           throw ValueError(src + ": input '" + vi.name() + "' dim " + std::to_string(i) + " is " +
-                           std::to_string(dims[i]->value()) + " in the model, " + std::to_string(d) + " was given");
+                           std::to_string(dims[i]->value()) + " in the model, " +
+                           std::to_string(d) + " was given");
         dims[i] = ctx.constant(d);
       }
       t = ctx.tensor(t->dtype(), dims);
@@ -519,11 +650,13 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
   }
   for (auto& kv : options.input_dims)
     if (!top.vars.count(kv.first))
-      throw ValueError(src + ": a shape is given for '" + kv.first + "', which is not an input of the graph");
+      throw ValueError(src + ": a shape is given for '" + kv.first +
+                       "', which is not an input of the graph");
   cv.convert_nodes(g.node(), "graph '" + g.name() + "'");
   std::vector<Var*> outs;
   for (auto& vo : g.output()) {
-    if (!cv.defined(vo.name())) throw FormatError(src + ": graph output '" + vo.name() + "' is never produced");
+    if (!cv.defined(vo.name()))
+      throw FormatError(src + ": graph output '" + vo.name() + "' is never produced");
     Var* v = cv.var(vo.name());
     // a narrow type's output (computed in its fp32 / int32 holder) is rounded to the type
     int et = vo.has_type() && vo.type().has_tensor_type() ? vo.type().tensor_type().elem_type() : 0;
@@ -533,22 +666,25 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
         onnx::NodeProto where;
         where.set_op_type("graph output");
         where.add_output(vo.name());
-        v = to_narrow(cv, where, v, et, et != onnx::TensorProto::BFLOAT16 && et != onnx::TensorProto::FLOAT4E2M1);
+        v = to_narrow(cv, where, v, et,
+                      et != onnx::TensorProto::BFLOAT16 && et != onnx::TensorProto::FLOAT4E2M1);
       }
     }
     // a program output must be an op's output, once
     bool dup = std::find(outs.begin(), outs.end(), v) != outs.end();
     if (!v->op() || dup) {
-      v = cv.op("identity", {Converter::a("x", v)});
+      v = cv.op("identity", {Converter::arg("x", v)});
       v->set_name(dup || !v->op() ? ctx.free_name(vo.name()) : vo.name());
     }
     outs.push_back(v);
     inf.output_names.push_back(vo.name());
-    inf.output_types.push_back(vo.has_type() && vo.type().has_tensor_type() ? vo.type().tensor_type().elem_type() : 0);
+    inf.output_types.push_back(
+        vo.has_type() && vo.type().has_tensor_type() ? vo.type().tensor_type().elem_type() : 0);
   }
   fn->body().set_outputs(outs);
   if (!model->producer_name().empty()) inf.metadata["producer"] = model->producer_name();
-  if (!model->producer_version().empty()) inf.metadata["producer_version"] = model->producer_version();
+  if (!model->producer_version().empty())
+    inf.metadata["producer_version"] = model->producer_version();
   for (auto& kv : model->metadata_props()) inf.metadata[kv.key()] = kv.value();
   auto prog = std::make_shared<Program>();
   prog->add_function("main", fn);
@@ -556,7 +692,8 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size, const OnnxIm
   return prog;
 }
 
-std::shared_ptr<Program> import_onnx_file(const std::string& path, OnnxImportOptions options, OnnxImportInfo* info) {
+std::shared_ptr<Program> import_onnx_file(const std::string& path, OnnxImportOptions options,
+                                          OnnxImportInfo* info) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw IOError("cannot open ONNX model '" + path + "'");
   auto len = f.tellg();
@@ -572,12 +709,6 @@ std::shared_ptr<Program> import_onnx_file(const std::string& path, OnnxImportOpt
   return import_onnx(bytes.data(), bytes.size(), options, info);
 }
 
-std::vector<std::string> onnx_supported_ops() {
-  std::vector<std::string> r;
-  for (auto& kv : op_table())
-    if (kv.first.find(':') == std::string::npos) r.push_back(kv.first);
-  std::sort(r.begin(), r.end());
-  return r;
-}
+std::vector<std::string> onnx_supported_ops() { return op_table().default_domain_ops(); }
 
 }  // namespace milkit

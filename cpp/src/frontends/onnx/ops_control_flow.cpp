@@ -1,6 +1,5 @@
 // ONNX control flow: If -> cond, Loop and Scan -> while_loop (scan outputs collected in lists).
-#include "converter.h"
-#include "milkit/types/error.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
@@ -8,11 +7,9 @@ namespace onnx_detail {
 namespace {
 
 using onnx::GraphProto;
-using onnx::NodeProto;
-using C = Converter;
 
 const GraphProto& graph_attr(C& cv, const NodeProto& n, const char* name) {
-  auto* a = C::attr(n, name);
+  auto* a = C::find_attr(n, name);
   if (!a || !a->has_g()) cv.fail(n, std::string("attribute '") + name + "' (a graph) is required");
   return a->g();
 }
@@ -84,7 +81,7 @@ std::vector<std::pair<DataType, int>> scan_elem_types(C& cv, const NodeProto& n,
 Var* scalar_bool(C& cv, Var* v) {
   if (C::dtype(v) != DataType::Bool) v = cv.cast(v, DataType::Bool);
   if (v->type()->has_rank() && v->type()->rank() == 0) return v;
-  return cv.op("reshape", {C::a("x", v), C::aints32("shape", {})});
+  return cv.op("reshape", {C::arg("x", v), C::arg_ints32("shape", {})});
 }
 
 void if_op(C& cv, const NodeProto& n) {
@@ -103,11 +100,11 @@ void if_op(C& cv, const NodeProto& n) {
     return [&cv, &g](const std::vector<Var*>&) {
       auto outs = subgraph(cv, g, {});
       // a branch output must be made inside the branch
-      for (auto& v : outs) v = cv.op("identity", {C::a("x", v)});
+      for (auto& v : outs) v = cv.op("identity", {C::arg("x", v)});
       return outs;
     };
   };
-  std::vector<Arg> args = {C::a("pred", pred)};
+  std::vector<Arg> args = {C::arg("pred", pred)};
   std::vector<Var*> outs;
   try {
     outs = cv.b.create("cond", args, "", cond_blocks(branch(tg), branch(eg)));
@@ -127,15 +124,15 @@ void loop_op(C& cv, const NodeProto& n) {
   if (k_scan < 0 || body.input_size() != nv + 2)
     cv.fail(n, "the body must take (iteration, cond, values...) and return (cond, values..., scan outputs...)");
   Var* m = C::has(n, 0) ? cv.cast(cv.in(n, 0), DataType::Int32) : nullptr;
-  if (m && m->type()->rank() != 0) m = cv.op("reshape", {C::a("x", m), C::aints32("shape", {})});
+  if (m && m->type()->rank() != 0) m = cv.op("reshape", {C::arg("x", m), C::arg_ints32("shape", {})});
   Var* cond0 = C::has(n, 1) ? scalar_bool(cv, cv.in(n, 1)) : cv.c(Value::scalar_bool(true));
   Var* i0 = cv.c(Value::scalar_int(DataType::Int32, 0));
   std::vector<Var*> loop_vars = {i0, cond0};
   for (int i = 0; i < nv; ++i) loop_vars.push_back(cv.in(n, 2 + i));
   BlockFn cond_fn = [&cv, m](const std::vector<Var*>& vs) -> std::vector<Var*> {
     Var* go = vs[1];
-    if (m) go = cv.op("logical_and", {C::a("x", go), C::a("y", cv.op("less", {C::a("x", vs[0]), C::a("y", m)}))});
-    else go = cv.op("identity", {C::a("x", go)});
+    if (m) go = cv.op("logical_and", {C::arg("x", go), C::arg("y", cv.op("less", {C::arg("x", vs[0]), C::arg("y", m)}))});
+    else go = cv.op("identity", {C::arg("x", go)});
     return {go};
   };
   // scan outputs: one list per output, written at index i
@@ -148,8 +145,8 @@ void loop_op(C& cv, const NodeProto& n) {
     std::vector<ArgItem> es;
     for (int d = 0; d < elems[static_cast<size_t>(k)].second; ++d)
       es.push_back(ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_string(cv.ctx().free_name("scan" + std::to_string(k) + "_d")))});
-    std::vector<Arg> args = {C::a("init_length", Value::scalar_int(DataType::Int32, 0)), Arg{"elem_shape", es, true},
-                             C::astr("dtype", std::string(dtype_name(elems[static_cast<size_t>(k)].first)))};
+    std::vector<Arg> args = {C::arg("init_length", Value::scalar_int(DataType::Int32, 0)), Arg{"elem_shape", es, true},
+                             C::arg_str("dtype", std::string(dtype_name(elems[static_cast<size_t>(k)].first)))};
     loop_vars.push_back(cv.op("make_list", std::move(args)));
   }
   Arg lv{"loop_vars", {}, true};
@@ -158,14 +155,14 @@ void loop_op(C& cv, const NodeProto& n) {
     std::vector<Var*> ins = {vs[0], vs[1]};
     for (int i = 0; i < nv; ++i) ins.push_back(vs[static_cast<size_t>(2 + i)]);
     auto outs = subgraph(cv, body, ins);
-    std::vector<Var*> next = {cv.op("add", {C::a("x", vs[0]), C::a("y", Value::scalar_int(DataType::Int32, 1))}),
+    std::vector<Var*> next = {cv.op("add", {C::arg("x", vs[0]), C::arg("y", Value::scalar_int(DataType::Int32, 1))}),
                               scalar_bool(cv, outs[0])};
     for (int i = 0; i < nv; ++i) next.push_back(outs[static_cast<size_t>(1 + i)]);
     for (int k = 0; k < k_scan; ++k)
-      next.push_back(cv.op("list_write", {C::a("ls", vs[static_cast<size_t>(2 + nv + k)]), C::a("index", vs[0]),
-                                          C::a("value", outs[static_cast<size_t>(1 + nv + k)])}));
+      next.push_back(cv.op("list_write", {C::arg("ls", vs[static_cast<size_t>(2 + nv + k)]), C::arg("index", vs[0]),
+                                          C::arg("value", outs[static_cast<size_t>(1 + nv + k)])}));
     for (auto& v : next)
-      if (!v->op() || v->input_of()) v = cv.op("identity", {C::a("x", v)});
+      if (!v->op() || v->input_of()) v = cv.op("identity", {C::arg("x", v)});
     return next;
   };
   std::vector<Arg> args = {lv};
@@ -173,13 +170,12 @@ void loop_op(C& cv, const NodeProto& n) {
   for (int i = 0; i < nv; ++i) cv.out(n, i, outs[static_cast<size_t>(2 + i)]);
   for (int k = 0; k < k_scan; ++k) {
     Var* ls = outs[static_cast<size_t>(2 + nv + k)];
-    Var* len = cv.op("list_length", {C::a("ls", ls)});
-    Var* idx = cv.op("range_1d", {C::a("start", Value::scalar_int(DataType::Int32, 0)), C::a("end", len),
-                                  C::a("step", Value::scalar_int(DataType::Int32, 1))});
-    cv.out(n, nv + k, cv.op("list_gather", {C::a("ls", ls), C::a("indices", idx)}));
+    Var* len = cv.op("list_length", {C::arg("ls", ls)});
+    Var* idx = cv.op("range_1d", {C::arg("start", Value::scalar_int(DataType::Int32, 0)), C::arg("end", len),
+                                  C::arg("step", Value::scalar_int(DataType::Int32, 1))});
+    cv.out(n, nv + k, cv.op("list_gather", {C::arg("ls", ls), C::arg("indices", idx)}));
   }
 }
-
 
 // One Scan over states and scan inputs (opset 9's form): returns the final states, then the scan
 // outputs.
@@ -198,21 +194,21 @@ std::vector<Var*> run_scan(C& cv, const NodeProto& n, const GraphProto& body, co
       std::vector<int64_t> perm = {ax};
       for (int64_t i = 0; i < cv.rank(n, x); ++i)
         if (i != ax) perm.push_back(i);
-      x = cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)});
+      x = cv.op("transpose", {C::arg("x", x), C::arg_ints32("perm", perm)});
     }
-    if (in_dirs[static_cast<size_t>(j)] != 0) x = cv.op("reverse", {C::a("x", x), C::aints32("axes", {0})});
+    if (in_dirs[static_cast<size_t>(j)] != 0) x = cv.op("reverse", {C::arg("x", x), C::arg_ints32("axes", {0})});
     scans.push_back(x);
   }
-  Var* len = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", scans[0])})), C::a("indices", Value::scalar_int(DataType::Int32, 0))});
+  Var* len = cv.op("gather", {C::arg("x", cv.op("shape", {C::arg("x", scans[0])})), C::arg("indices", Value::scalar_int(DataType::Int32, 0))});
   std::vector<Var*> loop_vars = {cv.c(Value::scalar_int(DataType::Int32, 0))};
   for (int i = 0; i < nstate; ++i) loop_vars.push_back(state_in[static_cast<size_t>(i)]);
   BlockFn cond_fn = [&cv, len](const std::vector<Var*>& vs) -> std::vector<Var*> {
-    return {cv.op("less", {C::a("x", vs[0]), C::a("y", len)})};
+    return {cv.op("less", {C::arg("x", vs[0]), C::arg("y", len)})};
   };
   auto slices = [&cv, &scans, m](Var* i) {
     std::vector<Var*> r;
     for (int j = 0; j < m; ++j)
-      r.push_back(cv.op("gather", {C::a("x", scans[static_cast<size_t>(j)]), C::a("indices", i), C::ai32("axis", 0)}));
+      r.push_back(cv.op("gather", {C::arg("x", scans[static_cast<size_t>(j)]), C::arg("indices", i), C::arg_i32("axis", 0)}));
     return r;
   };
   auto elems = scan_elem_types(cv, n, body, nstate, k_out, loop_vars, cond_fn, [&](const std::vector<Var*>& vs) {
@@ -225,8 +221,8 @@ std::vector<Var*> run_scan(C& cv, const NodeProto& n, const GraphProto& body, co
     std::vector<ArgItem> es;
     for (int d = 0; d < elems[static_cast<size_t>(k)].second; ++d)
       es.push_back(ArgItem{nullptr, std::make_shared<const Value>(Value::scalar_string(cv.ctx().free_name("scan" + std::to_string(k) + "_d")))});
-    loop_vars.push_back(cv.op("make_list", {C::a("init_length", Value::scalar_int(DataType::Int32, 0)), Arg{"elem_shape", es, true},
-                                            C::astr("dtype", std::string(dtype_name(elems[static_cast<size_t>(k)].first)))}));
+    loop_vars.push_back(cv.op("make_list", {C::arg("init_length", Value::scalar_int(DataType::Int32, 0)), Arg{"elem_shape", es, true},
+                                            C::arg_str("dtype", std::string(dtype_name(elems[static_cast<size_t>(k)].first)))}));
   }
   Arg lv{"loop_vars", {}, true};
   for (Var* v : loop_vars) lv.items.push_back(ArgItem{v, nullptr});
@@ -236,13 +232,13 @@ std::vector<Var*> run_scan(C& cv, const NodeProto& n, const GraphProto& body, co
     auto sl = slices(vs[0]);
     ins.insert(ins.end(), sl.begin(), sl.end());
     auto outs = subgraph(cv, body, ins);
-    std::vector<Var*> next = {cv.op("add", {C::a("x", vs[0]), C::a("y", Value::scalar_int(DataType::Int32, 1))})};
+    std::vector<Var*> next = {cv.op("add", {C::arg("x", vs[0]), C::arg("y", Value::scalar_int(DataType::Int32, 1))})};
     for (int i = 0; i < nstate; ++i) next.push_back(outs[static_cast<size_t>(i)]);
     for (int k = 0; k < k_out; ++k)
-      next.push_back(cv.op("list_write", {C::a("ls", vs[static_cast<size_t>(1 + nstate + k)]), C::a("index", vs[0]),
-                                          C::a("value", outs[static_cast<size_t>(nstate + k)])}));
+      next.push_back(cv.op("list_write", {C::arg("ls", vs[static_cast<size_t>(1 + nstate + k)]), C::arg("index", vs[0]),
+                                          C::arg("value", outs[static_cast<size_t>(nstate + k)])}));
     for (auto& v : next)
-      if (!v->op() || v->input_of()) v = cv.op("identity", {C::a("x", v)});
+      if (!v->op() || v->input_of()) v = cv.op("identity", {C::arg("x", v)});
     return next;
   };
   std::vector<Arg> args = {lv};
@@ -250,10 +246,10 @@ std::vector<Var*> run_scan(C& cv, const NodeProto& n, const GraphProto& body, co
   for (int i = 0; i < nstate; ++i) result.push_back(outs[static_cast<size_t>(1 + i)]);
   for (int k = 0; k < k_out; ++k) {
     Var* ls = outs[static_cast<size_t>(1 + nstate + k)];
-    Var* idx = cv.op("range_1d", {C::a("start", Value::scalar_int(DataType::Int32, 0)), C::a("end", cv.op("list_length", {C::a("ls", ls)})),
-                                  C::a("step", Value::scalar_int(DataType::Int32, 1))});
-    Var* y = cv.op("list_gather", {C::a("ls", ls), C::a("indices", idx)});
-    if (out_dirs[static_cast<size_t>(k)] != 0) y = cv.op("reverse", {C::a("x", y), C::aints32("axes", {0})});
+    Var* idx = cv.op("range_1d", {C::arg("start", Value::scalar_int(DataType::Int32, 0)), C::arg("end", cv.op("list_length", {C::arg("ls", ls)})),
+                                  C::arg("step", Value::scalar_int(DataType::Int32, 1))});
+    Var* y = cv.op("list_gather", {C::arg("ls", ls), C::arg("indices", idx)});
+    if (out_dirs[static_cast<size_t>(k)] != 0) y = cv.op("reverse", {C::arg("x", y), C::arg_ints32("axes", {0})});
     int r = cv.rank(n, y);
     int64_t ax = cv.axis(n, out_axes[static_cast<size_t>(k)], r);
     if (ax != 0) {
@@ -261,7 +257,7 @@ std::vector<Var*> run_scan(C& cv, const NodeProto& n, const GraphProto& body, co
       for (int64_t i = 1; i <= ax; ++i) perm.push_back(i);
       perm.push_back(0);
       for (int64_t i = ax + 1; i < r; ++i) perm.push_back(i);
-      y = cv.op("transpose", {C::a("x", y), C::aints32("perm", perm)});
+      y = cv.op("transpose", {C::arg("x", y), C::arg_ints32("perm", perm)});
     }
     result.push_back(y);
   }
@@ -270,7 +266,7 @@ std::vector<Var*> run_scan(C& cv, const NodeProto& n, const GraphProto& body, co
 
 void scan_op(C& cv, const NodeProto& n) {
   const GraphProto& body = graph_attr(cv, n, "body");
-  int m = static_cast<int>(C::ai(n, "num_scan_inputs", 0));
+  int m = static_cast<int>(C::attr_int(n, "num_scan_inputs", 0));
   int first = cv.opset < 9 ? 1 : 0;  // opset 8: sequence_lens first
   int nstate = n.input_size() - first - m;
   int k_out = body.output_size() - nstate;
@@ -280,10 +276,10 @@ void scan_op(C& cv, const NodeProto& n) {
     std::vector<Var*> st, sc;
     for (int i = 0; i < nstate; ++i) st.push_back(cv.in(n, i));
     for (int j = 0; j < m; ++j) sc.push_back(cv.in(n, nstate + j));
-    auto outs = run_scan(cv, n, body, st, sc, C::aints(n, "scan_input_axes", std::vector<int64_t>(static_cast<size_t>(m), 0)),
-                         C::aints(n, "scan_input_directions", std::vector<int64_t>(static_cast<size_t>(m), 0)),
-                         C::aints(n, "scan_output_axes", std::vector<int64_t>(static_cast<size_t>(k_out), 0)),
-                         C::aints(n, "scan_output_directions", std::vector<int64_t>(static_cast<size_t>(k_out), 0)));
+    auto outs = run_scan(cv, n, body, st, sc, C::attr_ints(n, "scan_input_axes", std::vector<int64_t>(static_cast<size_t>(m), 0)),
+                         C::attr_ints(n, "scan_input_directions", std::vector<int64_t>(static_cast<size_t>(m), 0)),
+                         C::attr_ints(n, "scan_output_axes", std::vector<int64_t>(static_cast<size_t>(k_out), 0)),
+                         C::attr_ints(n, "scan_output_directions", std::vector<int64_t>(static_cast<size_t>(k_out), 0)));
     for (size_t i = 0; i < outs.size(); ++i) cv.out(n, static_cast<int>(i), outs[i]);
     return;
   }
@@ -295,31 +291,31 @@ void scan_op(C& cv, const NodeProto& n) {
   for (int j = 0; j < m; ++j) sc.push_back(cv.in(n, 1 + nstate + j));
   const Dim& bd = C::shape(nstate ? st[0] : sc[0])[0];
   if (!bd->is_const()) cv.fail(n, "Scan-8 needs the batch size to be known");
-  auto dirs = C::aints(n, "directions", std::vector<int64_t>(static_cast<size_t>(m), 0));
+  auto dirs = C::attr_ints(n, "directions", std::vector<int64_t>(static_cast<size_t>(m), 0));
   std::vector<std::vector<Var*>> per(static_cast<size_t>(nstate + k_out));
   for (int64_t b = 0; b < bd->value(); ++b) {
-    auto pick = [&](Var* v) { return cv.op("gather", {C::a("x", v), C::a("indices", Value::scalar_int(DataType::Int32, b)), C::ai32("axis", 0)}); };
+    auto pick = [&](Var* v) { return cv.op("gather", {C::arg("x", v), C::arg("indices", Value::scalar_int(DataType::Int32, b)), C::arg_i32("axis", 0)}); };
     std::vector<Var*> sb, cb;
     for (Var* v : st) sb.push_back(pick(v));
     for (Var* v : sc) cb.push_back(pick(v));
     auto outs = run_scan(cv, n, body, sb, cb, std::vector<int64_t>(static_cast<size_t>(m), 0), dirs,
                          std::vector<int64_t>(static_cast<size_t>(k_out), 0), std::vector<int64_t>(static_cast<size_t>(k_out), 0));
     for (size_t i = 0; i < outs.size(); ++i)
-      per[i].push_back(cv.op("expand_dims", {C::a("x", outs[i]), C::aints32("axes", {0})}));
+      per[i].push_back(cv.op("expand_dims", {C::arg("x", outs[i]), C::arg_ints32("axes", {0})}));
   }
   for (size_t i = 0; i < per.size(); ++i) {
     Arg v{"values", {}, true};
     for (Var* x : per[i]) v.items.push_back(ArgItem{x, nullptr});
-    cv.out(n, static_cast<int>(i), per[i].size() == 1 ? per[i][0] : cv.op("concat", {v, C::ai32("axis", 0)}));
+    cv.out(n, static_cast<int>(i), per[i].size() == 1 ? per[i][0] : cv.op("concat", {v, C::arg_i32("axis", 0)}));
   }
 }
 
 }  // namespace
 
 void register_control_flow(OpTable& t) {
-  t["If"] = if_op;
-  t["Loop"] = loop_op;
-  t["Scan"] = scan_op;
+  t.on("If", 1, if_op);
+  t.on("Loop", 1, loop_op);
+  t.on("Scan", 1, scan_op);
 }
 
 }  // namespace onnx_detail

@@ -4,23 +4,19 @@
 #include <cmath>
 #include <limits>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
 
-using onnx::NodeProto;
-using C = Converter;
-
-Var* binary(C& cv, const char* type, Var* x, Var* y) { return cv.op(type, {C::a("x", x), C::a("y", y)}); }
 Var* f32c(C& cv, double v) { return cv.cs(v, DataType::Float32); }
 Var* fconst_d(C& cv, double v) { return cv.cs(v, DataType::Float32); }
 
 // Column i of a [S, N] tensor, as [S, 1].
 Var* slice_cols(C& cv, Var* t, int64_t i) {
-  return cv.op("gather", {C::a("x", t), C::a("indices", Value::int_list({i})), C::ai32("axis", 1)});
+  return cv.op("gather", {C::arg("x", t), C::arg("indices", Value::int_list({i})), C::arg_i32("axis", 1)});
 }
 
 // ---- ai.onnx.preview ----------------------------------------------------------------------------
@@ -38,31 +34,31 @@ void flex_attention(C& cv, const NodeProto& n) {
     int64_t g = hq / hkv;
     auto rep = [&](Var* x) {
       auto s = C::static_shape(x);
-      Var* e = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {2})});
-      Var* t = cv.op("tile", {C::a("x", e), C::aints32("reps", {1, 1, g, 1, 1})});
-      return cv.op("reshape", {C::a("x", t), C::aints32("shape", {(*s)[0], hq, (*s)[2], (*s)[3]})});
+      Var* e = cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", {2})});
+      Var* t = cv.op("tile", {C::arg("x", e), C::arg_ints32("reps", {1, 1, g, 1, 1})});
+      return cv.op("reshape", {C::arg("x", t), C::arg_ints32("shape", {(*s)[0], hq, (*s)[2], (*s)[3]})});
     };
     k = rep(k);
     v = rep(v);
   }
-  double scale = C::attr(n, "scale") ? C::af(n, "scale", 1.0f) : 1.0 / std::sqrt(static_cast<double>(E));
+  double scale = C::find_attr(n, "scale") ? C::attr_float(n, "scale", 1.0f) : 1.0 / std::sqrt(static_cast<double>(E));
   Var* sq = cv.cs(std::sqrt(static_cast<float>(scale)), dt);
-  Var* scores = cv.op("matmul", {C::a("x", binary(cv, "mul", q, sq)), C::a("y", binary(cv, "mul", k, sq)), C::abool("transpose_y", true)});
+  Var* scores = cv.op("matmul", {C::arg("x", binary(cv, "mul", q, sq)), C::arg("y", binary(cv, "mul", k, sq)), C::arg_bool("transpose_y", true)});
   // the softmax in fp32 (fp16 / bf16 promoted, as the reference does) unless softmax_precision says
-  int sp = static_cast<int>(C::ai(n, "softmax_precision", 0));
+  int sp = static_cast<int>(C::attr_int(n, "softmax_precision", 0));
   DataType ct = sp == onnx::TensorProto::FLOAT16 ? DataType::Float16 : f32;
   scores = cv.cast(scores, ct);
   auto mod = [&](const char* name, Var* x) {
-    auto* a = C::attr(n, name);
+    auto* a = C::find_attr(n, name);
     if (!a || !a->has_g()) return x;
     auto outs = convert_subgraph(cv, a->g(), {x});
     if (outs.size() != 1) cv.fail(n, std::string(name) + " must return one value");
     return cv.cast(outs[0], ct);
   };
   scores = mod("score_mod", scores);
-  Var* probs = cv.op("softmax", {C::a("x", scores), C::ai32("axis", -1)});
+  Var* probs = cv.op("softmax", {C::arg("x", scores), C::arg_i32("axis", -1)});
   probs = mod("prob_mod", probs);
-  Var* y = cv.op("matmul", {C::a("x", probs), C::a("y", cv.cast(v, ct))});
+  Var* y = cv.op("matmul", {C::arg("x", probs), C::arg("y", cv.cast(v, ct))});
   cv.out(n, 0, cv.cast(y, C::dtype(v)));
 }
 
@@ -77,7 +73,7 @@ int groups_of(C& cv, const NodeProto& n, int per) {
 
 void adagrad(C& cv, const NodeProto& n) {
   int k = groups_of(cv, n, 3);
-  double decay = C::af(n, "decay_factor", 0.0f), eps = C::af(n, "epsilon", 1e-6f), norm = C::af(n, "norm_coefficient", 0.0f);
+  double decay = C::attr_float(n, "decay_factor", 0.0f), eps = C::attr_float(n, "epsilon", 1e-6f), norm = C::attr_float(n, "norm_coefficient", 0.0f);
   Var* r = cv.cast(cv.in(n, 0), DataType::Float32);
   Var* t = cv.cast(cv.in(n, 1), DataType::Float32);
   Var* rr = binary(cv, "real_div", r, binary(cv, "add", f32c(cv, 1), binary(cv, "mul", t, f32c(cv, decay))));
@@ -85,7 +81,7 @@ void adagrad(C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 2 + i);
     Var* g = binary(cv, "add", binary(cv, "mul", x, f32c(cv, norm)), cv.in(n, 2 + k + i));
     Var* h = binary(cv, "add", cv.in(n, 2 + 2 * k + i), binary(cv, "mul", g, g));
-    Var* hs = binary(cv, "add", cv.op("sqrt", {C::a("x", h)}), f32c(cv, eps));
+    Var* hs = binary(cv, "add", cv.op("sqrt", {C::arg("x", h)}), f32c(cv, eps));
     cv.out(n, i, binary(cv, "sub", x, binary(cv, "real_div", binary(cv, "mul", rr, g), hs)));
     cv.out(n, k + i, h);
   }
@@ -93,23 +89,23 @@ void adagrad(C& cv, const NodeProto& n) {
 
 void adam(C& cv, const NodeProto& n) {
   int k = groups_of(cv, n, 4);
-  double alpha = C::af(n, "alpha", 0.9f), beta = C::af(n, "beta", 0.999f), eps = C::af(n, "epsilon", 1e-6f);
-  double norm = C::af(n, "norm_coefficient", 0.0f), post = C::af(n, "norm_coefficient_post", 0.0f);
+  double alpha = C::attr_float(n, "alpha", 0.9f), beta = C::attr_float(n, "beta", 0.999f), eps = C::attr_float(n, "epsilon", 1e-6f);
+  double norm = C::attr_float(n, "norm_coefficient", 0.0f), post = C::attr_float(n, "norm_coefficient_post", 0.0f);
   Var* r = cv.cast(cv.in(n, 0), DataType::Float32);
   Var* t = cv.cast(cv.in(n, 1), DataType::Float32);
   // R * sqrt(1 - beta^T) / (1 - alpha^T) after the first step, R at T = 0
-  Var* bt = cv.op("pow", {C::a("x", f32c(cv, beta)), C::a("y", t)});
-  Var* at = cv.op("pow", {C::a("x", f32c(cv, alpha)), C::a("y", t)});
-  Var* adj = binary(cv, "real_div", binary(cv, "mul", r, cv.op("sqrt", {C::a("x", binary(cv, "sub", f32c(cv, 1), bt))})),
+  Var* bt = cv.op("pow", {C::arg("x", f32c(cv, beta)), C::arg("y", t)});
+  Var* at = cv.op("pow", {C::arg("x", f32c(cv, alpha)), C::arg("y", t)});
+  Var* adj = binary(cv, "real_div", binary(cv, "mul", r, cv.op("sqrt", {C::arg("x", binary(cv, "sub", f32c(cv, 1), bt))})),
                     binary(cv, "sub", f32c(cv, 1), at));
-  Var* ra = cv.op("select", {C::a("cond", binary(cv, "greater", t, f32c(cv, 0))), C::a("a", adj), C::a("b", r)});
+  Var* ra = cv.op("select", {C::arg("cond", binary(cv, "greater", t, f32c(cv, 0))), C::arg("a", adj), C::arg("b", r)});
   for (int i = 0; i < k; ++i) {
     Var* x = cv.in(n, 2 + i);
     Var* g = binary(cv, "add", binary(cv, "mul", x, f32c(cv, norm)), cv.in(n, 2 + k + i));
     Var* v = binary(cv, "add", binary(cv, "mul", cv.in(n, 2 + 2 * k + i), f32c(cv, alpha)), binary(cv, "mul", g, f32c(cv, 1 - alpha)));
     Var* h = binary(cv, "add", binary(cv, "mul", cv.in(n, 2 + 3 * k + i), f32c(cv, beta)),
                     binary(cv, "mul", binary(cv, "mul", g, g), f32c(cv, 1 - beta)));
-    Var* hs = binary(cv, "add", cv.op("sqrt", {C::a("x", h)}), f32c(cv, eps));
+    Var* hs = binary(cv, "add", cv.op("sqrt", {C::arg("x", h)}), f32c(cv, eps));
     Var* xn = binary(cv, "sub", x, binary(cv, "mul", ra, binary(cv, "real_div", v, hs)));
     cv.out(n, i, binary(cv, "mul", xn, f32c(cv, 1 - post)));
     cv.out(n, k + i, v);
@@ -119,14 +115,14 @@ void adam(C& cv, const NodeProto& n) {
 
 void momentum(C& cv, const NodeProto& n) {
   int k = groups_of(cv, n, 3);
-  if (!C::attr(n, "alpha") || !C::attr(n, "beta") || !C::attr(n, "mode") || !C::attr(n, "norm_coefficient"))
+  if (!C::find_attr(n, "alpha") || !C::find_attr(n, "beta") || !C::find_attr(n, "mode") || !C::find_attr(n, "norm_coefficient"))
     cv.fail(n, "alpha, beta, mode and norm_coefficient are required");
-  double alpha = C::af(n, "alpha", 0), beta = C::af(n, "beta", 0), norm = C::af(n, "norm_coefficient", 0);
-  std::string mode = C::as(n, "mode", "");
+  double alpha = C::attr_float(n, "alpha", 0), beta = C::attr_float(n, "beta", 0), norm = C::attr_float(n, "norm_coefficient", 0);
+  std::string mode = C::attr_string(n, "mode", "");
   if (mode != "standard" && mode != "nesterov") cv.fail(n, "mode must be standard or nesterov");
   Var* r = cv.cast(cv.in(n, 0), DataType::Float32);
   Var* t = cv.cast(cv.in(n, 1), DataType::Float32);
-  Var* b = cv.op("select", {C::a("cond", binary(cv, "greater", t, f32c(cv, 0))), C::a("a", f32c(cv, beta)), C::a("b", f32c(cv, 1))});
+  Var* b = cv.op("select", {C::arg("cond", binary(cv, "greater", t, f32c(cv, 0))), C::arg("a", f32c(cv, beta)), C::arg("b", f32c(cv, 1))});
   for (int i = 0; i < k; ++i) {
     Var* x = cv.in(n, 2 + i);
     Var* g = binary(cv, "add", binary(cv, "mul", x, f32c(cv, norm)), cv.in(n, 2 + k + i));
@@ -141,7 +137,7 @@ void momentum(C& cv, const NodeProto& n) {
 
 // A tensor attribute's values as doubles (empty when absent).
 std::vector<double> tensor_attr(C& cv, const NodeProto& n, const char* name) {
-  auto* a = C::attr(n, name);
+  auto* a = C::find_attr(n, name);
   if (!a || !a->has_t()) return {};
   return decode_tensor(a->t(), cv.ext, cv.keep, std::string("attribute '") + name + "'").to_doubles();
 }
@@ -151,24 +147,24 @@ std::vector<double> tensor_attr(C& cv, const NodeProto& n, const char* name) {
 // targets by a constant matrix, and the trees are aggregated.
 void tree_ensemble(C& cv, const NodeProto& n) {
   Var* x = cv.cast(cv.in(n, 0), DataType::Float32);
-  auto feat = C::aints(n, "nodes_featureids"), tn = C::aints(n, "nodes_truenodeids"), fn = C::aints(n, "nodes_falsenodeids");
-  auto tl = C::aints(n, "nodes_trueleafs"), fl = C::aints(n, "nodes_falseleafs"), roots = C::aints(n, "tree_roots");
-  auto miss = C::aints(n, "nodes_missing_value_tracks_true", std::vector<int64_t>(feat.size(), 0));
+  auto feat = C::attr_ints(n, "nodes_featureids"), tn = C::attr_ints(n, "nodes_truenodeids"), fn = C::attr_ints(n, "nodes_falsenodeids");
+  auto tl = C::attr_ints(n, "nodes_trueleafs"), fl = C::attr_ints(n, "nodes_falseleafs"), roots = C::attr_ints(n, "tree_roots");
+  auto miss = C::attr_ints(n, "nodes_missing_value_tracks_true", std::vector<int64_t>(feat.size(), 0));
   auto modes = tensor_attr(cv, n, "nodes_modes"), splits = tensor_attr(cv, n, "nodes_splits");
   auto members = tensor_attr(cv, n, "membership_values"), weights = tensor_attr(cv, n, "leaf_weights");
-  auto targets = C::aints(n, "leaf_targetids");
-  int64_t nt = C::ai(n, "n_targets", 1), agg = C::ai(n, "aggregate_function", 1);
+  auto targets = C::attr_ints(n, "leaf_targetids");
+  int64_t nt = C::attr_int(n, "n_targets", 1), agg = C::attr_int(n, "aggregate_function", 1);
   size_t N = feat.size();
   if (tn.size() != N || fn.size() != N || tl.size() != N || fl.size() != N || modes.size() != N || splits.size() != N ||
       targets.size() != weights.size())
     cv.fail(n, "the node and leaf attributes must have matching lengths");
-  if (C::ai(n, "post_transform", 0) != 0) cv.fail(n, "post_transform is not supported");
+  if (C::attr_int(n, "post_transform", 0) != 0) cv.fail(n, "post_transform is not supported");
   DataType f32 = DataType::Float32;
   // each node's test: [S, 1] per node, concatenated to [S, N]
   std::vector<ArgItem> tests;
   size_t member_pos = 0;
   for (size_t i = 0; i < N; ++i) {
-    Var* v = cv.op("gather", {C::a("x", x), C::a("indices", Value::int_list({feat[i]})), C::ai32("axis", 1)});  // [S, 1]
+    Var* v = cv.op("gather", {C::arg("x", x), C::arg("indices", Value::int_list({feat[i]})), C::arg_i32("axis", 1)});  // [S, 1]
     Var* sp = fconst_d(cv, splits[i]);
     Var* t;
     switch (static_cast<int>(modes[i])) {
@@ -187,7 +183,7 @@ void tree_ensemble(C& cv, const NodeProto& n) {
           break;
         }
         Var* eq = binary(cv, "equal", v, cv.c(Value::from_doubles(f32, {static_cast<int64_t>(set.size())}, set)));
-        t = binary(cv, "greater", cv.op("reduce_sum", {C::a("x", cv.cast(eq, f32)), C::aints32("axes", {1}), C::abool("keep_dims", true)}), fconst_d(cv, 0));
+        t = binary(cv, "greater", cv.op("reduce_sum", {C::arg("x", cv.cast(eq, f32)), C::arg_ints32("axes", {1}), C::arg_bool("keep_dims", true)}), fconst_d(cv, 0));
         break;
       }
       default: cv.fail(n, "node mode " + std::to_string(static_cast<int>(modes[i])) + " is not supported");
@@ -195,7 +191,7 @@ void tree_ensemble(C& cv, const NodeProto& n) {
     if (miss[i]) t = binary(cv, "logical_or", t, binary(cv, "not_equal", v, v));  // a missing (NaN) feature goes true
     tests.push_back(ArgItem{cv.cast(t, f32), nullptr});
   }
-  Var* T = N == 1 ? tests[0].var : cv.op("concat", {Arg{"values", tests, true}, C::ai32("axis", 1)});  // [S, N] of 0 / 1
+  Var* T = N == 1 ? tests[0].var : cv.op("concat", {Arg{"values", tests, true}, C::arg_i32("axis", 1)});  // [S, N] of 0 / 1
   // per tree: the leaves with their paths (node, went true)
   std::vector<Var*> per_tree;
   for (int64_t root : roots) {
@@ -231,8 +227,8 @@ void tree_ensemble(C& cv, const NodeProto& n) {
       if (tg < 0 || tg >= nt) cv.fail(n, "a leaf's target id is out of range");
       w[l * static_cast<size_t>(nt) + static_cast<size_t>(tg)] += weights[static_cast<size_t>(leaf)];
     }
-    Var* R = reach.size() == 1 ? reach[0].var : cv.op("concat", {Arg{"values", reach, true}, C::ai32("axis", 1)});
-    per_tree.push_back(cv.op("matmul", {C::a("x", R), C::a("y", cv.c(Value::from_doubles(f32, {static_cast<int64_t>(leaves.size()), nt}, w)))}));
+    Var* R = reach.size() == 1 ? reach[0].var : cv.op("concat", {Arg{"values", reach, true}, C::arg_i32("axis", 1)});
+    per_tree.push_back(cv.op("matmul", {C::arg("x", R), C::arg("y", cv.c(Value::from_doubles(f32, {static_cast<int64_t>(leaves.size()), nt}, w)))}));
   }
   if (per_tree.empty()) cv.fail(n, "tree_roots is empty");
   Var* y = per_tree[0];
@@ -245,24 +241,32 @@ void tree_ensemble(C& cv, const NodeProto& n) {
 
 }  // namespace
 
+namespace {
+
+void binarizer(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  DataType dt = C::dtype(x);
+  Var* gt = binary(cv, "greater", x, cv.cs(C::attr_float(n, "threshold", 0.0f), dt));
+  cv.out(n, 0, cv.op("select", {C::arg("cond", gt), C::arg("a", cv.cs(1, dt)), C::arg("b", cv.cs(0, dt))}));
+}
+
+void array_feature_extractor(C& cv, const NodeProto& n) {
+  // x[..., indices] along the last axis
+  Var* x = cv.in(n, 0);
+  Var* idx = cv.op("reshape", {C::arg("x", cv.cast(cv.in(n, 1), DataType::Int32)), C::arg_ints32("shape", {-1})});
+  cv.out(n, 0, cv.op("gather", {C::arg("x", x), C::arg("indices", idx), C::arg_i32("axis", -1)}));
+}
+
+}  // namespace
+
 void register_domains(OpTable& t) {
-  t["ai.onnx.ml:TreeEnsemble"] = tree_ensemble;
-  t["ai.onnx.preview:FlexAttention"] = flex_attention;
-  t["ai.onnx.preview.training:Adagrad"] = adagrad;
-  t["ai.onnx.preview.training:Adam"] = adam;
-  t["ai.onnx.preview.training:Momentum"] = momentum;
-  t["ai.onnx.ml:Binarizer"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    DataType dt = C::dtype(x);
-    Var* gt = binary(cv, "greater", x, cv.cs(C::af(n, "threshold", 0.0f), dt));
-    cv.out(n, 0, cv.op("select", {C::a("cond", gt), C::a("a", cv.cs(1, dt)), C::a("b", cv.cs(0, dt))}));
-  };
-  t["ai.onnx.ml:ArrayFeatureExtractor"] = [](C& cv, const NodeProto& n) {
-    // x[..., indices] along the last axis
-    Var* x = cv.in(n, 0);
-    Var* idx = cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 1), DataType::Int32)), C::aints32("shape", {-1})});
-    cv.out(n, 0, cv.op("gather", {C::a("x", x), C::a("indices", idx), C::ai32("axis", -1)}));
-  };
+  t.on("ai.onnx.ml", "TreeEnsemble", 1, tree_ensemble);
+  t.on("ai.onnx.preview", "FlexAttention", 1, flex_attention);
+  t.on("ai.onnx.preview.training", "Adagrad", 1, adagrad);
+  t.on("ai.onnx.preview.training", "Adam", 1, adam);
+  t.on("ai.onnx.preview.training", "Momentum", 1, momentum);
+  t.on("ai.onnx.ml", "Binarizer", 1, binarizer);
+  t.on("ai.onnx.ml", "ArrayFeatureExtractor", 1, array_feature_extractor);
 }
 
 }  // namespace onnx_detail

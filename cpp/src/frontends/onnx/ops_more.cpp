@@ -7,19 +7,16 @@
 #include <numeric>
 #include <optional>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
 
-using onnx::NodeProto;
 using onnx::TensorProto;
-using C = Converter;
 
-Var* binary(C& cv, const char* type, Var* x, Var* y) { return cv.op(type, {C::a("x", x), C::a("y", y)}); }
-Var* sel(C& cv, Var* c, Var* a, Var* b) { return cv.op("select", {C::a("cond", c), C::a("a", a), C::a("b", b)}); }
+Var* sel(C& cv, Var* c, Var* a, Var* b) { return cv.op("select", {C::arg("cond", c), C::arg("a", a), C::arg("b", b)}); }
 
 Value bools(const std::vector<bool>& v) {
   std::vector<int64_t> r(v.begin(), v.end());
@@ -34,8 +31,8 @@ Var* slice_axis(C& cv, Var* x, int64_t axis, int64_t begin, int64_t end, int r) 
   e[static_cast<size_t>(axis)] = end;
   bm[static_cast<size_t>(axis)] = false;
   em[static_cast<size_t>(axis)] = false;
-  return cv.op("slice_by_index", {C::a("x", x), C::aints32("begin", b), C::aints32("end", e), C::a("begin_mask", bools(bm)),
-                                  C::a("end_mask", bools(em))});
+  return cv.op("slice_by_index", {C::arg("x", x), C::arg_ints32("begin", b), C::arg_ints32("end", e), C::arg("begin_mask", bools(bm)),
+                                  C::arg("end_mask", bools(em))});
 }
 
 // x shifted by d along axis (the first d entries `fill`), keeping its length L.
@@ -48,18 +45,18 @@ Var* shift(C& cv, Var* x, int64_t axis, int64_t d, int64_t L, int r, double fill
   if (!is_float(dt)) {
     // MIL pads floats only: pad a float copy (exact for int32 values below 2^24) and cast back
     Var* f = cv.cast(s, DataType::Float32);
-    return cv.cast(cv.op("pad", {C::a("x", f), C::aints32("pad", pad), C::a("constant_val", fv)}), dt);
+    return cv.cast(cv.op("pad", {C::arg("x", f), C::arg_ints32("pad", pad), C::arg("constant_val", fv)}), dt);
   }
-  return cv.op("pad", {C::a("x", s), C::aints32("pad", pad), C::a("constant_val", fv)});
+  return cv.op("pad", {C::arg("x", s), C::arg_ints32("pad", pad), C::arg("constant_val", fv)});
 }
 
 Var* fconst(C& cv, double v) { return cv.cs(v, DataType::Float32); }
 
 // round half to even (fp32)
 Var* rint(C& cv, Var* x) {
-  Var* f = cv.op("floor", {C::a("x", x)});
+  Var* f = cv.op("floor", {C::arg("x", x)});
   Var* d = binary(cv, "sub", x, f);
-  Var* odd = binary(cv, "sub", f, binary(cv, "mul", cv.op("floor", {C::a("x", binary(cv, "mul", f, fconst(cv, 0.5)))}), fconst(cv, 2)));
+  Var* odd = binary(cv, "sub", f, binary(cv, "mul", cv.op("floor", {C::arg("x", binary(cv, "mul", f, fconst(cv, 0.5)))}), fconst(cv, 2)));
   Var* up = binary(cv, "logical_or", binary(cv, "greater", d, fconst(cv, 0.5)),
                    binary(cv, "logical_and", binary(cv, "equal", d, fconst(cv, 0.5)), binary(cv, "equal", odd, fconst(cv, 1))));
   return binary(cv, "add", f, cv.cast(up, DataType::Float32));
@@ -70,9 +67,9 @@ Var* reflect(C& cv, Var* x, double lo, double hi) {
   double rng = hi - lo;
   Var* below = binary(cv, "less", x, fconst(cv, lo));
   Var* dx = sel(cv, below, binary(cv, "sub", fconst(cv, lo), x), binary(cv, "sub", x, fconst(cv, hi)));
-  Var* k = cv.op("floor", {C::a("x", binary(cv, "real_div", dx, fconst(cv, rng)))});  // dx >= 0 where used
+  Var* k = cv.op("floor", {C::arg("x", binary(cv, "real_div", dx, fconst(cv, rng)))});  // dx >= 0 where used
   Var* r = binary(cv, "sub", dx, binary(cv, "mul", k, fconst(cv, rng)));
-  Var* even = binary(cv, "equal", binary(cv, "sub", k, binary(cv, "mul", cv.op("floor", {C::a("x", binary(cv, "mul", k, fconst(cv, 0.5)))}), fconst(cv, 2))), fconst(cv, 0));
+  Var* even = binary(cv, "equal", binary(cv, "sub", k, binary(cv, "mul", cv.op("floor", {C::arg("x", binary(cv, "mul", k, fconst(cv, 0.5)))}), fconst(cv, 2))), fconst(cv, 0));
   Var* from_lo = binary(cv, "add", fconst(cv, lo), r), *from_hi = binary(cv, "sub", fconst(cv, hi), r);
   Var* in = sel(cv, below, sel(cv, even, from_lo, from_hi), sel(cv, even, from_hi, from_lo));
   Var* out = binary(cv, "logical_or", below, binary(cv, "greater", x, fconst(cv, hi)));
@@ -94,9 +91,9 @@ void grid_sample_general(C& cv, const NodeProto& n, const std::string& mode, con
   int64_t N = (*xs)[0], Cc = (*xs)[1], P = 1;
   for (size_t i = 0; i < k; ++i) P *= (*xs)[2 + i];
   DataType dt = C::dtype(x), f32 = DataType::Float32;
-  Var* flat = cv.op("transpose", {C::a("x", cv.op("reshape", {C::a("x", cv.cast(x, f32)), C::aints32("shape", {N, Cc, P})})),
-                                  C::aints32("perm", {0, 2, 1})});
-  flat = cv.op("reshape", {C::a("x", flat), C::aints32("shape", {N * P, Cc})});
+  Var* flat = cv.op("transpose", {C::arg("x", cv.op("reshape", {C::arg("x", cv.cast(x, f32)), C::arg_ints32("shape", {N, Cc, P})})),
+                                  C::arg_ints32("perm", {0, 2, 1})});
+  flat = cv.op("reshape", {C::arg("x", flat), C::arg_ints32("shape", {N * P, Cc})});
   std::vector<int64_t> bshape(static_cast<size_t>(gr - 1), 1);
   bshape[0] = N;
   std::vector<int64_t> base(static_cast<size_t>(N));
@@ -110,19 +107,19 @@ void grid_sample_general(C& cv, const NodeProto& n, const std::string& mode, con
   for (int64_t i = static_cast<int64_t>(k) - 1; i >= 0; --i) strides[static_cast<size_t>(i)] = stride, stride *= (*xs)[2 + static_cast<size_t>(i)];
   for (size_t i = 0; i < k; ++i) {
     double D = static_cast<double>((*xs)[2 + i]);
-    Var* g = cv.op("squeeze", {C::a("x", slice_axis(cv, grid, gr - 1, static_cast<int64_t>(k - 1 - i), static_cast<int64_t>(k - i), gr)),
-                               C::aints32("axes", {gr - 1})});
+    Var* g = cv.op("squeeze", {C::arg("x", slice_axis(cv, grid, gr - 1, static_cast<int64_t>(k - 1 - i), static_cast<int64_t>(k - i), gr)),
+                               C::arg_ints32("axes", {gr - 1})});
     Var* c = align ? binary(cv, "mul", binary(cv, "add", g, fconst(cv, 1)), fconst(cv, (D - 1) / 2))
                    : binary(cv, "mul", binary(cv, "sub", binary(cv, "mul", binary(cv, "add", g, fconst(cv, 1)), fconst(cv, D)), fconst(cv, 1)), fconst(cv, 0.5));
     if (mode == "nearest") c = rint(cv, c);
     double lo = align ? 0.0 : -0.5, hi = align ? D - 1 : D - 0.5;
     if (pm == "border") {
       Var* out = binary(cv, "logical_or", binary(cv, "less", c, fconst(cv, lo)), binary(cv, "greater", c, fconst(cv, hi)));
-      c = sel(cv, out, cv.op("clip", {C::a("x", c), C::af32("alpha", 0), C::af32("beta", D - 1)}), c);
+      c = sel(cv, out, cv.op("clip", {C::arg("x", c), C::arg_f32("alpha", 0), C::arg_f32("beta", D - 1)}), c);
     } else if (pm == "reflection") {
       c = reflect(cv, c, lo, hi);
     }
-    Var* f = mode == "nearest" ? c : cv.op("floor", {C::a("x", c)});
+    Var* f = mode == "nearest" ? c : cv.op("floor", {C::arg("x", c)});
     Var* t = binary(cv, "sub", c, f);
     for (int j = 0; j < taps; ++j) {
       double off = mode == "cubic" ? j - 1 : j;
@@ -133,7 +130,7 @@ void grid_sample_general(C& cv, const NodeProto& n, const std::string& mode, con
       else {
         // Keys' cubic (A = -0.75) at distance |t - off|
         double A = -0.75;
-        Var* d = cv.op("abs", {C::a("x", binary(cv, "sub", t, fconst(cv, off)))});
+        Var* d = cv.op("abs", {C::arg("x", binary(cv, "sub", t, fconst(cv, off)))});
         Var* d2 = binary(cv, "mul", d, d), *d3 = binary(cv, "mul", d2, d);
         Var* near = binary(cv, "add", binary(cv, "sub", binary(cv, "mul", d3, fconst(cv, A + 2)), binary(cv, "mul", d2, fconst(cv, A + 3))), fconst(cv, 1));
         Var* far = binary(cv, "sub", binary(cv, "add", binary(cv, "sub", binary(cv, "mul", d3, fconst(cv, A)), binary(cv, "mul", d2, fconst(cv, 5 * A))),
@@ -146,9 +143,9 @@ void grid_sample_general(C& cv, const NodeProto& n, const std::string& mode, con
         w = binary(cv, "mul", w, cv.cast(ok, f32));
       } else if (pm == "reflection") {
         Var* r = reflect(cv, id, lo, hi);
-        id = binary(cv, "mul", cv.op("sign", {C::a("x", r)}), cv.op("floor", {C::a("x", cv.op("abs", {C::a("x", r)}))}));  // int(): toward zero
+        id = binary(cv, "mul", cv.op("sign", {C::arg("x", r)}), cv.op("floor", {C::arg("x", cv.op("abs", {C::arg("x", r)}))}));  // int(): toward zero
       }
-      id = cv.op("clip", {C::a("x", id), C::af32("alpha", 0), C::af32("beta", D - 1)});
+      id = cv.op("clip", {C::arg("x", id), C::arg_f32("alpha", 0), C::arg_f32("beta", D - 1)});
       tidx[i].push_back(binary(cv, "mul", id, fconst(cv, static_cast<double>(strides[i]))));
       tw[i].push_back(w);
     }
@@ -164,38 +161,38 @@ void grid_sample_general(C& cv, const NodeProto& n, const std::string& mode, con
       id = binary(cv, "add", id, tidx[u][j]);
       w = w ? binary(cv, "mul", w, tw[u][j]) : tw[u][j];
     }
-    Var* v = cv.op("gather", {C::a("x", flat), C::a("indices", cv.cast(id, DataType::Int32)), C::ai32("axis", 0)});  // [N, out..., C]
-    v = binary(cv, "mul", v, cv.op("expand_dims", {C::a("x", w), C::aints32("axes", {-1})}));
+    Var* v = cv.op("gather", {C::arg("x", flat), C::arg("indices", cv.cast(id, DataType::Int32)), C::arg_i32("axis", 0)});  // [N, out..., C]
+    v = binary(cv, "mul", v, cv.op("expand_dims", {C::arg("x", w), C::arg_ints32("axes", {-1})}));
     y = y ? binary(cv, "add", y, v) : v;
   }
   std::vector<int64_t> perm = {0, gr - 1};
   for (int i = 1; i < gr - 1; ++i) perm.push_back(i);
-  cv.out(n, 0, cv.cast(cv.op("transpose", {C::a("x", y), C::aints32("perm", perm)}), dt));
+  cv.out(n, 0, cv.cast(cv.op("transpose", {C::arg("x", y), C::arg_ints32("perm", perm)}), dt));
 }
 
 void grid_sample(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   Var* grid = cv.in(n, 1);
-  std::string mode = C::as(n, "mode", cv.opset >= 20 ? "linear" : "bilinear");
+  std::string mode = C::attr_string(n, "mode", cv.opset >= 20 ? "linear" : "bilinear");
   if (mode == "bilinear") mode = "linear";
   if (mode == "bicubic") mode = "cubic";
   if (mode != "linear" && mode != "nearest" && mode != "cubic") cv.fail(n, "mode '" + mode + "' is not supported");
-  std::string pmode = C::as(n, "padding_mode", "zeros");
+  std::string pmode = C::attr_string(n, "padding_mode", "zeros");
   if (pmode != "zeros" && pmode != "border" && pmode != "reflection") cv.fail(n, "padding_mode '" + pmode + "' is not supported");
-  if (cv.rank(n, x) != 4 || mode == "cubic") return grid_sample_general(cv, n, mode, pmode, C::ai(n, "align_corners", 0) != 0);
+  if (cv.rank(n, x) != 4 || mode == "cubic") return grid_sample_general(cv, n, mode, pmode, C::attr_int(n, "align_corners", 0) != 0);
   std::string sm = mode == "linear" ? "bilinear" : "nearest";
-  bool align = C::ai(n, "align_corners", 0) != 0;
-  std::string pm = C::as(n, "padding_mode", "zeros");
+  bool align = C::attr_int(n, "align_corners", 0) != 0;
+  std::string pm = C::attr_string(n, "padding_mode", "zeros");
   std::string p;
   if (pm == "zeros") p = "constant";
   else if (pm == "border") p = "border";
   else if (pm == "reflection") p = align ? "reflection" : "symmetric";  // about the corner centers / edges
   else cv.fail(n, "padding_mode '" + pm + "' is not supported");
   DataType dt = C::dtype(x);
-  cv.out(n, 0, cv.op("resample", {C::a("x", x), C::a("coordinates", cv.cast(grid, dt)), C::astr("sampling_mode", sm),
-                                  C::astr("padding_mode", p), C::a("padding_value", Value::scalar_float(dt, 0.0)),
-                                  C::astr("coordinates_mode", "normalized_minus_one_to_one"),
-                                  C::abool("align_corners", align)}));
+  cv.out(n, 0, cv.op("resample", {C::arg("x", x), C::arg("coordinates", cv.cast(grid, dt)), C::arg_str("sampling_mode", sm),
+                                  C::arg_str("padding_mode", p), C::arg("padding_value", Value::scalar_float(dt, 0.0)),
+                                  C::arg_str("coordinates_mode", "normalized_minus_one_to_one"),
+                                  C::arg_bool("align_corners", align)}));
 }
 
 void cum_prod(C& cv, const NodeProto& n) {
@@ -205,12 +202,12 @@ void cum_prod(C& cv, const NodeProto& n) {
   const Dim& d = C::shape(x)[static_cast<size_t>(ax)];
   if (!d->is_const()) cv.fail(n, "the length along the axis must be known");
   int64_t L = d->value();
-  bool rev = C::ai(n, "reverse", 0) != 0;
-  if (rev) x = cv.op("reverse", {C::a("x", x), C::aints32("axes", {ax})});
-  if (C::ai(n, "exclusive", 0) != 0 && L > 0) x = shift(cv, x, ax, 1, L, r, 1.0);
+  bool rev = C::attr_int(n, "reverse", 0) != 0;
+  if (rev) x = cv.op("reverse", {C::arg("x", x), C::arg_ints32("axes", {ax})});
+  if (C::attr_int(n, "exclusive", 0) != 0 && L > 0) x = shift(cv, x, ax, 1, L, r, 1.0);
   // Hillis-Steele: after the step of distance k, entry i holds the product of x[i-2k+1 .. i]
   for (int64_t k = 1; k < L; k *= 2) x = binary(cv, "mul", x, shift(cv, x, ax, k, L, r, 1.0));
-  if (rev) x = cv.op("reverse", {C::a("x", x), C::aints32("axes", {ax})});
+  if (rev) x = cv.op("reverse", {C::arg("x", x), C::arg_ints32("axes", {ax})});
   cv.out(n, 0, x);
 }
 
@@ -231,7 +228,7 @@ std::pair<int, bool> int_width(int t) {
 Var* bit_planes(C& cv, Var* x, int w) {
   std::vector<int64_t> p;
   for (int k = 0; k < w; ++k) p.push_back(int64_t(1) << k);
-  Var* e = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {-1})});
+  Var* e = cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", {-1})});
   Var* q = binary(cv, "floor_div", e, cv.c(Value::from_ints(DataType::Int32, {w}, p)));
   return binary(cv, "sub", q, binary(cv, "mul", binary(cv, "floor_div", q, cv.cs(2, DataType::Int32)), cv.cs(2, DataType::Int32)));
 }
@@ -258,8 +255,8 @@ void bitwise(C& cv, const NodeProto& n, char op) {
                                         : binary(cv, "sub", binary(cv, "add", bx, by), binary(cv, "mul", both, cv.cs(2, i32)));
   std::vector<int64_t> p;
   for (int k = 0; k < low; ++k) p.push_back(int64_t(1) << k);
-  Var* v = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", b, cv.c(Value::from_ints(DataType::Int32, {low}, p)))),
-                                C::aints32("axes", {-1}), C::abool("keep_dims", false)});
+  Var* v = cv.op("reduce_sum", {C::arg("x", binary(cv, "mul", b, cv.c(Value::from_ints(DataType::Int32, {low}, p)))),
+                                C::arg_ints32("axes", {-1}), C::arg_bool("keep_dims", false)});
   if (sgn) {
     Var* sx = binary(cv, "less", x, cv.cs(0, i32));
     Var* sy = binary(cv, "less", y, cv.cs(0, i32));
@@ -274,10 +271,10 @@ void compress(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   Var* cond = cv.in(n, 1);
   int64_t ax = 0;
-  if (C::attr(n, "axis")) ax = cv.axis(n, C::ai(n, "axis", 0), cv.rank(n, x));
-  else x = cv.op("reshape", {C::a("x", x), C::aints32("shape", {-1})});
-  Var* idx = cv.op("reshape", {C::a("x", cv.op("non_zero", {C::a("x", cond)})), C::aints32("shape", {-1})});
-  cv.out(n, 0, cv.op("gather", {C::a("x", x), C::a("indices", idx), C::ai32("axis", ax)}));
+  if (C::find_attr(n, "axis")) ax = cv.axis(n, C::attr_int(n, "axis", 0), cv.rank(n, x));
+  else x = cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {-1})});
+  Var* idx = cv.op("reshape", {C::arg("x", cv.op("non_zero", {C::arg("x", cond)})), C::arg_ints32("shape", {-1})});
+  cv.out(n, 0, cv.op("gather", {C::arg("x", x), C::arg("indices", idx), C::arg_i32("axis", ax)}));
 }
 
 void max_unpool(C& cv, const NodeProto& n) {
@@ -285,9 +282,9 @@ void max_unpool(C& cv, const NodeProto& n) {
   auto xs = C::static_shape(x);
   if (!xs || xs->size() < 3) cv.fail(n, "needs the input's shape to be known");
   size_t sp = xs->size() - 2;
-  auto kernel = C::aints(n, "kernel_shape");
-  auto strides = C::aints(n, "strides", std::vector<int64_t>(sp, 1));
-  auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  auto kernel = C::attr_ints(n, "kernel_shape");
+  auto strides = C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1));
+  auto pads = C::attr_ints(n, "pads", std::vector<int64_t>(2 * sp, 0));
   if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp)
     cv.fail(n, "kernel_shape, strides and pads need one value (pads two) per spatial dim");
   std::vector<int64_t> shape = {(*xs)[0], (*xs)[1]};
@@ -298,10 +295,10 @@ void max_unpool(C& cv, const NodeProto& n) {
   }
   DataType dt = C::dtype(x);
   Var* data = cv.c(Value::from_doubles(is_float(dt) ? dt : DataType::Float32, {total}, std::vector<double>(static_cast<size_t>(total), 0.0)));
-  Var* idx = cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 1), DataType::Int32)), C::aints32("shape", {-1})});
-  Var* upd = cv.op("reshape", {C::a("x", is_float(dt) ? x : cv.cast(x, DataType::Float32)), C::aints32("shape", {-1})});
-  Var* y = cv.op("scatter", {C::a("data", data), C::a("indices", idx), C::a("updates", upd), C::ai32("axis", 0), C::astr("mode", "update")});
-  y = cv.op("reshape", {C::a("x", y), C::aints32("shape", shape)});
+  Var* idx = cv.op("reshape", {C::arg("x", cv.cast(cv.in(n, 1), DataType::Int32)), C::arg_ints32("shape", {-1})});
+  Var* upd = cv.op("reshape", {C::arg("x", is_float(dt) ? x : cv.cast(x, DataType::Float32)), C::arg_ints32("shape", {-1})});
+  Var* y = cv.op("scatter", {C::arg("data", data), C::arg("indices", idx), C::arg("updates", upd), C::arg_i32("axis", 0), C::arg_str("mode", "update")});
+  y = cv.op("reshape", {C::arg("x", y), C::arg_ints32("shape", shape)});
   if (C::has(n, 2)) {
     auto os = cv.ints(n, 2, "output_shape");
     if (os.size() != shape.size()) cv.fail(n, "output_shape needs one value per dim");
@@ -312,7 +309,7 @@ void max_unpool(C& cv, const NodeProto& n) {
       pad[2 * i + 1] = os[i] - shape[i];
       any = any || pad[2 * i + 1];
     }
-    if (any) y = cv.op("pad", {C::a("x", y), C::aints32("pad", pad)});
+    if (any) y = cv.op("pad", {C::arg("x", y), C::arg_ints32("pad", pad)});
   }
   cv.out(n, 0, is_float(dt) ? y : cv.cast(y, dt));
 }
@@ -325,9 +322,9 @@ void col2im(C& cv, const NodeProto& n) {
   auto blk = cv.ints(n, 2, "block_shape");
   size_t sp = img.size();
   if (blk.size() != sp) cv.fail(n, "image_shape and block_shape need the same length");
-  auto dil = C::aints(n, "dilations", std::vector<int64_t>(sp, 1));
-  auto str = C::aints(n, "strides", std::vector<int64_t>(sp, 1));
-  auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  auto dil = C::attr_ints(n, "dilations", std::vector<int64_t>(sp, 1));
+  auto str = C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1));
+  auto pads = C::attr_ints(n, "pads", std::vector<int64_t>(2 * sp, 0));
   int64_t K = 1, P = 1, L = 1;
   std::vector<int64_t> nb(sp);
   for (size_t i = 0; i < sp; ++i) {
@@ -363,13 +360,13 @@ void col2im(C& cv, const NodeProto& n) {
       }
   DataType dt = C::dtype(x);
   Var* data = cv.c(Value::from_doubles(dt, {N, Cc * P + 1}, std::vector<double>(static_cast<size_t>(N * (Cc * P + 1)), 0.0)));
-  Var* upd = cv.op("reshape", {C::a("x", x), C::aints32("shape", {N, CK * L})});
-  Var* y = cv.op("scatter", {C::a("data", data), C::a("indices", cv.c(Value::from_ints(DataType::Int32, {CK * L}, idx))),
-                             C::a("updates", upd), C::ai32("axis", 1), C::astr("mode", "add")});
+  Var* upd = cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {N, CK * L})});
+  Var* y = cv.op("scatter", {C::arg("data", data), C::arg("indices", cv.c(Value::from_ints(DataType::Int32, {CK * L}, idx))),
+                             C::arg("updates", upd), C::arg_i32("axis", 1), C::arg_str("mode", "add")});
   y = slice_axis(cv, y, 1, 0, Cc * P, 2);
   std::vector<int64_t> shape = {N, Cc};
   shape.insert(shape.end(), img.begin(), img.end());
-  cv.out(n, 0, cv.op("reshape", {C::a("x", y), C::aints32("shape", shape)}));
+  cv.out(n, 0, cv.op("reshape", {C::arg("x", y), C::arg_ints32("shape", shape)}));
 }
 
 void det(C& cv, const NodeProto& n) {
@@ -383,7 +380,7 @@ void det(C& cv, const NodeProto& n) {
   std::vector<int64_t> out(xs->begin(), xs->end() - 2);
   auto e = [&](int64_t i, int64_t j) {
     Var* s = slice_axis(cv, slice_axis(cv, x, r - 2, i, i + 1, r), r - 1, j, j + 1, r);
-    return cv.op("reshape", {C::a("x", s), C::aints32("shape", out)});
+    return cv.op("reshape", {C::arg("x", s), C::arg_ints32("shape", out)});
   };
   auto mul = [&](Var* a, Var* b) { return binary(cv, "mul", a, b); };
   Var* y;
@@ -406,10 +403,10 @@ void tensor_scatter(C& cv, const NodeProto& n) {
   auto us = C::static_shape(upd);
   if (!ps || !us) cv.fail(n, "needs the shapes of the cache and the update to be known");
   int r = static_cast<int>(ps->size());
-  int64_t ax = cv.axis(n, C::ai(n, "axis", -2), r);
+  int64_t ax = cv.axis(n, C::attr_int(n, "axis", -2), r);
   if (ax == 0) cv.fail(n, "axis must not be the batch axis");
   int64_t S = (*ps)[static_cast<size_t>(ax)], T = (*us)[static_cast<size_t>(ax)];
-  std::string mode = C::as(n, "mode", "linear");
+  std::string mode = C::attr_string(n, "mode", "linear");
   DataType i32 = DataType::Int32;
   std::vector<int64_t> tshape(static_cast<size_t>(r), 1), t(static_cast<size_t>(T)), bshape(static_cast<size_t>(r), 1);
   tshape[static_cast<size_t>(ax)] = T;
@@ -417,20 +414,20 @@ void tensor_scatter(C& cv, const NodeProto& n) {
   Var* pos = cv.c(Value::from_ints(i32, tshape, t));
   if (C::has(n, 2)) {
     bshape[0] = -1;
-    pos = binary(cv, "add", pos, cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 2), i32)), C::aints32("shape", bshape)}));
+    pos = binary(cv, "add", pos, cv.op("reshape", {C::arg("x", cv.cast(cv.in(n, 2), i32)), C::arg_ints32("shape", bshape)}));
   }
   if (mode == "circular") pos = binary(cv, "sub", pos, binary(cv, "mul", binary(cv, "floor_div", pos, cv.cs(static_cast<double>(S), i32)), cv.cs(static_cast<double>(S), i32)));
   else if (mode != "linear") cv.fail(n, "mode must be linear or circular");
   Var* full = binary(cv, "add", pos, cv.c(Value::from_ints(i32, *us, std::vector<int64_t>(static_cast<size_t>(std::accumulate(us->begin(), us->end(), int64_t(1), std::multiplies<int64_t>())), 0))));
-  cv.out(n, 0, cv.op("scatter_along_axis", {C::a("data", past), C::a("indices", full), C::a("updates", upd), C::ai32("axis", ax),
-                                           C::astr("mode", "update")}));
+  cv.out(n, 0, cv.op("scatter_along_axis", {C::arg("data", past), C::arg("indices", full), C::arg("updates", upd), C::arg_i32("axis", ax),
+                                           C::arg_str("mode", "update")}));
 }
 
 // ---- DFT / STFT ------------------------------------------------------------------------------
 
 // y = x @ M (M a constant [k, m] of dtype dt).
 Var* matconst(C& cv, Var* x, int64_t k, int64_t m, const std::vector<double>& v, DataType dt) {
-  return cv.op("matmul", {C::a("x", x), C::a("y", cv.c(Value::from_doubles(dt, {k, m}, v)))});
+  return cv.op("matmul", {C::arg("x", x), C::arg("y", cv.c(Value::from_doubles(dt, {k, m}, v)))});
 }
 
 // The DFT of (re, im) (im may be null) along the last axis of length `len`: n points (the
@@ -476,10 +473,10 @@ void dft(C& cv, const NodeProto& n) {
   auto xs = C::static_shape(x);
   if (!xs || xs->size() < 2) cv.fail(n, "needs the input's shape to be known");
   int r = static_cast<int>(xs->size());
-  int64_t ax = cv.opset >= 20 ? (C::has(n, 2) ? cv.ints(n, 2, "axis").at(0) : -2) : C::ai(n, "axis", 1);
+  int64_t ax = cv.opset >= 20 ? (C::has(n, 2) ? cv.ints(n, 2, "axis").at(0) : -2) : C::attr_int(n, "axis", 1);
   ax = cv.axis(n, ax, r);
   if (ax == r - 1) cv.fail(n, "axis must not be the last (real / imaginary) axis");
-  bool inverse = C::ai(n, "inverse", 0) != 0, onesided = C::ai(n, "onesided", 0) != 0;
+  bool inverse = C::attr_int(n, "inverse", 0) != 0, onesided = C::attr_int(n, "onesided", 0) != 0;
   int64_t comp = xs->back();
   if (comp != 1 && comp != 2) cv.fail(n, "the last dim must be 1 (real) or 2 (complex)");
   int64_t len = (*xs)[static_cast<size_t>(ax)];
@@ -493,16 +490,16 @@ void dft(C& cv, const NodeProto& n) {
     if (i != ax) perm.push_back(i);
   perm.push_back(ax);
   auto comp_of = [&](int64_t c) {
-    Var* s = cv.op("squeeze", {C::a("x", slice_axis(cv, x, r - 1, c, c + 1, r)), C::aints32("axes", {r - 1})});
-    return cv.op("transpose", {C::a("x", s), C::aints32("perm", perm)});
+    Var* s = cv.op("squeeze", {C::arg("x", slice_axis(cv, x, r - 1, c, c + 1, r)), C::arg_ints32("axes", {r - 1})});
+    return cv.op("transpose", {C::arg("x", s), C::arg_ints32("perm", perm)});
   };
   Var* re = comp_of(0);
   Var* im = comp == 2 ? comp_of(1) : nullptr;
   if (npts > len) {  // zero-padded to n
     std::vector<int64_t> pad(static_cast<size_t>(2 * (r - 1)), 0);
     pad.back() = npts - len;
-    re = cv.op("pad", {C::a("x", re), C::aints32("pad", pad)});
-    if (im) im = cv.op("pad", {C::a("x", im), C::aints32("pad", pad)});
+    re = cv.op("pad", {C::arg("x", re), C::arg_ints32("pad", pad)});
+    if (im) im = cv.op("pad", {C::arg("x", im), C::arg_ints32("pad", pad)});
     len = npts;
   } else if (npts < len && !real_out) {
     re = slice_axis(cv, re, r - 2, 0, npts, r - 1);
@@ -514,14 +511,14 @@ void dft(C& cv, const NodeProto& n) {
   std::vector<int64_t> inv(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
   auto back = [&](Var* v) {
-    v = cv.op("transpose", {C::a("x", v), C::aints32("perm", inv)});
-    return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {-1})});
+    v = cv.op("transpose", {C::arg("x", v), C::arg_ints32("perm", inv)});
+    return cv.op("expand_dims", {C::arg("x", v), C::arg_ints32("axes", {-1})});
   };
   if (!yi) {
     cv.out(n, 0, back(yr));
     return;
   }
-  cv.out(n, 0, cv.op("concat", {Arg{"values", {ArgItem{back(yr), nullptr}, ArgItem{back(yi), nullptr}}, true}, C::ai32("axis", -1)}));
+  cv.out(n, 0, cv.op("concat", {Arg{"values", {ArgItem{back(yr), nullptr}, ArgItem{back(yi), nullptr}}, true}, C::arg_i32("axis", -1)}));
 }
 
 void stft(C& cv, const NodeProto& n) {
@@ -537,7 +534,7 @@ void stft(C& cv, const NodeProto& n) {
     if (!ws) cv.fail(n, "the window's length must be known");
     flen = ws->at(0);
   } else cv.fail(n, "needs a window or a frame_length");
-  bool onesided = C::ai(n, "onesided", 1) != 0;
+  bool onesided = C::attr_int(n, "onesided", 1) != 0;
   int64_t B = (*xs)[0], L = (*xs)[1], comp = (*xs)[2];
   int64_t frames = (L - flen) / step + 1;
   if (frames < 1) cv.fail(n, "the signal is shorter than one frame");
@@ -547,17 +544,17 @@ void stft(C& cv, const NodeProto& n) {
   Var* ids = cv.c(Value::from_ints(DataType::Int32, {frames, flen}, idx));
   DataType dt = C::dtype(x);
   auto framed = [&](int64_t c) {
-    Var* s = cv.op("reshape", {C::a("x", slice_axis(cv, x, 2, c, c + 1, 3)), C::aints32("shape", {B, L})});
-    Var* f = cv.op("gather", {C::a("x", s), C::a("indices", ids), C::ai32("axis", 1)});  // [B, frames, flen]
+    Var* s = cv.op("reshape", {C::arg("x", slice_axis(cv, x, 2, c, c + 1, 3)), C::arg_ints32("shape", {B, L})});
+    Var* f = cv.op("gather", {C::arg("x", s), C::arg("indices", ids), C::arg_i32("axis", 1)});  // [B, frames, flen]
     return window ? binary(cv, "mul", f, cv.cast(window, dt)) : f;
   };
   Var* re = framed(0);
   Var* im = comp == 2 ? framed(1) : nullptr;
   int64_t out = onesided ? flen / 2 + 1 : flen;
   auto [yr, yi] = dft_last(cv, re, im, flen, flen, out, false, false, dt);
-  Var* a = cv.op("expand_dims", {C::a("x", yr), C::aints32("axes", {-1})});
-  Var* b = cv.op("expand_dims", {C::a("x", yi), C::aints32("axes", {-1})});
-  cv.out(n, 0, cv.op("concat", {Arg{"values", {ArgItem{a, nullptr}, ArgItem{b, nullptr}}, true}, C::ai32("axis", -1)}));
+  Var* a = cv.op("expand_dims", {C::arg("x", yr), C::arg_ints32("axes", {-1})});
+  Var* b = cv.op("expand_dims", {C::arg("x", yi), C::arg_ints32("axes", {-1})});
+  cv.out(n, 0, cv.op("concat", {Arg{"values", {ArgItem{a, nullptr}, ArgItem{b, nullptr}}, true}, C::arg_i32("axis", -1)}));
 }
 
 // ---- integer and quantized-linear products -----------------------------------------------------
@@ -569,7 +566,7 @@ Var* centered(C& cv, const NodeProto& n, int xi, int zi, bool per_row) {
   Var* z = cv.cast(cv.in(n, zi), DataType::Float32);
   if (per_row && z->type()->has_rank() && z->type()->rank() == 1) {
     auto zs = C::static_shape(z);
-    if (zs && (*zs)[0] > 1) z = cv.op("expand_dims", {C::a("x", z), C::aints32("axes", {-1})});
+    if (zs && (*zs)[0] > 1) z = cv.op("expand_dims", {C::arg("x", z), C::arg_ints32("axes", {-1})});
   }
   return binary(cv, "sub", x, z);
 }
@@ -580,19 +577,19 @@ Var* per_out_channel(C& cv, Var* v, int r) {
   if (!s || s->size() != 1 || (*s)[0] == 1) return v;
   std::vector<int64_t> axes;
   for (int i = 1; i < r; ++i) axes.push_back(i);
-  return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", axes)});
+  return cv.op("expand_dims", {C::arg("x", v), C::arg_ints32("axes", axes)});
 }
 
 std::vector<Arg> conv_args(C& cv, const NodeProto& n, Var* x, Var* w, size_t sp) {
-  std::string ap = C::as(n, "auto_pad", "NOTSET");
+  std::string ap = C::attr_string(n, "auto_pad", "NOTSET");
   std::string pt = ap == "SAME_UPPER" ? "same" : ap == "SAME_LOWER" ? "same_lower" : ap == "VALID" ? "valid" : "custom";
-  auto pads = C::aints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  auto pads = C::attr_ints(n, "pads", std::vector<int64_t>(2 * sp, 0));
   std::vector<int64_t> mp(2 * sp, 0);
   if (pt == "custom")
     for (size_t i = 0; i < sp; ++i) mp[2 * i] = pads[i], mp[2 * i + 1] = pads[i + sp];
-  return {C::a("x", x), C::a("weight", w), C::aints32("strides", C::aints(n, "strides", std::vector<int64_t>(sp, 1))),
-          C::astr("pad_type", pt), C::aints32("pad", mp), C::aints32("dilations", C::aints(n, "dilations", std::vector<int64_t>(sp, 1))),
-          C::ai32("groups", C::ai(n, "group", 1))};
+  return {C::arg("x", x), C::arg("weight", w), C::arg_ints32("strides", C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1))),
+          C::arg_str("pad_type", pt), C::arg_ints32("pad", mp), C::arg_ints32("dilations", C::attr_ints(n, "dilations", std::vector<int64_t>(sp, 1))),
+          C::arg_i32("groups", C::attr_int(n, "group", 1))};
 }
 
 // round half to even, clipped to the quantized type of zero point input `zi` (uint8 without one)
@@ -601,9 +598,9 @@ Var* requantize(C& cv, const NodeProto& n, Var* v, int zi) {
   double lo = 0, hi = 255;
   if (et == TensorProto::INT8) lo = -128, hi = 127;
   else if (et != TensorProto::UINT8) cv.fail(n, "the output zero point must be int8 or uint8");
-  if (C::has(n, zi)) v = binary(cv, "add", cv.op("round", {C::a("x", v)}), cv.cast(cv.in(n, zi), DataType::Float32));
-  else v = cv.op("round", {C::a("x", v)});
-  v = cv.op("clip", {C::a("x", v), C::af32("alpha", lo), C::af32("beta", hi)});
+  if (C::has(n, zi)) v = binary(cv, "add", cv.op("round", {C::arg("x", v)}), cv.cast(cv.in(n, zi), DataType::Float32));
+  else v = cv.op("round", {C::arg("x", v)});
+  v = cv.op("clip", {C::arg("x", v), C::arg_f32("alpha", lo), C::arg_f32("beta", hi)});
   return cv.cast(v, DataType::Int32);
 }
 
@@ -622,20 +619,20 @@ std::optional<Ieee> ieee(int t) {
 Var* float_bits(C& cv, Var* x, const Ieee& f) {
   DataType f32 = DataType::Float32, i32 = DataType::Int32;
   Var* xf = cv.cast(x, f32);
-  Var* a = cv.op("abs", {C::a("x", xf)});
+  Var* a = cv.op("abs", {C::arg("x", xf)});
   double inf = std::numeric_limits<double>::infinity();
   Var* nan = binary(cv, "not_equal", xf, xf);
   Var* isinf = binary(cv, "equal", a, fconst(cv, inf));
   Var* ac = sel(cv, binary(cv, "logical_or", nan, isinf), fconst(cv, 1), a);
-  Var* e = cv.op("floor", {C::a("x", binary(cv, "mul", cv.op("log", {C::a("x", ac)}), fconst(cv, 1.0 / std::log(2.0))))});
-  Var* p = cv.op("exp2", {C::a("x", e)});
+  Var* e = cv.op("floor", {C::arg("x", binary(cv, "mul", cv.op("log", {C::arg("x", ac)}), fconst(cv, 1.0 / std::log(2.0))))});
+  Var* p = cv.op("exp2", {C::arg("x", e)});
   e = binary(cv, "sub", e, cv.cast(binary(cv, "less", ac, p), f32));
   e = binary(cv, "add", e, cv.cast(binary(cv, "greater_equal", ac, binary(cv, "mul", p, fconst(cv, 2))), f32));
   Var* sub = binary(cv, "less", ac, fconst(cv, std::ldexp(1.0, 1 - f.bias)));
   Var* E = sel(cv, sub, fconst(cv, 0), binary(cv, "add", e, fconst(cv, f.bias)));
   // subnormals: ac / 2^(1 - bias - man), in two exact steps (2^149 is past fp32's range)
   Var* M = sel(cv, sub, binary(cv, "mul", binary(cv, "mul", ac, fconst(cv, std::ldexp(1.0, f.bias - 1))), fconst(cv, std::ldexp(1.0, f.man))),
-               binary(cv, "mul", binary(cv, "sub", binary(cv, "real_div", ac, cv.op("exp2", {C::a("x", e)})), fconst(cv, 1)), fconst(cv, std::ldexp(1.0, f.man))));
+               binary(cv, "mul", binary(cv, "sub", binary(cv, "real_div", ac, cv.op("exp2", {C::arg("x", e)})), fconst(cv, 1)), fconst(cv, std::ldexp(1.0, f.man))));
   double emax = std::ldexp(1.0, f.width - 1 - f.man) - 1;  // all-ones exponent
   E = sel(cv, binary(cv, "logical_or", nan, isinf), fconst(cv, emax), E);
   M = sel(cv, isinf, fconst(cv, 0), sel(cv, nan, fconst(cv, std::ldexp(1.0, f.man - 1)), M));
@@ -664,7 +661,7 @@ Var* bits_float(C& cv, Var* x, const Ieee& f) {
   Var* Ef = cv.cast(E, f32);
   double emax = std::ldexp(1.0, f.width - 1 - f.man) - 1;
   Var* normal = binary(cv, "mul", binary(cv, "add", fconst(cv, 1), binary(cv, "mul", M, fconst(cv, std::ldexp(1.0, -f.man)))),
-                       cv.op("exp2", {C::a("x", binary(cv, "sub", Ef, fconst(cv, f.bias)))}));
+                       cv.op("exp2", {C::arg("x", binary(cv, "sub", Ef, fconst(cv, f.bias)))}));
   Var* subn = binary(cv, "mul", M, fconst(cv, std::ldexp(1.0, 1 - f.bias - f.man)));
   Var* v = sel(cv, binary(cv, "equal", Ef, fconst(cv, 0)), subn, normal);
   Var* special = sel(cv, binary(cv, "equal", M, fconst(cv, 0)), fconst(cv, std::numeric_limits<double>::infinity()),
@@ -674,7 +671,7 @@ Var* bits_float(C& cv, Var* x, const Ieee& f) {
 }
 
 void bit_cast(C& cv, const NodeProto& n) {
-  int from = cv.elem_type(n, 0), to = static_cast<int>(C::ai(n, "to", 0));
+  int from = cv.elem_type(n, 0), to = static_cast<int>(C::attr_int(n, "to", 0));
   Var* x = cv.in(n, 0);
   auto width = [](int t) -> int {
     switch (t) {
@@ -725,12 +722,12 @@ void nms(C& cv, const NodeProto& n) {
   int64_t B = (*bs)[0], N = (*bs)[1], Cc = (*ss)[1];
   if (N > 256) cv.fail(n, "more than 256 boxes per batch are not supported (the greedy steps are unrolled)");
   DataType f32 = DataType::Float32, i32 = DataType::Int32;
-  Var* maxout = C::has(n, 2) ? cv.cast(cv.op("reshape", {C::a("x", cv.in(n, 2)), C::aints32("shape", {})}), f32) : fconst(cv, 0);
-  Var* iou_t = C::has(n, 3) ? cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 3), f32)), C::aints32("shape", {})}) : fconst(cv, 0);
+  Var* maxout = C::has(n, 2) ? cv.cast(cv.op("reshape", {C::arg("x", cv.in(n, 2)), C::arg_ints32("shape", {})}), f32) : fconst(cv, 0);
+  Var* iou_t = C::has(n, 3) ? cv.op("reshape", {C::arg("x", cv.cast(cv.in(n, 3), f32)), C::arg_ints32("shape", {})}) : fconst(cv, 0);
   // corners: [y1, x1, y2, x2] in either order, or [xc, yc, w, h]
-  auto coord = [&](int64_t i) { return cv.op("squeeze", {C::a("x", slice_axis(cv, boxes, 2, i, i + 1, 3)), C::aints32("axes", {2})}); };
+  auto coord = [&](int64_t i) { return cv.op("squeeze", {C::arg("x", slice_axis(cv, boxes, 2, i, i + 1, 3)), C::arg_ints32("axes", {2})}); };
   Var *x0, *x1, *y0, *y1;
-  if (C::ai(n, "center_point_box", 0) == 0) {
+  if (C::attr_int(n, "center_point_box", 0) == 0) {
     Var *a = coord(0), *b = coord(1), *c = coord(2), *d = coord(3);
     y0 = binary(cv, "minimum", a, c), y1 = binary(cv, "maximum", a, c);
     x0 = binary(cv, "minimum", b, d), x1 = binary(cv, "maximum", b, d);
@@ -739,8 +736,8 @@ void nms(C& cv, const NodeProto& n) {
     x0 = binary(cv, "sub", xc, hw), x1 = binary(cv, "add", xc, hw), y0 = binary(cv, "sub", yc, hh), y1 = binary(cv, "add", yc, hh);
   }
   // [B, N, N]: whether box j is suppressed by a kept box i
-  auto col = [&](Var* v) { return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {2})}); };
-  auto row = [&](Var* v) { return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", {1})}); };
+  auto col = [&](Var* v) { return cv.op("expand_dims", {C::arg("x", v), C::arg_ints32("axes", {2})}); };
+  auto row = [&](Var* v) { return cv.op("expand_dims", {C::arg("x", v), C::arg_ints32("axes", {1})}); };
   Var* iw = binary(cv, "sub", binary(cv, "minimum", col(x1), row(x1)), binary(cv, "maximum", col(x0), row(x0)));
   Var* ih = binary(cv, "sub", binary(cv, "minimum", col(y1), row(y1)), binary(cv, "maximum", col(y0), row(y0)));
   Var* area = binary(cv, "mul", binary(cv, "sub", x1, x0), binary(cv, "sub", y1, y0));
@@ -751,17 +748,17 @@ void nms(C& cv, const NodeProto& n) {
   ok = binary(cv, "logical_and", ok, binary(cv, "greater", uni, fconst(cv, 0)));
   Var* iou = binary(cv, "real_div", inter, sel(cv, ok, uni, fconst(cv, 1)));
   Var* sup = cv.cast(binary(cv, "logical_and", ok, binary(cv, "greater", iou, iou_t)), f32);
-  sup = cv.op("expand_dims", {C::a("x", sup), C::aints32("axes", {1})});  // [B, 1, N, N]
+  sup = cv.op("expand_dims", {C::arg("x", sup), C::arg_ints32("axes", {1})});  // [B, 1, N, N]
   // the rank of each box by score: how many come before it
-  Var* sc = cv.op("expand_dims", {C::a("x", scores), C::aints32("axes", {3})});  // [B, C, N, 1] (box j)
-  Var* sr = cv.op("expand_dims", {C::a("x", scores), C::aints32("axes", {2})});  // [B, C, 1, N] (box k)
+  Var* sc = cv.op("expand_dims", {C::arg("x", scores), C::arg_ints32("axes", {3})});  // [B, C, N, 1] (box j)
+  Var* sr = cv.op("expand_dims", {C::arg("x", scores), C::arg_ints32("axes", {2})});  // [B, C, 1, N] (box k)
   std::vector<double> lower(static_cast<size_t>(N * N));
   for (int64_t j = 0; j < N; ++j)
     for (int64_t k = 0; k < N; ++k) lower[static_cast<size_t>(j * N + k)] = k < j ? 1 : 0;
   Var* before = binary(cv, "logical_or", binary(cv, "greater", sr, sc),
                        binary(cv, "logical_and", binary(cv, "equal", sr, sc), cv.cast(cv.c(Value::from_doubles(f32, {N, N}, lower)), DataType::Bool)));
-  Var* rank = cv.op("reduce_sum", {C::a("x", cv.cast(before, f32)), C::aints32("axes", {3}), C::abool("keep_dims", false)});  // [B, C, N]
-  Var* valid = C::has(n, 4) ? binary(cv, "greater", scores, cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 4), f32)), C::aints32("shape", {})}))
+  Var* rank = cv.op("reduce_sum", {C::arg("x", cv.cast(before, f32)), C::arg_ints32("axes", {3}), C::arg_bool("keep_dims", false)});  // [B, C, N]
+  Var* valid = C::has(n, 4) ? binary(cv, "greater", scores, cv.op("reshape", {C::arg("x", cv.cast(cv.in(n, 4), f32)), C::arg_ints32("shape", {})}))
                             : binary(cv, "equal", scores, scores);
   Var* validf = cv.cast(valid, f32);
   Var* supd = nullptr;  // [B, C, N]: suppressed so far
@@ -771,28 +768,28 @@ void nms(C& cv, const NodeProto& n) {
     Var* pick = cv.cast(binary(cv, "equal", rank, fconst(cv, static_cast<double>(r))), f32);  // one-hot [B, C, N]
     Var* cand = binary(cv, "mul", pick, validf);
     if (supd) cand = binary(cv, "mul", cand, binary(cv, "sub", fconst(cv, 1), supd));
-    Var* k = cv.op("reduce_sum", {C::a("x", cand), C::aints32("axes", {2}), C::abool("keep_dims", false)});  // [B, C]
+    Var* k = cv.op("reduce_sum", {C::arg("x", cand), C::arg_ints32("axes", {2}), C::arg_bool("keep_dims", false)});  // [B, C]
     k = binary(cv, "mul", k, cv.cast(binary(cv, "less", count ? count : fconst(cv, 0), maxout), f32));
-    kept.push_back(ArgItem{cv.op("expand_dims", {C::a("x", k), C::aints32("axes", {2})}), nullptr});
+    kept.push_back(ArgItem{cv.op("expand_dims", {C::arg("x", k), C::arg_ints32("axes", {2})}), nullptr});
     count = count ? binary(cv, "add", count, k) : k;
     // the boxes the kept one overlaps: its row of the suppression matrix
-    Var* rowsel = cv.op("matmul", {C::a("x", cv.op("expand_dims", {C::a("x", binary(cv, "mul", pick, cv.op("expand_dims", {C::a("x", k), C::aints32("axes", {2})}))), C::aints32("axes", {2})})),
-                                   C::a("y", sup)});  // [B, C, 1, N]
-    Var* s2 = cv.op("squeeze", {C::a("x", rowsel), C::aints32("axes", {2})});
+    Var* rowsel = cv.op("matmul", {C::arg("x", cv.op("expand_dims", {C::arg("x", binary(cv, "mul", pick, cv.op("expand_dims", {C::arg("x", k), C::arg_ints32("axes", {2})}))), C::arg_ints32("axes", {2})})),
+                                   C::arg("y", sup)});  // [B, C, 1, N]
+    Var* s2 = cv.op("squeeze", {C::arg("x", rowsel), C::arg_ints32("axes", {2})});
     supd = supd ? binary(cv, "maximum", supd, s2) : s2;
   }
-  Var* keep = N == 1 ? kept[0].var : cv.op("concat", {Arg{"values", kept, true}, C::ai32("axis", 2)});  // [B, C, rank]
+  Var* keep = N == 1 ? kept[0].var : cv.op("concat", {Arg{"values", kept, true}, C::arg_i32("axis", 2)});  // [B, C, rank]
   // the box of each rank
   std::vector<double> idx(static_cast<size_t>(N));
   for (int64_t j = 0; j < N; ++j) idx[static_cast<size_t>(j)] = static_cast<double>(j);
   std::vector<double> rr(static_cast<size_t>(N));
   for (int64_t j = 0; j < N; ++j) rr[static_cast<size_t>(j)] = static_cast<double>(j);
-  Var* at = cv.cast(binary(cv, "equal", cv.op("expand_dims", {C::a("x", rank), C::aints32("axes", {3})}), cv.c(Value::from_doubles(f32, {1, 1, 1, N}, rr))), f32);  // [B, C, box, rank]
-  Var* order = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", at, cv.c(Value::from_doubles(f32, {1, 1, N, 1}, idx)))), C::aints32("axes", {2}), C::abool("keep_dims", false)});
-  Var* nz = cv.op("non_zero", {C::a("x", keep)});  // [K, 3]: batch, class, rank
-  Var* box = cv.cast(cv.op("gather_nd", {C::a("x", order), C::a("indices", nz)}), i32);
+  Var* at = cv.cast(binary(cv, "equal", cv.op("expand_dims", {C::arg("x", rank), C::arg_ints32("axes", {3})}), cv.c(Value::from_doubles(f32, {1, 1, 1, N}, rr))), f32);  // [B, C, box, rank]
+  Var* order = cv.op("reduce_sum", {C::arg("x", binary(cv, "mul", at, cv.c(Value::from_doubles(f32, {1, 1, N, 1}, idx)))), C::arg_ints32("axes", {2}), C::arg_bool("keep_dims", false)});
+  Var* nz = cv.op("non_zero", {C::arg("x", keep)});  // [K, 3]: batch, class, rank
+  Var* box = cv.cast(cv.op("gather_nd", {C::arg("x", order), C::arg("indices", nz)}), i32);
   Var* bc = slice_axis(cv, nz, 1, 0, 2, 2);
-  Var* y = cv.op("concat", {Arg{"values", {ArgItem{bc, nullptr}, ArgItem{cv.op("expand_dims", {C::a("x", box), C::aints32("axes", {1})}), nullptr}}, true}, C::ai32("axis", 1)});
+  Var* y = cv.op("concat", {Arg{"values", {ArgItem{bc, nullptr}, ArgItem{cv.op("expand_dims", {C::arg("x", box), C::arg_ints32("axes", {1})}), nullptr}}, true}, C::arg_i32("axis", 1)});
   (void)B, (void)Cc;
   cv.out(n, 0, y);
 }
@@ -805,8 +802,8 @@ void unique(C& cv, const NodeProto& n) {
   auto xs = C::static_shape(x);
   if (!xs) cv.fail(n, "needs the input's shape to be known");
   int r = static_cast<int>(xs->size());
-  bool has_axis = C::attr(n, "axis") != nullptr;
-  int64_t ax = has_axis ? cv.axis(n, C::ai(n, "axis", 0), r) : 0;
+  bool has_axis = C::find_attr(n, "axis") != nullptr;
+  int64_t ax = has_axis ? cv.axis(n, C::attr_int(n, "axis", 0), r) : 0;
   DataType i32 = DataType::Int32, f32 = DataType::Float32;
   // rows: [L, R] with the slices along axis as rows
   Var* rows;
@@ -815,52 +812,52 @@ void unique(C& cv, const NodeProto& n) {
   if (!has_axis) {
     L = 1;
     for (auto d : *xs) L *= d;
-    rows = cv.op("reshape", {C::a("x", x), C::aints32("shape", {L, 1})});
+    rows = cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {L, 1})});
   } else {
     L = (*xs)[static_cast<size_t>(ax)];
     perm.push_back(ax);
     for (int i = 0; i < r; ++i)
       if (i != ax) perm.push_back(i), R *= (*xs)[static_cast<size_t>(i)];
-    rows = cv.op("reshape", {C::a("x", cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)})), C::aints32("shape", {L, R})});
+    rows = cv.op("reshape", {C::arg("x", cv.op("transpose", {C::arg("x", x), C::arg_ints32("perm", perm)})), C::arg_ints32("shape", {L, R})});
   }
-  Var* a = cv.op("expand_dims", {C::a("x", rows), C::aints32("axes", {1})});  // [L, 1, R]
-  Var* b = cv.op("expand_dims", {C::a("x", rows), C::aints32("axes", {0})});  // [1, L, R]
+  Var* a = cv.op("expand_dims", {C::arg("x", rows), C::arg_ints32("axes", {1})});  // [L, 1, R]
+  Var* b = cv.op("expand_dims", {C::arg("x", rows), C::arg_ints32("axes", {0})});  // [1, L, R]
   Var* neq = cv.cast(binary(cv, "not_equal", a, b), f32);                       // [L, L, R]
-  Var* same = binary(cv, "equal", cv.op("reduce_sum", {C::a("x", neq), C::aints32("axes", {2}), C::abool("keep_dims", false)}), fconst(cv, 0));
+  Var* same = binary(cv, "equal", cv.op("reduce_sum", {C::arg("x", neq), C::arg_ints32("axes", {2}), C::arg_bool("keep_dims", false)}), fconst(cv, 0));
   std::vector<double> strict(static_cast<size_t>(L * L));
   for (int64_t i = 0; i < L; ++i)
     for (int64_t j = 0; j < L; ++j) strict[static_cast<size_t>(i * L + j)] = j < i ? 1 : 0;
-  Var* earlier = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", cv.cast(same, f32), cv.c(Value::from_doubles(f32, {L, L}, strict)))),
-                                      C::aints32("axes", {1}), C::abool("keep_dims", false)});
+  Var* earlier = cv.op("reduce_sum", {C::arg("x", binary(cv, "mul", cv.cast(same, f32), cv.c(Value::from_doubles(f32, {L, L}, strict)))),
+                                      C::arg_ints32("axes", {1}), C::arg_bool("keep_dims", false)});
   Var* first = binary(cv, "equal", earlier, fconst(cv, 0));  // [L]
-  Var* idx = cv.op("reshape", {C::a("x", cv.op("non_zero", {C::a("x", first)})), C::aints32("shape", {-1})});  // [K], ascending
+  Var* idx = cv.op("reshape", {C::arg("x", cv.op("non_zero", {C::arg("x", first)})), C::arg_ints32("shape", {-1})});  // [K], ascending
   Var* order = idx;
-  if (C::ai(n, "sorted", 1) != 0) {
+  if (C::attr_int(n, "sorted", 1) != 0) {
     // row i before row j (lexicographically): at the first differing position, i's is smaller
-    Var* before_diff = binary(cv, "equal", cv.op("cumsum", {C::a("x", neq), C::ai32("axis", 2), C::abool("exclusive", true)}), fconst(cv, 0));
+    Var* before_diff = binary(cv, "equal", cv.op("cumsum", {C::arg("x", neq), C::arg_i32("axis", 2), C::arg_bool("exclusive", true)}), fconst(cv, 0));
     Var* lt = binary(cv, "logical_and", binary(cv, "less", a, b), before_diff);
-    Var* less = binary(cv, "greater", cv.op("reduce_sum", {C::a("x", cv.cast(lt, f32)), C::aints32("axes", {2}), C::abool("keep_dims", false)}), fconst(cv, 0));
+    Var* less = binary(cv, "greater", cv.op("reduce_sum", {C::arg("x", cv.cast(lt, f32)), C::arg_ints32("axes", {2}), C::arg_bool("keep_dims", false)}), fconst(cv, 0));
     // rank of row i among the first occurrences: first rows j with row j < row i
-    Var* rank = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", cv.cast(cv.op("transpose", {C::a("x", less), C::aints32("perm", {1, 0})}), f32),
-                                                        cv.op("expand_dims", {C::a("x", cv.cast(first, f32)), C::aints32("axes", {0})}))),
-                                     C::aints32("axes", {1}), C::abool("keep_dims", false)});
-    Var* rk = cv.op("gather", {C::a("x", rank), C::a("indices", idx), C::ai32("axis", 0)});
-    Var* p = cv.op("argsort", {C::a("x", rk), C::ai32("axis", 0), C::abool("ascending", true)});
-    order = cv.op("gather", {C::a("x", idx), C::a("indices", p), C::ai32("axis", 0)});
+    Var* rank = cv.op("reduce_sum", {C::arg("x", binary(cv, "mul", cv.cast(cv.op("transpose", {C::arg("x", less), C::arg_ints32("perm", {1, 0})}), f32),
+                                                        cv.op("expand_dims", {C::arg("x", cv.cast(first, f32)), C::arg_ints32("axes", {0})}))),
+                                     C::arg_ints32("axes", {1}), C::arg_bool("keep_dims", false)});
+    Var* rk = cv.op("gather", {C::arg("x", rank), C::arg("indices", idx), C::arg_i32("axis", 0)});
+    Var* p = cv.op("argsort", {C::arg("x", rk), C::arg_i32("axis", 0), C::arg_bool("ascending", true)});
+    order = cv.op("gather", {C::arg("x", idx), C::arg("indices", p), C::arg_i32("axis", 0)});
   }
   // Y: the picked slices
-  Var* y = cv.op("gather", {C::a("x", x), C::a("indices", order), C::ai32("axis", ax)});
-  if (!has_axis) y = cv.op("reshape", {C::a("x", y), C::aints32("shape", {-1})});
+  Var* y = cv.op("gather", {C::arg("x", x), C::arg("indices", order), C::arg_i32("axis", ax)});
+  if (!has_axis) y = cv.op("reshape", {C::arg("x", y), C::arg_ints32("shape", {-1})});
   cv.out(n, 0, y);
   cv.out(n, 1, order);
   // [L, K]: whether row j equals picked row k
-  Var* eqk = cv.op("gather", {C::a("x", cv.cast(same, f32)), C::a("indices", order), C::ai32("axis", 1)});
-  Var* K = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", order)})), C::a("indices", Value::scalar_int(i32, 0))});
-  Var* kk = cv.cast(cv.op("range_1d", {C::a("start", Value::scalar_int(i32, 0)), C::a("end", K), C::a("step", Value::scalar_int(i32, 1))}), f32);
-  Var* inv = cv.op("reduce_sum", {C::a("x", binary(cv, "mul", eqk, cv.op("expand_dims", {C::a("x", kk), C::aints32("axes", {0})}))),
-                                  C::aints32("axes", {1}), C::abool("keep_dims", false)});
+  Var* eqk = cv.op("gather", {C::arg("x", cv.cast(same, f32)), C::arg("indices", order), C::arg_i32("axis", 1)});
+  Var* K = cv.op("gather", {C::arg("x", cv.op("shape", {C::arg("x", order)})), C::arg("indices", Value::scalar_int(i32, 0))});
+  Var* kk = cv.cast(cv.op("range_1d", {C::arg("start", Value::scalar_int(i32, 0)), C::arg("end", K), C::arg("step", Value::scalar_int(i32, 1))}), f32);
+  Var* inv = cv.op("reduce_sum", {C::arg("x", binary(cv, "mul", eqk, cv.op("expand_dims", {C::arg("x", kk), C::arg_ints32("axes", {0})}))),
+                                  C::arg_ints32("axes", {1}), C::arg_bool("keep_dims", false)});
   cv.out(n, 2, cv.cast(inv, i32));
-  cv.out(n, 3, cv.cast(cv.op("reduce_sum", {C::a("x", eqk), C::aints32("axes", {0}), C::abool("keep_dims", false)}), i32));
+  cv.out(n, 3, cv.cast(cv.op("reduce_sum", {C::arg("x", eqk), C::arg_ints32("axes", {0}), C::arg_bool("keep_dims", false)}), i32));
   (void)R;
 }
 
@@ -870,13 +867,13 @@ void tfidf(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   auto xs = C::static_shape(x);
   if (!xs || xs->empty() || xs->size() > 2) cv.fail(n, "needs a 1-D or 2-D input of known shape");
-  if (!C::attr(n, "pool_int64s")) cv.fail(n, "string pools are not supported (Core ML has no string tensors)");
-  auto pool = C::aints(n, "pool_int64s");
-  auto counts = C::aints(n, "ngram_counts");
-  auto indexes = C::aints(n, "ngram_indexes");
-  auto weights = C::afloats(n, "weights");
-  int64_t minl = C::ai(n, "min_gram_length", 1), maxl = C::ai(n, "max_gram_length", 1), skips = C::ai(n, "max_skip_count", 0);
-  std::string mode = C::as(n, "mode", "TF");
+  if (!C::find_attr(n, "pool_int64s")) cv.fail(n, "string pools are not supported (Core ML has no string tensors)");
+  auto pool = C::attr_ints(n, "pool_int64s");
+  auto counts = C::attr_ints(n, "ngram_counts");
+  auto indexes = C::attr_ints(n, "ngram_indexes");
+  auto weights = C::attr_floats(n, "weights");
+  int64_t minl = C::attr_int(n, "min_gram_length", 1), maxl = C::attr_int(n, "max_gram_length", 1), skips = C::attr_int(n, "max_skip_count", 0);
+  std::string mode = C::attr_string(n, "mode", "TF");
   int64_t out = 0;
   for (auto v : indexes) out = std::max(out, v + 1);
   int r = static_cast<int>(xs->size());
@@ -907,13 +904,13 @@ void tfidf(C& cv, const NodeProto& n) {
       for (int64_t j = 0; j < k; ++j) {
         std::vector<double> tok(static_cast<size_t>(grams));
         for (int64_t g = 0; g < grams; ++g) tok[static_cast<size_t>(g)] = static_cast<double>(pool[static_cast<size_t>(begin + g * k + j)]);
-        Var* sl = cv.op("expand_dims", {C::a("x", slice_axis(cv, xf, r - 1, d * j, d * j + len, r)), C::aints32("axes", {-1})});
+        Var* sl = cv.op("expand_dims", {C::arg("x", slice_axis(cv, xf, r - 1, d * j, d * j + len, r)), C::arg_ints32("axes", {-1})});
         Var* eq = cv.cast(binary(cv, "equal", sl, cv.c(Value::from_doubles(f32, {grams}, tok))), f32);
         match = match ? binary(cv, "mul", match, eq) : eq;
       }
-      Var* c = cv.op("reduce_sum", {C::a("x", match), C::aints32("axes", {r - 1}), C::abool("keep_dims", false)});  // [.., grams]
-      Var* part = cv.op("matmul", {C::a("x", r == 1 ? cv.op("expand_dims", {C::a("x", c), C::aints32("axes", {0})}) : c), C::a("y", tom)});
-      if (r == 1) part = cv.op("squeeze", {C::a("x", part), C::aints32("axes", {0})});
+      Var* c = cv.op("reduce_sum", {C::arg("x", match), C::arg_ints32("axes", {r - 1}), C::arg_bool("keep_dims", false)});  // [.., grams]
+      Var* part = cv.op("matmul", {C::arg("x", r == 1 ? cv.op("expand_dims", {C::arg("x", c), C::arg_ints32("axes", {0})}) : c), C::arg("y", tom)});
+      if (r == 1) part = cv.op("squeeze", {C::arg("x", part), C::arg_ints32("axes", {0})});
       y = y ? binary(cv, "add", y, part) : part;
     }
   }
@@ -939,7 +936,7 @@ Taps2 roi_taps(C& cv, Var* c, int64_t D) {
   DataType f32 = DataType::Float32;
   Var* valid = cv.cast(binary(cv, "logical_and", binary(cv, "greater_equal", c, fconst(cv, -1)), binary(cv, "less_equal", c, fconst(cv, static_cast<double>(D)))), f32);
   Var* y = binary(cv, "maximum", c, fconst(cv, 0));
-  Var* lo = cv.op("floor", {C::a("x", y)});
+  Var* lo = cv.op("floor", {C::arg("x", y)});
   Var* last = binary(cv, "greater_equal", lo, fconst(cv, static_cast<double>(D - 1)));
   lo = sel(cv, last, fconst(cv, static_cast<double>(D - 1)), lo);
   Var* hi = sel(cv, last, lo, binary(cv, "add", lo, fconst(cv, 1)));
@@ -954,11 +951,11 @@ void roi_align(C& cv, const NodeProto& n) {
   auto xs = C::static_shape(x), rs = C::static_shape(rois);
   if (!xs || !rs || xs->size() != 4 || rs->size() != 2 || (*rs)[1] != 4) cv.fail(n, "needs X [N, C, H, W] and rois [R, 4] of known shapes");
   int64_t R = (*rs)[0], Cc = (*xs)[1], H = (*xs)[2], W = (*xs)[3];
-  int64_t oh = C::ai(n, "output_height", 1), ow = C::ai(n, "output_width", 1), g = C::ai(n, "sampling_ratio", 0);
+  int64_t oh = C::attr_int(n, "output_height", 1), ow = C::attr_int(n, "output_width", 1), g = C::attr_int(n, "sampling_ratio", 0);
   if (g <= 0) cv.fail(n, "an adaptive sampling_ratio (0) depends on the boxes' values; give a positive one");
-  double scale = C::af(n, "spatial_scale", 1.0f);
-  bool half = C::as(n, "coordinate_transformation_mode", cv.opset >= 16 ? "half_pixel" : "output_half_pixel") == "half_pixel";
-  std::string mode = C::as(n, "mode", "avg");
+  double scale = C::attr_float(n, "spatial_scale", 1.0f);
+  bool half = C::attr_string(n, "coordinate_transformation_mode", cv.opset >= 16 ? "half_pixel" : "output_half_pixel") == "half_pixel";
+  std::string mode = C::attr_string(n, "mode", "avg");
   DataType f32 = DataType::Float32, i32 = DataType::Int32;
   auto col = [&](int64_t i) { return slice_axis(cv, rois, 1, i, i + 1, 2); };  // [R, 1]
   auto start_of = [&](int64_t i) { return binary(cv, "sub", binary(cv, "mul", col(i), fconst(cv, scale)), fconst(cv, half ? 0.5 : 0.0)); };
@@ -973,20 +970,20 @@ void roi_align(C& cv, const NodeProto& n) {
     return binary(cv, "add", start, binary(cv, "mul", bin, cv.c(Value::from_doubles(f32, {1, out * g}, k))));  // [R, S]
   };
   Taps2 ty = roi_taps(cv, samples(shh, rh, oh), H), tx = roi_taps(cv, samples(sw, rw, ow), W);
-  Var* xb = cv.op("gather", {C::a("x", cv.cast(x, f32)), C::a("indices", cv.cast(cv.in(n, 2), i32)), C::ai32("axis", 0)});  // [R, C, H, W]
+  Var* xb = cv.op("gather", {C::arg("x", cv.cast(x, f32)), C::arg("indices", cv.cast(cv.in(n, 2), i32)), C::arg_i32("axis", 0)});  // [R, C, H, W]
   int64_t Sy = oh * g, Sx = ow * g;
   auto rows = [&](Var* idx) {  // [R, C, Sy, W]
-    Var* i4 = cv.op("reshape", {C::a("x", idx), C::aints32("shape", {R, 1, Sy, 1})});
-    i4 = cv.op("tile", {C::a("x", i4), C::aints32("reps", {1, Cc, 1, W})});
-    return cv.op("gather_along_axis", {C::a("x", xb), C::a("indices", i4), C::ai32("axis", 2)});
+    Var* i4 = cv.op("reshape", {C::arg("x", idx), C::arg_ints32("shape", {R, 1, Sy, 1})});
+    i4 = cv.op("tile", {C::arg("x", i4), C::arg_ints32("reps", {1, Cc, 1, W})});
+    return cv.op("gather_along_axis", {C::arg("x", xb), C::arg("indices", i4), C::arg_i32("axis", 2)});
   };
   auto cols = [&](Var* v, Var* idx) {  // [R, C, Sy, Sx]
-    Var* i4 = cv.op("reshape", {C::a("x", idx), C::aints32("shape", {R, 1, 1, Sx})});
-    i4 = cv.op("tile", {C::a("x", i4), C::aints32("reps", {1, Cc, Sy, 1})});
-    return cv.op("gather_along_axis", {C::a("x", v), C::a("indices", i4), C::ai32("axis", 3)});
+    Var* i4 = cv.op("reshape", {C::arg("x", idx), C::arg_ints32("shape", {R, 1, 1, Sx})});
+    i4 = cv.op("tile", {C::arg("x", i4), C::arg_ints32("reps", {1, Cc, Sy, 1})});
+    return cv.op("gather_along_axis", {C::arg("x", v), C::arg("indices", i4), C::arg_i32("axis", 3)});
   };
-  auto wy = [&](Var* w) { return cv.op("reshape", {C::a("x", binary(cv, "mul", w, ty.valid)), C::aints32("shape", {R, 1, Sy, 1})}); };
-  auto wx = [&](Var* w) { return cv.op("reshape", {C::a("x", binary(cv, "mul", w, tx.valid)), C::aints32("shape", {R, 1, 1, Sx})}); };
+  auto wy = [&](Var* w) { return cv.op("reshape", {C::arg("x", binary(cv, "mul", w, ty.valid)), C::arg_ints32("shape", {R, 1, Sy, 1})}); };
+  auto wx = [&](Var* w) { return cv.op("reshape", {C::arg("x", binary(cv, "mul", w, tx.valid)), C::arg_ints32("shape", {R, 1, 1, Sx})}); };
   Var *rlo = rows(ty.lo), *rhi = rows(ty.hi);
   Var* corner[4] = {binary(cv, "mul", cols(rlo, tx.lo), binary(cv, "mul", wy(ty.wlo), wx(tx.wlo))),
                     binary(cv, "mul", cols(rlo, tx.hi), binary(cv, "mul", wy(ty.wlo), wx(tx.whi))),
@@ -1000,10 +997,10 @@ void roi_align(C& cv, const NodeProto& n) {
   } else {
     cv.fail(n, "mode must be avg or max");
   }
-  v = cv.op("reshape", {C::a("x", v), C::aints32("shape", {R, Cc, oh, g, ow, g})});
-  Var* y = mode == "avg" ? binary(cv, "real_div", cv.op("reduce_sum", {C::a("x", v), C::aints32("axes", {3, 5}), C::abool("keep_dims", false)}),
+  v = cv.op("reshape", {C::arg("x", v), C::arg_ints32("shape", {R, Cc, oh, g, ow, g})});
+  Var* y = mode == "avg" ? binary(cv, "real_div", cv.op("reduce_sum", {C::arg("x", v), C::arg_ints32("axes", {3, 5}), C::arg_bool("keep_dims", false)}),
                                   fconst(cv, static_cast<double>(g * g)))
-                         : cv.op("reduce_max", {C::a("x", v), C::aints32("axes", {3, 5}), C::abool("keep_dims", false)});
+                         : cv.op("reduce_max", {C::arg("x", v), C::arg_ints32("axes", {3, 5}), C::arg_bool("keep_dims", false)});
   cv.out(n, 0, cv.cast(y, C::dtype(x)));
 }
 
@@ -1017,14 +1014,14 @@ void deform_conv(C& cv, const NodeProto& n) {
   auto xs = C::static_shape(x), ws = C::static_shape(w), os = C::static_shape(off);
   if (!xs || !ws || !os || xs->size() != 4) cv.fail(n, "needs a 4-D input and the shapes of X, W and offset to be known");
   int64_t N = (*xs)[0], Ci = (*xs)[1], H = (*xs)[2], Wd = (*xs)[3], Co = (*ws)[0];
-  auto ks = C::aints(n, "kernel_shape", {(*ws)[2], (*ws)[3]});
-  auto st = C::aints(n, "strides", {1, 1}), dl = C::aints(n, "dilations", {1, 1}), pads = C::aints(n, "pads", {0, 0, 0, 0});
-  int64_t grp = C::ai(n, "group", 1), og = C::ai(n, "offset_group", 1);
+  auto ks = C::attr_ints(n, "kernel_shape", {(*ws)[2], (*ws)[3]});
+  auto st = C::attr_ints(n, "strides", {1, 1}), dl = C::attr_ints(n, "dilations", {1, 1}), pads = C::attr_ints(n, "pads", {0, 0, 0, 0});
+  int64_t grp = C::attr_int(n, "group", 1), og = C::attr_int(n, "offset_group", 1);
   int64_t kh = ks[0], kw = ks[1], oh = (*os)[2], ow = (*os)[3];
   if (Ci % og || Ci % grp || Co % grp || (*os)[1] != og * kh * kw * 2) cv.fail(n, "the channel, group and offset shapes do not match");
   int64_t K = kh * kw * oh * ow, Cg = Ci / og;
   DataType f32 = DataType::Float32, i32 = DataType::Int32;
-  Var* o7 = cv.op("reshape", {C::a("x", off), C::aints32("shape", {N, og, kh, kw, 2, oh, ow})});
+  Var* o7 = cv.op("reshape", {C::arg("x", off), C::arg_ints32("shape", {N, og, kh, kw, 2, oh, ow})});
   auto comp = [&](int64_t c, int64_t dim) {
     // base position of each tap and output: -pad + stride * o + dilation * k
     std::vector<double> base(static_cast<size_t>(K));
@@ -1034,17 +1031,17 @@ void deform_conv(C& cv, const NodeProto& n) {
           for (int64_t b = 0; b < ow; ++b)
             base[static_cast<size_t>(((i * kw + j) * oh + a) * ow + b)] =
                 dim == 0 ? static_cast<double>(-pads[0] + st[0] * a + dl[0] * i) : static_cast<double>(-pads[1] + st[1] * b + dl[1] * j);
-    Var* o = cv.op("reshape", {C::a("x", slice_axis(cv, o7, 4, c, c + 1, 7)), C::aints32("shape", {N, og, 1, K})});
+    Var* o = cv.op("reshape", {C::arg("x", slice_axis(cv, o7, 4, c, c + 1, 7)), C::arg_ints32("shape", {N, og, 1, K})});
     return binary(cv, "add", o, cv.c(Value::from_doubles(f32, {1, 1, 1, K}, base)));
   };
   Var* py = comp(0, 0);
   Var* px = comp(1, 1);
-  Var* fy = cv.op("floor", {C::a("x", py)});
-  Var* fx = cv.op("floor", {C::a("x", px)});
+  Var* fy = cv.op("floor", {C::arg("x", py)});
+  Var* fx = cv.op("floor", {C::arg("x", px)});
   Var* ly = binary(cv, "sub", py, fy);
   Var* lx = binary(cv, "sub", px, fx);
-  Var* mask = C::has(n, 4) ? cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 4), f32)), C::aints32("shape", {N, og, 1, K})}) : nullptr;
-  Var* xg = cv.op("reshape", {C::a("x", cv.cast(x, f32)), C::aints32("shape", {N, og, Cg, H * Wd})});
+  Var* mask = C::has(n, 4) ? cv.op("reshape", {C::arg("x", cv.cast(cv.in(n, 4), f32)), C::arg_ints32("shape", {N, og, 1, K})}) : nullptr;
+  Var* xg = cv.op("reshape", {C::arg("x", cv.cast(x, f32)), C::arg_ints32("shape", {N, og, Cg, H * Wd})});
   Var* acc = nullptr;
   for (int a = 0; a < 2; ++a)
     for (int b = 0; b < 2; ++b) {
@@ -1055,151 +1052,183 @@ void deform_conv(C& cv, const NodeProto& n) {
                        binary(cv, "logical_and", binary(cv, "greater_equal", ix, fconst(cv, 0)), binary(cv, "less", ix, fconst(cv, static_cast<double>(Wd)))));
       wgt = binary(cv, "mul", wgt, cv.cast(ok, f32));
       if (mask) wgt = binary(cv, "mul", wgt, mask);
-      Var* flat = binary(cv, "add", binary(cv, "mul", cv.op("clip", {C::a("x", iy), C::af32("alpha", 0), C::af32("beta", static_cast<double>(H - 1))}), fconst(cv, static_cast<double>(Wd))),
-                         cv.op("clip", {C::a("x", ix), C::af32("alpha", 0), C::af32("beta", static_cast<double>(Wd - 1))}));
-      Var* idx = cv.op("tile", {C::a("x", cv.cast(flat, i32)), C::aints32("reps", {1, 1, Cg, 1})});
-      Var* v = binary(cv, "mul", cv.op("gather_along_axis", {C::a("x", xg), C::a("indices", idx), C::ai32("axis", 3)}), wgt);  // [N, og, Cg, K]
+      Var* flat = binary(cv, "add", binary(cv, "mul", cv.op("clip", {C::arg("x", iy), C::arg_f32("alpha", 0), C::arg_f32("beta", static_cast<double>(H - 1))}), fconst(cv, static_cast<double>(Wd))),
+                         cv.op("clip", {C::arg("x", ix), C::arg_f32("alpha", 0), C::arg_f32("beta", static_cast<double>(Wd - 1))}));
+      Var* idx = cv.op("tile", {C::arg("x", cv.cast(flat, i32)), C::arg_ints32("reps", {1, 1, Cg, 1})});
+      Var* v = binary(cv, "mul", cv.op("gather_along_axis", {C::arg("x", xg), C::arg("indices", idx), C::arg_i32("axis", 3)}), wgt);  // [N, og, Cg, K]
       acc = acc ? binary(cv, "add", acc, v) : v;
     }
   // columns [N, group, (Ci / group) * kh * kw, oh * ow] against W [group, Co / group, (Ci / group) * kh * kw]
-  Var* cols = cv.op("reshape", {C::a("x", acc), C::aints32("shape", {N, grp, (Ci / grp) * kh * kw, oh * ow})});
-  Var* wm = cv.op("reshape", {C::a("x", cv.cast(w, f32)), C::aints32("shape", {grp, Co / grp, (Ci / grp) * kh * kw})});
-  Var* y = cv.op("matmul", {C::a("x", wm), C::a("y", cols)});  // [N, group, Co / group, oh * ow]
-  y = cv.op("reshape", {C::a("x", y), C::aints32("shape", {N, Co, oh, ow})});
-  if (C::has(n, 3)) y = binary(cv, "add", y, cv.op("reshape", {C::a("x", cv.cast(cv.in(n, 3), f32)), C::aints32("shape", {1, Co, 1, 1})}));
+  Var* cols = cv.op("reshape", {C::arg("x", acc), C::arg_ints32("shape", {N, grp, (Ci / grp) * kh * kw, oh * ow})});
+  Var* wm = cv.op("reshape", {C::arg("x", cv.cast(w, f32)), C::arg_ints32("shape", {grp, Co / grp, (Ci / grp) * kh * kw})});
+  Var* y = cv.op("matmul", {C::arg("x", wm), C::arg("y", cols)});  // [N, group, Co / group, oh * ow]
+  y = cv.op("reshape", {C::arg("x", y), C::arg_ints32("shape", {N, Co, oh, ow})});
+  if (C::has(n, 3)) y = binary(cv, "add", y, cv.op("reshape", {C::arg("x", cv.cast(cv.in(n, 3), f32)), C::arg_ints32("shape", {1, Co, 1, 1})}));
   cv.out(n, 0, cv.cast(y, C::dtype(x)));
 }
 
 }  // namespace
 
+namespace {
+
+void mel_weight_matrix(C& cv, const NodeProto& n) {
+  // a constant: triangular filters between mel-spaced bins (ONNX's reference arithmetic: the mel
+  // edges in fp32, the bins in double)
+  int64_t mels = cv.ints(n, 0, "num_mel_bins").at(0), dft = cv.ints(n, 1, "dft_length").at(0);
+  int64_t rate = cv.ints(n, 2, "sample_rate").at(0);
+  float lo = static_cast<float>(cv.doubles(n, 3, "lower_edge_hertz").at(0)), hi = static_cast<float>(cv.doubles(n, 4, "upper_edge_hertz").at(0));
+  if (mels <= 0 || dft <= 0 || rate <= 0) cv.fail(n, "num_mel_bins, dft_length and sample_rate must be positive");
+  auto mel = [](float hz) { return static_cast<float>(2595.0f * std::log1p(hz / 700.0f) / static_cast<float>(std::log(10.0))); };
+  float lm = mel(lo), hm = mel(hi);
+  float step = (hm - lm) / static_cast<float>(mels + 2);
+  std::vector<int64_t> bins(static_cast<size_t>(mels + 2));
+  for (int64_t i = 0; i < mels + 2; ++i) {
+    double f = static_cast<double>(i) * static_cast<double>(step) + static_cast<double>(lm);
+    f = 700.0 * std::expm1(f / 2595.0 * std::log(10.0));
+    bins[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * f / static_cast<double>(rate)));
+  }
+  int64_t nb = dft / 2 + 1;
+  std::vector<double> w(static_cast<size_t>(nb * mels), 0.0);
+  auto at = [&](int64_t j, int64_t i) -> double& {
+    if (j < 0 || j >= nb) cv.fail(n, "a mel bin falls outside the spectrogram bins");
+    return w[static_cast<size_t>(j * mels + i)];
+  };
+  for (int64_t i = 0; i < mels; ++i) {
+    int64_t l = bins[static_cast<size_t>(i)], c = bins[static_cast<size_t>(i + 1)], h = bins[static_cast<size_t>(i + 2)];
+    if (c == l) at(c, i) = 1;
+    else
+      for (int64_t j = l; j <= c; ++j) at(j, i) = static_cast<double>(j - l) / static_cast<double>(c - l);
+    if (h > c)
+      for (int64_t j = c; j < h; ++j) at(j, i) = static_cast<double>(h - j) / static_cast<double>(h - c);
+  }
+  auto dt = mil_dtype(static_cast<int>(C::attr_int(n, "output_datatype", onnx::TensorProto::FLOAT)));
+  if (!dt) cv.fail(n, "output_datatype is not supported");
+  cv.out_const(n, 0, Value::from_doubles(*dt, {nb, mels}, w));
+}
+
+// optional tensors: a present one is its tensor, an empty one a name without a value
+void optional(C& cv, const NodeProto& n) {
+  if (C::has(n, 0)) return cv.out(n, 0, cv.in(n, 0));
+  if (C::wants(n, 0)) cv.empty_optionals.insert(n.output(0));
+  // bound to nothing: reading it as a tensor fails below, OptionalHasElement gives false
+  cv.out_const(n, 0, Value::scalar_bool(false));
+}
+
+void optional_has_element(C& cv, const NodeProto& n) {
+  bool has = C::has(n, 0) && !cv.empty_optionals.count(n.input(0));
+  cv.out_const(n, 0, Value::scalar_bool(has));
+}
+
+void optional_get_element(C& cv, const NodeProto& n) {
+  if (!C::has(n, 0) || cv.empty_optionals.count(n.input(0))) cv.fail(n, "the optional is empty");
+  Var* x = cv.in(n, 0);
+  cv.out(n, 0, x);
+}
+
+void bitwise_and(C& cv, const NodeProto& n) { bitwise(cv, n, '&'); }
+
+void bitwise_or(C& cv, const NodeProto& n) { bitwise(cv, n, '|'); }
+
+void bitwise_xor(C& cv, const NodeProto& n) { bitwise(cv, n, '^'); }
+
+void bitwise_not(C& cv, const NodeProto& n) { bitwise(cv, n, '~'); }
+
+void reverse_sequence(C& cv, const NodeProto& n) {
+  cv.out(n, 0, cv.op("reverse_sequence", {C::arg("x", cv.in(n, 0)), C::arg("lengths", cv.cast(cv.in(n, 1), DataType::Int32)),
+                                          C::arg_i32("seq_axis", C::attr_int(n, "time_axis", 0)),
+                                          C::arg_i32("batch_axis", C::attr_int(n, "batch_axis", 1))}));
+}
+
+void mat_mul_integer(C& cv, const NodeProto& n) {
+  Var* y = cv.op("matmul", {C::arg("x", centered(cv, n, 0, 2, true)), C::arg("y", centered(cv, n, 1, 3, false))});
+  cv.out(n, 0, cv.cast(y, DataType::Int32));
+}
+
+void conv_integer(C& cv, const NodeProto& n) {
+  Var* x = centered(cv, n, 0, 2, false);
+  Var* w = cv.cast(cv.in(n, 1), DataType::Float32);
+  int r = cv.rank(n, w);
+  if (C::has(n, 3)) w = binary(cv, "sub", w, per_out_channel(cv, cv.cast(cv.in(n, 3), DataType::Float32), r));
+  cv.out(n, 0, cv.cast(cv.op("conv", conv_args(cv, n, x, w, static_cast<size_t>(r - 2))), DataType::Int32));
+}
+
+void q_linear_mat_mul(C& cv, const NodeProto& n) {
+  // the integer product exactly (fp32 holds it for 8-bit operands), scaled, rounded, clipped
+  Var* a = centered(cv, n, 0, 2, true);
+  Var* b = centered(cv, n, 3, 5, false);
+  Var* c = cv.op("matmul", {C::arg("x", a), C::arg("y", b)});
+  Var* s = binary(cv, "real_div", binary(cv, "mul", cv.cast(cv.in(n, 1), DataType::Float32), cv.cast(cv.in(n, 4), DataType::Float32)),
+                  cv.cast(cv.in(n, 6), DataType::Float32));
+  cv.out(n, 0, requantize(cv, n, binary(cv, "mul", c, s), 7));
+}
+
+void q_linear_conv(C& cv, const NodeProto& n) {
+  Var* x = centered(cv, n, 0, 2, false);
+  Var* w = cv.cast(cv.in(n, 3), DataType::Float32);
+  int r = cv.rank(n, w);
+  if (C::has(n, 5)) w = binary(cv, "sub", w, per_out_channel(cv, cv.cast(cv.in(n, 5), DataType::Float32), r));
+  Var* acc = cv.op("conv", conv_args(cv, n, x, w, static_cast<size_t>(r - 2)));
+  std::vector<int64_t> axes;
+  for (int i = 2; i < r; ++i) axes.push_back(i - 1);
+  if (C::has(n, 8)) acc = binary(cv, "add", acc, cv.op("expand_dims", {C::arg("x", cv.cast(cv.in(n, 8), DataType::Float32)), C::arg_ints32("axes", axes)}));
+  Var* ws = cv.cast(cv.in(n, 4), DataType::Float32);
+  auto wss = C::static_shape(ws);
+  if (wss && wss->size() == 1 && (*wss)[0] > 1) ws = cv.op("expand_dims", {C::arg("x", ws), C::arg_ints32("axes", axes)});
+  Var* s = binary(cv, "real_div", binary(cv, "mul", cv.cast(cv.in(n, 1), DataType::Float32), ws), cv.cast(cv.in(n, 6), DataType::Float32));
+  cv.out(n, 0, requantize(cv, n, binary(cv, "mul", acc, s), 7));
+}
+
+void dynamic_quantize_linear(C& cv, const NodeProto& n) {
+  Var* x = cv.cast(cv.in(n, 0), DataType::Float32);
+  int r = cv.rank(n, x);
+  std::vector<int64_t> all(static_cast<size_t>(r));
+  std::iota(all.begin(), all.end(), 0);
+  DataType f32 = DataType::Float32;
+  Var* mx = binary(cv, "maximum", cv.op("reduce_max", {C::arg("x", x), C::arg_ints32("axes", all), C::arg_bool("keep_dims", false)}), cv.cs(0, f32));
+  Var* mn = binary(cv, "minimum", cv.op("reduce_min", {C::arg("x", x), C::arg_ints32("axes", all), C::arg_bool("keep_dims", false)}), cv.cs(0, f32));
+  Var* range = binary(cv, "sub", mx, mn);
+  Var* scale = binary(cv, "real_div", sel(cv, binary(cv, "equal", range, cv.cs(0, f32)), cv.cs(1, f32), range), cv.cs(255, f32));
+  Var* zp = cv.op("round", {C::arg("x", cv.op("clip", {C::arg("x", binary(cv, "sub", cv.cs(0, f32), binary(cv, "real_div", mn, scale))),
+                                                     C::arg_f32("alpha", 0), C::arg_f32("beta", 255)}))});
+  Var* y = binary(cv, "add", cv.op("round", {C::arg("x", binary(cv, "real_div", x, scale))}), zp);
+  y = cv.op("clip", {C::arg("x", y), C::arg_f32("alpha", 0), C::arg_f32("beta", 255)});
+  cv.out(n, 0, cv.cast(y, DataType::Int32));
+  cv.out(n, 1, scale);
+  cv.out(n, 2, cv.cast(zp, DataType::Int32));
+}
+
+}  // namespace
+
 void register_more(OpTable& t) {
-  t["DeformConv"] = deform_conv;
-  t["RoiAlign"] = roi_align;
-  t["MelWeightMatrix"] = [](C& cv, const NodeProto& n) {
-    // a constant: triangular filters between mel-spaced bins (ONNX's reference arithmetic: the mel
-    // edges in fp32, the bins in double)
-    int64_t mels = cv.ints(n, 0, "num_mel_bins").at(0), dft = cv.ints(n, 1, "dft_length").at(0);
-    int64_t rate = cv.ints(n, 2, "sample_rate").at(0);
-    float lo = static_cast<float>(cv.doubles(n, 3, "lower_edge_hertz").at(0)), hi = static_cast<float>(cv.doubles(n, 4, "upper_edge_hertz").at(0));
-    if (mels <= 0 || dft <= 0 || rate <= 0) cv.fail(n, "num_mel_bins, dft_length and sample_rate must be positive");
-    auto mel = [](float hz) { return static_cast<float>(2595.0f * std::log1p(hz / 700.0f) / static_cast<float>(std::log(10.0))); };
-    float lm = mel(lo), hm = mel(hi);
-    float step = (hm - lm) / static_cast<float>(mels + 2);
-    std::vector<int64_t> bins(static_cast<size_t>(mels + 2));
-    for (int64_t i = 0; i < mels + 2; ++i) {
-      double f = static_cast<double>(i) * static_cast<double>(step) + static_cast<double>(lm);
-      f = 700.0 * std::expm1(f / 2595.0 * std::log(10.0));
-      bins[static_cast<size_t>(i)] = static_cast<int64_t>(std::floor(static_cast<double>(dft + 1) * f / static_cast<double>(rate)));
-    }
-    int64_t nb = dft / 2 + 1;
-    std::vector<double> w(static_cast<size_t>(nb * mels), 0.0);
-    auto at = [&](int64_t j, int64_t i) -> double& {
-      if (j < 0 || j >= nb) cv.fail(n, "a mel bin falls outside the spectrogram bins");
-      return w[static_cast<size_t>(j * mels + i)];
-    };
-    for (int64_t i = 0; i < mels; ++i) {
-      int64_t l = bins[static_cast<size_t>(i)], c = bins[static_cast<size_t>(i + 1)], h = bins[static_cast<size_t>(i + 2)];
-      if (c == l) at(c, i) = 1;
-      else
-        for (int64_t j = l; j <= c; ++j) at(j, i) = static_cast<double>(j - l) / static_cast<double>(c - l);
-      if (h > c)
-        for (int64_t j = c; j < h; ++j) at(j, i) = static_cast<double>(h - j) / static_cast<double>(h - c);
-    }
-    auto dt = mil_dtype(static_cast<int>(C::ai(n, "output_datatype", onnx::TensorProto::FLOAT)));
-    if (!dt) cv.fail(n, "output_datatype is not supported");
-    cv.out_const(n, 0, Value::from_doubles(*dt, {nb, mels}, w));
-  };
-  t["TfIdfVectorizer"] = tfidf;
-  t["Unique"] = unique;
-  // optional tensors: a present one is its tensor, an empty one a name without a value
-  t["Optional"] = [](C& cv, const NodeProto& n) {
-    if (C::has(n, 0)) return cv.out(n, 0, cv.in(n, 0));
-    if (C::wants(n, 0)) cv.empty_optionals.insert(n.output(0));
-    // bound to nothing: reading it as a tensor fails below, OptionalHasElement gives false
-    cv.out_const(n, 0, Value::scalar_bool(false));
-  };
-  t["OptionalHasElement"] = [](C& cv, const NodeProto& n) {
-    bool has = C::has(n, 0) && !cv.empty_optionals.count(n.input(0));
-    cv.out_const(n, 0, Value::scalar_bool(has));
-  };
-  t["OptionalGetElement"] = [](C& cv, const NodeProto& n) {
-    if (!C::has(n, 0) || cv.empty_optionals.count(n.input(0))) cv.fail(n, "the optional is empty");
-    Var* x = cv.in(n, 0);
-    cv.out(n, 0, x);
-  };
-  t["NonMaxSuppression"] = nms;
-  t["BitCast"] = bit_cast;
-  t["GridSample"] = grid_sample;
-  t["CumProd"] = cum_prod;
-  t["BitwiseAnd"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '&'); };
-  t["BitwiseOr"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '|'); };
-  t["BitwiseXor"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '^'); };
-  t["BitwiseNot"] = [](C& cv, const NodeProto& n) { bitwise(cv, n, '~'); };
-  t["Compress"] = compress;
-  t["ReverseSequence"] = [](C& cv, const NodeProto& n) {
-    cv.out(n, 0, cv.op("reverse_sequence", {C::a("x", cv.in(n, 0)), C::a("lengths", cv.cast(cv.in(n, 1), DataType::Int32)),
-                                            C::ai32("seq_axis", C::ai(n, "time_axis", 0)),
-                                            C::ai32("batch_axis", C::ai(n, "batch_axis", 1))}));
-  };
-  t["MaxUnpool"] = max_unpool;
-  t["Col2Im"] = col2im;
-  t["Det"] = det;
-  t["TensorScatter"] = tensor_scatter;
-  t["DFT"] = dft;
-  t["STFT"] = stft;
-  t["MatMulInteger"] = [](C& cv, const NodeProto& n) {
-    Var* y = cv.op("matmul", {C::a("x", centered(cv, n, 0, 2, true)), C::a("y", centered(cv, n, 1, 3, false))});
-    cv.out(n, 0, cv.cast(y, DataType::Int32));
-  };
-  t["ConvInteger"] = [](C& cv, const NodeProto& n) {
-    Var* x = centered(cv, n, 0, 2, false);
-    Var* w = cv.cast(cv.in(n, 1), DataType::Float32);
-    int r = cv.rank(n, w);
-    if (C::has(n, 3)) w = binary(cv, "sub", w, per_out_channel(cv, cv.cast(cv.in(n, 3), DataType::Float32), r));
-    cv.out(n, 0, cv.cast(cv.op("conv", conv_args(cv, n, x, w, static_cast<size_t>(r - 2))), DataType::Int32));
-  };
-  t["QLinearMatMul"] = [](C& cv, const NodeProto& n) {
-    // the integer product exactly (fp32 holds it for 8-bit operands), scaled, rounded, clipped
-    Var* a = centered(cv, n, 0, 2, true);
-    Var* b = centered(cv, n, 3, 5, false);
-    Var* c = cv.op("matmul", {C::a("x", a), C::a("y", b)});
-    Var* s = binary(cv, "real_div", binary(cv, "mul", cv.cast(cv.in(n, 1), DataType::Float32), cv.cast(cv.in(n, 4), DataType::Float32)),
-                    cv.cast(cv.in(n, 6), DataType::Float32));
-    cv.out(n, 0, requantize(cv, n, binary(cv, "mul", c, s), 7));
-  };
-  t["QLinearConv"] = [](C& cv, const NodeProto& n) {
-    Var* x = centered(cv, n, 0, 2, false);
-    Var* w = cv.cast(cv.in(n, 3), DataType::Float32);
-    int r = cv.rank(n, w);
-    if (C::has(n, 5)) w = binary(cv, "sub", w, per_out_channel(cv, cv.cast(cv.in(n, 5), DataType::Float32), r));
-    Var* acc = cv.op("conv", conv_args(cv, n, x, w, static_cast<size_t>(r - 2)));
-    std::vector<int64_t> axes;
-    for (int i = 2; i < r; ++i) axes.push_back(i - 1);
-    if (C::has(n, 8)) acc = binary(cv, "add", acc, cv.op("expand_dims", {C::a("x", cv.cast(cv.in(n, 8), DataType::Float32)), C::aints32("axes", axes)}));
-    Var* ws = cv.cast(cv.in(n, 4), DataType::Float32);
-    auto wss = C::static_shape(ws);
-    if (wss && wss->size() == 1 && (*wss)[0] > 1) ws = cv.op("expand_dims", {C::a("x", ws), C::aints32("axes", axes)});
-    Var* s = binary(cv, "real_div", binary(cv, "mul", cv.cast(cv.in(n, 1), DataType::Float32), ws), cv.cast(cv.in(n, 6), DataType::Float32));
-    cv.out(n, 0, requantize(cv, n, binary(cv, "mul", acc, s), 7));
-  };
-  t["DynamicQuantizeLinear"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.cast(cv.in(n, 0), DataType::Float32);
-    int r = cv.rank(n, x);
-    std::vector<int64_t> all(static_cast<size_t>(r));
-    std::iota(all.begin(), all.end(), 0);
-    DataType f32 = DataType::Float32;
-    Var* mx = binary(cv, "maximum", cv.op("reduce_max", {C::a("x", x), C::aints32("axes", all), C::abool("keep_dims", false)}), cv.cs(0, f32));
-    Var* mn = binary(cv, "minimum", cv.op("reduce_min", {C::a("x", x), C::aints32("axes", all), C::abool("keep_dims", false)}), cv.cs(0, f32));
-    Var* range = binary(cv, "sub", mx, mn);
-    Var* scale = binary(cv, "real_div", sel(cv, binary(cv, "equal", range, cv.cs(0, f32)), cv.cs(1, f32), range), cv.cs(255, f32));
-    Var* zp = cv.op("round", {C::a("x", cv.op("clip", {C::a("x", binary(cv, "sub", cv.cs(0, f32), binary(cv, "real_div", mn, scale))),
-                                                       C::af32("alpha", 0), C::af32("beta", 255)}))});
-    Var* y = binary(cv, "add", cv.op("round", {C::a("x", binary(cv, "real_div", x, scale))}), zp);
-    y = cv.op("clip", {C::a("x", y), C::af32("alpha", 0), C::af32("beta", 255)});
-    cv.out(n, 0, cv.cast(y, DataType::Int32));
-    cv.out(n, 1, scale);
-    cv.out(n, 2, cv.cast(zp, DataType::Int32));
-  };
+  t.on("DeformConv", 1, deform_conv);
+  t.on("RoiAlign", 1, roi_align);
+  t.on("MelWeightMatrix", 1, mel_weight_matrix);
+  t.on("TfIdfVectorizer", 1, tfidf);
+  t.on("Unique", 1, unique);
+  t.on("Optional", 1, optional);
+  t.on("OptionalHasElement", 1, optional_has_element);
+  t.on("OptionalGetElement", 1, optional_get_element);
+  t.on("NonMaxSuppression", 1, nms);
+  t.on("BitCast", 1, bit_cast);
+  t.on("GridSample", 1, grid_sample);
+  t.on("CumProd", 1, cum_prod);
+  t.on("BitwiseAnd", 1, bitwise_and);
+  t.on("BitwiseOr", 1, bitwise_or);
+  t.on("BitwiseXor", 1, bitwise_xor);
+  t.on("BitwiseNot", 1, bitwise_not);
+  t.on("Compress", 1, compress);
+  t.on("ReverseSequence", 1, reverse_sequence);
+  t.on("MaxUnpool", 1, max_unpool);
+  t.on("Col2Im", 1, col2im);
+  t.on("Det", 1, det);
+  t.on("TensorScatter", 1, tensor_scatter);
+  t.on("DFT", 1, dft);
+  t.on("STFT", 1, stft);
+  t.on("MatMulInteger", 1, mat_mul_integer);
+  t.on("ConvInteger", 1, conv_integer);
+  t.on("QLinearMatMul", 1, q_linear_mat_mul);
+  t.on("QLinearConv", 1, q_linear_conv);
+  t.on("DynamicQuantizeLinear", 1, dynamic_quantize_linear);
 }
 
 }  // namespace onnx_detail

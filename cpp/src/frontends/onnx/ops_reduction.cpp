@@ -5,30 +5,27 @@
 #include <limits>
 #include <numeric>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
 
-using onnx::NodeProto;
-using C = Converter;
-
 // `axes_input_since`: the opset from which axes are an input (13 for ReduceSum, 18 for the rest).
 void reduce(OpTable& t, const char* onnx, const char* mil, int64_t axes_input_since) {
-  t[onnx] = [mil, axes_input_since](C& cv, const NodeProto& n) {
+  t.on(onnx, 1, [mil, axes_input_since](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);
     int r = cv.rank(n, x);
     std::vector<int64_t> axes;
     if (cv.opset < axes_input_since) {
-      axes = C::aints(n, "axes");
+      axes = C::attr_ints(n, "axes");
     } else if (C::has(n, 1)) {
       axes = cv.ints(n, 1, "axes");
     }
-    bool keep = C::ai(n, "keepdims", 1) != 0;
+    bool keep = C::attr_int(n, "keepdims", 1) != 0;
     if (axes.empty()) {
-      if (C::ai(n, "noop_with_empty_axes", 0) != 0) return cv.out(n, 0, x);
+      if (C::attr_int(n, "noop_with_empty_axes", 0) != 0) return cv.out(n, 0, x);
       axes.resize(static_cast<size_t>(r));
       std::iota(axes.begin(), axes.end(), 0);
     }
@@ -55,7 +52,7 @@ void reduce(OpTable& t, const char* onnx, const char* mil, int64_t axes_input_si
         else if (!is_float(dt)) id = std::isinf(id) ? (id > 0 ? INT32_MAX : INT32_MIN) : id;
         Var* c = cv.c(is_float(dt) ? Value::from_doubles(dt, shape, std::vector<double>(static_cast<size_t>(num), id))
                                    : Value::from_ints(dt, shape, std::vector<int64_t>(static_cast<size_t>(num), static_cast<int64_t>(id))));
-        return cv.out(n, 0, cv.op("identity", {C::a("x", c)}));
+        return cv.out(n, 0, cv.op("identity", {C::arg("x", c)}));
       }
     }
     Var* in = x;
@@ -64,28 +61,28 @@ void reduce(OpTable& t, const char* onnx, const char* mil, int64_t axes_input_si
     if (is_int && (m == "reduce_mean" || m == "reduce_l2_norm" || m == "reduce_log_sum" || m == "reduce_log_sum_exp")) {
       in = cv.cast(x, DataType::Float32);
     }
-    Var* y = cv.op(m, {C::a("x", in), C::aints32("axes", axes), C::abool("keep_dims", keep)});
+    Var* y = cv.op(m, {C::arg("x", in), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", keep)});
     if (in != x) y = cv.cast(y, C::dtype(x));
     cv.out(n, 0, y);
-  };
+  });
 }
 
 void arg(OpTable& t, const char* onnx, const char* mil) {
-  t[onnx] = [mil](C& cv, const NodeProto& n) {
+  t.on(onnx, 1, [mil](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);
     int r = cv.rank(n, x);
-    int64_t ax = cv.axis(n, C::ai(n, "axis", 0), r);
-    bool keep = C::ai(n, "keepdims", 1) != 0;
-    if (C::ai(n, "select_last_index", 0) != 0) {
+    int64_t ax = cv.axis(n, C::attr_int(n, "axis", 0), r);
+    bool keep = C::attr_int(n, "keepdims", 1) != 0;
+    if (C::attr_int(n, "select_last_index", 0) != 0) {
       // the last index of the extreme: reverse the axis, take the first, map back
-      Var* rev = cv.op("reverse", {C::a("x", x), C::aints32("axes", {ax})});
-      Var* i = cv.op(mil, {C::a("x", rev), C::ai32("axis", ax), C::abool("keep_dims", keep)});
-      Var* dim = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", x)})), C::a("indices", Value::scalar_int(DataType::Int32, ax))});
-      Var* last = cv.op("sub", {C::a("x", dim), C::a("y", Value::scalar_int(DataType::Int32, 1))});
-      return cv.out(n, 0, cv.op("sub", {C::a("x", last), C::a("y", i)}));
+      Var* rev = cv.op("reverse", {C::arg("x", x), C::arg_ints32("axes", {ax})});
+      Var* i = cv.op(mil, {C::arg("x", rev), C::arg_i32("axis", ax), C::arg_bool("keep_dims", keep)});
+      Var* dim = cv.op("gather", {C::arg("x", cv.op("shape", {C::arg("x", x)})), C::arg("indices", Value::scalar_int(DataType::Int32, ax))});
+      Var* last = cv.op("sub", {C::arg("x", dim), C::arg("y", Value::scalar_int(DataType::Int32, 1))});
+      return cv.out(n, 0, cv.op("sub", {C::arg("x", last), C::arg("y", i)}));
     }
-    cv.out(n, 0, cv.op(mil, {C::a("x", x), C::ai32("axis", ax), C::abool("keep_dims", keep)}));
-  };
+    cv.out(n, 0, cv.op(mil, {C::arg("x", x), C::arg_i32("axis", ax), C::arg_bool("keep_dims", keep)}));
+  });
 }
 
 }  // namespace
@@ -104,7 +101,6 @@ void register_reduction(OpTable& t) {
   arg(t, "ArgMax", "reduce_argmax");
   arg(t, "ArgMin", "reduce_argmin");
 }
-
 
 }  // namespace onnx_detail
 }  // namespace milkit

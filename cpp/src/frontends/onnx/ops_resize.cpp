@@ -2,15 +2,12 @@
 #include <algorithm>
 #include <cmath>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-using onnx::NodeProto;
-using C = Converter;
 
 // The source coordinate of output index i along one axis (ONNX's coordinate_transformation_mode).
 double source_coord(const std::string& mode, int64_t i, int64_t in, int64_t out, double scale, double roi_lo,
@@ -58,9 +55,9 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
   bool interp = mode != "nearest";
   Var* y = interp && !is_float(dt) ? cv.cast(x, DataType::Float32) : x;
   DataType ft = C::dtype(y);
-  double a = C::af(n, "cubic_coeff_a", -0.75f);
-  bool exclude = C::ai(n, "exclude_outside", 0) != 0;
-  double extrapolation = C::af(n, "extrapolation_value", 0.0f);
+  double a = C::attr_float(n, "cubic_coeff_a", -0.75f);
+  bool exclude = C::attr_int(n, "exclude_outside", 0) != 0;
+  double extrapolation = C::attr_float(n, "extrapolation_value", 0.0f);
   int r = static_cast<int>(in.size());
   for (int ax = 0; ax < r; ++ax) {
     int64_t L = in[ax], M = out[ax];
@@ -69,7 +66,7 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
     if (L == M && s == 1.0 && coord != "tf_crop_and_resize") continue;
     int taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
     // antialiased downsampling: the kernel stretched by 1 / scale (more taps, ONNX's reference)
-    bool aa = C::ai(n, "antialias", 0) != 0 && mode != "nearest" && s < 1.0;
+    bool aa = C::attr_int(n, "antialias", 0) != 0 && mode != "nearest" && s < 1.0;
     if (aa) taps = static_cast<int>(2 - 2 * (std::floor((mode == "linear" ? -1.0 : -2.0) / s) + 1));
     std::vector<std::vector<int64_t>> idx(static_cast<size_t>(taps), std::vector<int64_t>(static_cast<size_t>(M)));
     std::vector<std::vector<double>> w(static_cast<size_t>(taps), std::vector<double>(static_cast<size_t>(M), 0.0));
@@ -125,20 +122,20 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
     wshape[static_cast<size_t>(ax)] = M;
     Var* acc = nullptr;
     for (int k = 0; k < taps; ++k) {
-      Var* g = cv.op("gather", {C::a("x", y), C::a("indices", Value::int_list(idx[static_cast<size_t>(k)])), C::ai32("axis", ax)});
-      if (taps > 1) g = cv.op("mul", {C::a("x", g), C::a("y", Value::from_doubles(ft, wshape, w[static_cast<size_t>(k)]))});
-      acc = acc ? cv.op("add", {C::a("x", acc), C::a("y", g)}) : g;
+      Var* g = cv.op("gather", {C::arg("x", y), C::arg("indices", Value::int_list(idx[static_cast<size_t>(k)])), C::arg_i32("axis", ax)});
+      if (taps > 1) g = cv.op("mul", {C::arg("x", g), C::arg("y", Value::from_doubles(ft, wshape, w[static_cast<size_t>(k)]))});
+      acc = acc ? cv.op("add", {C::arg("x", acc), C::arg("y", g)}) : g;
     }
     if (std::any_of(outside.begin(), outside.end(), [](int64_t v) { return v != 0; })) {
       Var* mask = cv.c(Value::from_ints(DataType::Bool, wshape, outside));
       Value ev = is_float(C::dtype(acc)) ? Value::scalar_float(C::dtype(acc), extrapolation) : Value::scalar_int(C::dtype(acc), static_cast<int64_t>(extrapolation));
-      acc = cv.op("select", {C::a("cond", mask), C::a("a", ev), C::a("b", acc)});
+      acc = cv.op("select", {C::arg("cond", mask), C::arg("a", ev), C::arg("b", acc)});
     }
     y = acc;
   }
-  if (y == x) y = cv.op("identity", {C::a("x", x)});
+  if (y == x) y = cv.op("identity", {C::arg("x", x)});
   if (C::dtype(y) != dt) {
-    if (!is_float(dt)) y = cv.op("round", {C::a("x", y)});
+    if (!is_float(dt)) y = cv.op("round", {C::arg("x", y)});
     y = cv.cast(y, dt);
   }
   return y;
@@ -148,7 +145,7 @@ void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales, std::
             const std::string& mode, std::string coord, const std::string& nearest_mode, std::vector<double> roi) {
   int r = cv.rank(n, x);
   auto xs = C::static_shape(x);
-  auto axes = C::aints(n, "axes");
+  auto axes = C::attr_ints(n, "axes");
   for (auto& a : axes) a = cv.axis(n, a, r);
   // scales / sizes / roi given for `axes` only: spread them over every dim
   auto spread = [&](auto v, auto fill) {
@@ -181,13 +178,13 @@ void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales, std::
     if (mode == "nearest" && r == 4 && !scales.empty() && scales[0] == 1 && scales[1] == 1 &&
         scales[2] == std::floor(scales[2]) && scales[3] == std::floor(scales[3]) &&
         (coord == "asymmetric" || nearest_mode == "floor"))
-      return cv.out(n, 0, cv.op("upsample_nearest_neighbor", {C::a("x", x), C::ai32("scale_factor_height", static_cast<int64_t>(scales[2])),
-                                                                C::ai32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
+      return cv.out(n, 0, cv.op("upsample_nearest_neighbor", {C::arg("x", x), C::arg_i32("scale_factor_height", static_cast<int64_t>(scales[2])),
+                                                                C::arg_i32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
     cv.fail(n, "resizing needs the input's shape to be known");
   }
   std::vector<int64_t> out(static_cast<size_t>(r));
   if (!sizes.empty()) {
-    std::string policy = C::as(n, "keep_aspect_ratio_policy", "stretch");
+    std::string policy = C::attr_string(n, "keep_aspect_ratio_policy", "stretch");
     scales.assign(static_cast<size_t>(r), 1.0);
     if (policy == "stretch") {
       for (int i = 0; i < r; ++i) scales[static_cast<size_t>(i)] = static_cast<double>(sizes[static_cast<size_t>(i)]) / (*xs)[static_cast<size_t>(i)];
@@ -214,43 +211,51 @@ void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales, std::
                 out[2] == (*xs)[2] * static_cast<int64_t>(scales[2]) && out[3] == (*xs)[3] * static_cast<int64_t>(scales[3]);
   if (mode == "nearest" && int_up && is_float(C::dtype(x)) &&
       (coord == "asymmetric" && (nearest_mode == "floor" || scales[2] == 1)))
-    return cv.out(n, 0, cv.op("upsample_nearest_neighbor", {C::a("x", x), C::ai32("scale_factor_height", static_cast<int64_t>(scales[2])),
-                                                              C::ai32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
+    return cv.out(n, 0, cv.op("upsample_nearest_neighbor", {C::arg("x", x), C::arg_i32("scale_factor_height", static_cast<int64_t>(scales[2])),
+                                                              C::arg_i32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
   if (mode != "nearest" && mode != "linear" && mode != "cubic") cv.fail(n, "mode '" + mode + "' is not supported");
   cv.out(n, 0, resize_general(cv, n, x, *xs, out, scales, mode, coord, nearest_mode, roi));
 }
 
 }  // namespace
 
+namespace {
+
+void resize_op(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  std::string mode = C::attr_string(n, "mode", "nearest");
+  std::string coord = C::attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  std::string nm = C::attr_string(n, "nearest_mode", "round_prefer_floor");
+  std::vector<double> scales, roi;
+  std::vector<int64_t> sizes;
+  if (cv.opset < 11) {
+    scales = cv.doubles(n, 1, "scales");
+    coord = "asymmetric";
+    nm = "floor";
+  } else {
+    if (coord == "tf_crop_and_resize") roi = cv.doubles(n, 1, "roi");
+    if (C::has(n, 3)) sizes = cv.ints(n, 3, "sizes");
+    else if (C::has(n, 2)) scales = cv.doubles(n, 2, "scales");
+    if (scales.empty() && sizes.empty()) cv.fail(n, "needs scales or sizes");
+  }
+  resize(cv, n, x, scales, sizes, mode, coord, nm, roi);
+}
+
+void upsample(C& cv, const NodeProto& n) {
+  std::vector<double> scales;
+  if (cv.opset < 9) {
+    for (float f : C::attr_floats(n, "scales")) scales.push_back(f);
+  } else {
+    scales = cv.doubles(n, 1, "scales");
+  }
+  resize(cv, n, cv.in(n, 0), scales, {}, C::attr_string(n, "mode", "nearest"), "asymmetric", "floor", {});
+}
+
+}  // namespace
+
 void register_resize(OpTable& t) {
-  t["Resize"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    std::string mode = C::as(n, "mode", "nearest");
-    std::string coord = C::as(n, "coordinate_transformation_mode", "half_pixel");
-    std::string nm = C::as(n, "nearest_mode", "round_prefer_floor");
-    std::vector<double> scales, roi;
-    std::vector<int64_t> sizes;
-    if (cv.opset < 11) {
-      scales = cv.doubles(n, 1, "scales");
-      coord = "asymmetric";
-      nm = "floor";
-    } else {
-      if (coord == "tf_crop_and_resize") roi = cv.doubles(n, 1, "roi");
-      if (C::has(n, 3)) sizes = cv.ints(n, 3, "sizes");
-      else if (C::has(n, 2)) scales = cv.doubles(n, 2, "scales");
-      if (scales.empty() && sizes.empty()) cv.fail(n, "needs scales or sizes");
-    }
-    resize(cv, n, x, scales, sizes, mode, coord, nm, roi);
-  };
-  t["Upsample"] = [](C& cv, const NodeProto& n) {
-    std::vector<double> scales;
-    if (cv.opset < 9) {
-      for (float f : C::afloats(n, "scales")) scales.push_back(f);
-    } else {
-      scales = cv.doubles(n, 1, "scales");
-    }
-    resize(cv, n, cv.in(n, 0), scales, {}, C::as(n, "mode", "nearest"), "asymmetric", "floor", {});
-  };
+  t.on("Resize", 1, resize_op);
+  t.on("Upsample", 1, upsample);
 }
 
 }  // namespace onnx_detail

@@ -3,15 +3,12 @@
 #include <algorithm>
 #include <cctype>
 
-#include "converter.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-using onnx::NodeProto;
-using C = Converter;
 
 // Row blocks of a [gates * H, ...] value in another order.
 Value reorder(const Value& v, int64_t gates, const std::vector<int>& order) {
@@ -62,12 +59,12 @@ struct Common {
 
 Common common(C& cv, const NodeProto& n) {
   Common c;
-  c.direction = C::as(n, "direction", "forward");
+  c.direction = C::attr_string(n, "direction", "forward");
   c.dirs = c.direction == "bidirectional" ? 2 : 1;
-  c.hidden = C::ai(n, "hidden_size", 0);
-  c.batch_first = C::ai(n, "layout", 0) != 0;
+  c.hidden = C::attr_int(n, "hidden_size", 0);
+  c.batch_first = C::attr_int(n, "layout", 0) != 0;
   c.x = cv.in(n, 0);
-  if (c.batch_first) c.x = cv.op("transpose", {C::a("x", c.x), C::aints32("perm", {1, 0, 2})});
+  if (c.batch_first) c.x = cv.op("transpose", {C::arg("x", c.x), C::arg_ints32("perm", {1, 0, 2})});
   if (C::has(n, 4)) {
     // sequence_lens: only when every sequence has the full length
     const Value* sl = cv.value(n, 4);
@@ -76,7 +73,7 @@ Common common(C& cv, const NodeProto& n) {
     for (auto v : sl->to_ints())
       if (v != (*xs)[0]) cv.fail(n, "sequences of different lengths (sequence_lens) are not supported");
   }
-  if (C::ai(n, "input_forget", 0) != 0) cv.fail(n, "input_forget is not supported");
+  if (C::attr_int(n, "input_forget", 0) != 0) cv.fail(n, "input_forget is not supported");
   return c;
 }
 
@@ -84,41 +81,41 @@ Common common(C& cv, const NodeProto& n) {
 Var* initial(C& cv, const NodeProto& n, int idx, const Common& c, int64_t d) {
   if (!C::has(n, idx)) {
     // zeros of [B, H]: B from x at run time
-    Var* xs = cv.op("shape", {C::a("x", c.x)});
-    Var* b = cv.op("slice_by_index", {C::a("x", xs), C::aints32("begin", {1}), C::aints32("end", {2})});
+    Var* xs = cv.op("shape", {C::arg("x", c.x)});
+    Var* b = cv.op("slice_by_index", {C::arg("x", xs), C::arg_ints32("begin", {1}), C::arg_ints32("end", {2})});
     Arg v{"values", {ArgItem{b, nullptr}, ArgItem{cv.ci({c.hidden}), nullptr}}, true};
-    return cv.op("fill", {C::a("shape", cv.op("concat", {v, C::ai32("axis", 0)})), C::a("value", Value::scalar_float(C::dtype(c.x), 0))});
+    return cv.op("fill", {C::arg("shape", cv.op("concat", {v, C::arg_i32("axis", 0)})), C::arg("value", Value::scalar_float(C::dtype(c.x), 0))});
   }
   Var* h = cv.in(n, idx);
   int axis = c.batch_first ? 1 : 0;
-  Var* s = cv.op("slice_by_index", {C::a("x", h), C::aints32("begin", {axis == 0 ? d : 0, axis == 1 ? d : 0, 0}),
-                                    C::aints32("end", {axis == 0 ? d + 1 : 0, axis == 1 ? d + 1 : 0, 0}),
-                                    C::a("end_mask", Value::from_ints(DataType::Bool, {3}, {axis != 0, axis != 1, 1}))});
-  return cv.op("squeeze", {C::a("x", s), C::aints32("axes", {axis})});
+  Var* s = cv.op("slice_by_index", {C::arg("x", h), C::arg_ints32("begin", {axis == 0 ? d : 0, axis == 1 ? d : 0, 0}),
+                                    C::arg_ints32("end", {axis == 0 ? d + 1 : 0, axis == 1 ? d + 1 : 0, 0}),
+                                    C::arg("end_mask", Value::from_ints(DataType::Bool, {3}, {axis != 0, axis != 1, 1}))});
+  return cv.op("squeeze", {C::arg("x", s), C::arg_ints32("axes", {axis})});
 }
 
 // MIL [s, B, H] per direction -> ONNX Y [s, dirs, B, H] (or [B, s, dirs, H]).
 void outputs(C& cv, const NodeProto& n, const Common& c, const std::vector<Var*>& ys, const std::vector<Var*>& hs,
              const std::vector<Var*>& cs) {
   auto stack = [&](const std::vector<Var*>& v, int64_t axis) {
-    if (v.size() == 1) return cv.op("expand_dims", {C::a("x", v[0]), C::aints32("axes", {axis})});
+    if (v.size() == 1) return cv.op("expand_dims", {C::arg("x", v[0]), C::arg_ints32("axes", {axis})});
     Arg a{"values", {}, true};
-    for (Var* x : v) a.items.push_back(ArgItem{cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {axis})}), nullptr});
-    return cv.op("concat", {a, C::ai32("axis", axis)});
+    for (Var* x : v) a.items.push_back(ArgItem{cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", {axis})}), nullptr});
+    return cv.op("concat", {a, C::arg_i32("axis", axis)});
   };
   if (C::wants(n, 0)) {
     Var* y = stack(ys, 1);  // [s, dirs, B, H]
-    if (c.batch_first) y = cv.op("transpose", {C::a("x", y), C::aints32("perm", {2, 0, 1, 3})});
+    if (c.batch_first) y = cv.op("transpose", {C::arg("x", y), C::arg_ints32("perm", {2, 0, 1, 3})});
     cv.out(n, 0, y);
   }
   if (C::wants(n, 1)) {
     Var* h = stack(hs, 0);
-    if (c.batch_first) h = cv.op("transpose", {C::a("x", h), C::aints32("perm", {1, 0, 2})});
+    if (c.batch_first) h = cv.op("transpose", {C::arg("x", h), C::arg_ints32("perm", {1, 0, 2})});
     cv.out(n, 1, h);
   }
   if (!cs.empty() && C::wants(n, 2)) {
     Var* cc = stack(cs, 0);
-    if (c.batch_first) cc = cv.op("transpose", {C::a("x", cc), C::aints32("perm", {1, 0, 2})});
+    if (c.batch_first) cc = cv.op("transpose", {C::arg("x", cc), C::arg_ints32("perm", {1, 0, 2})});
     cv.out(n, 2, cc);
   }
 }
@@ -136,10 +133,10 @@ void rnn_like(C& cv, const NodeProto& n, const char* kind) {
   const Value& W = need(cv, n, 1, "W");
   const Value& R = need(cv, n, 2, "R");
   if (c.hidden <= 0) c.hidden = R.shape().back();
-  auto acts_attr = C::afloats(n, "activation_alpha");
+  auto acts_attr = C::attr_floats(n, "activation_alpha");
   (void)acts_attr;
   std::vector<std::string> acts;
-  if (auto* a = C::attr(n, "activations"))
+  if (auto* a = C::find_attr(n, "activations"))
     for (auto& s : a->strings()) acts.push_back(act_name(cv, n, s));
   std::vector<int> order = k == "lstm" ? std::vector<int>{0, 2, 1, 3} : k == "gru" ? std::vector<int>{1, 2, 0} : std::vector<int>{0};
   std::vector<Var*> ys, hs, cs;
@@ -157,43 +154,43 @@ void rnn_like(C& cv, const NodeProto& n, const char* kind) {
     size_t nacts = k == "lstm" ? 3 : k == "gru" ? 2 : 1;
     std::vector<std::string> a(acts.begin() + std::min(acts.size(), static_cast<size_t>(d) * nacts),
                                acts.begin() + std::min(acts.size(), static_cast<size_t>(d + 1) * nacts));
-    std::vector<Arg> args = {C::a("x", c.x), C::a("initial_h", initial(cv, n, k == "lstm" ? 5 : 5, c, d))};
-    if (k == "lstm") args.push_back(C::a("initial_c", initial(cv, n, 6, c, d)));
-    args.push_back(C::a("weight_ih", w));
-    args.push_back(C::a("weight_hh", r));
-    bool reset_after = k == "gru" && C::ai(n, "linear_before_reset", 0) != 0;
+    std::vector<Arg> args = {C::arg("x", c.x), C::arg("initial_h", initial(cv, n, k == "lstm" ? 5 : 5, c, d))};
+    if (k == "lstm") args.push_back(C::arg("initial_c", initial(cv, n, 6, c, d)));
+    args.push_back(C::arg("weight_ih", w));
+    args.push_back(C::arg("weight_hh", r));
+    bool reset_after = k == "gru" && C::attr_int(n, "linear_before_reset", 0) != 0;
     if (reset_after) {
-      args.push_back(C::a("bias", rb));
-      args.push_back(C::a("input_bias", wb));
-      args.push_back(C::abool("reset_after", true));
+      args.push_back(C::arg("bias", rb));
+      args.push_back(C::arg("input_bias", wb));
+      args.push_back(C::arg_bool("reset_after", true));
     } else {
-      args.push_back(C::a("bias", add(wb, rb)));
+      args.push_back(C::arg("bias", add(wb, rb)));
     }
     if (k == "lstm" && C::has(n, 7)) {
       Value p = slice0(need(cv, n, 7, "P"), d);
-      args.push_back(C::a("peephole", reorder(p, 3, {0, 2, 1}).cast(dt)));
+      args.push_back(C::arg("peephole", reorder(p, 3, {0, 2, 1}).cast(dt)));
     }
-    args.push_back(C::astr("direction", dir));
-    args.push_back(C::abool("output_sequence", true));
+    args.push_back(C::arg_str("direction", dir));
+    args.push_back(C::arg_bool("output_sequence", true));
     if (k == "lstm") {
       if (a.size() == 3) {
-        args.push_back(C::astr("recurrent_activation", a[0]));
-        args.push_back(C::astr("cell_activation", a[1]));
-        args.push_back(C::astr("activation", a[2]));
+        args.push_back(C::arg_str("recurrent_activation", a[0]));
+        args.push_back(C::arg_str("cell_activation", a[1]));
+        args.push_back(C::arg_str("activation", a[2]));
       }
-      if (C::attr(n, "clip")) args.push_back(C::a("clip", Value::scalar_float(dt, C::af(n, "clip", 0))));
+      if (C::find_attr(n, "clip")) args.push_back(C::arg("clip", Value::scalar_float(dt, C::attr_float(n, "clip", 0))));
     } else if (k == "gru") {
       if (a.size() == 2) {
-        args.push_back(C::astr("recurrent_activation", a[0]));
-        args.push_back(C::astr("activation", a[1]));
+        args.push_back(C::arg_str("recurrent_activation", a[0]));
+        args.push_back(C::arg_str("activation", a[1]));
       }
     } else if (a.size() == 1) {
-      args.push_back(C::astr("activation", a[0]));
+      args.push_back(C::arg_str("activation", a[0]));
     }
     auto outs = cv.ops(k, std::move(args));
     Var* y = outs[0];
     // MIL lists a reverse layer's outputs in processing order; ONNX aligns them with the input
-    if (dir == "reverse") y = cv.op("reverse", {C::a("x", y), C::aints32("axes", {0})});
+    if (dir == "reverse") y = cv.op("reverse", {C::arg("x", y), C::arg_ints32("axes", {0})});
     ys.push_back(y);
     hs.push_back(outs[1]);
     if (k == "lstm") cs.push_back(outs[2]);
@@ -203,10 +200,20 @@ void rnn_like(C& cv, const NodeProto& n, const char* kind) {
 
 }  // namespace
 
+namespace {
+
+void lstm(C& cv, const NodeProto& n) { rnn_like(cv, n, "lstm"); }
+
+void gru(C& cv, const NodeProto& n) { rnn_like(cv, n, "gru"); }
+
+void rnn(C& cv, const NodeProto& n) { rnn_like(cv, n, "rnn"); }
+
+}  // namespace
+
 void register_sequence_rnn(OpTable& t) {
-  t["LSTM"] = [](C& cv, const NodeProto& n) { rnn_like(cv, n, "lstm"); };
-  t["GRU"] = [](C& cv, const NodeProto& n) { rnn_like(cv, n, "gru"); };
-  t["RNN"] = [](C& cv, const NodeProto& n) { rnn_like(cv, n, "rnn"); };
+  t.on("LSTM", 1, lstm);
+  t.on("GRU", 1, gru);
+  t.on("RNN", 1, rnn);
 }
 
 }  // namespace onnx_detail

@@ -5,32 +5,26 @@
 #include <cstring>
 #include <numeric>
 
-#include "converter.h"
-#include "milkit/types/error.h"
+#include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
 
-using onnx::NodeProto;
-using C = Converter;
-
-Var* binary(C& cv, const char* type, Var* x, Var* y) { return cv.op(type, {C::a("x", x), C::a("y", y)}); }
-
 // A rank-1 int32 var from pieces: known ints or (dynamic) rank-1 int32 vars.
 Var* concat_ints(C& cv, const std::vector<Var*>& pieces) {
   if (pieces.size() == 1) return pieces[0];
   Arg values{"values", {}, true};
   for (Var* p : pieces) values.items.push_back(ArgItem{p, nullptr});
-  return cv.op("concat", {values, C::ai32("axis", 0)});
+  return cv.op("concat", {values, C::arg_i32("axis", 0)});
 }
 
 // Axes given as an attribute (before `input_since`) or as input `idx`.
 std::optional<std::vector<int64_t>> axes_of(C& cv, const NodeProto& n, int64_t input_since, int idx) {
   if (cv.opset < input_since) {
-    if (!C::attr(n, "axes")) return std::nullopt;
-    return C::aints(n, "axes");
+    if (!C::find_attr(n, "axes")) return std::nullopt;
+    return C::attr_ints(n, "axes");
   }
   if (!C::has(n, idx)) return std::nullopt;
   return cv.ints(n, idx, "axes");
@@ -40,36 +34,36 @@ void reshape(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   std::vector<int64_t> shape;
   if (cv.opset < 5) {
-    shape = C::aints(n, "shape");
+    shape = C::attr_ints(n, "shape");
   } else {
     const Value* sv = cv.value(n, 1);
     // MIL's reshape reads a 0 as "copy the dim": an allowzero 0 (an empty output) needs the shape
-    if (!sv && C::ai(n, "allowzero", 0) != 0) cv.ints(n, 1, "shape (with allowzero)");  // throws: not known
+    if (!sv && C::attr_int(n, "allowzero", 0) != 0) cv.ints(n, 1, "shape (with allowzero)");  // throws: not known
     if (!sv) {
       // a computed shape (often symbolic): MIL's reshape takes it, with ONNX's 0 ("copy the
       // input's dim") made explicit unless allowzero
       Var* s = cv.cast(cv.in(n, 1), DataType::Int32);
       auto ss = C::static_shape(s);
       bool maybe_zero = !(s->value() && !s->value()->is_symbolic());
-      if (maybe_zero && C::ai(n, "allowzero", 0) == 0 && ss && ss->size() == 1 && x->type()->has_rank() &&
+      if (maybe_zero && C::attr_int(n, "allowzero", 0) == 0 && ss && ss->size() == 1 && x->type()->has_rank() &&
           !s->value()) {
         int64_t len = (*ss)[0], xr = x->type()->rank();
-        Var* xs = cv.op("shape", {C::a("x", x)});
+        Var* xs = cv.op("shape", {C::arg("x", x)});
         if (len < xr) {
-          xs = cv.op("slice_by_index", {C::a("x", xs), C::aints32("begin", {0}), C::aints32("end", {len})});
+          xs = cv.op("slice_by_index", {C::arg("x", xs), C::arg_ints32("begin", {0}), C::arg_ints32("end", {len})});
         } else if (len > xr) {  // a 0 past the input's rank stays 0
           Arg v{"values", {ArgItem{xs, nullptr}, ArgItem{cv.ci(std::vector<int64_t>(static_cast<size_t>(len - xr), 0)), nullptr}}, true};
-          xs = cv.op("concat", {v, C::ai32("axis", 0)});
+          xs = cv.op("concat", {v, C::arg_i32("axis", 0)});
         }
-        Var* zero = cv.op("equal", {C::a("x", s), C::a("y", Value::scalar_int(DataType::Int32, 0))});
-        s = cv.op("select", {C::a("cond", zero), C::a("a", xs), C::a("b", s)});
+        Var* zero = cv.op("equal", {C::arg("x", s), C::arg("y", Value::scalar_int(DataType::Int32, 0))});
+        s = cv.op("select", {C::arg("cond", zero), C::arg("a", xs), C::arg("b", s)});
       }
-      cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::a("shape", s)}));
+      cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg("shape", s)}));
       return;
     }
     shape = sv->to_ints();
   }
-  bool allowzero = C::ai(n, "allowzero", 0) != 0;
+  bool allowzero = C::attr_int(n, "allowzero", 0) != 0;
   const auto& xs = C::shape(x);
   std::vector<Var*> pieces;
   bool dynamic = false;
@@ -82,9 +76,9 @@ void reshape(C& cv, const NodeProto& n) {
         run.push_back(xs[i]->value());
       } else {
         if (!run.empty()) pieces.push_back(cv.ci(run)), run.clear();
-        Var* s = cv.op("shape", {C::a("x", x)});
-        pieces.push_back(cv.op("slice_by_index", {C::a("x", s), C::aints32("begin", {static_cast<int64_t>(i)}),
-                                                   C::aints32("end", {static_cast<int64_t>(i + 1)})}));
+        Var* s = cv.op("shape", {C::arg("x", x)});
+        pieces.push_back(cv.op("slice_by_index", {C::arg("x", s), C::arg_ints32("begin", {static_cast<int64_t>(i)}),
+                                                   C::arg_ints32("end", {static_cast<int64_t>(i + 1)})}));
         dynamic = true;
       }
     } else {
@@ -100,30 +94,30 @@ void reshape(C& cv, const NodeProto& n) {
       cv.out(n, 0, cv.c(Value::from_doubles(C::dtype(x), run, {})));
       return;
     }
-    cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::aints32("shape", run)}));
+    cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", run)}));
     return;
   }
   if (!run.empty()) pieces.push_back(cv.ci(run));
-  cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::a("shape", concat_ints(cv, pieces))}));
+  cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg("shape", concat_ints(cv, pieces))}));
 }
 
 void flatten(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
-  int64_t ax = C::ai(n, "axis", 1);
+  int64_t ax = C::attr_int(n, "axis", 1);
   if (ax < 0) ax += r;
-  if (ax < 0 || ax > r) cv.fail(n, "axis " + std::to_string(C::ai(n, "axis", 1)) + " is out of range for rank " + std::to_string(r));
+  if (ax < 0 || ax > r) cv.fail(n, "axis " + std::to_string(C::attr_int(n, "axis", 1)) + " is out of range for rank " + std::to_string(r));
   if (auto s = C::static_shape(x)) {
     int64_t lead = 1, rest = 1;
     for (int i = 0; i < r; ++i) (i < ax ? lead : rest) *= (*s)[static_cast<size_t>(i)];
-    return cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::aints32("shape", {lead, rest})}));
+    return cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {lead, rest})}));
   }
-  if (ax == 0) return cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::aints32("shape", {1, -1})}));
-  Var* s = cv.op("shape", {C::a("x", x)});
-  Var* lead = cv.op("reduce_prod", {C::a("x", cv.op("slice_by_index", {C::a("x", s), C::aints32("begin", {0}),
-                                                                        C::aints32("end", {ax})})),
-                                    C::aints32("axes", {0}), C::abool("keep_dims", true)});
-  cv.out(n, 0, cv.op("reshape", {C::a("x", x), C::a("shape", concat_ints(cv, {lead, cv.ci({-1})}))}));
+  if (ax == 0) return cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {1, -1})}));
+  Var* s = cv.op("shape", {C::arg("x", x)});
+  Var* lead = cv.op("reduce_prod", {C::arg("x", cv.op("slice_by_index", {C::arg("x", s), C::arg_ints32("begin", {0}),
+                                                                        C::arg_ints32("end", {ax})})),
+                                    C::arg_ints32("axes", {0}), C::arg_bool("keep_dims", true)});
+  cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg("shape", concat_ints(cv, {lead, cv.ci({-1})}))}));
 }
 
 void slice(C& cv, const NodeProto& n) {
@@ -132,9 +126,9 @@ void slice(C& cv, const NodeProto& n) {
   std::vector<int64_t> starts, ends, axes, steps;
   bool dyn = false;
   if (cv.opset < 10) {
-    starts = C::aints(n, "starts");
-    ends = C::aints(n, "ends");
-    axes = C::aints(n, "axes");
+    starts = C::attr_ints(n, "starts");
+    ends = C::attr_ints(n, "ends");
+    axes = C::attr_ints(n, "axes");
   } else {
     dyn = !cv.value(n, 1) || !cv.value(n, 2);
     if (!dyn) {
@@ -219,7 +213,7 @@ void slice(C& cv, const NodeProto& n) {
         continue;
       }
       auto pick = [&](Var* v) {
-        return cv.op("slice_by_index", {C::a("x", v), C::aints32("begin", {slot[a]}), C::aints32("end", {slot[a] + 1})});
+        return cv.op("slice_by_index", {C::arg("x", v), C::arg_ints32("begin", {slot[a]}), C::arg_ints32("end", {slot[a] + 1})});
       };
       bp.push_back(pick(sv));
       ep.push_back(pick(ev));
@@ -230,31 +224,31 @@ void slice(C& cv, const NodeProto& n) {
     bvar = cv.ci(begin);
     evar = cv.ci(end);
   }
-  cv.out(n, 0, cv.op("slice_by_index", {C::a("x", x), C::a("begin", bvar), C::a("end", evar), C::aints32("stride", stride),
-                                        C::a("begin_mask", bools(bmask)), C::a("end_mask", bools(emask))}));
+  cv.out(n, 0, cv.op("slice_by_index", {C::arg("x", x), C::arg("begin", bvar), C::arg("end", evar), C::arg_ints32("stride", stride),
+                                        C::arg("begin_mask", bools(bmask)), C::arg("end_mask", bools(emask))}));
 }
 
 void split(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
-  int64_t ax = cv.axis(n, C::ai(n, "axis", 0), r);
+  int64_t ax = cv.axis(n, C::attr_int(n, "axis", 0), r);
   std::vector<int64_t> sizes;
-  if (cv.opset < 13) sizes = C::aints(n, "split");
+  if (cv.opset < 13) sizes = C::attr_ints(n, "split");
   else if (C::has(n, 1)) sizes = cv.ints(n, 1, "split");
   int outs = n.output_size();
   std::vector<Var*> res;
   if (!sizes.empty()) {
     if (static_cast<int>(sizes.size()) != outs) cv.fail(n, "split has " + std::to_string(sizes.size()) + " sizes for " + std::to_string(outs) + " outputs");
-    res = cv.ops("split", {C::a("x", x), C::aints32("split_sizes", sizes), C::ai32("axis", ax)});
+    res = cv.ops("split", {C::arg("x", x), C::arg_ints32("split_sizes", sizes), C::arg_i32("axis", ax)});
   } else {
     Dim d = C::shape(x)[ax];
     if (d->is_const() && d->value() % outs != 0) {
       // opset 18: the last chunk is smaller (ceil(dim / n) each)
       int64_t each = (d->value() + outs - 1) / outs;
       for (int i = 0; i < outs; ++i) sizes.push_back(std::min(each, d->value() - each * i));
-      res = cv.ops("split", {C::a("x", x), C::aints32("split_sizes", sizes), C::ai32("axis", ax)});
+      res = cv.ops("split", {C::arg("x", x), C::arg_ints32("split_sizes", sizes), C::arg_i32("axis", ax)});
     } else {
-      res = cv.ops("split", {C::a("x", x), C::ai32("num_splits", outs), C::ai32("axis", ax)});
+      res = cv.ops("split", {C::arg("x", x), C::arg_i32("num_splits", outs), C::arg_i32("axis", ax)});
     }
   }
   for (int i = 0; i < outs; ++i) cv.out(n, i, res[static_cast<size_t>(i)]);
@@ -291,12 +285,11 @@ Value filled(DataType dt, const std::vector<int64_t>& shape, const Value& scalar
   return Value::from_ints(dt, shape, std::vector<int64_t>(static_cast<size_t>(num), scalar.as_int(0)));
 }
 
-
 // Einsum without ellipsis or repeated letters in one operand: each operand is transposed and
 // expanded to one common letter order, multiplied, and the letters not in the output summed.
 // Two-operand equations MIL's einsum takes go to it (matmul-based) instead.
 void einsum(C& cv, const NodeProto& n) {
-  std::string eq = C::as(n, "equation", "");
+  std::string eq = C::attr_string(n, "equation", "");
   eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
   std::vector<Var*> ins;
   for (int i = 0; i < n.input_size(); ++i) ins.push_back(cv.in(n, i));
@@ -360,8 +353,8 @@ void einsum(C& cv, const NodeProto& n) {
         es[p] = d, es[q] = d;
         std::vector<double> eye(static_cast<size_t>(d * d), 0.0);
         for (int64_t i = 0; i < d; ++i) eye[static_cast<size_t>(i * d + i)] = 1.0;
-        Var* m = cv.op("mul", {C::a("x", ins[k]), C::a("y", cv.c(Value::from_doubles(C::dtype(ins[k]), es, eye)))});
-        ins[k] = cv.op("reduce_sum", {C::a("x", m), C::aints32("axes", {static_cast<int64_t>(q)}), C::abool("keep_dims", false)});
+        Var* m = cv.op("mul", {C::arg("x", ins[k]), C::arg("y", cv.c(Value::from_doubles(C::dtype(ins[k]), es, eye)))});
+        ins[k] = cv.op("reduce_sum", {C::arg("x", m), C::arg_ints32("axes", {static_cast<int64_t>(q)}), C::arg_bool("keep_dims", false)});
         t0[k].erase(q, 1);
         changed = true;
         --p;
@@ -403,7 +396,7 @@ void einsum(C& cv, const NodeProto& n) {
   if (ins.size() == 2) {
     Arg values{"values", {ArgItem{ins[0], nullptr}, ArgItem{ins[1], nullptr}}, true};
     try {
-      return cv.out(n, 0, cv.op("einsum", {values, C::astr("equation", eq)}));
+      return cv.out(n, 0, cv.op("einsum", {values, C::arg_str("equation", eq)}));
     } catch (const Error&) {
       // an equation MIL's einsum does not take: the general form below
     }
@@ -423,380 +416,430 @@ void einsum(C& cv, const NodeProto& n) {
     Var* x = ins[k];
     bool identity = true;
     for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
-    if (!identity && perm.size() > 1) x = cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)});
+    if (!identity && perm.size() > 1) x = cv.op("transpose", {C::arg("x", x), C::arg_ints32("perm", perm)});
     std::vector<int64_t> axes;
     for (size_t i = 0; i < order.size(); ++i)
       if (present.find(order[i]) == std::string::npos) axes.push_back(static_cast<int64_t>(i));
-    if (!axes.empty()) x = cv.op("expand_dims", {C::a("x", x), C::aints32("axes", axes)});
+    if (!axes.empty()) x = cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", axes)});
     acc = acc ? binary(cv, "mul", acc, x) : x;
   }
   std::vector<int64_t> sum;
   for (size_t i = out.size(); i < order.size(); ++i) sum.push_back(static_cast<int64_t>(i));
-  if (!sum.empty()) acc = cv.op("reduce_sum", {C::a("x", acc), C::aints32("axes", sum), C::abool("keep_dims", false)});
-  else if (acc == ins[0]) acc = cv.op("identity", {C::a("x", acc)});
+  if (!sum.empty()) acc = cv.op("reduce_sum", {C::arg("x", acc), C::arg_ints32("axes", sum), C::arg_bool("keep_dims", false)});
+  else if (acc == ins[0]) acc = cv.op("identity", {C::arg("x", acc)});
   cv.out(n, 0, acc);
 }
 
 }  // namespace
 
+namespace {
+
+void transpose(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  std::vector<int64_t> perm(static_cast<size_t>(r));
+  std::iota(perm.rbegin(), perm.rend(), 0);
+  perm = C::attr_ints(n, "perm", perm);
+  cv.out(n, 0, cv.op("transpose", {C::arg("x", x), C::arg_ints32("perm", perm)}));
+}
+
+void squeeze(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  auto axes = axes_of(cv, n, 13, 1);
+  if (!axes) {
+    auto s = C::static_shape(x);
+    if (!s) cv.fail(n, "squeezing every dim of size 1 needs the shape to be known at conversion time");
+    axes.emplace();
+    for (int i = 0; i < r; ++i)
+      if ((*s)[static_cast<size_t>(i)] == 1) axes->push_back(i);
+  }
+  if (axes->empty()) return cv.out(n, 0, x);
+  for (auto& a : *axes) a = cv.axis(n, a, r);
+  cv.out(n, 0, cv.op("squeeze", {C::arg("x", x), C::arg_ints32("axes", *axes)}));
+}
+
+void unsqueeze(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto axes = axes_of(cv, n, 13, 1);
+  if (!axes || axes->empty()) cv.fail(n, "axes are required");
+  int64_t out_rank = cv.rank(n, x) + static_cast<int64_t>(axes->size());
+  for (auto& a : *axes) a = cv.axis(n, a, out_rank);
+  std::sort(axes->begin(), axes->end());
+  cv.out(n, 0, cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", *axes)}));
+}
+
+void concat(C& cv, const NodeProto& n) {
+  Arg values{"values", {}, true};
+  int r = -1;
+  for (int i = 0; i < n.input_size(); ++i) {
+    Var* v = cv.in(n, i);
+    r = cv.rank(n, v);
+    values.items.push_back(ArgItem{v, nullptr});
+  }
+  if (values.items.empty()) cv.fail(n, "needs at least one input");
+  int64_t ax = cv.axis(n, C::attr_int(n, "axis", 0), r);
+  if (values.items.size() == 1) return cv.out(n, 0, values.items[0].var);
+  cv.out(n, 0, cv.op("concat", {values, C::arg_i32("axis", ax)}));
+}
+
+void gather(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int64_t ax = cv.axis(n, C::attr_int(n, "axis", 0), cv.rank(n, x));
+  Var* idx = gather_indices(cv, n, 1, x, ax);
+  cv.out(n, 0, bool_via_int(cv, x, [&](Var* xi) { return cv.op("gather", {C::arg("x", xi), C::arg("indices", idx), C::arg_i32("axis", ax)}); }));
+}
+
+void gather_elements(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int64_t ax = cv.axis(n, C::attr_int(n, "axis", 0), cv.rank(n, x));
+  Var* idx = gather_indices(cv, n, 1, x, ax);
+  cv.out(n, 0, bool_via_int(cv, x, [&](Var* xi) { return cv.op("gather_along_axis", {C::arg("x", xi), C::arg("indices", idx), C::arg_i32("axis", ax)}); }));
+}
+
+void gather_nd(C& cv, const NodeProto& n) {
+  Var* idx = cv.cast(cv.in(n, 1), DataType::Int32);
+  int64_t bd = C::attr_int(n, "batch_dims", 0);
+  cv.out(n, 0, bool_via_int(cv, cv.in(n, 0), [&](Var* xi) {
+    std::vector<Arg> args = {C::arg("x", xi), C::arg("indices", idx)};
+    if (bd != 0) args.push_back(C::arg_i32("batch_dims", bd));
+    return cv.op("gather_nd", std::move(args));
+  }));
+}
+
+void expand(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  Var* shape = cv.cast(cv.in(n, 1), DataType::Int32);
+  DataType dt = C::dtype(x);
+  if (dt == DataType::Bool) {
+    Var* ones = cv.op("fill", {C::arg("shape", shape), C::arg("value", Value::scalar_int(DataType::Int32, 1))});
+    Var* y = binary(cv, "mul", cv.cast(x, DataType::Int32), ones);
+    return cv.out(n, 0, cv.cast(y, DataType::Bool));
+  }
+  Var* ones = cv.op("fill", {C::arg("shape", shape), C::arg("value", is_float(dt) ? Value::scalar_float(dt, 1) : Value::scalar_int(dt, 1))});
+  cv.out(n, 0, binary(cv, "mul", x, ones));
+}
+
+void tile(C& cv, const NodeProto& n) {
+  cv.out(n, 0, cv.op("tile", {C::arg("x", cv.in(n, 0)), C::arg("reps", cv.cast(cv.in(n, 1), DataType::Int32))}));
+}
+
+void pad(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  std::string mode = C::attr_string(n, "mode", "constant");
+  std::vector<int64_t> pads;
+  double value = 0;
+  std::vector<int64_t> axes;
+  if (cv.opset < 11) {
+    pads = C::attr_ints(n, "pads");
+    value = C::attr_float(n, "value", 0);
+  } else {
+    pads = cv.ints(n, 1, "pads");
+    if (C::has(n, 2)) {
+      auto cvv = cv.doubles(n, 2, "constant_value");
+      if (!cvv.empty()) value = cvv[0];
+    }
+    if (C::has(n, 3)) axes = cv.ints(n, 3, "axes");
+  }
+  if (axes.empty())
+    for (int i = 0; i < r; ++i) axes.push_back(i);
+  if (pads.size() != 2 * axes.size()) cv.fail(n, "pads has " + std::to_string(pads.size()) + " values for " + std::to_string(axes.size()) + " axes");
+  std::vector<int64_t> mil(2 * static_cast<size_t>(r), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t a = cv.axis(n, axes[i], r);
+    mil[2 * a] = pads[i];
+    mil[2 * a + 1] = pads[i + axes.size()];
+  }
+  // negative pads crop: slice those first, then pad the rest
+  bool crop = std::any_of(mil.begin(), mil.end(), [](int64_t p) { return p < 0; });
+  if (crop) {
+    std::vector<int64_t> b(static_cast<size_t>(r), 0), e(static_cast<size_t>(r), 0);
+    std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
+    for (int i = 0; i < r; ++i) {
+      if (mil[2 * i] < 0) b[i] = -mil[2 * i], bm[i] = 0, mil[2 * i] = 0;
+      if (mil[2 * i + 1] < 0) e[i] = mil[2 * i + 1], em[i] = 0, mil[2 * i + 1] = 0;
+    }
+    x = cv.op("slice_by_index", {C::arg("x", x), C::arg_ints32("begin", b), C::arg_ints32("end", e),
+                                 C::arg("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
+                                 C::arg("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
+    if (std::all_of(mil.begin(), mil.end(), [](int64_t p) { return p == 0; })) return cv.out(n, 0, x);
+  }
+  std::string m = mode == "edge" ? "replicate" : mode;
+  if (m == "wrap") {
+    // circular: the last p entries before, the first q after (concat of slices per axis)
+    for (int i = 0; i < r; ++i) {
+      int64_t b = mil[2 * i], e = mil[2 * i + 1];
+      if (!b && !e) continue;
+      const Dim& d = C::shape(x)[static_cast<size_t>(i)];
+      if (!d->is_const() || b > d->value() || e > d->value()) cv.fail(n, "wrap padding needs the padded dims to be known and at least the pads");
+      int64_t len = d->value();
+      auto part = [&](int64_t from, int64_t to) {
+        std::vector<int64_t> bb(static_cast<size_t>(r), 0), ee(static_cast<size_t>(r), 0);
+        std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
+        bb[static_cast<size_t>(i)] = from, ee[static_cast<size_t>(i)] = to, bm[static_cast<size_t>(i)] = 0, em[static_cast<size_t>(i)] = 0;
+        return cv.op("slice_by_index", {C::arg("x", x), C::arg_ints32("begin", bb), C::arg_ints32("end", ee),
+                                        C::arg("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
+                                        C::arg("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
+      };
+      Arg v{"values", {}, true};
+      if (b) v.items.push_back(ArgItem{part(len - b, len), nullptr});
+      v.items.push_back(ArgItem{x, nullptr});
+      if (e) v.items.push_back(ArgItem{part(0, e), nullptr});
+      x = cv.op("concat", {v, C::arg_i32("axis", i)});
+    }
+    return cv.out(n, 0, x);
+  }
+  if (m != "constant" && m != "reflect" && m != "replicate") cv.fail(n, "mode '" + mode + "' is not supported");
+  DataType dt = C::dtype(x);
+  Var* xf = is_float(dt) ? x : cv.cast(x, DataType::Float32);  // MIL pads floats only
+  DataType ft = C::dtype(xf);
+  std::vector<Arg> args = {C::arg("x", xf), C::arg_ints32("pad", mil), C::arg_str("mode", m)};
+  if (m == "constant") args.push_back(C::arg("constant_val", Value::scalar_float(ft, value)));
+  Var* y = cv.op("pad", std::move(args));
+  cv.out(n, 0, xf == x ? y : cv.cast(y, dt));
+}
+
+void shape_op(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  int64_t start = C::attr_int(n, "start", 0), end = C::attr_int(n, "end", r);
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, 0, r);
+  if (auto s = C::static_shape(x)) {
+    std::vector<int64_t> v(s->begin() + start, s->begin() + std::max(start, end));
+    return cv.out_const(n, 0, Value::from_ints(DataType::Int64, {static_cast<int64_t>(v.size())}, v));
+  }
+  Var* s = cv.op("shape", {C::arg("x", x)});
+  if (start != 0 || end != r)
+    s = cv.op("slice_by_index", {C::arg("x", s), C::arg_ints32("begin", {start}), C::arg_ints32("end", {std::max(start, end)})});
+  cv.out(n, 0, s);
+}
+
+void size_op(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  if (auto s = C::static_shape(x)) {
+    int64_t p = 1;
+    for (auto d : *s) p *= d;
+    return cv.out_const(n, 0, Value::scalar_int(DataType::Int64, p));
+  }
+  cv.out(n, 0, cv.op("reduce_prod", {C::arg("x", cv.op("shape", {C::arg("x", x)})), C::arg_bool("keep_dims", false)}));
+}
+
+void constant_of_shape(C& cv, const NodeProto& n) {
+  Value scalar = Value::scalar_float(DataType::Float32, 0);
+  if (auto* a = C::find_attr(n, "value")) {
+    scalar = decode_tensor(a->t(), cv.ext, cv.keep, "ConstantOfShape value");
+    if (scalar.numel() != 1) cv.fail(n, "value must hold one element");
+    scalar = scalar.reshaped({});
+  }
+  Value nv = narrow(scalar, "ConstantOfShape value");
+  if (const Value* sv = cv.value(n, 0)) {
+    auto shape = sv->to_ints();
+    Value full = filled(nv.dtype(), shape, nv);
+    if (scalar.dtype() != nv.dtype()) full = filled(scalar.dtype(), shape, scalar);
+    return cv.out_const(n, 0, std::move(full));
+  }
+  cv.out(n, 0, cv.op("fill", {C::arg("shape", cv.cast(cv.in(n, 0), DataType::Int32)), C::arg("value", nv)}));
+}
+
+void constant(C& cv, const NodeProto& n) {
+  if (n.attribute_size() != 1) cv.fail(n, "needs exactly one attribute");
+  auto& a = n.attribute(0);
+  const std::string& k = a.name();
+  if (k == "value") return cv.out_const(n, 0, decode_tensor(a.t(), cv.ext, cv.keep, "Constant '" + n.output(0) + "'"));
+  if (k == "value_float") return cv.out_const(n, 0, Value::scalar_float(DataType::Float32, a.f()));
+  if (k == "value_int") return cv.out_const(n, 0, Value::scalar_int(DataType::Int64, a.i()));
+  if (k == "value_floats") {
+    std::vector<double> v(a.floats().begin(), a.floats().end());
+    return cv.out_const(n, 0, Value::from_doubles(DataType::Float32, {static_cast<int64_t>(v.size())}, v));
+  }
+  if (k == "value_ints") {
+    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+    return cv.out_const(n, 0, Value::from_ints(DataType::Int64, {static_cast<int64_t>(v.size())}, v));
+  }
+  if (k == "value_string") return cv.out_const(n, 0, Value::scalar_string(a.s()));
+  if (k == "value_strings")
+    return cv.out_const(n, 0, Value::strings({a.strings_size()}, std::vector<std::string>(a.strings().begin(), a.strings().end())));
+  cv.fail(n, "attribute '" + k + "' is not supported");
+}
+
+void range_op(C& cv, const NodeProto& n) {
+  const Value* s = cv.value(n, 0);
+  const Value* l = cv.value(n, 1);
+  const Value* d = cv.value(n, 2);
+  if (s && l && d) {
+    DataType dt = s->dtype();
+    if (is_float(dt)) {
+      double a = s->as_double(0), b = l->as_double(0), st = d->as_double(0);
+      if (st == 0) cv.fail(n, "delta is 0");
+      int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((b - a) / st)));
+      std::vector<double> v(static_cast<size_t>(cnt));
+      for (int64_t i = 0; i < cnt; ++i) v[static_cast<size_t>(i)] = a + static_cast<double>(i) * st;
+      return cv.out_const(n, 0, Value::from_doubles(dt, {cnt}, v));
+    }
+    int64_t a = s->as_int(0), b = l->as_int(0), st = d->as_int(0);
+    if (st == 0) cv.fail(n, "delta is 0");
+    int64_t cnt = std::max<int64_t>(0, (b - a + st + (st > 0 ? -1 : 1)) / st);
+    std::vector<int64_t> v(static_cast<size_t>(cnt));
+    for (int64_t i = 0; i < cnt; ++i) v[static_cast<size_t>(i)] = a + i * st;
+    return cv.out_const(n, 0, Value::from_ints(dt, {cnt}, v));
+  }
+  Var* start = cv.in(n, 0);
+  cv.out(n, 0, cv.op("range_1d", {C::arg("start", start), C::arg("end", cv.cast(cv.in(n, 1), C::dtype(start))),
+                                  C::arg("step", cv.cast(cv.in(n, 2), C::dtype(start)))}));
+}
+
+void top_k(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int64_t ax = cv.axis(n, C::attr_int(n, "axis", -1), cv.rank(n, x));
+  int64_t k = cv.opset < 10 ? C::attr_int(n, "k", 1) : cv.ints(n, 1, "K").at(0);
+  auto outs = cv.ops("topk", {C::arg("x", x), C::arg_i32("k", k), C::arg_i32("axis", ax),
+                              C::arg_bool("ascending", C::attr_int(n, "largest", 1) == 0)});
+  cv.out(n, 0, outs[0]);
+  cv.out(n, 1, outs[1]);
+}
+
+void cum_sum(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int64_t ax = cv.axis(n, cv.ints(n, 1, "axis").at(0), cv.rank(n, x));
+  cv.out(n, 0, cv.op("cumsum", {C::arg("x", x), C::arg_i32("axis", ax), C::arg_bool("exclusive", C::attr_int(n, "exclusive", 0) != 0),
+                                C::arg_bool("reverse", C::attr_int(n, "reverse", 0) != 0)}));
+}
+
+void one_hot(C& cv, const NodeProto& n) {
+  Var* idx = cv.cast(cv.in(n, 0), DataType::Int32);
+  int64_t depth = static_cast<int64_t>(cv.doubles(n, 1, "depth").at(0));
+  Var* vals = cv.in(n, 2);
+  DataType dt = C::dtype(vals);
+  auto vv = cv.doubles(n, 2, "values");
+  if (vv.size() != 2) cv.fail(n, "values must hold [off, on]");
+  auto mk = [&](size_t i) {
+    return is_float(dt) ? Value::scalar_float(dt, vv[i]) : Value::scalar_int(dt, static_cast<int64_t>(vv[i]));
+  };
+  int64_t r = cv.rank(n, idx) + 1;
+  int64_t ax = cv.axis(n, C::attr_int(n, "axis", -1), r);
+  // negative indices count from the end of the depth
+  Var* wrapped = cv.op("select", {C::arg("cond", binary(cv, "less", idx, cv.cs(0, DataType::Int32))),
+                                  C::arg("a", binary(cv, "add", idx, cv.cs(static_cast<double>(depth), DataType::Int32))),
+                                  C::arg("b", idx)});
+  cv.out(n, 0, cv.op("one_hot", {C::arg("indices", wrapped), C::arg_i32("one_hot_vector_size", depth), C::arg_i32("axis", ax),
+                                 C::arg("on_value", mk(1)), C::arg("off_value", mk(0))}));
+}
+
+void non_zero(C& cv, const NodeProto& n) {
+  Var* nz = cv.op("non_zero", {C::arg("x", cv.in(n, 0))});
+  cv.out(n, 0, cv.op("transpose", {C::arg("x", nz), C::arg_ints32("perm", {1, 0})}));
+}
+
+void depth_to_space(C& cv, const NodeProto& n) {
+  int64_t bs = C::attr_int(n, "blocksize", 1);
+  Var* x = cv.in(n, 0);
+  if (C::attr_string(n, "mode", "DCR") == "CRD")
+    return cv.out(n, 0, cv.op("pixel_shuffle", {C::arg("x", x), C::arg_i32("upscale_factor", bs)}));
+  cv.out(n, 0, cv.op("depth_to_space", {C::arg("x", x), C::arg_i32("block_size", bs)}));
+}
+
+void space_to_depth(C& cv, const NodeProto& n) {
+  int64_t bs = C::attr_int(n, "blocksize", 1);
+  Var* x = cv.in(n, 0);
+  if (C::attr_string(n, "mode", "DCR") == "CRD") {
+    // channel c * bs^2 + (i * bs + j): [N, C, H/bs, bs, W/bs, bs] -> [N, C, bs, bs, H/bs, W/bs]
+    auto s = C::static_shape(x);
+    if (!s || s->size() != 4) cv.fail(n, "mode CRD needs a 4-D input of known shape");
+    int64_t N = (*s)[0], Cc = (*s)[1], H = (*s)[2], W = (*s)[3];
+    Var* y = cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {N, Cc, H / bs, bs, W / bs, bs})});
+    y = cv.op("transpose", {C::arg("x", y), C::arg_ints32("perm", {0, 1, 3, 5, 2, 4})});
+    return cv.out(n, 0, cv.op("reshape", {C::arg("x", y), C::arg_ints32("shape", {N, Cc * bs * bs, H / bs, W / bs})}));
+  }
+  cv.out(n, 0, cv.op("space_to_depth", {C::arg("x", x), C::arg_i32("block_size", bs)}));
+}
+
+void trilu(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  auto s = C::static_shape(x);
+  if (!s || r < 2) cv.fail(n, "needs a known shape of rank 2 or more");
+  int64_t k = C::has(n, 1) ? cv.ints(n, 1, "k").at(0) : 0;
+  bool upper = C::attr_int(n, "upper", 1) != 0;
+  int64_t h = (*s)[r - 2], w = (*s)[r - 1];
+  std::vector<int64_t> m(static_cast<size_t>(h * w));
+  for (int64_t i = 0; i < h; ++i)
+    for (int64_t j = 0; j < w; ++j) m[static_cast<size_t>(i * w + j)] = upper ? (j - i >= k) : (j - i <= k);
+  Var* mask = cv.c(Value::from_ints(DataType::Bool, {h, w}, m));
+  Var* zero = cv.cs(0, C::dtype(x));
+  cv.out(n, 0, cv.op("select", {C::arg("cond", mask), C::arg("a", x), C::arg("b", zero)}));
+}
+
+void eye_like(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto s = C::static_shape(x);
+  if (!s || s->size() != 2) cv.fail(n, "needs a known 2-D shape");
+  int64_t k = C::attr_int(n, "k", 0);
+  DataType dt = C::dtype(x);
+  if (auto* a = C::find_attr(n, "dtype")) {
+    auto d = mil_dtype(static_cast<int>(a->i()));
+    if (!d) cv.fail(n, "dtype " + onnx_type_name(static_cast<int>(a->i())) + " is not supported");
+    dt = *d;
+  }
+  std::vector<double> v(static_cast<size_t>((*s)[0] * (*s)[1]), 0.0);
+  for (int64_t i = 0; i < (*s)[0]; ++i)
+    if (i + k >= 0 && i + k < (*s)[1]) v[static_cast<size_t>(i * (*s)[1] + i + k)] = 1;
+  cv.out_const(n, 0, Value::from_doubles(dt, *s, v));
+}
+
+}  // namespace
+
 void register_tensor(OpTable& t) {
-  t["Reshape"] = reshape;
-  t["Flatten"] = flatten;
-  t["Transpose"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    int r = cv.rank(n, x);
-    std::vector<int64_t> perm(static_cast<size_t>(r));
-    std::iota(perm.rbegin(), perm.rend(), 0);
-    perm = C::aints(n, "perm", perm);
-    cv.out(n, 0, cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)}));
-  };
-  t["Squeeze"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    int r = cv.rank(n, x);
-    auto axes = axes_of(cv, n, 13, 1);
-    if (!axes) {
-      auto s = C::static_shape(x);
-      if (!s) cv.fail(n, "squeezing every dim of size 1 needs the shape to be known at conversion time");
-      axes.emplace();
-      for (int i = 0; i < r; ++i)
-        if ((*s)[static_cast<size_t>(i)] == 1) axes->push_back(i);
-    }
-    if (axes->empty()) return cv.out(n, 0, x);
-    for (auto& a : *axes) a = cv.axis(n, a, r);
-    cv.out(n, 0, cv.op("squeeze", {C::a("x", x), C::aints32("axes", *axes)}));
-  };
-  t["Unsqueeze"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    auto axes = axes_of(cv, n, 13, 1);
-    if (!axes || axes->empty()) cv.fail(n, "axes are required");
-    int64_t out_rank = cv.rank(n, x) + static_cast<int64_t>(axes->size());
-    for (auto& a : *axes) a = cv.axis(n, a, out_rank);
-    std::sort(axes->begin(), axes->end());
-    cv.out(n, 0, cv.op("expand_dims", {C::a("x", x), C::aints32("axes", *axes)}));
-  };
-  t["Concat"] = [](C& cv, const NodeProto& n) {
-    Arg values{"values", {}, true};
-    int r = -1;
-    for (int i = 0; i < n.input_size(); ++i) {
-      Var* v = cv.in(n, i);
-      r = cv.rank(n, v);
-      values.items.push_back(ArgItem{v, nullptr});
-    }
-    if (values.items.empty()) cv.fail(n, "needs at least one input");
-    int64_t ax = cv.axis(n, C::ai(n, "axis", 0), r);
-    if (values.items.size() == 1) return cv.out(n, 0, values.items[0].var);
-    cv.out(n, 0, cv.op("concat", {values, C::ai32("axis", ax)}));
-  };
-  t["Split"] = split;
-  t["Slice"] = slice;
-  t["Gather"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    int64_t ax = cv.axis(n, C::ai(n, "axis", 0), cv.rank(n, x));
-    Var* idx = gather_indices(cv, n, 1, x, ax);
-    cv.out(n, 0, bool_via_int(cv, x, [&](Var* xi) { return cv.op("gather", {C::a("x", xi), C::a("indices", idx), C::ai32("axis", ax)}); }));
-  };
-  t["GatherElements"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    int64_t ax = cv.axis(n, C::ai(n, "axis", 0), cv.rank(n, x));
-    Var* idx = gather_indices(cv, n, 1, x, ax);
-    cv.out(n, 0, bool_via_int(cv, x, [&](Var* xi) { return cv.op("gather_along_axis", {C::a("x", xi), C::a("indices", idx), C::ai32("axis", ax)}); }));
-  };
-  t["GatherND"] = [](C& cv, const NodeProto& n) {
-    Var* idx = cv.cast(cv.in(n, 1), DataType::Int32);
-    int64_t bd = C::ai(n, "batch_dims", 0);
-    cv.out(n, 0, bool_via_int(cv, cv.in(n, 0), [&](Var* xi) {
-      std::vector<Arg> args = {C::a("x", xi), C::a("indices", idx)};
-      if (bd != 0) args.push_back(C::ai32("batch_dims", bd));
-      return cv.op("gather_nd", std::move(args));
-    }));
-  };
+  t.on("Reshape", 1, reshape);
+  t.on("Flatten", 1, flatten);
+  t.on("Transpose", 1, transpose);
+  t.on("Squeeze", 1, squeeze);
+  t.on("Unsqueeze", 1, unsqueeze);
+  t.on("Concat", 1, concat);
+  t.on("Split", 1, split);
+  t.on("Slice", 1, slice);
+  t.on("Gather", 1, gather);
+  t.on("GatherElements", 1, gather_elements);
+  t.on("GatherND", 1, gather_nd);
   auto scatter_mode = [](C& cv, const NodeProto& n) {
-    std::string red = C::as(n, "reduction", "none");
+    std::string red = C::attr_string(n, "reduction", "none");
     if (red == "none") return std::string("update");
     if (red == "add" || red == "mul" || red == "max" || red == "min") return red;
     cv.fail(n, "reduction '" + red + "' is not supported");
   };
-  t["ScatterND"] = [scatter_mode](C& cv, const NodeProto& n) {
-    cv.out(n, 0, cv.op("scatter_nd", {C::a("data", cv.in(n, 0)), C::a("indices", cv.cast(cv.in(n, 1), DataType::Int32)),
-                                      C::a("updates", cv.in(n, 2)), C::astr("mode", scatter_mode(cv, n))}));
-  };
+  t.on("ScatterND", 1, [scatter_mode](C& cv, const NodeProto& n) {
+    cv.out(n, 0, cv.op("scatter_nd", {C::arg("data", cv.in(n, 0)), C::arg("indices", cv.cast(cv.in(n, 1), DataType::Int32)),
+                                      C::arg("updates", cv.in(n, 2)), C::arg_str("mode", scatter_mode(cv, n))}));
+  });
   auto scatter_elements = [scatter_mode](C& cv, const NodeProto& n) {
     Var* x = cv.in(n, 0);
-    int64_t ax = cv.axis(n, C::ai(n, "axis", 0), cv.rank(n, x));
+    int64_t ax = cv.axis(n, C::attr_int(n, "axis", 0), cv.rank(n, x));
     Var* idx = gather_indices(cv, n, 1, x, ax);
-    cv.out(n, 0, cv.op("scatter_along_axis", {C::a("data", x), C::a("indices", idx), C::a("updates", cv.in(n, 2)),
-                                              C::ai32("axis", ax), C::astr("mode", scatter_mode(cv, n))}));
+    cv.out(n, 0, cv.op("scatter_along_axis", {C::arg("data", x), C::arg("indices", idx), C::arg("updates", cv.in(n, 2)),
+                                              C::arg_i32("axis", ax), C::arg_str("mode", scatter_mode(cv, n))}));
   };
-  t["ScatterElements"] = scatter_elements;
-  t["Scatter"] = scatter_elements;
-  t["Expand"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    Var* shape = cv.cast(cv.in(n, 1), DataType::Int32);
-    DataType dt = C::dtype(x);
-    if (dt == DataType::Bool) {
-      Var* ones = cv.op("fill", {C::a("shape", shape), C::a("value", Value::scalar_int(DataType::Int32, 1))});
-      Var* y = binary(cv, "mul", cv.cast(x, DataType::Int32), ones);
-      return cv.out(n, 0, cv.cast(y, DataType::Bool));
-    }
-    Var* ones = cv.op("fill", {C::a("shape", shape), C::a("value", is_float(dt) ? Value::scalar_float(dt, 1) : Value::scalar_int(dt, 1))});
-    cv.out(n, 0, binary(cv, "mul", x, ones));
-  };
-  t["Tile"] = [](C& cv, const NodeProto& n) {
-    cv.out(n, 0, cv.op("tile", {C::a("x", cv.in(n, 0)), C::a("reps", cv.cast(cv.in(n, 1), DataType::Int32))}));
-  };
-  t["Pad"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    int r = cv.rank(n, x);
-    std::string mode = C::as(n, "mode", "constant");
-    std::vector<int64_t> pads;
-    double value = 0;
-    std::vector<int64_t> axes;
-    if (cv.opset < 11) {
-      pads = C::aints(n, "pads");
-      value = C::af(n, "value", 0);
-    } else {
-      pads = cv.ints(n, 1, "pads");
-      if (C::has(n, 2)) {
-        auto cvv = cv.doubles(n, 2, "constant_value");
-        if (!cvv.empty()) value = cvv[0];
-      }
-      if (C::has(n, 3)) axes = cv.ints(n, 3, "axes");
-    }
-    if (axes.empty())
-      for (int i = 0; i < r; ++i) axes.push_back(i);
-    if (pads.size() != 2 * axes.size()) cv.fail(n, "pads has " + std::to_string(pads.size()) + " values for " + std::to_string(axes.size()) + " axes");
-    std::vector<int64_t> mil(2 * static_cast<size_t>(r), 0);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      int64_t a = cv.axis(n, axes[i], r);
-      mil[2 * a] = pads[i];
-      mil[2 * a + 1] = pads[i + axes.size()];
-    }
-    // negative pads crop: slice those first, then pad the rest
-    bool crop = std::any_of(mil.begin(), mil.end(), [](int64_t p) { return p < 0; });
-    if (crop) {
-      std::vector<int64_t> b(static_cast<size_t>(r), 0), e(static_cast<size_t>(r), 0);
-      std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
-      for (int i = 0; i < r; ++i) {
-        if (mil[2 * i] < 0) b[i] = -mil[2 * i], bm[i] = 0, mil[2 * i] = 0;
-        if (mil[2 * i + 1] < 0) e[i] = mil[2 * i + 1], em[i] = 0, mil[2 * i + 1] = 0;
-      }
-      x = cv.op("slice_by_index", {C::a("x", x), C::aints32("begin", b), C::aints32("end", e),
-                                   C::a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
-                                   C::a("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
-      if (std::all_of(mil.begin(), mil.end(), [](int64_t p) { return p == 0; })) return cv.out(n, 0, x);
-    }
-    std::string m = mode == "edge" ? "replicate" : mode;
-    if (m == "wrap") {
-      // circular: the last p entries before, the first q after (concat of slices per axis)
-      for (int i = 0; i < r; ++i) {
-        int64_t b = mil[2 * i], e = mil[2 * i + 1];
-        if (!b && !e) continue;
-        const Dim& d = C::shape(x)[static_cast<size_t>(i)];
-        if (!d->is_const() || b > d->value() || e > d->value()) cv.fail(n, "wrap padding needs the padded dims to be known and at least the pads");
-        int64_t len = d->value();
-        auto part = [&](int64_t from, int64_t to) {
-          std::vector<int64_t> bb(static_cast<size_t>(r), 0), ee(static_cast<size_t>(r), 0);
-          std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
-          bb[static_cast<size_t>(i)] = from, ee[static_cast<size_t>(i)] = to, bm[static_cast<size_t>(i)] = 0, em[static_cast<size_t>(i)] = 0;
-          return cv.op("slice_by_index", {C::a("x", x), C::aints32("begin", bb), C::aints32("end", ee),
-                                          C::a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
-                                          C::a("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
-        };
-        Arg v{"values", {}, true};
-        if (b) v.items.push_back(ArgItem{part(len - b, len), nullptr});
-        v.items.push_back(ArgItem{x, nullptr});
-        if (e) v.items.push_back(ArgItem{part(0, e), nullptr});
-        x = cv.op("concat", {v, C::ai32("axis", i)});
-      }
-      return cv.out(n, 0, x);
-    }
-    if (m != "constant" && m != "reflect" && m != "replicate") cv.fail(n, "mode '" + mode + "' is not supported");
-    DataType dt = C::dtype(x);
-    Var* xf = is_float(dt) ? x : cv.cast(x, DataType::Float32);  // MIL pads floats only
-    DataType ft = C::dtype(xf);
-    std::vector<Arg> args = {C::a("x", xf), C::aints32("pad", mil), C::astr("mode", m)};
-    if (m == "constant") args.push_back(C::a("constant_val", Value::scalar_float(ft, value)));
-    Var* y = cv.op("pad", std::move(args));
-    cv.out(n, 0, xf == x ? y : cv.cast(y, dt));
-  };
-  t["Shape"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    int r = cv.rank(n, x);
-    int64_t start = C::ai(n, "start", 0), end = C::ai(n, "end", r);
-    if (start < 0) start += r;
-    if (end < 0) end += r;
-    start = std::clamp<int64_t>(start, 0, r);
-    end = std::clamp<int64_t>(end, 0, r);
-    if (auto s = C::static_shape(x)) {
-      std::vector<int64_t> v(s->begin() + start, s->begin() + std::max(start, end));
-      return cv.out_const(n, 0, Value::from_ints(DataType::Int64, {static_cast<int64_t>(v.size())}, v));
-    }
-    Var* s = cv.op("shape", {C::a("x", x)});
-    if (start != 0 || end != r)
-      s = cv.op("slice_by_index", {C::a("x", s), C::aints32("begin", {start}), C::aints32("end", {std::max(start, end)})});
-    cv.out(n, 0, s);
-  };
-  t["Size"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    if (auto s = C::static_shape(x)) {
-      int64_t p = 1;
-      for (auto d : *s) p *= d;
-      return cv.out_const(n, 0, Value::scalar_int(DataType::Int64, p));
-    }
-    cv.out(n, 0, cv.op("reduce_prod", {C::a("x", cv.op("shape", {C::a("x", x)})), C::abool("keep_dims", false)}));
-  };
-  t["ConstantOfShape"] = [](C& cv, const NodeProto& n) {
-    Value scalar = Value::scalar_float(DataType::Float32, 0);
-    if (auto* a = C::attr(n, "value")) {
-      scalar = decode_tensor(a->t(), cv.ext, cv.keep, "ConstantOfShape value");
-      if (scalar.numel() != 1) cv.fail(n, "value must hold one element");
-      scalar = scalar.reshaped({});
-    }
-    Value nv = narrow(scalar, "ConstantOfShape value");
-    if (const Value* sv = cv.value(n, 0)) {
-      auto shape = sv->to_ints();
-      Value full = filled(nv.dtype(), shape, nv);
-      if (scalar.dtype() != nv.dtype()) full = filled(scalar.dtype(), shape, scalar);
-      return cv.out_const(n, 0, std::move(full));
-    }
-    cv.out(n, 0, cv.op("fill", {C::a("shape", cv.cast(cv.in(n, 0), DataType::Int32)), C::a("value", nv)}));
-  };
-  t["Constant"] = [](C& cv, const NodeProto& n) {
-    if (n.attribute_size() != 1) cv.fail(n, "needs exactly one attribute");
-    auto& a = n.attribute(0);
-    const std::string& k = a.name();
-    if (k == "value") return cv.out_const(n, 0, decode_tensor(a.t(), cv.ext, cv.keep, "Constant '" + n.output(0) + "'"));
-    if (k == "value_float") return cv.out_const(n, 0, Value::scalar_float(DataType::Float32, a.f()));
-    if (k == "value_int") return cv.out_const(n, 0, Value::scalar_int(DataType::Int64, a.i()));
-    if (k == "value_floats") {
-      std::vector<double> v(a.floats().begin(), a.floats().end());
-      return cv.out_const(n, 0, Value::from_doubles(DataType::Float32, {static_cast<int64_t>(v.size())}, v));
-    }
-    if (k == "value_ints") {
-      std::vector<int64_t> v(a.ints().begin(), a.ints().end());
-      return cv.out_const(n, 0, Value::from_ints(DataType::Int64, {static_cast<int64_t>(v.size())}, v));
-    }
-    if (k == "value_string") return cv.out_const(n, 0, Value::scalar_string(a.s()));
-    if (k == "value_strings")
-      return cv.out_const(n, 0, Value::strings({a.strings_size()}, std::vector<std::string>(a.strings().begin(), a.strings().end())));
-    cv.fail(n, "attribute '" + k + "' is not supported");
-  };
-  t["Range"] = [](C& cv, const NodeProto& n) {
-    const Value* s = cv.value(n, 0);
-    const Value* l = cv.value(n, 1);
-    const Value* d = cv.value(n, 2);
-    if (s && l && d) {
-      DataType dt = s->dtype();
-      if (is_float(dt)) {
-        double a = s->as_double(0), b = l->as_double(0), st = d->as_double(0);
-        if (st == 0) cv.fail(n, "delta is 0");
-        int64_t cnt = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((b - a) / st)));
-        std::vector<double> v(static_cast<size_t>(cnt));
-        for (int64_t i = 0; i < cnt; ++i) v[static_cast<size_t>(i)] = a + static_cast<double>(i) * st;
-        return cv.out_const(n, 0, Value::from_doubles(dt, {cnt}, v));
-      }
-      int64_t a = s->as_int(0), b = l->as_int(0), st = d->as_int(0);
-      if (st == 0) cv.fail(n, "delta is 0");
-      int64_t cnt = std::max<int64_t>(0, (b - a + st + (st > 0 ? -1 : 1)) / st);
-      std::vector<int64_t> v(static_cast<size_t>(cnt));
-      for (int64_t i = 0; i < cnt; ++i) v[static_cast<size_t>(i)] = a + i * st;
-      return cv.out_const(n, 0, Value::from_ints(dt, {cnt}, v));
-    }
-    Var* start = cv.in(n, 0);
-    cv.out(n, 0, cv.op("range_1d", {C::a("start", start), C::a("end", cv.cast(cv.in(n, 1), C::dtype(start))),
-                                    C::a("step", cv.cast(cv.in(n, 2), C::dtype(start)))}));
-  };
-  t["TopK"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    int64_t ax = cv.axis(n, C::ai(n, "axis", -1), cv.rank(n, x));
-    int64_t k = cv.opset < 10 ? C::ai(n, "k", 1) : cv.ints(n, 1, "K").at(0);
-    auto outs = cv.ops("topk", {C::a("x", x), C::ai32("k", k), C::ai32("axis", ax),
-                                C::abool("ascending", C::ai(n, "largest", 1) == 0)});
-    cv.out(n, 0, outs[0]);
-    cv.out(n, 1, outs[1]);
-  };
-  t["CumSum"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    int64_t ax = cv.axis(n, cv.ints(n, 1, "axis").at(0), cv.rank(n, x));
-    cv.out(n, 0, cv.op("cumsum", {C::a("x", x), C::ai32("axis", ax), C::abool("exclusive", C::ai(n, "exclusive", 0) != 0),
-                                  C::abool("reverse", C::ai(n, "reverse", 0) != 0)}));
-  };
-  t["OneHot"] = [](C& cv, const NodeProto& n) {
-    Var* idx = cv.cast(cv.in(n, 0), DataType::Int32);
-    int64_t depth = static_cast<int64_t>(cv.doubles(n, 1, "depth").at(0));
-    Var* vals = cv.in(n, 2);
-    DataType dt = C::dtype(vals);
-    auto vv = cv.doubles(n, 2, "values");
-    if (vv.size() != 2) cv.fail(n, "values must hold [off, on]");
-    auto mk = [&](size_t i) {
-      return is_float(dt) ? Value::scalar_float(dt, vv[i]) : Value::scalar_int(dt, static_cast<int64_t>(vv[i]));
-    };
-    int64_t r = cv.rank(n, idx) + 1;
-    int64_t ax = cv.axis(n, C::ai(n, "axis", -1), r);
-    // negative indices count from the end of the depth
-    Var* wrapped = cv.op("select", {C::a("cond", binary(cv, "less", idx, cv.cs(0, DataType::Int32))),
-                                    C::a("a", binary(cv, "add", idx, cv.cs(static_cast<double>(depth), DataType::Int32))),
-                                    C::a("b", idx)});
-    cv.out(n, 0, cv.op("one_hot", {C::a("indices", wrapped), C::ai32("one_hot_vector_size", depth), C::ai32("axis", ax),
-                                   C::a("on_value", mk(1)), C::a("off_value", mk(0))}));
-  };
-  t["NonZero"] = [](C& cv, const NodeProto& n) {
-    Var* nz = cv.op("non_zero", {C::a("x", cv.in(n, 0))});
-    cv.out(n, 0, cv.op("transpose", {C::a("x", nz), C::aints32("perm", {1, 0})}));
-  };
-  t["Einsum"] = einsum;
-  t["DepthToSpace"] = [](C& cv, const NodeProto& n) {
-    int64_t bs = C::ai(n, "blocksize", 1);
-    Var* x = cv.in(n, 0);
-    if (C::as(n, "mode", "DCR") == "CRD")
-      return cv.out(n, 0, cv.op("pixel_shuffle", {C::a("x", x), C::ai32("upscale_factor", bs)}));
-    cv.out(n, 0, cv.op("depth_to_space", {C::a("x", x), C::ai32("block_size", bs)}));
-  };
-  t["SpaceToDepth"] = [](C& cv, const NodeProto& n) {
-    int64_t bs = C::ai(n, "blocksize", 1);
-    Var* x = cv.in(n, 0);
-    if (C::as(n, "mode", "DCR") == "CRD") {
-      // channel c * bs^2 + (i * bs + j): [N, C, H/bs, bs, W/bs, bs] -> [N, C, bs, bs, H/bs, W/bs]
-      auto s = C::static_shape(x);
-      if (!s || s->size() != 4) cv.fail(n, "mode CRD needs a 4-D input of known shape");
-      int64_t N = (*s)[0], Cc = (*s)[1], H = (*s)[2], W = (*s)[3];
-      Var* y = cv.op("reshape", {C::a("x", x), C::aints32("shape", {N, Cc, H / bs, bs, W / bs, bs})});
-      y = cv.op("transpose", {C::a("x", y), C::aints32("perm", {0, 1, 3, 5, 2, 4})});
-      return cv.out(n, 0, cv.op("reshape", {C::a("x", y), C::aints32("shape", {N, Cc * bs * bs, H / bs, W / bs})}));
-    }
-    cv.out(n, 0, cv.op("space_to_depth", {C::a("x", x), C::ai32("block_size", bs)}));
-  };
-  t["Trilu"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    int r = cv.rank(n, x);
-    auto s = C::static_shape(x);
-    if (!s || r < 2) cv.fail(n, "needs a known shape of rank 2 or more");
-    int64_t k = C::has(n, 1) ? cv.ints(n, 1, "k").at(0) : 0;
-    bool upper = C::ai(n, "upper", 1) != 0;
-    int64_t h = (*s)[r - 2], w = (*s)[r - 1];
-    std::vector<int64_t> m(static_cast<size_t>(h * w));
-    for (int64_t i = 0; i < h; ++i)
-      for (int64_t j = 0; j < w; ++j) m[static_cast<size_t>(i * w + j)] = upper ? (j - i >= k) : (j - i <= k);
-    Var* mask = cv.c(Value::from_ints(DataType::Bool, {h, w}, m));
-    Var* zero = cv.cs(0, C::dtype(x));
-    cv.out(n, 0, cv.op("select", {C::a("cond", mask), C::a("a", x), C::a("b", zero)}));
-  };
-  t["EyeLike"] = [](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    auto s = C::static_shape(x);
-    if (!s || s->size() != 2) cv.fail(n, "needs a known 2-D shape");
-    int64_t k = C::ai(n, "k", 0);
-    DataType dt = C::dtype(x);
-    if (auto* a = C::attr(n, "dtype")) {
-      auto d = mil_dtype(static_cast<int>(a->i()));
-      if (!d) cv.fail(n, "dtype " + onnx_type_name(static_cast<int>(a->i())) + " is not supported");
-      dt = *d;
-    }
-    std::vector<double> v(static_cast<size_t>((*s)[0] * (*s)[1]), 0.0);
-    for (int64_t i = 0; i < (*s)[0]; ++i)
-      if (i + k >= 0 && i + k < (*s)[1]) v[static_cast<size_t>(i * (*s)[1] + i + k)] = 1;
-    cv.out_const(n, 0, Value::from_doubles(dt, *s, v));
-  };
+  t.on("ScatterElements", 1, scatter_elements);
+  t.on("Scatter", 1, scatter_elements);
+  t.on("Expand", 1, expand);
+  t.on("Tile", 1, tile);
+  t.on("Pad", 1, pad);
+  t.on("Shape", 1, shape_op);
+  t.on("Size", 1, size_op);
+  t.on("ConstantOfShape", 1, constant_of_shape);
+  t.on("Constant", 1, constant);
+  t.on("Range", 1, range_op);
+  t.on("TopK", 1, top_k);
+  t.on("CumSum", 1, cum_sum);
+  t.on("OneHot", 1, one_hot);
+  t.on("NonZero", 1, non_zero);
+  t.on("Einsum", 1, einsum);
+  t.on("DepthToSpace", 1, depth_to_space);
+  t.on("SpaceToDepth", 1, space_to_depth);
+  t.on("Trilu", 1, trilu);
+  t.on("EyeLike", 1, eye_like);
 }
 
 }  // namespace onnx_detail

@@ -280,3 +280,78 @@ def test_convert_inputs_rename_and_bound_dims():
     e = milkit.convert(mlp_model("batch"), minimum_deployment_target=milkit.target.iOS17,
                        inputs=[milkit.TensorType(name="x", shape=(2, 8))])
     assert list(e.get_spec().description.input[0].type.multiArrayType.shape) == [2, 8]
+
+
+# ---- opsets and attribute types, refused as onnxruntime refuses them -------------------------
+
+def _relu_model(opsets):
+    node = helper.make_node("Relu", ["x"], ["y"], name="act")
+    graph = helper.make_graph([node], "g", [vi("x", [2])], [vi("y", [2])])
+    return helper.make_model(graph, opset_imports=opsets)
+
+
+def test_a_default_domain_node_without_a_default_domain_opset_is_refused():
+    m = _relu_model([helper.make_opsetid("com.example", 1)])
+    with pytest.raises(milkit.FormatError, match=r"node 'act' \(Relu\).*no opset of the default domain"):
+        milkit.convert(m)
+
+
+@pytest.mark.parametrize("domain,version", [("", onnx.defs.onnx_opset_version() + 1), ("ai.onnx", 99),
+                                            ("ai.onnx.ml", 6)])
+def test_an_opset_newer_than_milkit_knows_is_refused(domain, version):
+    opsets = [helper.make_opsetid(domain, version)]
+    if domain == "ai.onnx.ml":
+        opsets.append(helper.make_opsetid("", 17))
+    with pytest.raises(milkit.FormatError, match=f"opset {version} of domain '{domain or 'ai.onnx'}'.*knows opsets up to"):
+        milkit.convert(_relu_model(opsets))
+
+
+def test_the_newest_released_opset_is_known():
+    milkit.convert(_relu_model([helper.make_opsetid("", onnx.defs.onnx_opset_version())]))
+
+
+def _attr_model(op, attr_name, attr_value, node_name):
+    node = helper.make_node(op, ["x"], ["y"], name=node_name)
+    node.attribute.append(helper.make_attribute(attr_name, attr_value))
+    graph = helper.make_graph([node], "g", [vi("x", [2, 3])], [vi("y", None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("op,attr_name,value,got,want", [
+    ("Transpose", "perm", "10", "STRING", "INTS"),
+    ("Transpose", "perm", [1.0, 0.0], "FLOATS", "INTS"),
+    ("LeakyRelu", "alpha", 2, "INT", "FLOAT"),  # onnxruntime takes no INT for a FLOAT either
+    ("Flatten", "axis", 1.0, "FLOAT", "INT"),
+    ("Softmax", "axis", [1], "INTS", "INT"),
+])
+def test_an_attribute_of_the_wrong_type_is_refused(op, attr_name, value, got, want):
+    with pytest.raises(milkit.FormatError) as e:
+        milkit.convert(_attr_model(op, attr_name, value, "bad_node"))
+    msg = str(e.value)
+    assert f"'bad_node' ({op})" in msg and f"'{attr_name}'" in msg and got in msg and want in msg
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_softmax_resolves_the_entry_of_the_models_opset(opset):
+    # before opset 13 Softmax normalizes over the flattened dims from axis on; from 13 along axis only
+    node = helper.make_node("Softmax", ["x"], ["y"], axis=1)
+    m = make_model([node], [vi("x", [2, 3, 4])], [vi("y", [2, 3, 4])], opset=opset)
+    x = rnd(2, 3, 4)
+    (y,) = check(m, {"x": x})
+    axes = (1, 2) if opset == 11 else (1,)
+    np.testing.assert_allclose(y.sum(axis=axes), np.ones_like(y.sum(axis=axes)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [10, 18])
+def test_pad_resolves_the_entry_of_the_models_opset(opset):
+    # opset 10: pads are an attribute; from 11 an input (and from 18 with axes)
+    x = rnd(2, 3)
+    if opset == 10:
+        m = make_model([helper.make_node("Pad", ["x"], ["y"], pads=[0, 1, 0, 2], value=1.5)],
+                       [vi("x", [2, 3])], [vi("y", [2, 6])], opset=opset)
+    else:
+        m = make_model([helper.make_node("Pad", ["x", "pads", "v", "axes"], ["y"])], [vi("x", [2, 3])], [vi("y", [2, 6])],
+                       [init("pads", np.array([1, 2], np.int64)), init("v", np.array(1.5, np.float32)),
+                        init("axes", np.array([1], np.int64))], opset=opset)
+    (y,) = check(m, {"x": x})
+    np.testing.assert_array_equal(y, np.pad(x, [(0, 0), (1, 2)], constant_values=1.5))
