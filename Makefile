@@ -5,6 +5,11 @@ JOBS ?= 2
 APT_PACKAGES = libprotobuf-dev protobuf-compiler nlohmann-json3-dev catch2 ccache cmake ninja-build g++ valgrind libopenblas-dev \
   graphviz chromium libminizip-dev dpkg-dev debootstrap clang libc++-dev libc++abi-dev
 STAMP = $(BUILD)/.deps-stamp
+# whether Debian package $$p (`name` or `name:arch`) is installed for that architecture (the machine's
+# own when none is given, or arch "all"); `dpkg -s name` is ambiguous once the same -dev package is
+# installed for a second architecture (make deps-aarch64)
+deb_installed = { a="$${p\#*:}"; [ "$$a" = "$$p" ] && a=$$(dpkg --print-architecture); \
+  dpkg-query -W -f='$${db:Status-Status} $${Architecture}\n' "$$p" 2>/dev/null | grep -qE "^installed ($$a|all)$$"; }
 # the aarch64 wheel (make wheel-aarch64, test-wheel-aarch64; not part of make test): Debian's cross
 # compiler and the arm64 builds of the same -dev libraries (multiarch), the target Python's headers,
 # and qemu-user to run an arm64 root
@@ -29,7 +34,7 @@ export CXX = g++
 deps: $(STAMP)
 
 $(STAMP): requirements-dev.txt Makefile
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(APT_PACKAGES); do $(deb_installed) || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
@@ -46,7 +51,7 @@ $(STAMP_AARCH64): $(STAMP)
 	  echo "adding the arm64 architecture (dpkg multiarch)"; \
 	  $$SUDO dpkg --add-architecture arm64 && $$SUDO apt-get update -qq; \
 	fi; \
-	missing=""; for p in $(APT_PACKAGES_AARCH64); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	missing=""; for p in $(APT_PACKAGES_AARCH64); do $(deb_installed) || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
