@@ -1,6 +1,5 @@
 // Graph passes from Python.
 #include "common.h"
-
 #include "milkit/passes/pass.h"
 
 namespace milkit::py_bind {
@@ -9,8 +8,8 @@ void init_passes(py::module_& m) {
   m.def("pass_names", [] { return PassRegistry::instance().names(); });
   m.def(
       "run_passes",
-      [](Program& p, const std::vector<std::string>& names, const std::map<std::string, PassOptions>& options,
-         bool verify_each, bool skip_unknown) {
+      [](Program& p, const std::vector<std::string>& names,
+         const std::map<std::string, PassOptions>& options, bool verify_each, bool skip_unknown) {
         PassManager pm;
         for (auto& n : names) {
           auto it = options.find(n);
@@ -20,9 +19,19 @@ void init_passes(py::module_& m) {
         py::gil_scoped_release release;
         return pm.run(p, verify_each, skip_unknown);
       },
-      py::arg("program"), py::arg("names"), py::arg("options") = std::map<std::string, PassOptions>{},
-      py::arg("verify_each") = false, py::arg("skip_unknown") = false,
+      py::arg("program"), py::arg("names"),
+      py::arg("options") = std::map<std::string, PassOptions>{}, py::arg("verify_each") = false,
+      py::arg("skip_unknown") = false,
       "Runs the named passes in order; returns the names skipped (skip_unknown=True).");
+  m.def(
+      "run_pass",
+      [](Program& p, const std::string& name, const PassOptions& options) {
+        std::unique_ptr<Pass> pass = PassRegistry::instance().create(name);
+        py::gil_scoped_release release;
+        return pass->run(p, options);
+      },
+      py::arg("program"), py::arg("name"), py::arg("options") = PassOptions{},
+      "Runs one pass; returns whether it changed the program.");
 }
 
 }  // namespace milkit::py_bind

@@ -157,23 +157,6 @@ TEST_CASE("exec: parallel_for covers the range once and rethrows errors") {
                       "boom");
 }
 
-TEST_CASE("exec: eval_dim evaluates symbolic expressions with Python's floor semantics") {
-  SymbolContext c;
-  auto s = Symbol::create("S");
-  Dim S = c.symbol(s);
-  std::unordered_map<const Symbol*, int64_t> env{{s.get(), 7}};
-  int64_t v = 0;
-  REQUIRE(eval_dim(c.add(c.mul(c.constant(2), S), c.constant(1)), env, v));
-  REQUIRE(v == 15);
-  REQUIRE(eval_dim(c.floordiv(c.sub(S, c.constant(10)), c.constant(2)), env, v));
-  REQUIRE(v == -2);
-  REQUIRE(eval_dim(c.mod(c.sub(S, c.constant(10)), c.constant(4)), env, v));
-  REQUIRE(v == 1);
-  REQUIRE(eval_dim(c.max(S, c.constant(9)), env, v));
-  REQUIRE(v == 9);
-  REQUIRE_FALSE(eval_dim(c.symbol(Symbol::create("T")), env, v));
-}
-
 TEST_CASE("exec: every op in the registry, at every opset, has a kernel") {
   std::set<std::string> missing;
   for (int t = static_cast<int>(Target::iOS13); t <= static_cast<int>(Target::iOS26); ++t)

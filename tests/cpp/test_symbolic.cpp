@@ -3,7 +3,9 @@
 
 #include <functional>
 #include <map>
+#include <unordered_map>
 
+#include "milkit/symbolic/eval.h"
 #include "milkit/symbolic/expr.h"
 #include "milkit/types/error.h"
 
@@ -216,4 +218,38 @@ TEST_CASE("symbolic: contexts are independent, symbols shared", "[symbolic]") {
   auto f1 = Symbol::fresh(), f2 = Symbol::fresh();
   CHECK(f1->name() != f2->name());
   CHECK(f1->name().rfind("is", 0) == 0);
+}
+
+TEST_CASE("symbolic: eval_dim evaluates expressions with Python's floor semantics", "[symbolic]") {
+  SymbolContext c;
+  auto s = Symbol::create("S");
+  Dim S = c.symbol(s);
+  std::unordered_map<const Symbol*, int64_t> env{{s.get(), 7}};
+  int64_t v = 0;
+  REQUIRE(eval_dim(c.add(c.mul(c.constant(2), S), c.constant(1)), env, v));
+  REQUIRE(v == 15);
+  REQUIRE(eval_dim(c.floordiv(c.sub(S, c.constant(10)), c.constant(2)), env, v));
+  REQUIRE(v == -2);
+  REQUIRE(eval_dim(c.mod(c.sub(S, c.constant(10)), c.constant(4)), env, v));
+  REQUIRE(v == 1);
+  REQUIRE(eval_dim(c.max(S, c.constant(9)), env, v));
+  REQUIRE(v == 9);
+  REQUIRE_FALSE(eval_dim(c.symbol(Symbol::create("T")), env, v));
+}
+
+TEST_CASE("symbolic: eval_dim on min, products of symbols, and a zero divisor", "[symbolic]") {
+  SymbolContext c;
+  auto s = Symbol::create("S");
+  auto t = Symbol::create("T");
+  Dim S = c.symbol(s), T = c.symbol(t);
+  std::unordered_map<const Symbol*, int64_t> env{{s.get(), 3}, {t.get(), 5}};
+  int64_t v = 0;
+  REQUIRE(eval_dim(c.min(S, T), env, v));
+  CHECK(v == 3);
+  REQUIRE(eval_dim(c.add(c.mul(S, T), c.constant(-4)), env, v));
+  CHECK(v == 11);
+  REQUIRE(eval_dim(c.constant(42), {}, v));
+  CHECK(v == 42);
+  CHECK_FALSE(eval_dim(c.floordiv(S, c.sub(T, c.constant(5))), env, v));
+  CHECK_FALSE(eval_dim(c.mod(S, c.sub(T, c.constant(5))), env, v));
 }

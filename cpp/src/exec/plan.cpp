@@ -1,74 +1,20 @@
-// The interpreter: planning a function and running it.
+// The interpreter's planner: a plan per function (a kernel per op, constants folded, buffer
+// lifetimes), the State object, and Plan::run.
 #include "milkit/exec/plan.h"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <mutex>
-#include <atomic>
 #include <functional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
+#include "frame.h"
 #include "milkit/ops/registry.h"
 #include "milkit/types/error.h"
+#include "plan_steps.h"
 
 namespace milkit {
-
-// ---- symbols ------------------------------------------------------------------------------------
-
-bool eval_dim(Dim d, const std::unordered_map<const Symbol*, int64_t>& env, int64_t& out) {
-  auto floordiv = [](int64_t a, int64_t b) {
-    int64_t q = a / b;
-    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-    return q;
-  };
-  switch (d->kind()) {
-    case Expr::Kind::Const: out = d->value(); return true;
-    case Expr::Kind::Symbol: {
-      auto it = env.find(d->symbol());
-      if (it == env.end()) return false;
-      out = it->second;
-      return true;
-    }
-    case Expr::Kind::FloorDiv:
-    case Expr::Kind::Mod: {
-      int64_t a, b;
-      if (!eval_dim(d->args()[0], env, a) || !eval_dim(d->args()[1], env, b) || b == 0) return false;
-      int64_t q = floordiv(a, b);
-      out = d->kind() == Expr::Kind::FloorDiv ? q : a - q * b;
-      return true;
-    }
-    case Expr::Kind::Min:
-    case Expr::Kind::Max: {
-      bool first = true;
-      for (Dim x : d->args()) {
-        int64_t v;
-        if (!eval_dim(x, env, v)) return false;
-        if (first || (d->kind() == Expr::Kind::Min ? v < out : v > out)) out = v;
-        first = false;
-      }
-      return true;
-    }
-    case Expr::Kind::Poly: {
-      int64_t s = d->value();
-      for (const Term& t : d->terms()) {
-        int64_t p = t.coef;
-        for (Dim a : t.atoms) {
-          int64_t v;
-          if (!eval_dim(a, env, v)) return false;
-          p *= v;
-        }
-        s += p;
-      }
-      out = s;
-      return true;
-    }
-  }
-  return false;
-}
 
 // ---- states -------------------------------------------------------------------------------------
 
@@ -96,31 +42,6 @@ std::vector<std::string> State::names() const {
   return r;
 }
 
-// ---- plan structure -----------------------------------------------------------------------------
-
-namespace {
-constexpr int32_t kAbsent = INT32_MIN;
-inline bool is_const_ref(int32_t r) { return r < 0; }
-inline int32_t const_index(int32_t r) { return ~r; }
-}  // namespace
-
-struct Step {
-  const Operation* op = nullptr;
-  const KernelDef* kd = nullptr;
-  std::vector<int32_t> args;         // per flat arg: >= 0 frame slot, < 0 const (~index)
-  std::vector<int32_t> outs;         // frame slots
-  std::vector<DataType> out_dtypes;  // compute dtypes
-  std::vector<int32_t> frees;        // frame slots released after the step
-  std::vector<std::unique_ptr<BlockPlan>> blocks;
-};
-
-struct BlockPlan {
-  const Block* block = nullptr;
-  std::vector<int32_t> inputs;   // frame slots of block inputs
-  std::vector<Step> steps;
-  std::vector<int32_t> outputs;  // refs
-};
-
 Plan::~Plan() = default;
 
 namespace {
@@ -132,7 +53,7 @@ struct Planner {
   const KernelRegistry& reg;
   Planner(Plan& p, std::vector<Tensor>& c, size_t& cb, const KernelRegistry& r)
       : plan(p), consts(c), const_bytes(cb), reg(r) {}
-  std::unordered_map<const Var*, int32_t> refs;   // var -> ref
+  std::unordered_map<const Var*, int32_t> refs;  // var -> ref
   std::unordered_map<int32_t, int32_t> fp32_of;  // const index -> fp32 copy index
   int32_t next_slot = 0;
   std::vector<std::string> missing;
@@ -152,7 +73,8 @@ struct Planner {
 
   int32_t ref(const Var* v) const {
     auto it = refs.find(v);
-    if (it == refs.end()) throw VerifyError("the interpreter found var '" + v->name() + "' used before it is defined");
+    if (it == refs.end())
+      throw VerifyError("the interpreter found var '" + v->name() + "' used before it is defined");
     return it->second;
   }
 
@@ -195,211 +117,14 @@ struct Planner {
 
 }  // namespace
 
-/// Per-op-type kernel times, printed to stderr at exit when MILKIT_PROFILE is set.
-class Profile {
- public:
-  static Profile* get() {
-    static Profile* p = std::getenv("MILKIT_PROFILE") ? new Profile() : nullptr;
-    return p;
-  }
-  void add(const Operation& op, double us) {
-    std::lock_guard<std::mutex> lk(m_);
-    auto& e = by_type_[op.op_type()];
-    e.first += us;
-    e.second += 1;
-  }
-  ~Profile() = default;
-
- private:
-  Profile() {
-    std::atexit([] {
-      Profile* p = get();
-      std::vector<std::pair<double, std::string>> rows;
-      double total = 0;
-      for (auto& kv : p->by_type_) {
-        rows.emplace_back(kv.second.first, kv.first);
-        total += kv.second.first;
-      }
-      std::sort(rows.rbegin(), rows.rend());
-      std::fprintf(stderr, "milkit profile: %.1f ms in kernels\n", total / 1e3);
-      for (auto& r : rows)
-        std::fprintf(stderr, "  %-28s %10.1f ms %5.1f%%  (%lld calls)\n", r.second.c_str(), r.first / 1e3,
-                     total > 0 ? 100.0 * r.first / total : 0.0, static_cast<long long>(p->by_type_[r.second].second));
-    });
-  }
-  std::mutex m_;
-  std::map<std::string, std::pair<double, int64_t>> by_type_;
-};
-
-class Frame {
- public:
-  Frame(const Plan& p, State* st) : plan_(p), state_(st), slots_(p.num_slots_), profile_(Profile::get()) {}
-
-  const Tensor& get(int32_t r) const {
-    static const Tensor kNone;
-    if (r == kAbsent) return kNone;
-    return is_const_ref(r) ? plan_.consts_[const_index(r)] : slots_[r];
-  }
-
-  void bind_symbol(const Var* v, size_t dim_i, Dim d, int64_t actual, const char* what) {
-    int64_t want;
-    if (eval_dim(d, env_, want)) {
-      if (want != actual)
-        throw ValueError(std::string(what) + " '" + v->name() + "': dim " + std::to_string(dim_i) +
-                         " is " + std::to_string(actual) + ", expected " + d->str() + " = " +
-                         std::to_string(want));
-      return;
-    }
-    if (d->kind() == Expr::Kind::Symbol) {
-      const Symbol* s = d->symbol();
-      if (actual < s->lo() || actual > s->hi())
-        throw ValueError(std::string(what) + " '" + v->name() + "': dim " + std::to_string(dim_i) + " is " +
-                         std::to_string(actual) + ", outside the range of " + s->name() + " [" +
-                         std::to_string(s->lo()) + ", " +
-                         (s->hi() == kPosInf ? std::string("inf") : std::to_string(s->hi())) + "]");
-      set_sym(s, actual);
-    }
-  }
-
-  // Binds a symbol, logging new bindings so a nested block's run can drop the ones made inside it
-  // (a loop's shapes may change from one iteration to the next).
-  void set_sym(const Symbol* s, int64_t v) {
-    auto r = env_.emplace(s, v);
-    if (r.second) bound_log_.push_back(s);
-    else r.first->second = v;
-  }
-
-  void check_output(const Step& st, size_t i, const Tensor& t) {
-    const Var* v = st.op->outputs()[i];
-    const Type* ty = v->type();
-    if (!ty->is_tensor()) return;
-    if (t.dtype() != ty->dtype())
-      throw ValueError("internal error: the kernel of " + st.op->describe() + " made output " +
-                       std::to_string(i) + " of dtype " + std::string(dtype_name(t.dtype())) +
-                       ", its type is " + ty->str());
-    if (!ty->has_rank()) return;
-    if (static_cast<size_t>(t.rank()) != ty->shape().size())
-      throw ValueError("internal error: the kernel of " + st.op->describe() + " made output " +
-                       std::to_string(i) + " of shape " + shape_str(t.shape()) + ", its type is " + ty->str());
-    for (size_t k = 0; k < ty->shape().size(); ++k) {
-      Dim d = ty->shape()[k];
-      int64_t want;
-      if (eval_dim(d, env_, want)) {
-        if (want != t.shape()[k])
-          throw ValueError("internal error: the kernel of " + st.op->describe() + " made output " +
-                           std::to_string(i) + " of shape " + shape_str(t.shape()) + ", its type is " +
-                           ty->str());
-      } else if (d->kind() == Expr::Kind::Symbol) {
-        set_sym(d->symbol(), t.shape()[k]);
-      }
-    }
-  }
-
-  void run_block(const BlockPlan& bp) {
-    std::vector<const Tensor*> args;
-    std::vector<Tensor> temps;
-    std::vector<Tensor> outs;
-    for (const Step& st : bp.steps) {
-      const Operation& op = *st.op;
-      args.assign(st.args.size(), nullptr);
-      temps.clear();
-      temps.reserve(st.args.size());
-      for (size_t a = 0; a < st.args.size(); ++a) {
-        const Tensor* t = &get(st.args[a]);
-        if (st.kd->float_compute && t->dtype() == DataType::Float16) {
-          temps.push_back(cast_tensor(*t, DataType::Float32));
-          t = &temps.back();
-        }
-        args[a] = t;
-      }
-      outs.assign(st.outs.size(), Tensor());
-      KernelCtx kc;
-      kc.op_ = &op;
-      kc.args_ = &args;
-      kc.outs_ = &outs;
-      kc.out_dtypes_ = &st.out_dtypes;
-      kc.state_ = state_;
-      kc.frame_ = this;
-      kc.step_ = &st;
-      if (profile_) {
-        auto t0 = std::chrono::steady_clock::now();
-        st.kd->fn(kc);
-        double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-        profile_->add(op, us);
-      } else {
-        st.kd->fn(kc);
-      }
-      for (size_t i = 0; i < outs.size(); ++i) {
-        Tensor& t = outs[i];
-        const Type* ty = op.outputs()[i]->type();
-        if (!t.defined()) {
-          if (ty->is_tensor())
-            throw ValueError("internal error: the kernel of " + op.describe() + " set no output " + std::to_string(i));
-          continue;
-        }
-        if (ty->is_tensor() && t.dtype() != ty->dtype() && st.kd->float_compute &&
-            ty->dtype() == DataType::Float16 && t.dtype() == DataType::Float32)
-          t = cast_tensor(t, DataType::Float16);
-        check_output(st, i, t);
-        if (!t.borrowed()) live_ += t.nbytes();
-        slots_[st.outs[i]] = std::move(t);
-      }
-      peak_ = std::max(peak_, live_);
-      for (int32_t s : st.frees) {
-        Tensor& t = slots_[s];
-        if (t.defined() && !t.borrowed()) live_ -= std::min(live_, t.nbytes());
-        t = Tensor();
-      }
-    }
-  }
-
-  std::vector<Tensor> run_nested(const Step& st, size_t b, const std::vector<Tensor>& inputs) {
-    if (b >= st.blocks.size()) throw ValueError("internal error: " + st.op->describe() + " has no block " + std::to_string(b));
-    const BlockPlan& bp = *st.blocks[b];
-    if (inputs.size() != bp.inputs.size())
-      throw ValueError("internal error: block " + std::to_string(b) + " of " + st.op->describe() + " takes " +
-                       std::to_string(bp.inputs.size()) + " inputs, got " + std::to_string(inputs.size()));
-    const size_t mark = bound_log_.size();
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const Var* v = bp.block->inputs()[i];
-      const Type* t = v->type();
-      const Tensor& x = inputs[i];
-      if (t->is_tensor() && t->has_rank() && !x.is_list()) {
-        if (!x.defined() || x.dtype() != t->dtype() || static_cast<size_t>(x.rank()) != t->shape().size())
-          throw ValueError("internal error: block input '" + v->name() + "' of " + st.op->describe() + " is " +
-                           (x.defined() ? x.describe() : std::string("undefined")) + ", its type is " + t->str());
-        for (size_t k = 0; k < t->shape().size(); ++k)
-          if (!t->shape()[k]->is_const()) bind_symbol(v, k, t->shape()[k], x.shape()[k], "block input");
-      }
-      slots_[bp.inputs[i]] = inputs[i];
-    }
-    run_block(bp);
-    std::vector<Tensor> r;
-    for (int32_t o : bp.outputs) r.push_back(get(o));
-    // symbols bound inside the block are the block's own (a loop rebinds them each iteration)
-    while (bound_log_.size() > mark) {
-      env_.erase(bound_log_.back());
-      bound_log_.pop_back();
-    }
-    return r;
-  }
-
-  const Plan& plan_;
-  State* state_;
-  std::vector<Tensor> slots_;
-  std::unordered_map<const Symbol*, int64_t> env_;
-  std::vector<const Symbol*> bound_log_;
-  size_t live_ = 0, peak_ = 0;
-  Profile* profile_ = nullptr;
-};
-
 namespace {
 
 void Planner::fold_constexpr(const Operation* op, const KernelDef* kd) {
   for (Var* v : op->args()) {
     int32_t r = ref(v);
     if (r != kAbsent && !is_const_ref(r))
-      throw ValueError(op->describe() + ": input '" + v->name() + "' is not a compile-time constant");
+      throw ValueError(op->describe() + ": input '" + v->name() +
+                       "' is not a compile-time constant");
   }
   fold(op, kd, true);
 }
@@ -458,7 +183,8 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
     if (type == "const") {
       Var* v = op->output(0);
       if (!v->value()) throw ValueError(op->describe() + " has no value");
-      if (v->value()->dtype() == DataType::String || v->value()->is_symbolic() || v->value()->is_list()) {
+      if (v->value()->dtype() == DataType::String || v->value()->is_symbolic() ||
+          v->value()->is_list()) {
         refs[v] = kAbsent;  // a parameter that kernels read from the var's value
         continue;
       }
@@ -477,7 +203,8 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
     // outputs known at compile time (value inference) are constants
     bool all_known = !op->outputs().empty() && op->blocks().empty();
     for (Var* v : op->outputs())
-      if (!v->has_value() || v->value()->dtype() == DataType::String || !v->type()->is_tensor()) all_known = false;
+      if (!v->has_value() || v->value()->dtype() == DataType::String || !v->type()->is_tensor())
+        all_known = false;
     if (all_known) {
       for (Var* v : op->outputs()) refs[v] = add_const(Tensor::from_value(*v->value()), false);
       continue;
@@ -522,7 +249,8 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
   }
   auto defined_here = [&](const Var* v) {
     if (v->op()) return v->op()->parent() == &b;
-    return std::find(b.inputs().begin(), b.inputs().end(), v) != b.inputs().end();  // shared inputs too
+    return std::find(b.inputs().begin(), b.inputs().end(), v) !=
+           b.inputs().end();  // shared inputs too
   };
   for (auto& kv : last) {
     const Var* v = kv.first;
@@ -547,11 +275,14 @@ Plan::Plan(std::shared_ptr<const Function> fn, const KernelRegistry* kernels) : 
   Planner pl(*this, consts_, const_bytes_, kernels ? *kernels : KernelRegistry::instance());
   pl.collect_missing(fn_->body());
   if (!pl.missing.empty()) {
-    std::string msg = "the interpreter has no kernel for " + std::to_string(pl.missing.size()) + " op(s): ";
+    std::string msg =
+        "the interpreter has no kernel for " + std::to_string(pl.missing.size()) + " op(s): ";
     for (size_t i = 0; i < pl.missing.size(); ++i) msg += (i ? ", " : "") + pl.missing[i];
     if (pl.has_complex)
-      msg += ". Complex dialect ops are not run: lower them first with common::lower_complex_dialect_ops "
-             "(PassPipeline.DEFAULT does)";
+      msg +=
+          ". Complex dialect ops are not run: lower them first with "
+          "common::lower_complex_dialect_ops "
+          "(PassPipeline.DEFAULT does)";
     throw ValueError(msg);
   }
   for (Var* v : fn_->inputs()) pl.new_slot(v);
@@ -580,7 +311,8 @@ std::shared_ptr<State> Plan::make_state() const {
     const Type* w = t->elem();
     std::vector<int64_t> shape;
     for (Dim d : w->shape()) {
-      if (!d->is_const()) throw ValueError("state '" + v->name() + "' has a symbolic shape " + w->str());
+      if (!d->is_const())
+        throw ValueError("state '" + v->name() + "' has a symbolic shape " + w->str());
       shape.push_back(d->value());
     }
     s->values_[v->name()] = Tensor::zeros(w->dtype(), shape);
@@ -596,9 +328,11 @@ std::vector<std::pair<std::string, Tensor>> Plan::run(const std::map<std::string
     const Var* v = fn_->inputs()[i];
     const Type* t = v->type();
     if (t->kind() == TypeKind::State) {
-      if (!state) throw ValueError("the model has state '" + v->name() + "': pass state=model.make_state()");
+      if (!state)
+        throw ValueError("the model has state '" + v->name() + "': pass state=model.make_state()");
       if (!state->contains(v->name()))
-        throw ValueError("the state object has no state named '" + v->name() + "' (made for another model?)");
+        throw ValueError("the state object has no state named '" + v->name() +
+                         "' (made for another model?)");
       continue;
     }
     known.insert(v->name());
@@ -620,8 +354,8 @@ std::vector<std::pair<std::string, Tensor>> Plan::run(const std::map<std::string
         Dim d = t->shape()[k];
         if (d->is_const()) {
           if (d->value() != x.shape()[k])
-            throw ValueError("input '" + v->name() + "' has shape " + shape_str(x.shape()) + ", expected " + t->str() +
-                             " (dim " + std::to_string(k) + ")");
+            throw ValueError("input '" + v->name() + "' has shape " + shape_str(x.shape()) +
+                             ", expected " + t->str() + " (dim " + std::to_string(k) + ")");
         } else if (d->kind() == Expr::Kind::Symbol) {
           fr.bind_symbol(v, k, d, x.shape()[k], "input");
         }
@@ -648,145 +382,9 @@ std::vector<std::pair<std::string, Tensor>> Plan::run(const std::map<std::string
   last_peak_ = fr.peak_;
   std::vector<std::pair<std::string, Tensor>> out;
   const Block& b = fn_->body();
-  for (size_t i = 0; i < b.outputs().size(); ++i) out.emplace_back(b.outputs()[i]->name(), fr.get(body_->outputs[i]));
+  for (size_t i = 0; i < b.outputs().size(); ++i)
+    out.emplace_back(b.outputs()[i]->name(), fr.get(body_->outputs[i]));
   return out;
-}
-
-// ---- KernelCtx ----------------------------------------------------------------------------------
-
-bool KernelCtx::has(std::string_view name) const {
-  int i = op_->input_index(name);
-  return i >= 0 && !op_->input(static_cast<size_t>(i)).empty();
-}
-
-const Tensor& KernelCtx::in(size_t i) const {
-  const auto& st = op_->starts();
-  if (i + 1 >= st.size() || st[i] == st[i + 1])
-    fail("input " + std::to_string(i) + " is absent");
-  const Tensor* t = (*args_)[st[i]];
-  if (!t || !t->defined()) fail("input '" + op_->schema().inputs[i].name + "' has no run-time tensor");
-  return *t;
-}
-
-const Tensor& KernelCtx::in(std::string_view name) const {
-  int i = op_->input_index(name);
-  if (i < 0) fail("has no input named '" + std::string(name) + "'");
-  if (op_->input(static_cast<size_t>(i)).empty()) fail("input '" + std::string(name) + "' is absent");
-  return in(static_cast<size_t>(i));
-}
-
-std::vector<const Tensor*> KernelCtx::tuple(std::string_view name) const {
-  int i = op_->input_index(name);
-  if (i < 0) fail("has no input named '" + std::string(name) + "'");
-  const auto& st = op_->starts();
-  std::vector<const Tensor*> r;
-  for (uint32_t k = st[i]; k < st[i + 1]; ++k) r.push_back((*args_)[k]);
-  return r;
-}
-
-const Value* KernelCtx::value(std::string_view name) const {
-  Var* v = op_->input1(name);
-  return v && v->value() && !v->value()->is_symbolic() ? v->value().get() : nullptr;
-}
-
-std::vector<int64_t> KernelCtx::ints(std::string_view name) const {
-  if (const Value* v = value(name)) return v->to_ints();
-  const Tensor& t = in(name);
-  std::vector<int64_t> r(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) r[i] = static_cast<int64_t>(t.get(i));
-  return r;
-}
-
-int64_t KernelCtx::int_(std::string_view name) const {
-  auto v = ints(name);
-  if (v.size() != 1) fail("input '" + std::string(name) + "' must be a scalar");
-  return v[0];
-}
-
-int64_t KernelCtx::int_or(std::string_view name, int64_t def) const { return has(name) ? int_(name) : def; }
-
-double KernelCtx::float_(std::string_view name) const {
-  if (const Value* v = value(name)) {
-    if (v->numel() != 1) fail("input '" + std::string(name) + "' must be a scalar");
-    return v->as_double(0);
-  }
-  const Tensor& t = in(name);
-  if (t.numel() != 1) fail("input '" + std::string(name) + "' must be a scalar");
-  return t.get(0);
-}
-
-double KernelCtx::float_or(std::string_view name, double def) const { return has(name) ? float_(name) : def; }
-
-bool KernelCtx::bool_(std::string_view name) const { return float_(name) != 0.0; }
-
-bool KernelCtx::bool_or(std::string_view name, bool def) const { return has(name) ? bool_(name) : def; }
-
-std::string KernelCtx::str(std::string_view name) const {
-  Var* v = op_->input1(name);
-  if (!v || !v->value() || v->value()->dtype() != DataType::String || v->value()->numel() != 1)
-    fail("input '" + std::string(name) + "' must be a known string");
-  return v->value()->string_values()[0];
-}
-
-std::string KernelCtx::str_or(std::string_view name, const std::string& def) const {
-  return has(name) ? str(name) : def;
-}
-
-DataType KernelCtx::out_dtype(size_t i) const { return (*out_dtypes_)[i]; }
-
-DataType KernelCtx::declared_dtype(size_t i) const { return op_->outputs()[i]->type()->dtype(); }
-
-Tensor& KernelCtx::alloc(size_t i, std::vector<int64_t> shape) {
-  (*outs_)[i] = Tensor::empty(out_dtype(i), std::move(shape));
-  return (*outs_)[i];
-}
-
-void KernelCtx::set(size_t i, Tensor t) { (*outs_)[i] = std::move(t); }
-
-State& KernelCtx::state() const {
-  if (!state_) fail("needs a state object: pass state=model.make_state()");
-  return *state_;
-}
-
-std::vector<Tensor> KernelCtx::run_block(size_t b, const std::vector<Tensor>& inputs) {
-  return static_cast<Frame*>(frame_)->run_nested(*static_cast<const Step*>(step_), b, inputs);
-}
-
-void KernelCtx::fail(const std::string& msg) const { throw ValueError(op_->describe() + ": " + msg); }
-
-void KernelCtx::index_error(const std::string& msg) const { throw IndexError(op_->describe() + ": " + msg); }
-
-int64_t KernelCtx::axis(int64_t a, int64_t rank) const {
-  int64_t r = a < 0 ? a + rank : a;
-  if (r < 0 || r >= std::max<int64_t>(rank, 1))
-    fail("axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
-  return r;
-}
-
-// ---- registry -----------------------------------------------------------------------------------
-
-void register_all_kernels(KernelRegistry& r);
-
-const KernelRegistry& KernelRegistry::instance() {
-  static const KernelRegistry reg = [] {
-    KernelRegistry r;
-    register_all_kernels(r);
-    return r;
-  }();
-  return reg;
-}
-
-void KernelRegistry::add(const std::string& op_type, KernelDef def) { kernels_[op_type] = def; }
-
-const KernelDef* KernelRegistry::find(std::string_view op_type) const {
-  auto it = kernels_.find(op_type);
-  return it == kernels_.end() ? nullptr : &it->second;
-}
-
-std::vector<std::string> KernelRegistry::names() const {
-  std::vector<std::string> r;
-  for (auto& kv : kernels_) r.push_back(kv.first);
-  return r;
 }
 
 }  // namespace milkit

@@ -9,14 +9,16 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
 namespace {
 
-void handle_block(Builder& b, Block& blk) {
+bool handle_block(Builder& b, Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
-    for (Block* nb : op->blocks()) handle_block(b, *nb);
+    for (Block* nb : op->blocks()) changed = handle_block(b, *nb) || changed;
     if (op->op_type() != "conv_transpose" || op->input1("output_shape")) continue;
     const Type* t = op->output(0)->type();
     if (!t->has_rank()) continue;
@@ -34,27 +36,18 @@ void handle_block(Builder& b, Block& blk) {
     Var* out = b.create("conv_transpose", args, op->name() + "_has_output_shape").at(0);
     pass_util::replace_var(op->output(0), out);
     blk.erase(op);
+    changed = true;
   }
+  return changed;
 }
-
-class AddConvTransposeOutputShape : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::add_conv_transpose_output_shape", {});
-    for (auto& [name, f] : p.functions()) {
-      if (!pass_util::has_op_type(*f, {"conv_transpose"})) continue;
-      Builder b(*f);
-      handle_block(b, f->body());
-    }
-  }
-};
 
 }  // namespace
 
 /// Registers common::add_conv_transpose_output_shape.
 void register_add_conv_transpose_output_shape(PassRegistry& r) {
   r.add("common::add_conv_transpose_output_shape",
-        [] { return std::make_unique<AddConvTransposeOutputShape>(); });
+        pass_util::block_pass("common::add_conv_transpose_output_shape", {"conv_transpose"},
+                              handle_block, pass_util::OpScan::Function));
 }
 
 }  // namespace milkit

@@ -4,11 +4,13 @@
 // read_state, coreml_update_state, the op types in the option `skip_ops_by_type` (comma
 // separated), and ops with an fp32 const input holding a finite value beyond fp16's range
 // (|v| > 65504; |v| >= 1e38 counts as infinity and is allowed):
-//   1. each fp32 input that may be fp16 (its dtype set allows fp16; from iOS17 not the alpha/beta of
-//      activations nor the epsilon of inverse/log/rsqrt) gets cast(x, "fp16") named "<var>_to_fp16",
-//      inserted before the op; a var with several uses is cast once per block and the cast reused.
-//      A const cast whose fp16 value flushes a non-zero to zero keeps the smallest fp16 subnormal
-//      with the sign of the original instead (arrays under 400 elements, as coremltools);
+//   1. each fp32 input that may be fp16 (its dtype set allows fp16; from iOS17 not the alpha/beta
+//   of
+//      activations nor the epsilon of inverse/log/rsqrt) gets cast(x, "fp16") named
+//      "<var>_to_fp16", inserted before the op; a var with several uses is cast once per block and
+//      the cast reused. A const cast whose fp16 value flushes a non-zero to zero keeps the smallest
+//      fp16 subnormal with the sign of the original instead (arrays under 400 elements, as
+//      coremltools);
 //   2. the op is rebuilt as "<op>_cast_fp16" on the new inputs, before the old op;
 //   3. each output that was fp32 and no longer is gets cast(out, "fp32") named "<out>_to_fp32";
 //      users (and function outputs, which keep their names) read it instead; the old op goes.
@@ -22,6 +24,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -38,17 +41,20 @@ Arg dtype_arg(DataType t) {
 }
 
 const std::initializer_list<const char*> kUnsupported = {
-    "cast",      "while_loop", "cond",       "make_list", "list_gather",         "list_scatter",
+    "cast",      "while_loop", "cond",        "make_list",  "list_gather",        "list_scatter",
     "list_read", "list_write", "list_length", "read_state", "coreml_update_state"};
-const std::initializer_list<const char*> kAlphaOps = {"elu", "leaky_relu", "prelu", "thresholded_relu"};
-const std::initializer_list<const char*> kAlphaBetaOps = {"clamped_relu", "linear_activation", "scaled_tanh",
-                                                          "sigmoid_hard", "softplus_parametric"};
+const std::initializer_list<const char*> kAlphaOps = {"elu", "leaky_relu", "prelu",
+                                                      "thresholded_relu"};
+const std::initializer_list<const char*> kAlphaBetaOps = {
+    "clamped_relu", "linear_activation", "scaled_tanh", "sigmoid_hard", "softplus_parametric"};
 const std::initializer_list<const char*> kEpsilonOps = {"inverse", "log", "rsqrt"};
 
 constexpr double kHalfMinSubnormal = 5.9604644775390625e-08;  // 2^-24
 constexpr double kFloatMinSubnormal = 1.401298464324817e-45;  // 2^-149
 
-bool is_fp32(const Var* v) { return v->type()->is_tensor() && v->type()->dtype() == DataType::Float32; }
+bool is_fp32(const Var* v) {
+  return v->type()->is_tensor() && v->type()->dtype() == DataType::Float32;
+}
 
 // Type ids of a set of op names (names no op has are left out).
 std::vector<bool> id_set(std::initializer_list<const char*> names) {
@@ -104,8 +110,9 @@ bool fp16_overflow(const Operation* op) {
 
 class AddFp16Cast : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::add_fp16_cast", {"skip_ops_by_type"});
+    changed_ = false;
     skip_.clear();
     auto it = opts.find("skip_ops_by_type");
     if (it != opts.end()) {
@@ -118,6 +125,7 @@ class AddFp16Cast : public Pass {
       builder_ = &b;
       apply_block(f->body());
     }
+    return changed_;
   }
 
  private:
@@ -128,7 +136,8 @@ class AddFp16Cast : public Pass {
     Cache cache;
     for (Operation* op : blk.ops()) {
       for (Block* nb : op->blocks()) apply_block(*nb);
-      if (in_set(unsupported, op) || fp16_overflow(op) || (!skip_.empty() && skip_.count(op->op_type())))
+      if (in_set(unsupported, op) || fp16_overflow(op) ||
+          (!skip_.empty() && skip_.count(op->op_type())))
         continue;
       transform(op, cache);
     }
@@ -166,8 +175,8 @@ class AddFp16Cast : public Pass {
       }
     }
     if (modified)
-      casted->set_value(std::make_shared<const Value>(
-          Value::from_doubles(DataType::Float16, nv.shape(), nd)));
+      casted->set_value(
+          std::make_shared<const Value>(Value::from_doubles(DataType::Float16, nv.shape(), nd)));
   }
 
   // cast(v, dtype) named `name`, through argument vectors kept between calls (create only reads
@@ -212,7 +221,8 @@ class AddFp16Cast : public Pass {
             }
           }
           builder_->set_insertion_point(op->parent(), op);
-          Var* c = shared ? make_cast(v, DataType::Float16, cname) : make_cast(v, DataType::Float16, std::move(cname));
+          Var* c = shared ? make_cast(v, DataType::Float16, cname)
+                          : make_cast(v, DataType::Float16, std::move(cname));
           keep_tiny_values(c, v);
           item.var = c;
           if (shared) cache[std::move(cname)] = c;
@@ -220,6 +230,7 @@ class AddFp16Cast : public Pass {
       }
     }
     if (!modified) return;
+    changed_ = true;
     args_.resize(n_args);
     builder_->set_insertion_point(op->parent(), op);
     std::vector<Var*> outs = builder_->create(op->op_type(), args_, op->name() + "_cast_fp16");
@@ -238,6 +249,7 @@ class AddFp16Cast : public Pass {
   std::vector<Arg> args_, cast16_args_, cast32_args_;
   std::set<std::string> skip_;
   Builder* builder_ = nullptr;
+  bool changed_ = false;  // whether this run changed the program
 };
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -46,8 +47,9 @@ std::string string_of(const Var* v) {
 
 class AddInt16Cast : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::add_int16_cast", {});
+    changed_ = false;
     target_ = DataType::Int16;
     for (auto& [name, f] : p.functions()) {
       // nothing can change before iOS17 (cast lacks int16 / uint16, topk lacks
@@ -62,6 +64,7 @@ class AddInt16Cast : public Pass {
       cast_ok_ = f->opset() >= Target::iOS17;  // cast supports int16 / uint16 from iOS17
       apply_block(f->body());
     }
+    return changed_;
   }
 
  private:
@@ -163,6 +166,7 @@ class AddInt16Cast : public Pass {
       args.push_back(std::move(a));
     }
     if (!modified) return;
+    changed_ = true;
     const std::string dt = target_ == DataType::UInt16 ? "uint16" : "int16";
     builder_->set_insertion_point(op->parent(), op);
     std::vector<Var*> outs = builder_->create(op->op_type(), args, op->name() + "_cast_" + dt);
@@ -183,6 +187,7 @@ class AddInt16Cast : public Pass {
   DataType target_ = DataType::Int16;
   bool cast_ok_ = false;
   Builder* builder_ = nullptr;
+  bool changed_ = false;  // whether this run changed the program
 };
 
 }  // namespace

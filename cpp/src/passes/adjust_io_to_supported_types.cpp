@@ -13,6 +13,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -28,15 +29,19 @@ std::set<DataType> io_types(Target t) {
 std::set<DataType> runtime_types(Target t) {
   std::set<DataType> s = {DataType::Float16, DataType::Float32, DataType::Int32, DataType::String,
                           DataType::Bool};
-  if (t >= Target::iOS17) s.insert({DataType::Int8, DataType::UInt8, DataType::Int16, DataType::UInt16});
+  if (t >= Target::iOS17)
+    s.insert({DataType::Int8, DataType::UInt8, DataType::Int16, DataType::UInt16});
   return s;
 }
 
 DataType replacement(DataType t) { return is_int(t) ? DataType::Int32 : DataType::Float32; }
 
-void retype(Function& f, Var* v, DataType to) {
+// Gives `v` dtype `to`; returns whether its type changed.
+bool retype(Function& f, Var* v, DataType to) {
   const Type* t = v->type();
+  if (t->dtype() == to) return false;
   v->set_type(t->has_rank() ? f.ctx().tensor(to, t->shape()) : f.ctx().tensor_unknown_rank(to));
+  return true;
 }
 
 Var* add_cast(Builder& b, Var* x, DataType to) {
@@ -45,7 +50,9 @@ Var* add_cast(Builder& b, Var* x, DataType to) {
   return b.create("cast", args).at(0);
 }
 
-void adjust_main(Function& f) {
+// Returns whether it changed anything.
+bool adjust_main(Function& f) {
+  bool changed = false;
   const auto io = io_types(f.opset());
   const auto rt = runtime_types(f.opset());
   Builder b(f);
@@ -53,10 +60,11 @@ void adjust_main(Function& f) {
     if (!in->type()->is_tensor()) continue;
     DataType dt = in->type()->dtype();
     if (io.count(dt)) continue;
-    retype(f, in, replacement(dt));
+    changed = retype(f, in, replacement(dt)) || changed;
     if (!rt.count(dt)) continue;
     b.set_insertion_point(&f.body(), f.body().front());
     Var* c = add_cast(b, in, dt);
+    changed = true;
     // every use except the new cast's own
     std::vector<Use> uses = in->uses();
     for (const Use& u : uses)
@@ -80,24 +88,28 @@ void adjust_main(Function& f) {
     Var* c = add_cast(b, o, to);
     c->set_name(name);
     o = c;
+    changed = true;
   }
-  f.body().set_outputs(outs);
+  if (changed) f.body().set_outputs(outs);
+  return changed;
 }
 
 class AdjustIoToSupportedTypes : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "mil_backend::adjust_io_to_supported_types", {});
+    bool changed = false;
     for (auto& [name, f] : p.functions()) {
       if (name == "main") {
-        adjust_main(*f);
+        changed = adjust_main(*f) || changed;
         continue;
       }
       const auto rt = runtime_types(f->opset());
       for (Var* in : f->inputs())
         if (in->type()->is_tensor() && !rt.count(in->type()->dtype()))
-          retype(*f, in, replacement(in->type()->dtype()));
+          changed = retype(*f, in, replacement(in->type()->dtype())) || changed;
     }
+    return changed;
   }
 };
 

@@ -14,15 +14,17 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
 namespace {
 
-void apply_block(Builder& b, Block& blk) {
+bool apply_block(Builder& b, Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
-    for (Block* nb : op->blocks()) apply_block(b, *nb);
+    for (Block* nb : op->blocks()) changed = apply_block(b, *nb) || changed;
     const std::string& t = op->op_type();
     if (t == "read_state" || t == "coreml_update_state") continue;
     std::vector<Operation*> updates;
@@ -39,31 +41,22 @@ void apply_block(Builder& b, Block& blk) {
       Var* nu = b.op("coreml_update_state",
                      {{"state", u->input1("state")}, {"value", u->input1("value")}});
       after = nu->op();
+      changed = true;  // the new update stays even when the old one cannot go
       if (!pass_util::can_be_replaced(u->output(0), nu)) continue;
       pass_util::replace_var(u->output(0), nu);
       blk.erase(u);
     }
   }
+  return changed;
 }
-
-class CanonicalizeInplacePattern : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::canonicalize_inplace_pattern", {});
-    for (auto& [name, f] : p.functions()) {
-      if (!pass_util::has_op_type(*f, {"coreml_update_state"})) continue;
-      Builder b(*f);
-      apply_block(b, f->body());
-    }
-  }
-};
 
 }  // namespace
 
 /// Registers common::canonicalize_inplace_pattern.
 void register_canonicalize_inplace_pattern(PassRegistry& r) {
   r.add("common::canonicalize_inplace_pattern",
-        [] { return std::make_unique<CanonicalizeInplacePattern>(); });
+        pass_util::block_pass("common::canonicalize_inplace_pattern", {"coreml_update_state"},
+                              apply_block, pass_util::OpScan::Function));
 }
 
 }  // namespace milkit

@@ -25,6 +25,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -153,14 +154,15 @@ bool depalettize_first(Function& f, Operation* sh, Operation* lut_op) {
   return true;
 }
 
-void canonicalize_block(Function& f, Block& blk) {
+bool canonicalize_block(Function& f, Block& blk) {
+  bool changed = false;
   const bool to_dequantize_first = f.opset() < Target::iOS26;
   const char* first = to_dequantize_first ? kLut : kShift;
   const char* second = to_dequantize_first ? kShift : kLut;
   const char* slot = to_dequantize_first ? "data" : "lut";
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
-    for (Block* nb : op->blocks()) canonicalize_block(f, *nb);
+    for (Block* nb : op->blocks()) changed = canonicalize_block(f, *nb) || changed;
     if (op->op_type() != first) continue;
     Var* out = op->output(0);
     if (out->uses().size() != 1 || !out->block_uses().empty()) continue;
@@ -170,16 +172,20 @@ void canonicalize_block(Function& f, Block& blk) {
     if (to_dequantize_first ? dequantize_first(f, op, next) : depalettize_first(f, op, next)) {
       blk.erase(next);
       blk.erase(op);
+      changed = true;
     }
   }
+  return changed;
 }
 
 class CanonicalizeQuantizedLutPattern : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, kName, {});
-    if (!pass_util::has_op_type(p, {"constexpr_lut_to_dense"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) canonicalize_block(*f, f->body());
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"constexpr_lut_to_dense"})) return false;  // nothing to match
+    for (auto& [name, f] : p.functions()) changed = canonicalize_block(*f, f->body()) || changed;
+    return changed;
   }
 };
 

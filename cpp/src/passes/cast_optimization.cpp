@@ -2,7 +2,8 @@
 // of two casts when the second alone keeps the chain's range and resolution, as coremltools does:
 //   - x -> cast(same dtype)                 : uses of the cast read x
 //   - x -> cast(d1) -> cast(d2), x is d2    : uses of the second cast read x
-//   - x -> cast(d1) -> cast(d2), fusable    : a new cast(x, d2) named "<x>_to_<d2>", inserted before
+//   - x -> cast(d1) -> cast(d2), fusable    : a new cast(x, d2) named "<x>_to_<d2>", inserted
+//   before
 //     the second cast and sharing its dtype const, replaces it
 // When a function input would replace a function output, an identity op ("identity_<n>", before the
 // first cast) keeps the output's name. Only the second cast is removed; dead_code_elimination
@@ -16,6 +17,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -30,29 +32,43 @@ struct Range {
 // coremltools' _TYPES_TO_RANGE / _TYPES_TO_RESOLUTION (nullopt: not in its tables).
 std::optional<Range> range_of(DataType t) {
   switch (t) {
-    case DataType::Bool: return Range{0, 1, 1};
-    case DataType::Int4: return Range{-8, 7, 1};
-    case DataType::Int8: return Range{-128, 127, 1};
-    case DataType::UInt1: return Range{0, 1, 1};
-    case DataType::UInt2: return Range{0, 3, 1};
-    case DataType::UInt3: return Range{0, 7, 1};
-    case DataType::UInt4: return Range{0, 15, 1};
-    case DataType::UInt6: return Range{0, 63, 1};
-    case DataType::UInt8: return Range{0, 255, 1};
-    case DataType::Int16: return Range{-32768, 32767, 1};
-    case DataType::UInt16: return Range{0, 65535, 1};
-    case DataType::Int32: return Range{-2147483648.0L, 2147483647.0L, 1};
+    case DataType::Bool:
+      return Range{0, 1, 1};
+    case DataType::Int4:
+      return Range{-8, 7, 1};
+    case DataType::Int8:
+      return Range{-128, 127, 1};
+    case DataType::UInt1:
+      return Range{0, 1, 1};
+    case DataType::UInt2:
+      return Range{0, 3, 1};
+    case DataType::UInt3:
+      return Range{0, 7, 1};
+    case DataType::UInt4:
+      return Range{0, 15, 1};
+    case DataType::UInt6:
+      return Range{0, 63, 1};
+    case DataType::UInt8:
+      return Range{0, 255, 1};
+    case DataType::Int16:
+      return Range{-32768, 32767, 1};
+    case DataType::UInt16:
+      return Range{0, 65535, 1};
+    case DataType::Int32:
+      return Range{-2147483648.0L, 2147483647.0L, 1};
     case DataType::Int64:
       return Range{static_cast<LD>(std::numeric_limits<int64_t>::min()),
                    static_cast<LD>(std::numeric_limits<int64_t>::max()), 1};
-    case DataType::Float16: return Range{-65504.0L, 65504.0L, 1e-3L};
+    case DataType::Float16:
+      return Range{-65504.0L, 65504.0L, 1e-3L};
     case DataType::Float32:
       return Range{static_cast<LD>(-std::numeric_limits<float>::max()),
                    static_cast<LD>(std::numeric_limits<float>::max()), 1e-6L};
     case DataType::Float64:
       return Range{static_cast<LD>(-std::numeric_limits<double>::max()),
                    static_cast<LD>(std::numeric_limits<double>::max()), 1e-15L};
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -78,12 +94,15 @@ DataType cast_dtype(const Operation* cast) {
   return t ? *t : DataType::Unused;
 }
 
-bool is_tensor_of(const Var* v, DataType t) { return v->type()->is_tensor() && v->type()->dtype() == t; }
+bool is_tensor_of(const Var* v, DataType t) {
+  return v->type()->is_tensor() && v->type()->dtype() == t;
+}
 
 class CastOptimization : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::cast_optimization", {});
+    changed_ = false;
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       builder_ = &b;
@@ -92,6 +111,7 @@ class CastOptimization : public Pass {
       else
         sweep_body(f->body());
     }
+    return changed_;
   }
 
  private:
@@ -180,6 +200,7 @@ class CastOptimization : public Pass {
       pass_util::replace_var(c2->output(0), new_var);
       if (replaced_ && !reuse_input) replaced_->push_back({c2, new_var->op()});
       c2->parent()->erase(c2);
+      changed_ = true;
     }
   }
 
@@ -190,6 +211,7 @@ class CastOptimization : public Pass {
       Var* nv = dup_if_affect_io(x, out, root);
       pass_util::replace_var(out, nv);
       root->parent()->erase(root);
+      changed_ = true;
       return true;
     }
     std::vector<Operation*> children;
@@ -222,13 +244,16 @@ class CastOptimization : public Pass {
   Builder* builder_ = nullptr;
   // sweep_body's record of fusions: (second cast, the new cast standing in its place)
   std::vector<std::pair<Operation*, Operation*>>* replaced_ = nullptr;
+  bool changed_ = false;  // whether this run changed the program
 };
 
 }  // namespace
 
 /// Registers common::cast_optimization.
 void register_cast_optimization(PassRegistry& r) {
-  r.add("common::cast_optimization", [] { return std::make_unique<CastOptimization>(); });
+  r.add(
+      "common::cast_optimization", [] { return std::make_unique<CastOptimization>(); },
+      PassTraits{/*skip_rerun_when_unchanged=*/true});
 }
 
 }  // namespace milkit

@@ -22,17 +22,13 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
 namespace {
 
-Operation* only_child(const Operation* op, const char* type) {
-  if (op->outputs().size() != 1) return nullptr;
-  const auto& uses = op->output(0)->uses();
-  if (uses.size() != 1 || uses[0].op->op_type() != type) return nullptr;
-  return uses[0].op;
-}
+using pass_util::only_child;
 
 // The single axis of an expand_dims / squeeze given as a one-element list, if it is a or b.
 bool one_axis_in(const Operation* op, int64_t a, int64_t b, int64_t& axis) {
@@ -154,20 +150,12 @@ bool step(Builder& b, Block& blk, Operation* op) {
   return try_pattern1(b, blk, op) || try_pattern2(b, blk, op);
 }
 
-class ComposeConv1d : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::compose_conv1d", {});
-    for (auto& [name, f] : p.functions())
-      if (pass_util::has_op_type(*f, {"conv"})) pass_util::rewrite_ops(*f, step);
-  }
-};
-
 }  // namespace
 
 /// Registers common::compose_conv1d.
 void register_compose_conv1d(PassRegistry& r) {
-  r.add("common::compose_conv1d", [] { return std::make_unique<ComposeConv1d>(); });
+  r.add("common::compose_conv1d", pass_util::rewrite_pass("common::compose_conv1d", {"conv"}, step,
+                                                          pass_util::OpScan::Function));
 }
 
 }  // namespace milkit

@@ -14,6 +14,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -80,24 +81,20 @@ bool try_replace(Builder& b, Block& blk, Operation* w) {
   return true;
 }
 
-class ConcatToPixelShuffle : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::concat_to_pixel_shuffle", {});
-    if (!pass_util::has_op_type(p, {"concat"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      for (Operation* op : f->body().ops())
-        if (!op->erased()) try_replace(b, f->body(), op);
-    }
-  }
-};
+// One sweep over the function body (nested blocks are not looked at).
+bool replace_in(Builder& b, Block& blk) {
+  bool changed = false;
+  for (Operation* op : blk.ops())
+    if (!op->erased() && try_replace(b, blk, op)) changed = true;
+  return changed;
+}
 
 }  // namespace
 
 /// Registers common::concat_to_pixel_shuffle.
 void register_concat_to_pixel_shuffle(PassRegistry& r) {
-  r.add("common::concat_to_pixel_shuffle", [] { return std::make_unique<ConcatToPixelShuffle>(); });
+  r.add("common::concat_to_pixel_shuffle",
+        pass_util::block_pass("common::concat_to_pixel_shuffle", {"concat"}, replace_in));
 }
 
 }  // namespace milkit

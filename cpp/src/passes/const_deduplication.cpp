@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -34,16 +35,20 @@ bool all_close(const Value& a, const Value& b, double atol) {
 
 class ConstDeduplication : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::const_deduplication", {"const_threshold"});
+    bool changed = false;
     threshold_ = pass_util::int_option(opts, "common::const_deduplication", "const_threshold", 100);
-    for (auto& [name, f] : p.functions()) dedup_block(f->body());
+    for (auto& [name, f] : p.functions()) changed = dedup_block(f->body()) || changed;
+    return changed;
   }
 
  private:
-  void dedup_block(Block& blk) {
+  // Returns whether it removed a const.
+  bool dedup_block(Block& blk) {
+    bool changed = false;
     for (Operation* op : blk.ops())
-      for (Block* nb : op->blocks()) dedup_block(*nb);
+      for (Block* nb : op->blocks()) changed = dedup_block(*nb) || changed;
 
     using Key = std::tuple<DataType, std::vector<int64_t>, std::string>;
     std::map<Key, std::vector<Var*>> buckets;
@@ -85,8 +90,10 @@ class ConstDeduplication : public Pass {
         if (std::find(outs.begin(), outs.end(), d) != outs.end()) continue;
         pass_util::replace_var(d, unique);
         blk.erase(d->op());
+        changed = true;
       }
     }
+    return changed;
   }
 
   int64_t threshold_ = 100;
@@ -96,7 +103,9 @@ class ConstDeduplication : public Pass {
 
 /// Registers common::const_deduplication.
 void register_const_deduplication(PassRegistry& r) {
-  r.add("common::const_deduplication", [] { return std::make_unique<ConstDeduplication>(); });
+  r.add(
+      "common::const_deduplication", [] { return std::make_unique<ConstDeduplication>(); },
+      PassTraits{/*skip_rerun_when_unchanged=*/true});
 }
 
 }  // namespace milkit

@@ -5,6 +5,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -12,18 +13,23 @@ namespace {
 
 class ConstElimination : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
+    bool changed = false;
     int64_t skip_by_size = -1;
     auto it = opts.find("skip_const_by_size");
     if (it != opts.end() && !it->second.empty()) skip_by_size = std::atoll(it->second.c_str());
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
-      pass_util::for_each_block(*f, [&](Block& blk) { fold_block(b, blk, skip_by_size); });
+      pass_util::for_each_block(
+          *f, [&](Block& blk) { changed = fold_block(b, blk, skip_by_size) || changed; });
     }
+    return changed;
   }
 
  private:
-  static void fold_block(Builder& b, Block& blk, int64_t skip_by_size) {
+  // Returns whether it folded anything.
+  static bool fold_block(Builder& b, Block& blk, int64_t skip_by_size) {
+    bool changed = false;
     static const uint16_t kConst = op_type_id("const");
     // along the links (no snapshot: one pass over the ops' memory); only `op` is erased and the
     // consts go before it, so its successor, read first, stays valid
@@ -46,9 +52,14 @@ class ConstElimination : public Pass {
         out->set_name(name + "_ignored");
         Var* c = b.add_const(out->value(), name);
         out->replace_all_uses_with(c);
+        changed = true;
       }
-      if (all) blk.erase(op);
+      if (all) {
+        blk.erase(op);
+        changed = true;
+      }
     }
+    return changed;
   }
 };
 
@@ -56,7 +67,9 @@ class ConstElimination : public Pass {
 
 /// Registers common::const_elimination.
 void register_const_elimination(PassRegistry& r) {
-  r.add("common::const_elimination", [] { return std::make_unique<ConstElimination>(); });
+  r.add(
+      "common::const_elimination", [] { return std::make_unique<ConstElimination>(); },
+      PassTraits{/*skip_rerun_when_unchanged=*/true});
 }
 
 }  // namespace milkit

@@ -10,6 +10,7 @@
 
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -41,10 +42,14 @@ bool try_eliminate(Operation* dq) {
   for (const Use& u : out->uses()) readers.push_back(u.op);
   for (Operation* q : readers) {
     if (q->erased() || q->op_type() != "quantize" || q->input1("input") != out) continue;
-    if (!same_param(dq, q, "scale") || !same_param(dq, q, "zero_point") || !same_param(dq, q, "axis")) continue;
+    if (!same_param(dq, q, "scale") || !same_param(dq, q, "zero_point") ||
+        !same_param(dq, q, "axis"))
+      continue;
     Var* qo = q->output(0);
     if (qo->type() != src->type()) continue;
-    if (pass_util::is_function_output(qo) && pass_util::is_function_input(src) && src->name() != qo->name()) continue;
+    if (pass_util::is_function_output(qo) && pass_util::is_function_input(src) &&
+        src->name() != qo->name())
+      continue;
     pass_util::replace_var(qo, src);
     q->parent()->erase(q);
     removed = true;
@@ -53,24 +58,30 @@ bool try_eliminate(Operation* dq) {
   return removed;
 }
 
-void eliminate_block(Block& b) {
+// Returns whether it removed a pair.
+bool eliminate_block(Block& b) {
+  bool any = false;
   bool changed = true;
   while (changed) {
     changed = false;
     for (Operation* op : b.ops()) {
       if (op->erased()) continue;
-      for (Block* nb : op->blocks()) eliminate_block(*nb);
+      for (Block* nb : op->blocks()) any = eliminate_block(*nb) || any;
       if (op->op_type() == "dequantize" && try_eliminate(op)) changed = true;
     }
+    any = any || changed;
   }
+  return any;
 }
 
 class DequantizeQuantizePairElimination : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::dequantize_quantize_pair_elimination", {});
-    if (!pass_util::has_op_type(p, {"dequantize"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) eliminate_block(f->body());
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"dequantize"})) return false;  // nothing to match
+    for (auto& [name, f] : p.functions()) changed = eliminate_block(f->body()) || changed;
+    return changed;
   }
 };
 

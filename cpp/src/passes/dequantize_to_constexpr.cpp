@@ -21,6 +21,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -128,20 +129,25 @@ bool transform(Function& f, Operation* op) {
   return true;
 }
 
-void apply_block(Function& f, Block& blk) {
+// Returns whether it replaced a dequantize.
+bool apply_block(Function& f, Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
-    for (Block* nb : op->blocks()) apply_block(f, *nb);
-    transform(f, op);
+    for (Block* nb : op->blocks()) changed = apply_block(f, *nb) || changed;
+    changed = transform(f, op) || changed;
   }
+  return changed;
 }
 
 class DequantizeToConstexpr : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::dequantize_to_constexpr", {});
-    if (!pass_util::has_op_type(p, {"dequantize"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) apply_block(*f, f->body());
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"dequantize"})) return false;  // nothing to match
+    for (auto& [name, f] : p.functions()) changed = apply_block(*f, f->body()) || changed;
+    return changed;
   }
 };
 

@@ -14,6 +14,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -61,11 +62,13 @@ bool try_fuse(Builder& b, Block& blk, Operation* concat) {
   const int64_t B = shape[0], C = shape[1], H = shape[2], W = shape[3];
   const auto n = static_cast<int64_t>(values.size());
   std::vector<int64_t> s1;
-  if (!const_ints(r1->input1("shape"), s1) || s1 != std::vector<int64_t>{B, n, C, H, W}) return false;
+  if (!const_ints(r1->input1("shape"), s1) || s1 != std::vector<int64_t>{B, n, C, H, W})
+    return false;
   Operation* tr = only_child(r1);
   if (!tr || tr->op_type() != "transpose") return false;
   std::vector<int64_t> perm;
-  if (!const_ints(tr->input1("perm"), perm) || perm != std::vector<int64_t>{0, 2, 1, 3, 4}) return false;
+  if (!const_ints(tr->input1("perm"), perm) || perm != std::vector<int64_t>{0, 2, 1, 3, 4})
+    return false;
   Operation* r2 = only_child(tr);
   if (!r2 || r2->op_type() != "reshape") return false;
   std::vector<int64_t> s2;
@@ -78,7 +81,8 @@ bool try_fuse(Builder& b, Block& blk, Operation* concat) {
   vals.name = "values";
   vals.is_sequence = true;
   for (Var* v : values) vals.items.push_back(ArgItem{v, nullptr});
-  std::vector<Arg> args = {vals, Builder::arg("axis", Value::scalar_int(DataType::Int32, axis_v.at(0))),
+  std::vector<Arg> args = {vals,
+                           Builder::arg("axis", Value::scalar_int(DataType::Int32, axis_v.at(0))),
                            Builder::arg("interleave", Value::scalar_bool(true))};
   Var* out = b.create("concat", args, r2->output(0)->name()).at(0);
   pass_util::replace_var(r2->output(0), out);
@@ -90,26 +94,14 @@ bool try_fuse(Builder& b, Block& blk, Operation* concat) {
 }
 
 // One rewrite attempt at `op` (driven by pass_util::rewrite_ops).
-bool step(Builder& b, Block& blk, Operation* op) {
-  return try_fuse(b, blk, op);
-}
-
-class DetectConcatInterleave : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::detect_concat_interleave", {});
-    if (!pass_util::has_op_type(p, {"concat"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
+bool step(Builder& b, Block& blk, Operation* op) { return try_fuse(b, blk, op); }
 
 }  // namespace
 
 /// Registers common::detect_concat_interleave.
 void register_detect_concat_interleave(PassRegistry& r) {
-  r.add("common::detect_concat_interleave", [] { return std::make_unique<DetectConcatInterleave>(); });
+  r.add("common::detect_concat_interleave",
+        pass_util::rewrite_pass("common::detect_concat_interleave", {"concat"}, step));
 }
 
 }  // namespace milkit

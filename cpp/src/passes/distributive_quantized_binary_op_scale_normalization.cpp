@@ -31,6 +31,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -132,20 +133,20 @@ bool transform(Function& f, Operation* op, Match m) {
   b.set_insertion_point(op->parent(), op);
   b.set_location(op->location());
   std::vector<Arg> ax = {Builder::arg("input", m.dx->input1("input")),
-                        Builder::arg("scale", scale_value(m.dx, sx))};
+                         Builder::arg("scale", scale_value(m.dx, sx))};
   add_if(ax, m.dx, "zero_point");
   add_if(ax, m.dx, "axis");
   Var* ndx = b.create("dequantize", ax).at(0);
   const DataType ydt = m.dy->input1("scale")->value()->dtype();
   std::vector<Arg> ay = {Builder::arg("input", m.dy->input1("input")),
-                        Builder::arg("scale", Value::scalar_float(ydt, 1.0))};
+                         Builder::arg("scale", Value::scalar_float(ydt, 1.0))};
   add_if(ay, m.dy, "zero_point");
   Var* ndy = b.create("dequantize", ay).at(0);
 
   b.set_insertion_point(m.qz->parent(), m.qz);
   b.set_location(m.qz->location());
   std::vector<Arg> aq = {Builder::arg("input", m.qz->input1("input")),
-                        Builder::arg("scale", scale_value(m.qz, sz))};
+                         Builder::arg("scale", scale_value(m.qz, sz))};
   add_if(aq, m.qz, "zero_point");
   add_if(aq, m.qz, "axis");
   add_if(aq, m.qz, "output_dtype");
@@ -160,21 +161,26 @@ bool transform(Function& f, Operation* op, Match m) {
   return true;
 }
 
-void normalize_block(Function& f, Block& blk) {
+// Returns whether it rewrote a pattern.
+bool normalize_block(Function& f, Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
-    for (Block* nb : op->blocks()) normalize_block(f, *nb);
+    for (Block* nb : op->blocks()) changed = normalize_block(f, *nb) || changed;
     Match m{};
-    if (match(op, m)) transform(f, op, m);
+    if (match(op, m) && transform(f, op, m)) changed = true;
   }
+  return changed;
 }
 
 class DistributiveQuantizedBinaryOpScaleNormalization : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, kName, {});
-    if (!pass_util::has_op_type(p, {"quantize"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) normalize_block(*f, f->body());
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"quantize"})) return false;  // nothing to match
+    for (auto& [name, f] : p.functions()) changed = normalize_block(*f, f->body()) || changed;
+    return changed;
   }
 };
 

@@ -7,15 +7,17 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
 namespace {
 
-void rewrite_block(Builder& b, Block& blk) {
+bool rewrite_block(Builder& b, Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
-    for (Block* nb : op->blocks()) rewrite_block(b, *nb);
+    for (Block* nb : op->blocks()) changed = rewrite_block(b, *nb) || changed;
     if (!op->blocks().empty() || op->op_type() != "real_div") continue;
     Var* x = op->input1("x");
     Var* y = op->input1("y");
@@ -38,26 +40,17 @@ void rewrite_block(Builder& b, Block& blk) {
     Var* mul = b.create("mul", args, "_inversed_" + op->name())[0];
     pass_util::replace_var(op->output(0), mul);
     blk.erase(op);
+    changed = true;
   }
+  return changed;
 }
-
-class DivideToMultiply : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::divide_to_multiply", {});
-    if (!pass_util::has_op_type(p, {"real_div"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      rewrite_block(b, f->body());
-    }
-  }
-};
 
 }  // namespace
 
 /// Registers common::divide_to_multiply.
 void register_divide_to_multiply(PassRegistry& r) {
-  r.add("common::divide_to_multiply", [] { return std::make_unique<DivideToMultiply>(); });
+  r.add("common::divide_to_multiply",
+        pass_util::block_pass("common::divide_to_multiply", {"real_div"}, rewrite_block));
 }
 
 }  // namespace milkit

@@ -15,6 +15,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -65,12 +66,12 @@ bool bias_nonzero(const Var* bias) {
   return true;
 }
 
-void expand(Builder& b, Block& blk, Operation* op) {
+bool expand(Builder& b, Block& blk, Operation* op) {
   Var* x = op->input1("x");
   Var* w = op->input1("weight");
   Var* bias = op->input1("bias");
   const bool w_static = is_static(w), b_static = is_static(bias);
-  if (w_static && b_static) return;
+  if (w_static && b_static) return false;
   b.set_insertion_point(&blk, op);
   b.set_location(op->location());
   Var* result = nullptr;
@@ -86,32 +87,25 @@ void expand(Builder& b, Block& blk, Operation* op) {
   }
   pass_util::replace_var(op->output(0), result);
   blk.erase(op);
+  return true;
 }
 
-void expand_block(Builder& b, Block& blk) {
+bool expand_block(Builder& b, Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
-    for (Block* nb : op->blocks()) expand_block(b, *nb);
-    if (op->op_type() == "linear") expand(b, blk, op);
+    for (Block* nb : op->blocks()) changed = expand_block(b, *nb) || changed;
+    if (op->op_type() == "linear") changed = expand(b, blk, op) || changed;
   }
+  return changed;
 }
-
-class ExpandDynamicLinear : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::expand_dynamic_linear", {});
-    for (auto& [name, f] : p.functions()) {
-      if (!pass_util::has_op_type(*f, {"linear"})) continue;
-      Builder b(*f);
-      expand_block(b, f->body());
-    }
-  }
-};
 
 }  // namespace
 
 /// Registers common::expand_dynamic_linear.
 void register_expand_dynamic_linear(PassRegistry& r) {
-  r.add("common::expand_dynamic_linear", [] { return std::make_unique<ExpandDynamicLinear>(); });
+  r.add("common::expand_dynamic_linear",
+        pass_util::block_pass("common::expand_dynamic_linear", {"linear"}, expand_block,
+                              pass_util::OpScan::Function));
 }
 
 }  // namespace milkit

@@ -16,6 +16,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -23,12 +24,7 @@ namespace {
 
 using pass_util::is_block_output;
 
-Operation* only_child(Operation* op, const char* type) {
-  if (op->outputs().size() != 1) return nullptr;
-  const auto& uses = op->output(0)->uses();
-  if (uses.size() != 1 || uses[0].op->op_type() != type) return nullptr;
-  return uses[0].op;
-}
+using pass_util::only_child;
 
 bool match(Operation* op, std::vector<Operation*>& ops) {
   if (op->op_type() != "reshape") return false;
@@ -48,7 +44,8 @@ bool match(Operation* op, std::vector<Operation*>& ops) {
   return true;
 }
 
-int64_t prod(int64_t start, int64_t end, const std::vector<int64_t>& arr, const std::set<int64_t>& skip) {
+int64_t prod(int64_t start, int64_t end, const std::vector<int64_t>& arr,
+             const std::set<int64_t>& skip) {
   int64_t r = 1;
   for (int64_t i = start; i < end; ++i)
     if (!skip.count(i)) r *= arr[static_cast<size_t>(i)];
@@ -93,13 +90,15 @@ bool transform(Builder& b, const std::vector<Operation*>& ops) {
   }
   std::vector<size_t> order(groups.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t c) { return starts[a] < starts[c]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t c) { return starts[a] < starts[c]; });
   std::vector<int64_t> shape;
   for (size_t i : order) shape.push_back(group_shape[i]);
   std::vector<int64_t> sorted = starts;
   std::sort(sorted.begin(), sorted.end());
   std::vector<int64_t> perm;
-  for (int64_t s : starts) perm.push_back(std::find(sorted.begin(), sorted.end(), s) - sorted.begin());
+  for (int64_t s : starts)
+    perm.push_back(std::find(sorted.begin(), sorted.end(), s) - sorted.begin());
   const auto rank = static_cast<int64_t>(perm.size());
 
   b.set_insertion_point(reshape->parent(), reshape);
@@ -115,7 +114,8 @@ bool transform(Builder& b, const std::vector<Operation*>& ops) {
       const int64_t axis = perm[static_cast<size_t>(i)];
       const int64_t dim = shape[static_cast<size_t>(axis)];
       memo.insert(axis);
-      x = add_reshape(b, x, {leading, prod(0, axis, shape, memo), dim, prod(axis + 1, rank, shape, memo)});
+      x = add_reshape(
+          b, x, {leading, prod(0, axis, shape, memo), dim, prod(axis + 1, rank, shape, memo)});
       x = add_transpose(b, x, {0, 2, 1, 3});
       leading *= dim;
     }
@@ -130,13 +130,12 @@ bool transform(Builder& b, const std::vector<Operation*>& ops) {
   return true;
 }
 
-bool expand_block(Builder& b, Block& blk) {
+bool expand_block(Builder& b, Block& blk, bool& nested) {
   bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
     for (Block* nb : op->blocks())
-      while (expand_block(b, *nb)) {
-      }
+      while (expand_block(b, *nb, nested)) nested = true;
     if (!op->blocks().empty()) continue;
     std::vector<Operation*> ops;
     if (match(op, ops) && transform(b, ops)) changed = true;
@@ -146,14 +145,16 @@ bool expand_block(Builder& b, Block& blk) {
 
 class ExpandHighRankReshapeAndTranspose : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::expand_high_rank_reshape_and_transpose", {});
-    if (!pass_util::has_op_type(p, {"reshape"})) return;  // nothing to match
+    bool changed = false;
+    bool nested = false;                                        // a change in a nested block
+    if (!pass_util::has_op_type(p, {"reshape"})) return false;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
-      while (expand_block(b, f->body())) {
-      }
+      while (expand_block(b, f->body(), nested)) changed = true;
     }
+    return changed || nested;
   }
 };
 

@@ -8,6 +8,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -28,12 +29,14 @@ Operation* match(Operation* op) {
 
 class FuseActivationSilu : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "mil_backend::fuse_activation_silu", {});
-    if (!pass_util::has_op_type(p, {"sigmoid"})) return;  // nothing to match
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"sigmoid"})) return false;  // nothing to match
     for (auto& [name, f] : p.functions()) {
-      pass_util::fuse_unary_chains(*f, match, "silu");
+      changed = pass_util::fuse_unary_chains(*f, match, "silu") || changed;
     }
+    return changed;
   }
 };
 

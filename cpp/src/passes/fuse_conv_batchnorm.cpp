@@ -3,20 +3,21 @@
 //   scale = gamma[i] / sqrt(variance[i] + epsilon),
 //   weight[i] *= scale,  bias[i] = scale * (bias[i] - mean[i]) + beta[i]
 // (a missing conv bias is zeros). Each step is rounded like numpy: to fp16 when both operands are
-// fp16, else to fp32, and the results to the weight dtype. For conv_transpose, weight element (ci, co, ...) belongs to
-// output channel (ci / (Cin / groups)) * (Cout / groups) + co; coremltools' (Cout, Cin / groups) view of
-// the transposed weight scales the wrong channels when groups > 1 (milkit differs there on purpose). The new weight and bias
-// are fresh "const_<n>" ops before the conv; the new conv, named after the batch_norm output,
-// replaces both ops. The conv output must not be a block output and its weight must be known.
-// coremltools fails on a batch_norm without gamma or beta; milkit leaves those unfused. Nested
-// blocks are rewritten until stable before their op; the whole function is repeated until
-// nothing changes.
+// fp16, else to fp32, and the results to the weight dtype. For conv_transpose, weight element (ci,
+// co, ...) belongs to output channel (ci / (Cin / groups)) * (Cout / groups) + co; coremltools'
+// (Cout, Cin / groups) view of the transposed weight scales the wrong channels when groups > 1
+// (milkit differs there on purpose). The new weight and bias are fresh "const_<n>" ops before the
+// conv; the new conv, named after the batch_norm output, replaces both ops. The conv output must
+// not be a block output and its weight must be known. coremltools fails on a batch_norm without
+// gamma or beta; milkit leaves those unfused. Nested blocks are rewritten until stable before their
+// op; the whole function is repeated until nothing changes.
 #include <algorithm>
 #include <cmath>
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -70,7 +71,9 @@ bool try_transform(Builder& b, Operation* conv, Operation* bn) {
   Var* wvar = conv->input1("weight");
   if (!wvar || !wvar->has_value()) return false;
   const Value& wv = *wvar->value();
-  if ((wv.dtype() != DataType::Float16 && wv.dtype() != DataType::Float32) || wv.is_symbolic() || !wv.buffer()) return false;
+  if ((wv.dtype() != DataType::Float16 && wv.dtype() != DataType::Float32) || wv.is_symbolic() ||
+      !wv.buffer())
+    return false;
   w.half = wv.dtype() == DataType::Float16;
   size_t wn = static_cast<size_t>(wv.numel());
   const auto& ws = wv.shape();
@@ -175,22 +178,12 @@ bool step(Builder& b, Block& /*blk*/, Operation* op) {
   return bn && try_transform(b, op, bn);
 }
 
-class FuseConvBatchnorm : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_conv_batchnorm", {});
-    if (!pass_util::has_op_type(p, {"batch_norm"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_conv_batchnorm.
 void register_fuse_conv_batchnorm(PassRegistry& r) {
-  r.add("common::fuse_conv_batchnorm", [] { return std::make_unique<FuseConvBatchnorm>(); });
+  r.add("common::fuse_conv_batchnorm",
+        pass_util::rewrite_pass("common::fuse_conv_batchnorm", {"batch_norm"}, step));
 }
 
 }  // namespace milkit

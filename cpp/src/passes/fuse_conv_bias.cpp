@@ -18,6 +18,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -25,15 +26,10 @@ namespace {
 
 using pass_util::is_block_output;
 
-std::vector<float> floats(const Value& v) {
-  std::vector<float> r;
-  r.reserve(static_cast<size_t>(v.numel()));
-  for (int64_t i = 0; i < v.numel(); ++i) r.push_back(static_cast<float>(v.as_double(i)));
-  return r;
-}
+using pass_util::floats;
 
 Value make(DataType dt, std::vector<int64_t> shape, const std::vector<float>& f) {
-  return Value::from_doubles(dt, std::move(shape), std::vector<double>(f.begin(), f.end()));
+  return pass_util::from_floats(dt, std::move(shape), f);
 }
 
 bool is_conv(const Operation* op) {
@@ -55,8 +51,9 @@ int rank_of(const Var* v) { return static_cast<int>(v->type()->shape().size()); 
 
 bool try_add(Builder& b, Operation* conv, Operation* arith) {
   bool is_sub = arith->op_type() == "sub";
-  Var* bias_var = is_sub ? arith->input1("y")
-                         : (arith->input1("x")->has_value() ? arith->input1("x") : arith->input1("y"));
+  Var* bias_var = is_sub
+                      ? arith->input1("y")
+                      : (arith->input1("x")->has_value() ? arith->input1("x") : arith->input1("y"));
   if (!bias_var->has_value()) return false;
   const Value bv = *bias_var->value();
   int rank = rank_of(conv->input1("x"));
@@ -77,7 +74,8 @@ bool try_add(Builder& b, Operation* conv, Operation* arith) {
   std::vector<float> c = floats(bv);
   if (is_sub) {
     for (float& e : c) e = -e;
-    if (!scalar) bias_var->set_value(std::make_shared<const Value>(make(bv.dtype(), bv.shape(), c)));
+    if (!scalar)
+      bias_var->set_value(std::make_shared<const Value>(make(bv.dtype(), bv.shape(), c)));
   }
   int64_t n = static_cast<int64_t>(c.size());
   Var* old_bias = conv->input1("bias");
@@ -168,7 +166,8 @@ bool try_transpose(Builder& b, Operation* conv) {
     for (float& e : wf) e = -e;
     nw = make(wv.dtype(), wv.shape(), wf);
   }
-  if (is_block_output(conv->output(0), conv->parent()) || is_block_output(tr->output(0), tr->parent()))
+  if (is_block_output(conv->output(0), conv->parent()) ||
+      is_block_output(tr->output(0), tr->parent()))
     return false;
   b.set_insertion_point(conv->parent(), conv);
   b.set_location(conv->location());
@@ -194,22 +193,12 @@ bool step(Builder& b, Block& /*blk*/, Operation* op) {
   return try_transpose(b, op);
 }
 
-class FuseConvBias : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_conv_bias", {});
-    if (!pass_util::has_op_type(p, {"conv", "conv_transpose"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_conv_bias.
 void register_fuse_conv_bias(PassRegistry& r) {
-  r.add("common::fuse_conv_bias", [] { return std::make_unique<FuseConvBias>(); });
+  r.add("common::fuse_conv_bias",
+        pass_util::rewrite_pass("common::fuse_conv_bias", {"conv", "conv_transpose"}, step));
 }
 
 }  // namespace milkit

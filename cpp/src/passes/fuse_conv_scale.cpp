@@ -1,23 +1,23 @@
 // common::fuse_conv_scale: conv / conv_transpose followed by its only user mul / real_div with a
 // known operand s is folded into the weight and bias, as coremltools does. s is a scalar (rank 0
 // or shape (1,)), or holds Cout elements in the shape (1, Cout, 1...) (weight's rank) or
-// (Cout, 1...) (one less). conv / s uses 1/s; s / conv is left alone (coremltools folds it as conv * (1/s), which changes the
-// numbers). The
-// new conv, named after the mul/div output, takes fresh weight and bias consts (a missing bias
-// becomes zeros) and goes before the old conv; both old ops are removed. For conv_transpose the
-// per-channel scale goes to output channel (ci / (Cin / groups)) * (Cout / groups) + co of
-// weight element (ci, co, ...). coremltools uses its (Cout, Cin / groups) view of the transposed weight,
-// which puts the scales on the wrong channels when groups > 1 (found by running the program before and
-// after the pass); milkit differs there on purpose and matches it for groups == 1.
-// Numbers: s (or 1/s) is rounded to the weight dtype, then each product is rounded to it, which
-// is what numpy does in fp32 and fp16. The conv output must not be a block output. Nested blocks
-// are rewritten until stable before their op; the whole function is repeated until nothing
-// changes.
+// (Cout, 1...) (one less). conv / s uses 1/s; s / conv is left alone (coremltools folds it as conv
+// * (1/s), which changes the numbers). The new conv, named after the mul/div output, takes fresh
+// weight and bias consts (a missing bias becomes zeros) and goes before the old conv; both old ops
+// are removed. For conv_transpose the per-channel scale goes to output channel (ci / (Cin /
+// groups)) * (Cout / groups) + co of weight element (ci, co, ...). coremltools uses its (Cout, Cin
+// / groups) view of the transposed weight, which puts the scales on the wrong channels when groups
+// > 1 (found by running the program before and after the pass); milkit differs there on purpose and
+// matches it for groups == 1. Numbers: s (or 1/s) is rounded to the weight dtype, then each product
+// is rounded to it, which is what numpy does in fp32 and fp16. The conv output must not be a block
+// output. Nested blocks are rewritten until stable before their op; the whole function is repeated
+// until nothing changes.
 #include <algorithm>
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -26,9 +26,7 @@ namespace {
 using pass_util::is_block_output;
 
 // x rounded to the float dtype `dt`.
-double round_to(DataType dt, double x) {
-  return Value::from_doubles(dt, {}, {x}).as_double(0);
-}
+double round_to(DataType dt, double x) { return Value::from_doubles(dt, {}, {x}).as_double(0); }
 
 Operation* match_pattern(Operation* op) {
   if (op->op_type() != "conv" && op->op_type() != "conv_transpose") return nullptr;
@@ -121,7 +119,8 @@ bool try_transform(Builder& b, Operation* conv, Operation* sop) {
     for (int64_t ci = 0; ci < cin; ++ci)
       for (int64_t co = 0; co < cog; ++co)
         for (int64_t kk = 0; kk < k; ++kk)
-          nw[static_cast<size_t>((ci * cog + co) * k + kk)] *= s[static_cast<size_t>((ci / cig) * cog + co)];
+          nw[static_cast<size_t>((ci * cog + co) * k + kk)] *=
+              s[static_cast<size_t>((ci / cig) * cog + co)];
   }
   b.set_insertion_point(conv->parent(), conv);
   b.set_location(conv->location());
@@ -141,22 +140,12 @@ bool step(Builder& b, Block& /*blk*/, Operation* op) {
   return sop && try_transform(b, op, sop);
 }
 
-class FuseConvScale : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_conv_scale", {});
-    if (!pass_util::has_op_type(p, {"conv", "conv_transpose"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_conv_scale.
 void register_fuse_conv_scale(PassRegistry& r) {
-  r.add("common::fuse_conv_scale", [] { return std::make_unique<FuseConvScale>(); });
+  r.add("common::fuse_conv_scale",
+        pass_util::rewrite_pass("common::fuse_conv_scale", {"conv", "conv_transpose"}, step));
 }
 
 }  // namespace milkit

@@ -21,18 +21,13 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
 namespace {
 
-// coremltools' _check_child_op_type: one output, read by exactly one input slot of a `type` op.
-Operation* only_child(const Operation* op, const char* type) {
-  if (op->outputs().size() != 1) return nullptr;
-  const auto& uses = op->output(0)->uses();
-  if (uses.size() != 1 || uses[0].op->op_type() != type) return nullptr;
-  return uses[0].op;
-}
+using pass_util::only_child;
 
 bool all_equal(const Var* v, int64_t x) {
   if (!v || !v->has_value()) return false;
@@ -147,20 +142,13 @@ bool step(Builder& b, Block& blk, Operation* stb) {
   return true;
 }
 
-class FuseDilatedConv : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_dilated_conv", {});
-    for (auto& [name, f] : p.functions())
-      if (pass_util::has_op_type(*f, {"space_to_batch"})) pass_util::rewrite_ops(*f, step);
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_dilated_conv.
 void register_fuse_dilated_conv(PassRegistry& r) {
-  r.add("common::fuse_dilated_conv", [] { return std::make_unique<FuseDilatedConv>(); });
+  r.add("common::fuse_dilated_conv",
+        pass_util::rewrite_pass("common::fuse_dilated_conv", {"space_to_batch"}, step,
+                                pass_util::OpScan::Function));
 }
 
 }  // namespace milkit

@@ -1,13 +1,15 @@
 // common::fuse_elementwise_to_batchnorm: mul(x, gamma) -> add(beta) with x of rank 4 and const
-// gamma / beta of shape (1, C, 1, 1) or (C, 1, 1) (same C), C > 1 -> batch_norm(x, mean=zeros(C) fp32,
-// variance=ones(C) fp32, gamma, beta squeezed to (C,)), as coremltools does. The mul's output must
-// not be a block output and must have exactly one consuming op, the add. The batch_norm takes the
-// add's output name and goes before the mul. Nested blocks first; repeated until nothing changes.
+// gamma / beta of shape (1, C, 1, 1) or (C, 1, 1) (same C), C > 1 -> batch_norm(x, mean=zeros(C)
+// fp32, variance=ones(C) fp32, gamma, beta squeezed to (C,)), as coremltools does. The mul's output
+// must not be a block output and must have exactly one consuming op, the add. The batch_norm takes
+// the add's output name and goes before the mul. Nested blocks first; repeated until nothing
+// changes.
 #include <vector>
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -51,7 +53,8 @@ bool try_fuse(Builder& b, Block& blk, Operation* mul) {
   b.set_location(add->location());
   std::vector<Arg> args = {
       Builder::arg("x", x),
-      Builder::arg("mean", Value::from_doubles(DataType::Float32, {c}, std::vector<double>(c, 0.0))),
+      Builder::arg("mean",
+                   Value::from_doubles(DataType::Float32, {c}, std::vector<double>(c, 0.0))),
       Builder::arg("variance",
                    Value::from_doubles(DataType::Float32, {c}, std::vector<double>(c, 1.0))),
       Builder::arg("gamma", gamma->reshaped({c})), Builder::arg("beta", beta->reshaped({c}))};
@@ -67,23 +70,12 @@ bool step(Builder& b, Block& blk, Operation* op) {
   return op->op_type() == "mul" && try_fuse(b, blk, op);
 }
 
-class FuseElementwiseToBatchnorm : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_elementwise_to_batchnorm", {});
-    if (!pass_util::has_op_type(p, {"mul"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_elementwise_to_batchnorm.
 void register_fuse_elementwise_to_batchnorm(PassRegistry& r) {
   r.add("common::fuse_elementwise_to_batchnorm",
-        [] { return std::make_unique<FuseElementwiseToBatchnorm>(); });
+        pass_util::rewrite_pass("common::fuse_elementwise_to_batchnorm", {"mul"}, step));
 }
 
 }  // namespace milkit

@@ -1,15 +1,16 @@
-// common::fuse_gelu_exact: 0.5 * x * (1 + erf(x / sqrt(2))) -> gelu(x, mode="EXACT"), as coremltools
-// does. The chain starts at real_div(x, ~sqrt(2)) or mul(x, ~1/sqrt(2)) (scalars within 1e-3), then
-// erf, add(~1), then either mul(~0.5) -> mul(x), mul(x) -> mul(~0.5), or mul(with mul(x, ~0.5));
-// every intermediate output has exactly one consuming op and is not a block output. The gelu takes
-// the last mul's output name and goes before the second-to-last matched op (coremltools' order).
-// Nested blocks first; repeated until nothing changes.
+// common::fuse_gelu_exact: 0.5 * x * (1 + erf(x / sqrt(2))) -> gelu(x, mode="EXACT"), as
+// coremltools does. The chain starts at real_div(x, ~sqrt(2)) or mul(x, ~1/sqrt(2)) (scalars within
+// 1e-3), then erf, add(~1), then either mul(~0.5) -> mul(x), mul(x) -> mul(~0.5), or mul(with
+// mul(x, ~0.5)); every intermediate output has exactly one consuming op and is not a block output.
+// The gelu takes the last mul's output name and goes before the second-to-last matched op
+// (coremltools' order). Nested blocks first; repeated until nothing changes.
 #include <cmath>
 #include <vector>
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -23,12 +24,7 @@ bool scalar_is(const Var* v, double val) {
 
 // The only consuming op of the single output of `op` when it has type `t` (coremltools'
 // _check_child_op_type), else nullptr.
-Operation* only_child(Operation* op, const char* t) {
-  if (op->outputs().size() != 1) return nullptr;
-  const auto& uses = op->output(0)->uses();
-  if (uses.size() != 1 || uses[0].op->op_type() != t) return nullptr;
-  return uses[0].op;
-}
+using pass_util::only_child;
 
 bool has_input(const Operation* op, const Var* v) {
   return op->input1("x") == v || op->input1("y") == v;
@@ -84,7 +80,8 @@ bool try_fuse(Builder& b, Block& blk, Operation* op) {
     if (!chain[i]->output(0)->block_uses().empty()) return false;
   b.set_insertion_point(&blk, chain[chain.size() - 2]);
   b.set_location(op->location());
-  std::vector<Arg> args = {Builder::arg("x", root), Builder::arg("mode", Value::scalar_string("EXACT"))};
+  std::vector<Arg> args = {Builder::arg("x", root),
+                           Builder::arg("mode", Value::scalar_string("EXACT"))};
   Var* gelu = b.create("gelu", args, last->output(0)->name())[0];
   pass_util::replace_var(last->output(0), gelu);
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
@@ -98,22 +95,12 @@ bool step(Builder& b, Block& blk, Operation* op) {
   return (op->op_type() == "mul" || op->op_type() == "real_div") && try_fuse(b, blk, op);
 }
 
-class FuseGeluExact : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_gelu_exact", {});
-    if (!pass_util::has_op_type(p, {"erf"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_gelu_exact.
 void register_fuse_gelu_exact(PassRegistry& r) {
-  r.add("common::fuse_gelu_exact", [] { return std::make_unique<FuseGeluExact>(); });
+  r.add("common::fuse_gelu_exact",
+        pass_util::rewrite_pass("common::fuse_gelu_exact", {"erf"}, step));
 }
 
 }  // namespace milkit

@@ -16,87 +16,26 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/pattern.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
 namespace {
 
-// A pattern op: name, type, and the pattern ops consuming its output (coremltools' child order).
-struct PNode {
-  const char* name;
-  const char* type;
-  std::vector<int> children;
-};
+using pass_util::PNode;
+using pass_util::scalar_is;
+using Match = pass_util::PatternMatch;
 
 // Index 0 is the root var (no op); its children are the ops reading it.
 const std::vector<PNode> kPattern1 = {
-    {"", "", {1, 3, 8}},          {"pow", "pow", {2}},     {"mul_1", "mul", {3}},
-    {"add", "add", {4}},          {"mul_2", "mul", {5}},   {"tanh", "tanh", {6}},
-    {"add_1", "add", {7}},        {"mul", "mul", {8}},     {"mul_3", "mul", {}}};
+    {"", "", {1, 3, 8}},   {"pow", "pow", {2}},   {"mul_1", "mul", {3}},
+    {"add", "add", {4}},   {"mul_2", "mul", {5}}, {"tanh", "tanh", {6}},
+    {"add_1", "add", {7}}, {"mul", "mul", {8}},   {"mul_3", "mul", {}}};
 const std::vector<PNode> kPattern2 = {
-    {"", "", {1, 3, 7}},          {"pow", "pow", {2}},     {"mul_1", "mul", {3}},
-    {"add", "add", {4}},          {"mul_2", "mul", {5}},   {"tanh", "tanh", {6}},
-    {"add_1", "add", {8}},        {"mul", "mul", {8}},     {"mul_3", "mul", {}}};
-
-struct Match {
-  std::map<std::string, Operation*> by_name;
-  std::vector<Operation*> ops;  // the matched ops, each once
-  Operation* final_op = nullptr;
-  void add(const std::string& n, Operation* op) {
-    by_name[n] = op;
-    for (Operation* o : ops)
-      if (o == op) return;
-    ops.push_back(op);
-  }
-};
-
-std::vector<Operation*> consumers(const Var* v) {
-  std::vector<Operation*> r;
-  for (const Use& u : v->uses()) r.push_back(u.op);
-  return r;
-}
-
-// coremltools' _pattern_detected: `node` < 0 stands for the root var `root`.
-bool detect(const std::vector<PNode>& pat, Match& m, Operation* op, int node, Var* root) {
-  const PNode* pn = node >= 0 ? &pat[static_cast<size_t>(node)] : &pat[0];
-  if (node >= 0) {
-    if (op->op_type() != pn->type || op->outputs().size() != 1) return false;
-  }
-  std::vector<Operation*> prog_children = consumers(node >= 0 ? op->output(0) : root);
-  if (pn->children.empty()) {
-    if (m.final_op && m.final_op != op) return false;
-    m.add(pn->name, op);
-    m.final_op = op;
-    return true;
-  }
-  if (prog_children.size() != pn->children.size()) return false;
-  std::vector<int> combo = pn->children;  // permutations in itertools order (sorted indices)
-  std::vector<size_t> idx(combo.size());
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  bool same = false;
-  do {
-    bool types_ok = true;
-    for (size_t i = 0; i < idx.size() && types_ok; ++i)
-      types_ok = prog_children[i]->op_type() == pat[static_cast<size_t>(combo[idx[i]])].type;
-    if (!types_ok) continue;
-    bool all = true;
-    for (size_t i = 0; i < idx.size(); ++i)
-      all = all && detect(pat, m, prog_children[i], combo[idx[i]], root);
-    if (all) {
-      same = true;
-      break;
-    }
-  } while (std::next_permutation(idx.begin(), idx.end()));
-  if (!same) return false;
-  if (node >= 0) m.add(pn->name, op);
-  return true;
-}
-
-bool scalar_is(const Var* v, double val) {
-  if (!v || !v->has_value() || v->value()->numel() != 1) return false;
-  if (v->value()->dtype() == DataType::String) return false;
-  return std::fabs(v->value()->as_double(0) - val) < 1e-3;
-}
+    {"", "", {1, 3, 7}},   {"pow", "pow", {2}},   {"mul_1", "mul", {3}},
+    {"add", "add", {4}},   {"mul_2", "mul", {5}}, {"tanh", "tanh", {6}},
+    {"add_1", "add", {8}}, {"mul", "mul", {8}},   {"mul_3", "mul", {}}};
 
 bool either_is(const Operation* op, double val) {
   return scalar_is(op->input1("y"), val) || scalar_is(op->input1("x"), val);
@@ -108,34 +47,13 @@ bool constraints_ok(const Match& m) {
          either_is(m.by_name.at("add_1"), 1.0);
 }
 
-// coremltools' _detect_pattern on one op: tries each input as the root var; the first one whose
-// consumers match decides (a block-output violation rejects the op).
-bool detect_at(const std::vector<PNode>& pat, Operation* op, Block& blk, Match& out, Var*& root) {
-  for (Var* in : op->args()) {
-    if (!in) continue;
-    Match m;
-    if (!detect(pat, m, op, -1, in)) continue;
-    for (Operation* o : m.ops) {
-      if (o == m.final_op) continue;
-      for (Var* v : o->outputs())
-        for (Var* bo : blk.outputs())
-          if (bo == v) return false;
-    }
-    out = std::move(m);
-    root = in;
-    return true;
-  }
-  return false;
-}
-
-bool fuse_one(Builder& b, Block& blk, const std::vector<PNode>& pat) {
+bool fuse_one(Builder& b, Block& blk, const std::vector<PNode>& pat, bool& nested) {
   for (Operation* op : blk.ops()) {
     for (Block* nb : op->blocks())
-      while (fuse_one(b, *nb, pat)) {
-      }
+      while (fuse_one(b, *nb, pat, nested)) nested = true;
     Match m;
     Var* root = nullptr;
-    if (!detect_at(pat, op, blk, m, root) || !constraints_ok(m)) continue;
+    if (pass_util::detect_pattern_at(pat, op, blk, m, root) != 1 || !constraints_ok(m)) continue;
     // coremltools would fail on matched ops outside this block or with other consumers; skip.
     bool ok = true;
     for (Operation* o : m.ops) {
@@ -171,15 +89,17 @@ bool fuse_one(Builder& b, Block& blk, const std::vector<PNode>& pat) {
 
 class FuseGeluTanh : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_gelu_tanh_approximation", {});
-    if (!pass_util::has_op_type(p, {"tanh"})) return;  // nothing to match
+    bool changed = false;
+    bool nested = false;                                     // a change in a nested block
+    if (!pass_util::has_op_type(p, {"tanh"})) return false;  // nothing to match
     for (const auto* pat : {&kPattern1, &kPattern2})
       for (auto& [name, f] : p.functions()) {
         Builder b(*f);
-        while (fuse_one(b, f->body(), *pat)) {
-        }
+        while (fuse_one(b, f->body(), *pat, nested)) changed = true;
       }
+    return changed || nested;
   }
 };
 

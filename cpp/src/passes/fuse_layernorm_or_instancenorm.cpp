@@ -15,8 +15,9 @@
 // new op takes the last matched op's output name (or "<name>_layernorm" / "_instancenorm"
 // between "<name>_transpose_nhwc_nchw" and "<name>_transpose_nchw_nhwc") and goes before it.
 // Consts patterns 3 and 5 make are appended at the end of the block, as in coremltools (and stay
-// there, unused, when the fusion then fails). Where coremltools would raise (a removed op still used elsewhere or returned by a block, an op in
-// another block) the pattern is skipped. Nested blocks first; repeated until nothing changes.
+// there, unused, when the fusion then fails). Where coremltools would raise (a removed op still
+// used elsewhere or returned by a block, an op in another block) the pattern is skipped. Nested
+// blocks first; repeated until nothing changes.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -27,6 +28,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -176,12 +178,14 @@ bool apply(Builder& b, Block& blk, Operation* reduce, Param gamma, Param beta, V
   b.set_location(end->location());
   Var* cur = x;
   if (transpose) {
-    std::vector<Arg> a = {Builder::arg("x", x), Builder::arg("perm", Value::int_list({0, 3, 1, 2}))};
+    std::vector<Arg> a = {Builder::arg("x", x),
+                          Builder::arg("perm", Value::int_list({0, 3, 1, 2}))};
     cur = b.create("transpose", a, out + "_transpose_nhwc_nchw")[0];
   }
   if (inst) {
     std::vector<Arg> a = {Builder::arg("x", cur), Builder::arg("gamma", squeezed(gamma.value())),
-                          Builder::arg("beta", squeezed(beta.value())), Builder::arg("epsilon", eps)};
+                          Builder::arg("beta", squeezed(beta.value())),
+                          Builder::arg("epsilon", eps)};
     cur = b.create("instance_norm", a, transpose ? out + "_instancenorm" : out)[0];
   } else {
     std::vector<Arg> a = {Builder::arg("x", cur),
@@ -202,7 +206,8 @@ bool apply(Builder& b, Block& blk, Operation* reduce, Param gamma, Param beta, V
     cur = b.create("layer_norm", a, transpose ? out + "_layernorm" : out)[0];
   }
   if (transpose) {
-    std::vector<Arg> a = {Builder::arg("x", cur), Builder::arg("perm", Value::int_list({0, 2, 3, 1}))};
+    std::vector<Arg> a = {Builder::arg("x", cur),
+                          Builder::arg("perm", Value::int_list({0, 2, 3, 1}))};
     cur = b.create("transpose", a, out + "_transpose_nchw_nhwc")[0];
   }
   pass_util::replace_var(end->output(0), cur);
@@ -498,7 +503,8 @@ bool pattern_5(Builder& b, Block& blk, Operation* rm) {
     size_t nn = std::max(gd.size(), bd.size());
     for (size_t i = 0; i < nn; ++i) {
       double p = gd[gd.size() == 1 ? 0 : i] * bd[bd.size() == 1 ? 0 : i];
-      prod.push_back(g.dtype() == DataType::Float32 ? static_cast<double>(static_cast<float>(p)) : p);
+      prod.push_back(g.dtype() == DataType::Float32 ? static_cast<double>(static_cast<float>(p))
+                                                    : p);
     }
     std::vector<int64_t> pshape = g.numel() == 1 && bs.numel() != 1 ? bs.shape() : g.shape();
     if (g.numel() == 1 && bs.numel() == 1) pshape = bs.rank() > g.rank() ? bs.shape() : g.shape();
@@ -520,23 +526,13 @@ bool step(Builder& b, Block& blk, Operation* op) {
   return false;
 }
 
-class FuseLayernormOrInstancenorm : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_layernorm_or_instancenorm", {});
-    if (!pass_util::has_op_type(p, {"reduce_mean", "reduce_sum"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_layernorm_or_instancenorm.
 void register_fuse_layernorm_or_instancenorm(PassRegistry& r) {
   r.add("common::fuse_layernorm_or_instancenorm",
-        [] { return std::make_unique<FuseLayernormOrInstancenorm>(); });
+        pass_util::rewrite_pass("common::fuse_layernorm_or_instancenorm",
+                                {"reduce_mean", "reduce_sum"}, step));
 }
 
 }  // namespace milkit

@@ -5,6 +5,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -55,22 +56,12 @@ bool step(Builder& b, Block& blk, Operation* op) {
   return op->op_type() == "mul" && try_fuse(b, blk, op);
 }
 
-class FuseLeakyRelu : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_leaky_relu", {});
-    if (!pass_util::has_op_type(p, {"maximum"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_leaky_relu.
 void register_fuse_leaky_relu(PassRegistry& r) {
-  r.add("common::fuse_leaky_relu", [] { return std::make_unique<FuseLeakyRelu>(); });
+  r.add("common::fuse_leaky_relu",
+        pass_util::rewrite_pass("common::fuse_leaky_relu", {"maximum"}, step));
 }
 
 }  // namespace milkit

@@ -12,6 +12,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -19,15 +20,10 @@ namespace {
 
 using pass_util::is_block_output;
 
-std::vector<float> floats(const Value& v) {
-  std::vector<float> r;
-  r.reserve(static_cast<size_t>(v.numel()));
-  for (int64_t i = 0; i < v.numel(); ++i) r.push_back(static_cast<float>(v.as_double(i)));
-  return r;
-}
+using pass_util::floats;
 
 Value make(DataType dt, std::vector<int64_t> shape, const std::vector<float>& f) {
-  return Value::from_doubles(dt, std::move(shape), std::vector<double>(f.begin(), f.end()));
+  return pass_util::from_floats(dt, std::move(shape), f);
 }
 
 Operation* candidate(Operation* op) {
@@ -86,22 +82,12 @@ bool step(Builder& b, Block& /*blk*/, Operation* op) {
   return arith && try_transform(b, op, arith);
 }
 
-class FuseLinearBias : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_linear_bias", {});
-    if (!pass_util::has_op_type(p, {"linear"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_linear_bias.
 void register_fuse_linear_bias(PassRegistry& r) {
-  r.add("common::fuse_linear_bias", [] { return std::make_unique<FuseLinearBias>(); });
+  r.add("common::fuse_linear_bias",
+        pass_util::rewrite_pass("common::fuse_linear_bias", {"linear"}, step));
 }
 
 }  // namespace milkit

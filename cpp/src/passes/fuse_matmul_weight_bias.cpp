@@ -1,8 +1,8 @@
 // common::fuse_matmul_weight_bias: matmul with one known rank-2 operand (the weight, used only by
 // this matmul) followed by its only user add/sub with a known operand c becomes a linear, as
 // coremltools does, except where coremltools' rewrite changes the numbers (see try_transform: the
-// weight as matmul's x, and c - matmul). c must squeeze to (Dout,) (leading dims all 1); sub negates c (whatever side
-// the matmul is on, as coremltools does). With the weight as y:
+// weight as matmul's x, and c - matmul). c must squeeze to (Dout,) (leading dims all 1); sub
+// negates c (whatever side the matmul is on, as coremltools does). With the weight as y:
 //   linear(x', W', c) named after the add/sub output, x' = x transposed when transpose_x,
 //   W' = W when transpose_y else transpose(W);
 // with the weight as x: transpose(linear(y', W', c)) where the final transpose takes the output
@@ -15,6 +15,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -112,22 +113,12 @@ bool step(Builder& b, Block& /*blk*/, Operation* op) {
   return arith && try_transform(b, op, arith);
 }
 
-class FuseMatmulWeightBias : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_matmul_weight_bias", {});
-    if (!pass_util::has_op_type(p, {"matmul"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_matmul_weight_bias.
 void register_fuse_matmul_weight_bias(PassRegistry& r) {
-  r.add("common::fuse_matmul_weight_bias", [] { return std::make_unique<FuseMatmulWeightBias>(); });
+  r.add("common::fuse_matmul_weight_bias",
+        pass_util::rewrite_pass("common::fuse_matmul_weight_bias", {"matmul"}, step));
 }
 
 }  // namespace milkit

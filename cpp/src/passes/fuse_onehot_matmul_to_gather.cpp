@@ -16,6 +16,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -75,21 +76,13 @@ bool step(Builder& b, Block& blk, Operation* oh) {
   return true;
 }
 
-class FuseOnehotMatmulToGather : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_onehot_matmul_to_gather", {});
-    for (auto& [name, f] : p.functions())
-      if (pass_util::has_op_type(*f, {"one_hot"})) pass_util::rewrite_ops(*f, step);
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_onehot_matmul_to_gather.
 void register_fuse_onehot_matmul_to_gather(PassRegistry& r) {
   r.add("common::fuse_onehot_matmul_to_gather",
-        [] { return std::make_unique<FuseOnehotMatmulToGather>(); });
+        pass_util::rewrite_pass("common::fuse_onehot_matmul_to_gather", {"one_hot"}, step,
+                                pass_util::OpScan::Function));
 }
 
 }  // namespace milkit

@@ -14,6 +14,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -104,22 +105,11 @@ bool step(Builder& b, Block& /*blk*/, Operation* op) {
   return !ts.empty() && try_transform(b, op, ts);
 }
 
-class FusePadConv : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_pad_conv", {});
-    if (!pass_util::has_op_type(p, {"pad"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_pad_conv.
 void register_fuse_pad_conv(PassRegistry& r) {
-  r.add("common::fuse_pad_conv", [] { return std::make_unique<FusePadConv>(); });
+  r.add("common::fuse_pad_conv", pass_util::rewrite_pass("common::fuse_pad_conv", {"pad"}, step));
 }
 
 }  // namespace milkit

@@ -1,6 +1,6 @@
 // mil_backend::fuse_pow2_sqrt: sqrt(pow(x, 2)) -> abs(x). coremltools rewrites both
-// sqrt(pow(x, 2)) and pow(sqrt(x), 2) into identity(x), which changes the numbers: sqrt(x^2) is |x|,
-// and pow(sqrt(x), 2) is NaN for x < 0. milkit deliberately differs (found by running programs
+// sqrt(pow(x, 2)) and pow(sqrt(x), 2) into identity(x), which changes the numbers: sqrt(x^2) is
+// |x|, and pow(sqrt(x), 2) is NaN for x < 0. milkit deliberately differs (found by running programs
 // before and after the pass): the first pattern becomes abs(x), the second is left alone.
 // Matching is otherwise coremltools' (including its name-based check): the pow's output must not
 // be a block output and must have exactly one user, the sqrt; pow's y must be a known value equal
@@ -9,6 +9,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -41,12 +42,14 @@ Operation* match(Operation* op) {
 
 class FusePow2Sqrt : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "mil_backend::fuse_pow2_sqrt", {});
-    if (!pass_util::has_op_type(p, {"pow"})) return;  // nothing to match
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"pow"})) return false;  // nothing to match
     for (auto& [name, f] : p.functions()) {
-      pass_util::fuse_unary_chains(*f, match, "abs");
+      changed = pass_util::fuse_unary_chains(*f, match, "abs") || changed;
     }
+    return changed;
   }
 };
 

@@ -25,17 +25,16 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/pattern.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
 namespace {
 
-// A pattern op: name, type, and the pattern ops consuming its output (coremltools' child order).
-struct PNode {
-  const char* name;
-  const char* type;
-  std::vector<int> children;
-};
+using pass_util::PNode;
+using pass_util::scalar_is;
+using Match = pass_util::PatternMatch;
 
 // Index 0 is the root var (no op); its children are the ops reading it.
 const std::vector<PNode> kPattern1 = {{"", "", {1, 4}},       {"neg", "mul", {2}},
@@ -46,84 +45,6 @@ const std::vector<PNode> kPattern2 = {
     {"relu1", "relu", {4}}, {"alpha_mul", "mul", {6}},          {"relu2", "relu", {6}},
     {"out_op", "add", {}}};
 
-struct Match {
-  std::map<std::string, Operation*> by_name;
-  std::vector<Operation*> ops;  // the matched ops, each once
-  Operation* final_op = nullptr;
-  void add(const std::string& n, Operation* op) {
-    by_name[n] = op;
-    if (std::find(ops.begin(), ops.end(), op) == ops.end()) ops.push_back(op);
-  }
-  Operation* at(const char* n) const { return by_name.at(n); }
-};
-
-std::vector<Operation*> consumers(const Var* v) {
-  std::vector<Operation*> r;
-  for (const Use& u : v->uses()) r.push_back(u.op);
-  return r;
-}
-
-// coremltools' _pattern_detected; `node` < 0 stands for the root var `root`. A failed branch
-// leaves what it recorded (as in coremltools).
-bool detect(const std::vector<PNode>& pat, Match& m, Operation* op, int node, Var* root) {
-  const PNode& pn = pat[static_cast<size_t>(node < 0 ? 0 : node)];
-  if (node >= 0 && (op->op_type() != pn.type || op->outputs().size() != 1)) return false;
-  if (pn.children.empty()) {
-    if (m.final_op && m.final_op != op) return false;
-    m.add(pn.name, op);
-    m.final_op = op;
-    return true;
-  }
-  std::vector<Operation*> prog = consumers(node >= 0 ? op->output(0) : root);
-  if (prog.size() != pn.children.size()) return false;
-  std::vector<size_t> idx(pn.children.size());
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
-  bool same = false;
-  do {  // itertools.permutations order
-    bool types_ok = true;
-    for (size_t i = 0; i < idx.size() && types_ok; ++i)
-      types_ok = prog[i]->op_type() == pat[static_cast<size_t>(pn.children[idx[i]])].type;
-    if (!types_ok) continue;
-    bool all = true;
-    for (size_t i = 0; i < idx.size(); ++i)
-      all = all && detect(pat, m, prog[i], pn.children[idx[i]], root);
-    if (all) {
-      same = true;
-      break;
-    }
-  } while (std::next_permutation(idx.begin(), idx.end()));
-  if (!same) return false;
-  if (node >= 0) m.add(pn.name, op);
-  return true;
-}
-
-// coremltools' _detect_pattern at one op: 0 no match, 1 match, -1 match rejected (a matched op
-// other than the last outputs a block output), which ends the search at this op.
-int detect_at(const std::vector<PNode>& pat, Operation* op, Block& blk, Match& out, Var*& root) {
-  for (Var* in : op->args()) {
-    Match m;
-    if (!detect(pat, m, op, -1, in)) continue;
-    for (Operation* o : m.ops) {
-      if (o == m.final_op) continue;
-      for (Var* v : o->outputs())
-        for (Var* bo : blk.outputs())
-          if (bo == v) return -1;
-    }
-    out = std::move(m);
-    root = in;
-    return 1;
-  }
-  return 0;
-}
-
-// coremltools' _check_var_scalar_value(v, val) with tol 1e-3.
-bool scalar_is(const Var* v, double val) {
-  if (!v || !v->has_value() || v->value()->numel() != 1) return false;
-  if (v->value()->dtype() == DataType::String) return false;
-  return std::fabs(v->value()->as_double(0) - val) < 1e-3;
-}
-
-// alpha_mul's known operand, x first (coremltools reads x.val, then y.val).
 const Value* alpha_of(const Operation* mul) {
   for (const char* n : {"x", "y"}) {
     Var* v = mul->input1(n);
@@ -204,17 +125,18 @@ bool is_root_child_type(const std::vector<PNode>& pat, const std::string& t) {
   return false;
 }
 
-bool fuse_one(Builder& b, Block& blk, const std::vector<PNode>& pat, int pattern) {
+bool fuse_one(Builder& b, Block& blk, const std::vector<PNode>& pat, int pattern, bool& nested) {
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
     for (Block* nb : op->blocks())
-      while (fuse_one(b, *nb, pat, pattern)) {
-      }
+      while (fuse_one(b, *nb, pat, pattern, nested)) nested = true;
     // the root var is an input of `op`, so `op` is one of its consumers
     if (!is_root_child_type(pat, op->op_type())) continue;
     Match m;
     Var* root = nullptr;
-    if (detect_at(pat, op, blk, m, root) != 1 || !constraints_ok(m, pattern, root)) continue;
+    if (pass_util::detect_pattern_at(pat, op, blk, m, root) != 1 ||
+        !constraints_ok(m, pattern, root))
+      continue;
     bool ok = true;  // coremltools would fail on matched ops of other blocks
     for (Operation* o : m.ops) ok = ok && o->parent() == &blk;
     if (!ok) continue;
@@ -226,8 +148,10 @@ bool fuse_one(Builder& b, Block& blk, const std::vector<PNode>& pat, int pattern
 
 class FusePrelu : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_prelu", {});
+    bool changed = false;
+    bool nested = false;         // a change in a nested block
     std::vector<Function*> fns;  // both patterns need relu
     for (auto& [name, f] : p.functions())
       if (pass_util::has_op_type(*f, {"relu"})) fns.push_back(f.get());
@@ -235,11 +159,11 @@ class FusePrelu : public Pass {
     for (const auto* pat : {&kPattern1, &kPattern2}) {
       for (Function* f : fns) {
         Builder b(*f);
-        while (fuse_one(b, f->body(), *pat, pattern)) {
-        }
+        while (fuse_one(b, f->body(), *pat, pattern, nested)) changed = true;
       }
       ++pattern;
     }
+    return changed || nested;
   }
 };
 

@@ -11,6 +11,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -81,22 +82,12 @@ bool step(Builder& b, Block& blk, Operation* op) {
   return op->op_type() == "reduce_sum" && try_fuse(b, blk, op);
 }
 
-class FuseReduceMean : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_reduce_mean", {});
-    if (!pass_util::has_op_type(p, {"reduce_sum"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      pass_util::rewrite_ops(*f, step);
-    }
-  }
-};
-
 }  // namespace
 
 /// Registers common::fuse_reduce_mean.
 void register_fuse_reduce_mean(PassRegistry& r) {
-  r.add("common::fuse_reduce_mean", [] { return std::make_unique<FuseReduceMean>(); });
+  r.add("common::fuse_reduce_mean",
+        pass_util::rewrite_pass("common::fuse_reduce_mean", {"reduce_sum"}, step));
 }
 
 }  // namespace milkit

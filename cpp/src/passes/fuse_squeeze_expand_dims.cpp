@@ -10,6 +10,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -20,13 +21,12 @@ bool same_shape(const Type* a, const Type* b) {
   return a->shape() == b->shape();
 }
 
-bool fuse_in(Builder& b, Block& blk) {
+bool fuse_in(Builder& b, Block& blk, bool& nested) {
   bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
     for (Block* nb : op->blocks())
-      while (fuse_in(b, *nb)) {
-      }
+      while (fuse_in(b, *nb, nested)) nested = true;
     if (!op->blocks().empty() || op->op_type() != "squeeze" || op->outputs().size() != 1) continue;
     Var* sq = op->output(0);
     if (sq->uses().size() != 1) continue;
@@ -49,14 +49,16 @@ bool fuse_in(Builder& b, Block& blk) {
 
 class FuseSqueezeExpandDims : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::fuse_squeeze_expand_dims", {});
-    if (!pass_util::has_op_type(p, {"squeeze"})) return;  // nothing to match
+    bool changed = false;
+    bool nested = false;                                        // a change in a nested block
+    if (!pass_util::has_op_type(p, {"squeeze"})) return false;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
-      while (fuse_in(b, f->body())) {
-      }
+      while (fuse_in(b, f->body(), nested)) changed = true;
     }
+    return changed || nested;
   }
 };
 
@@ -64,7 +66,8 @@ class FuseSqueezeExpandDims : public Pass {
 
 /// Registers common::fuse_squeeze_expand_dims.
 void register_fuse_squeeze_expand_dims(PassRegistry& r) {
-  r.add("common::fuse_squeeze_expand_dims", [] { return std::make_unique<FuseSqueezeExpandDims>(); });
+  r.add("common::fuse_squeeze_expand_dims",
+        [] { return std::make_unique<FuseSqueezeExpandDims>(); });
 }
 
 }  // namespace milkit

@@ -15,6 +15,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -24,46 +25,49 @@ using pass_util::is_block_output;
 
 int64_t positive_axis(int64_t axis, int64_t rank) { return axis < 0 ? axis + rank + 1 : axis; }
 
-void try_fuse_branch(Builder& b, Block& blk, const std::vector<Var*>& values, int64_t rank, int64_t axis,
-                     Operation* split) {
+bool try_fuse_branch(Builder& b, Block& blk, const std::vector<Var*>& values, int64_t rank,
+                     int64_t axis, Operation* split) {
   Var* av = split->input1("axis");
-  if (!av || !av->has_value() || positive_axis(av->value()->to_ints().at(0), rank) != axis) return;
+  if (!av || !av->has_value() || positive_axis(av->value()->to_ints().at(0), rank) != axis)
+    return false;
   const auto n = static_cast<int64_t>(values.size());
   Var* sizes = split->input1("split_sizes");
   if (sizes) {
-    if (!sizes->has_value()) return;
+    if (!sizes->has_value()) return false;
     std::vector<int64_t> s = sizes->value()->to_ints();
     // all_of rather than == against a vector of ones, on which GCC 12 at -O3 gives a false
     // -Wfree-nonheap-object
     if (s.size() != values.size() ||
         !std::all_of(s.begin(), s.end(), [](int64_t k) { return k == 1; }))
-      return;
+      return false;
   }
   Var* ns = split->input1("num_splits");
   if (ns) {
-    if (!ns->has_value() || ns->value()->to_ints().at(0) != n) return;
+    if (!ns->has_value() || ns->value()->to_ints().at(0) != n) return false;
   }
-  if (!sizes && !ns) return;
-  if (static_cast<int64_t>(split->outputs().size()) != n) return;
+  if (!sizes && !ns) return false;
+  if (static_cast<int64_t>(split->outputs().size()) != n) return false;
   for (Var* o : split->outputs())
-    if (is_block_output(o, &blk)) return;
+    if (is_block_output(o, &blk)) return false;
   std::vector<Operation*> squeezes;
   for (Var* o : split->outputs()) {
-    if (o->uses().size() != 1 || o->uses()[0].op->op_type() != "squeeze") return;
+    if (o->uses().size() != 1 || o->uses()[0].op->op_type() != "squeeze") return false;
     Operation* sq = o->uses()[0].op;
     Var* axes = sq->input1("axes");
-    if (!axes || !axes->has_value()) return;
+    if (!axes || !axes->has_value()) return false;
     std::vector<int64_t> a = axes->value()->to_ints();
-    if (a.size() != 1 || positive_axis(a[0], rank) != axis) return;
+    if (a.size() != 1 || positive_axis(a[0], rank) != axis) return false;
     squeezes.push_back(sq);
   }
   Operation* anchor = squeezes.back();
   std::vector<Operation*> ops = blk.ops();
-  auto pos = [&](const Operation* op) { return std::find(ops.begin(), ops.end(), op) - ops.begin(); };
+  auto pos = [&](const Operation* op) {
+    return std::find(ops.begin(), ops.end(), op) - ops.begin();
+  };
   const auto anchor_pos = pos(anchor);
   for (Operation* sq : squeezes)
     for (const Use& u : sq->output(0)->uses())
-      if (u.op->parent() == &blk && pos(u.op) < anchor_pos) return;
+      if (u.op->parent() == &blk && pos(u.op) < anchor_pos) return false;
   b.set_insertion_point(anchor->parent(), anchor);
   b.set_location(anchor->location());
   for (size_t i = 0; i < squeezes.size(); ++i) {
@@ -72,50 +76,47 @@ void try_fuse_branch(Builder& b, Block& blk, const std::vector<Var*>& values, in
   }
   for (Operation* sq : squeezes) blk.erase(sq);
   blk.erase(split);
+  return true;
 }
 
-void try_transform(Builder& b, Block& blk, Operation* stack) {
+bool try_transform(Builder& b, Block& blk, Operation* stack) {
   Var* out = stack->output(0);
-  if (is_block_output(out, &blk)) return;
+  if (is_block_output(out, &blk)) return false;
   const auto span = stack->input(0);
   std::vector<Var*> values(span.begin(), span.end());
   Var* av = stack->input1("axis");
-  if (values.empty() || !values[0]->type()->has_rank() || !av || !av->has_value()) return;
+  if (values.empty() || !values[0]->type()->has_rank() || !av || !av->has_value()) return false;
   const int64_t rank = values[0]->type()->rank();
   const int64_t axis = positive_axis(av->value()->to_ints().at(0), rank);
   std::vector<Operation*> splits;
   for (const Use& u : out->uses())
     if (u.op->op_type() == "split" && std::find(splits.begin(), splits.end(), u.op) == splits.end())
       splits.push_back(u.op);
-  for (Operation* s : splits) try_fuse_branch(b, blk, values, rank, axis, s);
-  if (out->uses().empty()) blk.erase(stack);
+  bool changed = false;
+  for (Operation* s : splits) changed = try_fuse_branch(b, blk, values, rank, axis, s) || changed;
+  if (out->uses().empty()) {
+    blk.erase(stack);
+    changed = true;
+  }
+  return changed;
 }
 
-void fuse_block(Builder& b, Block& blk) {
+bool fuse_block(Builder& b, Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
-    for (Block* nb : op->blocks()) fuse_block(b, *nb);
-    if (op->op_type() == "stack") try_transform(b, blk, op);
+    for (Block* nb : op->blocks()) changed = fuse_block(b, *nb) || changed;
+    if (op->op_type() == "stack" && try_transform(b, blk, op)) changed = true;
   }
+  return changed;
 }
-
-class FuseStackSplit : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_stack_split", {});
-    if (!pass_util::has_op_type(p, {"stack"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      fuse_block(b, f->body());
-    }
-  }
-};
 
 }  // namespace
 
 /// Registers common::fuse_stack_split.
 void register_fuse_stack_split(PassRegistry& r) {
-  r.add("common::fuse_stack_split", [] { return std::make_unique<FuseStackSplit>(); });
+  r.add("common::fuse_stack_split",
+        pass_util::block_pass("common::fuse_stack_split", {"stack"}, fuse_block));
 }
 
 }  // namespace milkit

@@ -7,6 +7,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -40,10 +41,11 @@ bool flag(const Operation* op, const char* name) {
   return v && v->has_value() && v->value()->as_int(0) != 0;
 }
 
-void fuse_block(Builder& b, Block& blk) {
+bool fuse_block(Builder& b, Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
-    for (Block* nb : op->blocks()) fuse_block(b, *nb);
+    for (Block* nb : op->blocks()) changed = fuse_block(b, *nb) || changed;
     if (op->op_type() != "matmul") continue;
     Var* x = op->input1("x");
     Var* y = op->input1("y");
@@ -66,26 +68,17 @@ void fuse_block(Builder& b, Block& blk) {
     Var* nv = b.create("matmul", args, op->name()).at(0);
     pass_util::replace_var(op->output(0), nv);
     blk.erase(op);
+    changed = true;
   }
+  return changed;
 }
-
-class FuseTransposeMatmul : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::fuse_transpose_matmul", {});
-    if (!pass_util::has_op_type(p, {"matmul"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      fuse_block(b, f->body());
-    }
-  }
-};
 
 }  // namespace
 
 /// Registers common::fuse_transpose_matmul.
 void register_fuse_transpose_matmul(PassRegistry& r) {
-  r.add("common::fuse_transpose_matmul", [] { return std::make_unique<FuseTransposeMatmul>(); });
+  r.add("common::fuse_transpose_matmul",
+        pass_util::block_pass("common::fuse_transpose_matmul", {"matmul"}, fuse_block));
 }
 
 }  // namespace milkit

@@ -11,6 +11,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -35,39 +36,43 @@ bool is_unsigned(DataType dt) {
 
 // x[idx] of a rank-1 var, the way coremltools' pymil_value_at builds it.
 Var* value_at(Builder& b, Var* x, int64_t idx) {
-  std::vector<Arg> args = {Builder::arg("x", x), Builder::arg("begin", Value::int_list({idx})),
-                           Builder::arg("end", Value::int_list({0})),
-                           Builder::arg("squeeze_mask", Value::from_ints(DataType::Bool, {1}, {1}))};
+  std::vector<Arg> args = {
+      Builder::arg("x", x), Builder::arg("begin", Value::int_list({idx})),
+      Builder::arg("end", Value::int_list({0})),
+      Builder::arg("squeeze_mask", Value::from_ints(DataType::Bool, {1}, {1}))};
   return b.create("slice_by_index", args).at(0);
 }
 
-void transform(Builder& b, Operation* op) {
+bool transform(Builder& b, Operation* op) {
   Var* indices = op->input1("indices");
   Var* x = op->input1("x");
-  if (!indices || !x || !indices->type()->is_tensor()) return;
-  if (is_unsigned(indices->type()->dtype())) return;
+  if (!indices || !x || !indices->type()->is_tensor()) return false;
+  if (is_unsigned(indices->type()->dtype())) return false;
   const bool is_gather = op->op_type() == "gather";
   int64_t axis = 0;
   if (is_gather) {
     Var* av = op->input1("axis");
-    if (!av || !av->has_value()) return;
+    if (!av || !av->has_value()) return false;
     axis = av->value()->to_ints().at(0);
   }
   b.set_insertion_point(op->parent(), op);
   b.set_location(op->location());
   Var* idx32 = indices;
   if (indices->type()->dtype() != DataType::Int32) {
-    std::vector<Arg> a = {Builder::arg("x", indices), Builder::arg("dtype", Value::scalar_string("int32"))};
+    std::vector<Arg> a = {Builder::arg("x", indices),
+                          Builder::arg("dtype", Value::scalar_string("int32"))};
     idx32 = b.create("cast", a).at(0);
   }
   Var* x_for_shape = x;
   DataType xdt = x->type()->dtype();
   if (xdt != DataType::Float16 && xdt != DataType::Float32 && xdt != DataType::Int32 &&
       xdt != DataType::Bool) {
-    std::vector<Arg> a = {Builder::arg("x", x), Builder::arg("dtype", Value::scalar_string("bool"))};
+    std::vector<Arg> a = {Builder::arg("x", x),
+                          Builder::arg("dtype", Value::scalar_string("bool"))};
     x_for_shape = b.create("cast", a).at(0);
   }
-  std::vector<Arg> ge = {Builder::arg("x", idx32), Builder::arg("y", Value::scalar_int(DataType::Int32, 0))};
+  std::vector<Arg> ge = {Builder::arg("x", idx32),
+                         Builder::arg("y", Value::scalar_int(DataType::Int32, 0))};
   Var* cond = b.create("greater_equal", ge).at(0);
   Var* x_shape = b.op("shape", {{"x", x_for_shape}});
   Var* plus = nullptr;
@@ -95,27 +100,33 @@ void transform(Builder& b, Operation* op) {
   Var* ng = b.create(op->op_type(), ga, old_out->name()).at(0);
   pass_util::replace_var(old_out, ng);
   op->parent()->erase(op);
+  return true;
 }
 
-void guard_block(Builder& b, Block& blk) {
+bool guard_block(Builder& b, Block& blk) {
+  bool changed = false;
   std::vector<Operation*> ops = blk.ops();
   for (Operation* op : ops) {
     if (op->erased()) continue;
-    for (Block* nb : op->blocks()) guard_block(b, *nb);
-    if (op->op_type() == "gather" || op->op_type() == "gather_nd") transform(b, op);
+    for (Block* nb : op->blocks()) changed = guard_block(b, *nb) || changed;
+    if ((op->op_type() == "gather" || op->op_type() == "gather_nd") && transform(b, op))
+      changed = true;
   }
+  return changed;
 }
 
 class GuardNegativeGatherIndices : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::guard_negative_gather_indices", {});
-    if (!pass_util::has_op_type(p, {"gather", "gather_nd"})) return;  // nothing to match
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"gather", "gather_nd"})) return false;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       if (f->opset() < Target::iOS17) continue;
       Builder b(*f);
-      guard_block(b, f->body());
+      changed = guard_block(b, f->body()) || changed;
     }
+    return changed;
   }
 };
 

@@ -2,6 +2,7 @@
 // count) gets an identity op "<input>_tmp" appended to the function body, as coremltools does.
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -9,15 +10,18 @@ namespace {
 
 class HandleUnusedInputs : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "nn_backend::handle_unused_inputs", {});
+    bool changed = false;
     for (auto& [name, f] : p.functions()) {
       std::vector<Var*> unused;
       for (Var* v : f->inputs())
         if (v->uses().empty()) unused.push_back(v);
       Builder b(*f);
       for (Var* v : unused) b.op("identity", {{"x", v}}, v->name() + "_tmp");
+      changed = changed || !unused.empty();
     }
+    return changed;
   }
 };
 

@@ -7,6 +7,7 @@
 // later inputs come first.
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -36,8 +37,9 @@ void redirect_uses(Var* from, Var* to, const Operation* skip) {
 
 class ImageInputPreprocess : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::image_input_preprocess", {});
+    bool changed = false;
     for (auto& [fname, f] : p.functions()) {
       for (ImageInput& im : f->image_inputs()) {
         if (im.channel_first || im.input >= f->inputs().size()) continue;
@@ -63,8 +65,10 @@ class ImageInputPreprocess : public Pass {
         std::vector<Arg> args{Builder::arg("x", in), Builder::arg("perm", Value::int_list(perm))};
         Var* nhwc_var = b.create("transpose", args, in->name() + "__transpose_from_nchw__").at(0);
         redirect_uses(in, nhwc_var, nhwc_var->op());
+        changed = true;
       }
     }
+    return changed;
   }
 };
 

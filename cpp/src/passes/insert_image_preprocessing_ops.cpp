@@ -7,6 +7,7 @@
 // input is marked scale 1 and no bias, so running the pass again changes nothing.
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -15,8 +16,9 @@ namespace {
 
 class InsertImagePreprocessingOps : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "mil_backend::insert_image_preprocessing_ops", {});
+    bool changed = false;
     for (auto& [fname, f] : p.functions()) {
       Operation* first = f->body().front();
       if (!first) continue;
@@ -77,8 +79,10 @@ class InsertImagePreprocessingOps : public Pass {
             if (blk->outputs()[i] == in) blk->set_output(i, last);
         im.scale = 1;
         im.bias.clear();
+        changed = true;
       }
     }
+    return changed;
   }
 };
 

@@ -13,6 +13,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -45,7 +46,9 @@ bool same_quantization(const Operation* dq, const Operation* q) {
   return q->output(0)->type()->dtype() == dq->input1("input")->type()->dtype();
 }
 
-bool transform_one(Builder& b, Block& blk, Operation* op) {
+// One rewrite at `op`: returns whether it replaced the pattern; sets `changed` whenever it added an
+// op (a new reshape stays even when the quantize it would replace cannot go).
+bool transform_one(Builder& b, Block& blk, Operation* op, bool& changed) {
   if (op->op_type() != "reshape" || op->schema().since != Target::iOS17) return false;
   Var* x = op->input1("x");
   Operation* dq = x->op();
@@ -60,6 +63,7 @@ bool transform_one(Builder& b, Block& blk, Operation* op) {
   std::vector<Arg> args = {Builder::arg("x", dq->input1("input")),
                            Builder::arg("shape", op->input1("shape"))};
   Var* out = b.create("reshape", args, q->output(0)->name()).at(0);
+  changed = true;
   if (!pass_util::can_be_replaced(q->output(0), out)) return false;  // the new reshape stays
   pass_util::replace_var(q->output(0), out);
   blk.erase(q);
@@ -67,14 +71,14 @@ bool transform_one(Builder& b, Block& blk, Operation* op) {
   return true;
 }
 
-void canonicalize_block(Builder& b, Block& blk) {
+void canonicalize_block(Builder& b, Block& blk, bool& changed) {
   bool again = true;
   while (again) {
     again = false;
     for (Operation* op : blk.ops()) {
       if (op->erased()) continue;
-      for (Block* nb : op->blocks()) canonicalize_block(b, *nb);
-      if (transform_one(b, blk, op)) {
+      for (Block* nb : op->blocks()) canonicalize_block(b, *nb, changed);
+      if (transform_one(b, blk, op, changed)) {
         again = true;
         break;
       }
@@ -84,13 +88,15 @@ void canonicalize_block(Builder& b, Block& blk) {
 
 class IntOpCanonicalization : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::int_op_canonicalization", {});
+    bool changed = false;
     for (auto& [name, f] : p.functions()) {
       if (!pass_util::has_op_type(*f, {"dequantize"})) continue;
       Builder b(*f);
-      canonicalize_block(b, f->body());
+      canonicalize_block(b, f->body(), changed);
     }
+    return changed;
   }
 };
 

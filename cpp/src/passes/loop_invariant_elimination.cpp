@@ -15,6 +15,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -33,14 +34,18 @@ std::vector<size_t> invariants(const Operation* op) {
   return r;
 }
 
-void eliminate_block(Function& f, Block& b) {
+bool eliminate_block(Function& f, Block& b) {
+  bool changed = false;
   std::vector<std::tuple<Var*, Var*, Operation*>> renames;
   for (Operation* op = b.front(); op; op = op->next()) {
-    for (Block* nb : op->blocks()) eliminate_block(f, *nb);
+    for (Block* nb : op->blocks()) changed = eliminate_block(f, *nb) || changed;
     if (op->op_type() != "while_loop" || op->blocks().size() != 2) continue;
     auto inv = invariants(op);
     for (size_t i : inv) renames.emplace_back(op->input("loop_vars")[i], op->output(i), op);
-    if (!inv.empty()) op->set_name(op->name() + "_renamed");
+    if (!inv.empty()) {
+      op->set_name(op->name() + "_renamed");
+      changed = true;
+    }
   }
   Builder bld(f);
   for (auto& [src, tgt, op] : renames) {
@@ -70,14 +75,17 @@ void eliminate_block(Function& f, Block& b) {
     f.remove_outputs(op, inv);
     f.remove_args(op, static_cast<size_t>(op->input_index("loop_vars")), inv);
   }
+  return changed;
 }
 
 class LoopInvariantElimination : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::loop_invariant_elimination", {});
-    if (!pass_util::has_op_type(p, {"while_loop"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) eliminate_block(*f, f->body());
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"while_loop"})) return false;  // nothing to match
+    for (auto& [name, f] : p.functions()) changed = eliminate_block(*f, f->body()) || changed;
+    return changed;
   }
 };
 

@@ -32,6 +32,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/ops/fft_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -154,7 +155,8 @@ class Lowering {
  public:
   explicit Lowering(Function& f) : f_(f), b_(f) {}
 
-  void run() {
+  // Returns whether it lowered any op.
+  bool run() {
     std::vector<Operation*> done;
     for (Operation* op : f_.body().ops()) {
       if (!is_dialect(op)) continue;
@@ -164,6 +166,7 @@ class Lowering {
       done.push_back(op);
     }
     for (auto it = done.rbegin(); it != done.rend(); ++it) f_.body().erase(*it);
+    return !done.empty();
   }
 
  private:
@@ -485,14 +488,16 @@ class Lowering {
 
 class LowerComplexDialectOps : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, kPass, {});
+    bool changed = false;
     // every dialect op reads or makes complex data, so a function whose context never made a
     // complex type has neither dialect ops nor complex vars: no walk
     for (auto& [name, f] : p.functions())
       if (f->ctx().has_complex_types()) check_function(name, *f);
     for (auto& [name, f] : p.functions())
-      if (f->ctx().has_complex_types()) Lowering(*f).run();
+      if (f->ctx().has_complex_types()) changed = Lowering(*f).run() || changed;
+    return changed;
   }
 };
 

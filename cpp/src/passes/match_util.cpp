@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -90,8 +93,9 @@ bool can_be_replaced(const Var* old_var, const Var* new_var) {
   return std::includes(n.begin(), n.end(), o.begin(), o.end());
 }
 
-void replace_uses_after(Operation* anchor, Var* old_var, Var* new_var) {
-  if (old_var == new_var) return;
+bool replace_uses_after(Operation* anchor, Var* old_var, Var* new_var) {
+  if (old_var == new_var) return false;
+  bool changed = false;
   const Block* blk = anchor->parent();
   auto later = [&](Operation* op) {
     Operation* a = ancestor_in(op, blk);
@@ -99,7 +103,10 @@ void replace_uses_after(Operation* anchor, Var* old_var, Var* new_var) {
   };
   std::vector<Use> uses = old_var->uses();
   for (const Use& u : uses)
-    if (later(u.op)) u.op->set_arg(u.slot, new_var);
+    if (later(u.op)) {
+      u.op->set_arg(u.slot, new_var);
+      changed = true;
+    }
   std::vector<Block*> blocks = old_var->block_uses();
   for (Block* b : blocks) {
     if (b != blk && !(b->parent_op() && later(b->parent_op()))) continue;
@@ -108,14 +115,39 @@ void replace_uses_after(Operation* anchor, Var* old_var, Var* new_var) {
       throw ValueError("cannot rename function input '" + new_var->name() + "' to '" +
                        old_var->name() + "'");
     for (size_t i = 0; i < b->outputs().size(); ++i)
-      if (b->outputs()[i] == old_var) b->set_output(i, new_var);
-    if (is_fn) new_var->set_name(old_var->name());
+      if (b->outputs()[i] == old_var) {
+        b->set_output(i, new_var);
+        changed = true;
+      }
+    if (is_fn && new_var->name() != old_var->name()) {
+      new_var->set_name(old_var->name());
+      changed = true;
+    }
   }
+  return changed;
 }
 
 bool is_block_output(const Var* v, const Block* b) {
   const auto& outs = b->outputs();
   return std::find(outs.begin(), outs.end(), v) != outs.end();
+}
+
+Operation* only_child(const Operation* op, std::string_view type) {
+  if (op->outputs().size() != 1) return nullptr;
+  const auto& uses = op->output(0)->uses();
+  if (uses.size() != 1 || uses[0].op->op_type() != type) return nullptr;
+  return uses[0].op;
+}
+
+std::vector<float> floats(const Value& v) {
+  std::vector<float> r;
+  r.reserve(static_cast<size_t>(v.numel()));
+  for (int64_t i = 0; i < v.numel(); ++i) r.push_back(static_cast<float>(v.as_double(i)));
+  return r;
+}
+
+Value from_floats(DataType dt, std::vector<int64_t> shape, const std::vector<float>& f) {
+  return Value::from_doubles(dt, std::move(shape), std::vector<double>(f.begin(), f.end()));
 }
 
 }  // namespace pass_util

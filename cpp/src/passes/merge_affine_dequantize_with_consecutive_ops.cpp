@@ -22,6 +22,7 @@
 #include "milkit/ops/common.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -127,13 +128,12 @@ bool try_transform(Function& f, Operation* op) {
   return true;
 }
 
-bool merge_block(Function& f, Block& blk) {
+bool merge_block(Function& f, Block& blk, bool& nested) {
   bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
     for (Block* nb : op->blocks())
-      while (merge_block(f, *nb)) {
-      }
+      while (merge_block(f, *nb, nested)) nested = true;
     if (op->op_type() == "constexpr_affine_dequantize" && try_transform(f, op)) changed = true;
   }
   return changed;
@@ -141,12 +141,15 @@ bool merge_block(Function& f, Block& blk) {
 
 class MergeAffineDequantizeWithConsecutiveOps : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::merge_affine_dequantize_with_consecutive_ops", {});
-    if (!pass_util::has_op_type(p, {"constexpr_affine_dequantize"})) return;  // nothing to match
+    bool changed = false;
+    bool nested = false;  // a change in a nested block
+    if (!pass_util::has_op_type(p, {"constexpr_affine_dequantize"}))
+      return false;  // nothing to match
     for (auto& [name, f] : p.functions())
-      while (merge_block(*f, f->body())) {
-      }
+      while (merge_block(*f, f->body(), nested)) changed = true;
+    return changed || nested;
   }
 };
 

@@ -11,6 +11,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -81,14 +82,15 @@ bool merge_block(Builder& b, Block& blk) {
 
 class MergeConsecutivePaddings : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::merge_consecutive_paddings", {});
-    if (!pass_util::has_op_type(p, {"pad"})) return;  // nothing to match
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"pad"})) return false;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
-      while (merge_block(b, f->body())) {
-      }
+      while (merge_block(b, f->body())) changed = true;
     }
+    return changed;
   }
 };
 

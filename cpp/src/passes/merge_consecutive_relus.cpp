@@ -4,6 +4,7 @@
 // nested blocks, like coremltools); repeated until nothing changes.
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -26,12 +27,13 @@ bool merge_sweep(Block& blk) {
 
 class MergeConsecutiveRelus : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::merge_consecutive_relus", {});
-    if (!pass_util::has_op_type(p, {"relu"})) return;  // nothing to match
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"relu"})) return false;  // nothing to match
     for (auto& [name, f] : p.functions())
-      while (merge_sweep(f->body())) {
-      }
+      while (merge_sweep(f->body())) changed = true;
+    return changed;
   }
 };
 
@@ -39,7 +41,8 @@ class MergeConsecutiveRelus : public Pass {
 
 /// Registers common::merge_consecutive_relus.
 void register_merge_consecutive_relus(PassRegistry& r) {
-  r.add("common::merge_consecutive_relus", [] { return std::make_unique<MergeConsecutiveRelus>(); });
+  r.add("common::merge_consecutive_relus",
+        [] { return std::make_unique<MergeConsecutiveRelus>(); });
 }
 
 }  // namespace milkit

@@ -10,6 +10,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -28,13 +29,12 @@ std::vector<Operation*> reshape_chain(Operation* op) {
   return chain;
 }
 
-bool merge_block(Builder& b, Block& blk) {
+bool merge_block(Builder& b, Block& blk, bool& nested) {
   bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
     for (Block* nb : op->blocks())
-      while (merge_block(b, *nb)) {
-      }
+      while (merge_block(b, *nb, nested)) nested = true;
     if (op->op_type() != "reshape") continue;
     std::vector<Operation*> chain = reshape_chain(op);
     if (chain.size() < 2) continue;
@@ -42,8 +42,9 @@ bool merge_block(Builder& b, Block& blk) {
     Var* old_out = last->output(0);
     b.set_insertion_point(last->parent(), last);
     b.set_location(last->location());
-    Var* merged = b.op("reshape", {{"x", chain.front()->input1("x")}, {"shape", last->input1("shape")}},
-                       old_out->name());
+    Var* merged =
+        b.op("reshape", {{"x", chain.front()->input1("x")}, {"shape", last->input1("shape")}},
+             old_out->name());
     pass_util::replace_var(old_out, merged);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) (*it)->parent()->erase(*it);
     changed = true;
@@ -53,14 +54,16 @@ bool merge_block(Builder& b, Block& blk) {
 
 class MergeConsecutiveReshapes : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::merge_consecutive_reshapes", {});
-    if (!pass_util::has_op_type(p, {"reshape"})) return;  // nothing to match
+    bool changed = false;
+    bool nested = false;                                        // a change in a nested block
+    if (!pass_util::has_op_type(p, {"reshape"})) return false;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
-      while (merge_block(b, f->body())) {
-      }
+      while (merge_block(b, f->body(), nested)) changed = true;
     }
+    return changed || nested;
   }
 };
 

@@ -11,6 +11,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -33,8 +34,9 @@ bool merge_in(Builder& b, Block& blk) {
     merged.reserve(child_perm.size());
     for (int64_t i : child_perm) {
       int64_t j = i < 0 ? i + n : i;  // Python indexing
-      if (j < 0 || j >= n) throw ValueError("merge_consecutive_transposes: perm index out of range in " +
-                                            child->describe());
+      if (j < 0 || j >= n)
+        throw ValueError("merge_consecutive_transposes: perm index out of range in " +
+                         child->describe());
       merged.push_back(perm[static_cast<size_t>(j)]);
     }
     b.set_insertion_point(&blk, op);
@@ -52,14 +54,15 @@ bool merge_in(Builder& b, Block& blk) {
 
 class MergeConsecutiveTransposes : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::merge_consecutive_transposes", {});
-    if (!pass_util::has_op_type(p, {"transpose"})) return;  // nothing to match
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"transpose"})) return false;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
-      while (merge_in(b, f->body())) {
-      }
+      while (merge_in(b, f->body())) changed = true;
     }
+    return changed;
   }
 };
 

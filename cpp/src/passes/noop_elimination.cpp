@@ -14,13 +14,24 @@
 
 #include "milkit/ops/registry.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
 namespace {
 
 enum class Kind : uint8_t {
-  None, Identity, Add, Mul, Sub, DivLike, SameShape, SliceByIndex, Transpose, LinearActivation };
+  None,
+  Identity,
+  Add,
+  Mul,
+  Sub,
+  DivLike,
+  SameShape,
+  SliceByIndex,
+  Transpose,
+  LinearActivation
+};
 
 // What noop_input looks at, by op type id.
 Kind kind_of(const Operation* op) {
@@ -32,8 +43,9 @@ Kind kind_of(const Operation* op) {
     set("mul", Kind::Mul);
     set("sub", Kind::Sub);
     for (const char* n : {"real_div", "floor_div", "pow"}) set(n, Kind::DivLike);
-    for (const char* n : {"reshape", "split", "slice_by_size", "pad", "tile", "upsample_nearest_neighbor",
-                          "upsample_bilinear", "resize_bilinear", "crop"})
+    for (const char* n :
+         {"reshape", "split", "slice_by_size", "pad", "tile", "upsample_nearest_neighbor",
+          "upsample_bilinear", "resize_bilinear", "crop"})
       set(n, Kind::SameShape);
     set("slice_by_index", Kind::SliceByIndex);
     set("transpose", Kind::Transpose);
@@ -109,15 +121,14 @@ Var* noop_input(Operation* op) {
   return nullptr;
 }
 
-bool eliminate_block(Block& blk) {
+bool eliminate_block(Block& blk, bool& nested) {
   bool changed = false;
   // along the links: only `op` is erased (its successor, read first, stays valid) and no op is
   // inserted
   for (Operation *op = blk.front(), *next; op; op = next) {
     next = op->next();
     for (Block* nb : op->blocks())
-      while (eliminate_block(*nb)) {
-      }
+      while (eliminate_block(*nb, nested)) nested = true;
     if (kind_of(op) == Kind::None || !op->blocks().empty() || op->num_outputs() != 1) continue;
     Var* out = op->output(0);
     if (std::find(blk.outputs().begin(), blk.outputs().end(), out) != blk.outputs().end()) continue;
@@ -132,11 +143,13 @@ bool eliminate_block(Block& blk) {
 
 class NoopElimination : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::noop_elimination", {});
+    bool changed = false;
+    bool nested = false;  // a change in a nested block
     for (auto& [name, f] : p.functions())
-      while (eliminate_block(f->body())) {
-      }
+      while (eliminate_block(f->body(), nested)) changed = true;
+    return changed || nested;
   }
 };
 
@@ -144,7 +157,9 @@ class NoopElimination : public Pass {
 
 /// Registers common::noop_elimination.
 void register_noop_elimination(PassRegistry& r) {
-  r.add("common::noop_elimination", [] { return std::make_unique<NoopElimination>(); });
+  r.add(
+      "common::noop_elimination", [] { return std::make_unique<NoopElimination>(); },
+      PassTraits{/*skip_rerun_when_unchanged=*/true});
 }
 
 }  // namespace milkit

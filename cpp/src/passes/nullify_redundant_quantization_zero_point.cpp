@@ -9,6 +9,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -39,7 +40,8 @@ std::vector<Arg> keep(const Operation* op, std::initializer_list<const char*> na
 
 bool replace_and_erase(Operation* op, Var* nv) {
   Var* old = op->output(0);
-  if (pass_util::is_function_output(old) && pass_util::is_function_input(nv) && nv->name() != old->name())
+  if (pass_util::is_function_output(old) && pass_util::is_function_input(nv) &&
+      nv->name() != old->name())
     return false;
   pass_util::replace_var(old, nv);
   op->parent()->erase(op);
@@ -47,7 +49,8 @@ bool replace_and_erase(Operation* op, Var* nv) {
 }
 
 bool try_zp0(Function& f, Operation* op) {
-  if ((op->op_type() != "quantize" && op->op_type() != "dequantize") || !zp_all(op, 0)) return false;
+  if ((op->op_type() != "quantize" && op->op_type() != "dequantize") || !zp_all(op, 0))
+    return false;
   Builder b(f);
   Var* nv = op->op_type() == "quantize"
                 ? rebuild(b, op, "quantize", keep(op, {"input", "scale", "axis", "output_dtype"}))
@@ -86,7 +89,8 @@ bool try_zp128_pair(Function& f, Operation* q) {
   for (Arg& a : keep(dq, {"scale", "axis"})) da.push_back(std::move(a));
   Var* nd = rebuild(b, dq, "dequantize", std::move(da));
   Var* old = dq->output(0);
-  if (pass_util::is_function_output(old) && pass_util::is_function_input(nd) && nd->name() != old->name())
+  if (pass_util::is_function_output(old) && pass_util::is_function_input(nd) &&
+      nd->name() != old->name())
     return false;
   pass_util::replace_var(old, nd);
   dq->parent()->erase(dq);
@@ -94,26 +98,33 @@ bool try_zp128_pair(Function& f, Operation* q) {
   return true;
 }
 
-void nullify_block(Function& f, Block& b) {
+// Returns whether it rewrote an op.
+bool nullify_block(Function& f, Block& b) {
+  bool changed = false;
   bool again = true;
   while (again) {
     again = false;
     for (Operation* op : b.ops()) {
       if (op->erased()) continue;
-      for (Block* nb : op->blocks()) nullify_block(f, *nb);
-      if (try_zp0(f, op)) continue;
-      if (try_zp128_const_dequantize(f, op)) continue;
-      if (try_zp128_pair(f, op)) again = true;
+      for (Block* nb : op->blocks()) changed = nullify_block(f, *nb) || changed;
+      if (try_zp0(f, op) || try_zp128_const_dequantize(f, op)) {
+        changed = true;
+        continue;
+      }
+      if (try_zp128_pair(f, op)) again = changed = true;
     }
   }
+  return changed;
 }
 
 class NullifyRedundantQuantizationZeroPoint : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::nullify_redundant_quantization_zero_point", {});
-    if (!pass_util::has_op_type(p, {"quantize", "dequantize"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) nullify_block(*f, f->body());
+    bool changed = false;
+    if (!pass_util::has_op_type(p, {"quantize", "dequantize"})) return false;  // nothing to match
+    for (auto& [name, f] : p.functions()) changed = nullify_block(*f, f->body()) || changed;
+    return changed;
   }
 };
 

@@ -20,10 +20,11 @@ bool contains(const std::vector<Var*>& vs, const Var* v) {
   return std::find(vs.begin(), vs.end(), v) != vs.end();
 }
 
-void apply_block(Block& blk) {
+bool apply_block(Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
-    for (Block* nb : op->blocks()) apply_block(*nb);
+    for (Block* nb : op->blocks()) changed = apply_block(*nb) || changed;
     if (op->op_type() != "coreml_update_state") continue;
     Var* value = op->input1("value");
     if (!blk.parent_op() && contains(blk.outputs(), value) && contains(blk.inputs(), value))
@@ -33,16 +34,20 @@ void apply_block(Block& blk) {
       if (u.op != op && u.op->op_type() != "coreml_update_state") other = true;
     if (!other) continue;
     if (!pass_util::can_be_replaced(value, op->output(0))) continue;
-    pass_util::replace_uses_after(op, value, op->output(0));
+    if (pass_util::replace_uses_after(op, value, op->output(0))) changed = true;
   }
+  return changed;
 }
 
 class PreferStateInDownstream : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::prefer_state_in_downstream", {});
+    bool changed = false;
     for (auto& [name, f] : p.functions())
-      if (pass_util::has_op_type(*f, {"coreml_update_state"})) apply_block(f->body());
+      if (pass_util::has_op_type(*f, {"coreml_update_state"}))
+        changed = apply_block(f->body()) || changed;
+    return changed;
   }
 };
 

@@ -4,14 +4,16 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
 namespace {
 
-void rewrite_block(Builder& b, Block& blk) {
+bool rewrite_block(Builder& b, Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
-    for (Block* nb : op->blocks()) rewrite_block(b, *nb);
+    for (Block* nb : op->blocks()) changed = rewrite_block(b, *nb) || changed;
     if (!op->blocks().empty() || op->op_type() != "prelu") continue;
     Var* alpha = op->input1("alpha");
     if (!alpha || !alpha->has_value() || alpha->value()->numel() < 1) continue;
@@ -21,31 +23,23 @@ void rewrite_block(Builder& b, Block& blk) {
     if (!common) continue;
     b.set_insertion_point(&blk, op);
     b.set_location(op->location());
-    std::vector<Arg> args = {Builder::arg("x", op->input1("x")),
-                             Builder::arg("alpha", Value::from_doubles(av.dtype(), {}, {av.as_double(0)}))};
+    std::vector<Arg> args = {
+        Builder::arg("x", op->input1("x")),
+        Builder::arg("alpha", Value::from_doubles(av.dtype(), {}, {av.as_double(0)}))};
     Var* lr = b.create("leaky_relu", args, op->output(0)->name())[0];
     pass_util::replace_var(op->output(0), lr);
     blk.erase(op);
+    changed = true;
   }
+  return changed;
 }
-
-class PreluToLrelu : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::prelu_to_lrelu", {});
-    if (!pass_util::has_op_type(p, {"prelu"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      rewrite_block(b, f->body());
-    }
-  }
-};
 
 }  // namespace
 
 /// Registers common::prelu_to_lrelu.
 void register_prelu_to_lrelu(PassRegistry& r) {
-  r.add("common::prelu_to_lrelu", [] { return std::make_unique<PreluToLrelu>(); });
+  r.add("common::prelu_to_lrelu",
+        pass_util::block_pass("common::prelu_to_lrelu", {"prelu"}, rewrite_block));
 }
 
 }  // namespace milkit

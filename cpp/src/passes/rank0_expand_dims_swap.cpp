@@ -17,6 +17,7 @@
 #include "milkit/ops/registry.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -49,7 +50,8 @@ bool try_swap(Builder& b, Block& blk, Operation* op) {
       axes->value()->as_int(0) != 0)
     return false;
   for (Var* o : op->outputs())
-    if (std::find(blk.outputs().begin(), blk.outputs().end(), o) != blk.outputs().end()) return false;
+    if (std::find(blk.outputs().begin(), blk.outputs().end(), o) != blk.outputs().end())
+      return false;
   for (Operation* o : others)
     if (!o->blocks().empty()) return false;  // cannot be rebuilt from its inputs
 
@@ -87,13 +89,12 @@ bool try_swap(Builder& b, Block& blk, Operation* op) {
   return true;
 }
 
-bool swap_in(Builder& b, Block& blk) {
+bool swap_in(Builder& b, Block& blk, bool& nested) {
   bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
     for (Block* nb : op->blocks())
-      while (swap_in(b, *nb)) {
-      }
+      while (swap_in(b, *nb, nested)) nested = true;
     if (!op->blocks().empty() || !kBinary.count(op->op_type())) continue;
     if (try_swap(b, blk, op)) changed = true;
   }
@@ -102,14 +103,16 @@ bool swap_in(Builder& b, Block& blk) {
 
 class Rank0ExpandDimsSwap : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::rank0_expand_dims_swap", {});
-    if (!pass_util::has_op_type(p, {"expand_dims"})) return;  // nothing to match
+    bool changed = false;
+    bool nested = false;                                            // a change in a nested block
+    if (!pass_util::has_op_type(p, {"expand_dims"})) return false;  // nothing to match
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
-      while (swap_in(b, f->body())) {
-      }
+      while (swap_in(b, f->body(), nested)) changed = true;
     }
+    return changed || nested;
   }
 };
 

@@ -53,6 +53,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/ops/common.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -232,7 +233,8 @@ class Optimizer {
  public:
   Optimizer(Function& f, Block& blk) : f_(f), blk_(blk), b_(f) {}
 
-  void run() {
+  // Returns whether it removed any transpose.
+  bool run() {
     // sinks for the outputs (coremltools adds identity ops; their names are used up)
     std::vector<Var*> outs = blk_.outputs();
     std::vector<Var*> uniq;
@@ -241,18 +243,18 @@ class Optimizer {
     if (!f_.has_block_ops() && !f_.count_ops(std::string_view("transpose"))) {
       // flat and nothing to move (the walk below would find the same): only the sinks' names
       for (size_t i = 0; i < uniq.size(); ++i) f_.ctx().free_name("identity");
-      return;
+      return false;
     }
     std::vector<Operation*> transposes;
     int64_t n = 0;
     for (Operation* op = blk_.front(); op; op = op->next()) {
-      if (!op->blocks().empty()) return;  // only flat blocks
+      if (!op->blocks().empty()) return false;  // only flat blocks
       if (op->op_type() == kTranspose) transposes.push_back(op);
       ++n;
     }
     if (transposes.empty()) {  // nothing can change: only the sinks' names are used up
       for (size_t i = 0; i < uniq.size(); ++i) f_.ctx().free_name("identity");
-      return;
+      return false;
     }
     for (Var* v : outs) old_outputs_.emplace(v, v->name());
     b_.set_insertion_point(&blk_, nullptr);
@@ -274,6 +276,7 @@ class Optimizer {
       if (pending_[i]) visit(order_[i]);
     decide();
     apply();
+    return !to_remove_.empty();
   }
 
  private:
@@ -840,9 +843,11 @@ class Optimizer {
 
 class ReduceTransposes : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::reduce_transposes", {});
-    for (auto& [name, f] : p.functions()) Optimizer(*f, f->body()).run();
+    bool changed = false;
+    for (auto& [name, f] : p.functions()) changed = Optimizer(*f, f->body()).run() || changed;
+    return changed;
   }
 };
 

@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -58,16 +59,20 @@ bool ops_identical(const Operation* a, const Operation* b) {
 
 class RemoveRedundantOps : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::remove_redundant_ops", {});
+    bool changed = false;
+    bool nested = false;  // a change in a nested block
     for (auto& [name, f] : p.functions()) {
-      bool changed = true;
-      while (changed) {
+      bool again = true;
+      while (again) {
         order_.clear();
         upstream_.clear();
-        changed = remove_in(f->body());
+        again = remove_in(f->body(), nested);
+        changed = changed || again;
       }
     }
+    return changed || nested;
   }
 
  private:
@@ -188,16 +193,15 @@ class RemoveRedundantOps : public Pass {
     return changed;
   }
 
-  bool remove_in(Block& b) {
+  bool remove_in(Block& b, bool& nested) {
     static const uint16_t kConst = op_type_id("const");
     for (Var* in : b.inputs())
-      if (in->uses().size() > 1) transform(in);
+      if (in->uses().size() > 1 && transform(in)) nested = true;  // reported, not swept again
     bool updated = false;
     for (Operation* op : b.ops()) {
       if (op->erased() || op->type_id() == kConst) continue;
       for (Block* nb : op->blocks())
-        while (remove_in(*nb)) {
-        }
+        while (remove_in(*nb, nested)) nested = true;
       if (!op->outputs().empty() && op->output(0)->uses().size() > 1 && transform(op->output(0)))
         updated = true;
     }
@@ -209,7 +213,9 @@ class RemoveRedundantOps : public Pass {
 
 /// Registers common::remove_redundant_ops.
 void register_remove_redundant_ops(PassRegistry& r) {
-  r.add("common::remove_redundant_ops", [] { return std::make_unique<RemoveRedundantOps>(); });
+  r.add(
+      "common::remove_redundant_ops", [] { return std::make_unique<RemoveRedundantOps>(); },
+      PassTraits{/*skip_rerun_when_unchanged=*/true});
 }
 
 }  // namespace milkit

@@ -8,25 +8,28 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
 
 namespace {
 
-void remove_in(Builder& b, Block& blk) {
+bool remove_in(Builder& b, Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
-    for (Block* nb : op->blocks()) remove_in(b, *nb);
+    for (Block* nb : op->blocks()) changed = remove_in(b, *nb) || changed;
     if (op->op_type() != "reshape") continue;
     Var* shape = op->input1("shape");
     if (!shape || !shape->value() || !shape->value()->is_symbolic()) continue;
     if (shape->uses().size() > 1) continue;
     const Type* t = op->output(0)->type();
     if (!t->has_rank())
-      throw ValueError("Cannot reshape to variadic from a compile time shape argument. Variadic "
-                       "shape can only be achieved via runtime shape argument. op: " +
-                       op->describe());
+      throw ValueError(
+          "Cannot reshape to variadic from a compile time shape argument. Variadic "
+          "shape can only be achieved via runtime shape argument. op: " +
+          op->describe());
     std::vector<int64_t> ints;
     int symbols = 0;
     for (Dim d : t->shape()) {
@@ -46,26 +49,17 @@ void remove_in(Builder& b, Block& blk) {
     Operation* shape_op = shape->op();
     blk.erase(op);
     if (shape_op && !shape_op->erased()) shape_op->parent()->erase(shape_op);
+    changed = true;
   }
+  return changed;
 }
-
-class RemoveSymbolicReshape : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::remove_symbolic_reshape", {});
-    if (!pass_util::has_op_type(p, {"reshape"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      remove_in(b, f->body());
-    }
-  }
-};
 
 }  // namespace
 
 /// Registers common::remove_symbolic_reshape.
 void register_remove_symbolic_reshape(PassRegistry& r) {
-  r.add("common::remove_symbolic_reshape", [] { return std::make_unique<RemoveSymbolicReshape>(); });
+  r.add("common::remove_symbolic_reshape",
+        pass_util::block_pass("common::remove_symbolic_reshape", {"reshape"}, remove_in));
 }
 
 }  // namespace milkit

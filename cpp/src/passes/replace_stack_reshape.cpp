@@ -14,6 +14,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -50,7 +51,8 @@ bool try_replace(Builder& b, Context& ctx, Operation* stack) {
   vals.name = "values";
   vals.is_sequence = true;
   for (Var* v : values) vals.items.push_back(ArgItem{v, nullptr});
-  std::vector<Arg> args = {vals, Builder::arg("axis", Value::scalar_int(DataType::Int32, concat_axis)),
+  std::vector<Arg> args = {vals,
+                           Builder::arg("axis", Value::scalar_int(DataType::Int32, concat_axis)),
                            Builder::arg("interleave", Value::scalar_bool(concat_axis == axis - 1))};
   Var* concat = b.create("concat", args).at(0);
   pass_util::replace_var(reshape->output(0), concat);
@@ -59,24 +61,21 @@ bool try_replace(Builder& b, Context& ctx, Operation* stack) {
   return true;
 }
 
-class ReplaceStackReshape : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::replace_stack_reshape", {});
-    if (!pass_util::has_op_type(p, {"stack"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      for (Operation* op : f->body().ops())
-        if (!op->erased() && op->op_type() == "stack") try_replace(b, f->ctx(), op);
-    }
-  }
-};
+// One sweep over the function body (nested blocks are not looked at).
+bool replace_in(Builder& b, Block& blk) {
+  bool changed = false;
+  for (Operation* op : blk.ops())
+    if (!op->erased() && op->op_type() == "stack" && try_replace(b, blk.function()->ctx(), op))
+      changed = true;
+  return changed;
+}
 
 }  // namespace
 
 /// Registers common::replace_stack_reshape.
 void register_replace_stack_reshape(PassRegistry& r) {
-  r.add("common::replace_stack_reshape", [] { return std::make_unique<ReplaceStackReshape>(); });
+  r.add("common::replace_stack_reshape",
+        pass_util::block_pass("common::replace_stack_reshape", {"stack"}, replace_in));
 }
 
 }  // namespace milkit

@@ -1,7 +1,9 @@
 // common::sanitize_input_output_names: coremltools' NameSanitizer ("var_" prefix) applied to the
 // inputs of the "main" function, then to the main body's op outputs that are function outputs (in
 // op order). Other names are left alone.
+#include "milkit/passes/names.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -9,15 +11,25 @@ namespace {
 
 class SanitizeInputOutputNames : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::sanitize_input_output_names", {});
+    bool changed = false;
     Function* f = p.function("main");
-    if (!f) return;
+    if (!f) return false;
     pass_util::NameSanitizer vars("var_");
-    for (Var* v : f->inputs()) v->set_name(vars.sanitize(v->name()));
+    std::string fresh;
+    for (Var* v : f->inputs())
+      if (vars.sanitize_changed(v->name(), fresh)) {
+        v->set_name(fresh);
+        changed = true;
+      }
     for (Operation* op : f->body().ops())
       for (Var* v : op->outputs())
-        if (pass_util::is_function_output(v)) v->set_name(vars.sanitize(v->name()));
+        if (pass_util::is_function_output(v) && vars.sanitize_changed(v->name(), fresh)) {
+          v->set_name(fresh);
+          changed = true;
+        }
+    return changed;
   }
 };
 

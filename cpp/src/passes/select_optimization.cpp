@@ -13,6 +13,7 @@
 #include "milkit/ops/common.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -42,12 +43,12 @@ bool all_nonfinite(const Value& v) {
   return true;
 }
 
-void try_select(Builder& b, Block& blk, Operation* op) {
+bool try_select(Builder& b, Block& blk, Operation* op) {
   Var* cond = op->input1("cond");
   Var* a = op->input1("a");
   Var* bb = op->input1("b");
-  if (!cond->has_value()) return;
-  if (a->has_value() && bb->has_value()) return;
+  if (!cond->has_value()) return false;
+  if (a->has_value() && bb->has_value()) return false;
   const Value& cv = *cond->value();
   bool all_true = true;
   bool all_false = true;
@@ -65,7 +66,7 @@ void try_select(Builder& b, Block& blk, Operation* op) {
     if (keeps_shape(pick->type(), all_true ? bb->type() : a->type())) {
       pass_util::replace_var(out, id);
       blk.erase(op);
-      return;
+      return true;
     }
     blk.erase(id->op());
   }
@@ -80,7 +81,7 @@ void try_select(Builder& b, Block& blk, Operation* op) {
     other = a;
     negate = true;
   } else {
-    return;
+    return false;
   }
   std::vector<int64_t> shape = ops::broadcast_concrete(cv.shape(), inf->shape());
   std::vector<int64_t> ci = ops::broadcast_index(cv.shape(), shape);
@@ -95,33 +96,25 @@ void try_select(Builder& b, Block& blk, Operation* op) {
   Var* add = b.create("add", args, out->name())[0];
   pass_util::replace_var(out, add);
   blk.erase(op);
+  return true;
 }
 
-void rewrite_block(Builder& b, Block& blk) {
+bool rewrite_block(Builder& b, Block& blk) {
+  bool changed = false;
   for (Operation* op : blk.ops()) {
     if (op->erased()) continue;
-    for (Block* nb : op->blocks()) rewrite_block(b, *nb);
-    if (op->op_type() == "select") try_select(b, blk, op);
+    for (Block* nb : op->blocks()) changed = rewrite_block(b, *nb) || changed;
+    if (op->op_type() == "select" && try_select(b, blk, op)) changed = true;
   }
+  return changed;
 }
-
-class SelectOptimization : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::select_optimization", {});
-    if (!pass_util::has_op_type(p, {"select"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      rewrite_block(b, f->body());
-    }
-  }
-};
 
 }  // namespace
 
 /// Registers common::select_optimization.
 void register_select_optimization(PassRegistry& r) {
-  r.add("common::select_optimization", [] { return std::make_unique<SelectOptimization>(); });
+  r.add("common::select_optimization",
+        pass_util::block_pass("common::select_optimization", {"select"}, rewrite_block));
 }
 
 }  // namespace milkit

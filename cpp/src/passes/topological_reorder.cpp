@@ -10,6 +10,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -17,13 +18,15 @@ namespace {
 
 class TopologicalReorder : public Pass {
  public:
-  void run(Program& p, const PassOptions& opts) override {
+  bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::topological_reorder", {});
+    changed_ = false;
     for (auto& [name, f] : p.functions()) {
       Builder b(*f);
       builder_ = &b;
       reorder(f->body(), false);
     }
+    return changed_;
   }
 
  private:
@@ -105,6 +108,7 @@ class TopologicalReorder : public Pass {
       }
     }
     for (Operation* op : to_remove) blk.erase(op);
+    if (!to_remove.empty()) changed_ = true;  // each was recreated under a fresh name
     if (!want_reads) return {};
     std::unordered_set<Var*> consumed(first_use_keys.begin(), first_use_keys.end());
     for (Var* v : blk.outputs()) consumed.insert(v);
@@ -112,6 +116,7 @@ class TopologicalReorder : public Pass {
   }
 
   Builder* builder_ = nullptr;
+  bool changed_ = false;  // whether this run changed the program
 };
 
 }  // namespace

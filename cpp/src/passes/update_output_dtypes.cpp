@@ -13,8 +13,9 @@ namespace {
 
 class UpdateOutputDtypes : public Pass {
  public:
-  void run(Program&, const PassOptions& opts) override {
+  bool run(Program&, const PassOptions& opts) override {
     pass_util::check_options(opts, "common::update_output_dtypes", {});
+    return false;  // no milkit function carries user output types (see above)
   }
 };
 

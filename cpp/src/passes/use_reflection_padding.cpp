@@ -16,6 +16,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/passes/match_util.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 
 namespace milkit {
 
@@ -108,24 +109,20 @@ bool try_replace(Builder& b, Block& blk, Operation* concat) {
   return true;
 }
 
-class UseReflectionPadding : public Pass {
- public:
-  void run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::use_reflection_padding", {});
-    if (!pass_util::has_op_type(p, {"concat"})) return;  // nothing to match
-    for (auto& [name, f] : p.functions()) {
-      Builder b(*f);
-      for (Operation* op : f->body().ops())
-        if (!op->erased() && op->op_type() == "concat") try_replace(b, f->body(), op);
-    }
-  }
-};
+// One sweep over the function body (nested blocks are not looked at).
+bool replace_in(Builder& b, Block& blk) {
+  bool changed = false;
+  for (Operation* op : blk.ops())
+    if (!op->erased() && op->op_type() == "concat" && try_replace(b, blk, op)) changed = true;
+  return changed;
+}
 
 }  // namespace
 
 /// Registers common::use_reflection_padding.
 void register_use_reflection_padding(PassRegistry& r) {
-  r.add("common::use_reflection_padding", [] { return std::make_unique<UseReflectionPadding>(); });
+  r.add("common::use_reflection_padding",
+        pass_util::block_pass("common::use_reflection_padding", {"concat"}, replace_in));
 }
 
 }  // namespace milkit

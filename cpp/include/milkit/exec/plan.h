@@ -13,6 +13,7 @@
 #include "milkit/exec/kernel.h"
 #include "milkit/exec/tensor.h"
 #include "milkit/ir/ir.h"
+#include "milkit/symbolic/eval.h"  // eval_dim, which plans use to bind symbols
 
 namespace milkit {
 
@@ -80,8 +81,5 @@ class Plan {
   size_t const_bytes_ = 0;
   mutable std::atomic<size_t> last_peak_{0};
 };
-
-/// Evaluates a dim with the given symbol bindings; false when a symbol is unbound.
-bool eval_dim(Dim d, const std::unordered_map<const Symbol*, int64_t>& env, int64_t& out);
 
 }  // namespace milkit

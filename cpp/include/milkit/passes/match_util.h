@@ -2,8 +2,10 @@
 // guarded var replacement.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <string_view>
+#include <vector>
 
 #include "milkit/ir/ir.h"
 
@@ -21,6 +23,15 @@ bool has_op_type(const Program& p, std::initializer_list<std::string_view> types
 /// pattern that would remove or rename it does not apply).
 bool is_block_output(const Var* v, const Block* b);
 
+/// coremltools' _check_child_op_type: the op reading `op`'s only output when `op` has one output
+/// read by exactly one input slot of an op of type `type`; else nullptr.
+Operation* only_child(const Operation* op, std::string_view type);
+
+/// The elements of a value as floats (a weight's elements, rounded as coremltools' fp32 math).
+std::vector<float> floats(const Value& v);
+/// A value of dtype `dt` and shape `shape` holding `f`.
+Value from_floats(DataType dt, std::vector<int64_t> shape, const std::vector<float>& f);
+
 /// coremltools' Var.can_be_replaced_by_var: every constexpr_* output that `old_var` depends on
 /// (its nonreplaceable_vars_upstream; the outputs of shape ops stop the walk) is also a dependency
 /// of `new_var`. Walks only the ancestors of the two vars.
@@ -29,8 +40,9 @@ bool can_be_replaced(const Var* old_var, const Var* new_var);
 /// coremltools' Block.replace_uses_of_var_after_op with an anchor op that does not produce
 /// `old_var`: the ops after `anchor` in its block (and the ops of their nested blocks) read
 /// `new_var` instead of `old_var`, and so do the outputs of the anchor's block and of the nested
-/// blocks of those later ops; a function output keeps its name (see replace_var).
-void replace_uses_after(Operation* anchor, Var* old_var, Var* new_var);
+/// blocks of those later ops; a function output keeps its name (see replace_var). Returns whether
+/// it changed anything.
+bool replace_uses_after(Operation* anchor, Var* old_var, Var* new_var);
 
 }  // namespace pass_util
 }  // namespace milkit

@@ -1,0 +1,41 @@
+// The plan's steps, shared by the planner (plan.cpp) and the frame that runs them (frame.cpp).
+// Private to cpp/src/exec.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "milkit/exec/kernel.h"
+#include "milkit/ir/ir.h"
+
+namespace milkit {
+
+/// The ref of an absent optional input.
+inline constexpr int32_t kAbsent = INT32_MIN;
+/// Whether a ref names a constant of the plan (< 0) rather than a frame slot (>= 0).
+inline bool is_const_ref(int32_t r) { return r < 0; }
+/// The index in the plan's constants of a const ref.
+inline int32_t const_index(int32_t r) { return ~r; }
+
+/// One op of a block, resolved to its kernel, with the refs it reads and the slots it writes.
+struct Step {
+  const Operation* op = nullptr;
+  const KernelDef* kd = nullptr;
+  std::vector<int32_t> args;         // per flat arg: >= 0 frame slot, < 0 const (~index)
+  std::vector<int32_t> outs;         // frame slots
+  std::vector<DataType> out_dtypes;  // compute dtypes
+  std::vector<int32_t> frees;        // frame slots released after the step
+  std::vector<std::unique_ptr<BlockPlan>> blocks;
+};
+
+/// A block's steps, with the slots of its inputs and the refs of its outputs.
+struct BlockPlan {
+  const Block* block = nullptr;
+  std::vector<int32_t> inputs;  // frame slots of block inputs
+  std::vector<Step> steps;
+  std::vector<int32_t> outputs;  // refs
+};
+
+}  // namespace milkit
