@@ -91,7 +91,7 @@ const OpTable& op_table() {
 Converter::Converter(Builder& b_, int64_t opset_, ExternalData& ext_,
                      std::shared_ptr<const void> keep_,
                      const std::unordered_map<std::string, const onnx::FunctionProto*>& fns)
-    : b(b_), opset(opset_), ext(ext_), keep(std::move(keep_)), functions(fns) {}
+    : b(b_), em(b_), opset(opset_), ext(ext_), keep(std::move(keep_)), functions(fns) {}
 
 int64_t Converter::opset_of(const std::string& domain) const {
   auto it = opsets.find(canonical_domain(domain));
@@ -268,39 +268,6 @@ void Converter::out(const NodeProto& n, int i, Var* v) {
 void Converter::out_const(const NodeProto& n, int i, Value v) {
   if (!wants(n, i)) return;
   scope->consts[n.output(i)] = std::make_shared<const Value>(std::move(v));
-}
-
-Var* Converter::op(std::string_view type, std::vector<Arg> args) {
-  auto outs = b.create(type, args);
-  return outs.at(0);
-}
-
-std::vector<Var*> Converter::ops(std::string_view type, std::vector<Arg> args) {
-  return b.create(type, args);
-}
-
-Var* Converter::c(Value v) { return b.add_const(std::make_shared<const Value>(std::move(v)), ""); }
-
-Var* Converter::cs(double v, DataType dt) {
-  if (is_float(dt)) return c(Value::scalar_float(dt, v));
-  if (dt == DataType::Bool) return c(Value::scalar_bool(v != 0));
-  return c(Value::scalar_int(dt, static_cast<int64_t>(v)));
-}
-
-int Converter::rank(const NodeProto& n, Var* v) const {
-  if (!v->type()->has_rank()) fail(n, "the rank of '" + v->name() + "' is not known");
-  return v->type()->rank();
-}
-
-int64_t Converter::axis(const NodeProto& n, int64_t a, int64_t r) const {
-  if (a < -r || a >= r)
-    fail(n, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
-  return a < 0 ? a + r : a;
-}
-
-Var* Converter::cast(Var* v, DataType dt) {
-  if (dtype(v) == dt) return v;
-  return op("cast", {arg("x", v), arg_str("dtype", std::string(dtype_name(dt)))});
 }
 
 void Converter::add_initializers(const onnx::GraphProto& g) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "milkit/compose/attention.h"
 #include "ops_common.h"
 
 namespace milkit {
@@ -31,15 +32,8 @@ void flex_attention(C& cv, const NodeProto& n) {
   int64_t hq = (*qs)[1], hkv = (*ks)[1], E = (*qs)[3];
   if (hq != hkv) {
     if (hkv <= 0 || hq % hkv) cv.fail(n, "q heads must be a multiple of kv heads");
-    int64_t g = hq / hkv;
-    auto rep = [&](Var* x) {
-      auto s = C::static_shape(x);
-      Var* e = cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", {2})});
-      Var* t = cv.op("tile", {C::arg("x", e), C::arg_ints32("reps", {1, 1, g, 1, 1})});
-      return cv.op("reshape", {C::arg("x", t), C::arg_ints32("shape", {(*s)[0], hq, (*s)[2], (*s)[3]})});
-    };
-    k = rep(k);
-    v = rep(v);
+    k = compose::repeat_heads(cv.em, k, hq / hkv);
+    v = compose::repeat_heads(cv.em, v, hq / hkv);
   }
   double scale = C::find_attr(n, "scale") ? C::attr_float(n, "scale", 1.0f) : 1.0 / std::sqrt(static_cast<double>(E));
   Var* sq = cv.cs(std::sqrt(static_cast<float>(scale)), dt);

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "milkit/compose/arith.h"
 #include "ops_common.h"
 
 namespace milkit {
@@ -41,10 +42,8 @@ namespace {
 void div(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   Var* y = cv.in(n, 1);
-  if (is_fp(x)) return cv.out(n, 0, binary(cv, "real_div", x, y));
   // integer division truncates toward zero in ONNX (C semantics); MIL's floor_div floors
-  Var* q = binary(cv, "real_div", cv.cast(x, DataType::Float32), cv.cast(y, DataType::Float32));
-  cv.out(n, 0, cv.cast(q, C::dtype(x)));
+  cv.out(n, 0, is_fp(x) ? binary(cv, "real_div", x, y) : compose::trunc_div(cv.em, x, y));
 }
 
 void pow(C& cv, const NodeProto& n) {
@@ -60,13 +59,8 @@ void pow(C& cv, const NodeProto& n) {
 void mod(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   Var* y = cv.in(n, 1);
-  Var* r = binary(cv, "mod", x, y);
-  if (C::attr_int(n, "fmod", 0) == 0) return cv.out(n, 0, r);
-  // C's fmod: the sign of the dividend. r has the sign of y; fix where the signs differ.
-  Var* zero = cv.cs(0, C::dtype(x));
-  Var* differ = binary(cv, "logical_xor", binary(cv, "less", x, zero), binary(cv, "less", y, zero));
-  Var* fix = binary(cv, "logical_and", differ, binary(cv, "not_equal", r, zero));
-  cv.out(n, 0, cv.op("select", {C::arg("cond", fix), C::arg("a", binary(cv, "sub", r, y)), C::arg("b", r)}));
+  // fmod=1: C's fmod (the sign of the dividend); else MIL's mod (the sign of the divisor)
+  cv.out(n, 0, C::attr_int(n, "fmod", 0) != 0 ? compose::fmod(cv.em, x, y) : binary(cv, "mod", x, y));
 }
 
 void p_relu(C& cv, const NodeProto& n) {

@@ -3,25 +3,13 @@
 // QuantizeLinear / DequantizeLinear, and the window functions.
 #include <cmath>
 
+#include "milkit/compose/norms.h"
 #include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-std::vector<int64_t> tail_axes(int64_t from, int r) {
-  std::vector<int64_t> a;
-  for (int64_t i = from; i < r; ++i) a.push_back(i);
-  return a;
-}
-
-Var* per_channel(C& cv, Var* v, int rank) {
-  std::vector<int64_t> axes;
-  for (int i = 2; i < rank; ++i) axes.push_back(i - 1);
-  if (axes.empty()) return v;
-  return cv.op("expand_dims", {C::arg("x", v), C::arg_ints32("axes", axes)});
-}
 
 // Integer ops MIL lacks, done exactly in int32 with powers of two / arithmetic.
 Var* pow2(C& cv, Var* y) {
@@ -100,13 +88,8 @@ namespace {
 
 void rms_normalization(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
-  int r = cv.rank(n, x);
-  int64_t ax = cv.axis(n, C::attr_int(n, "axis", -1), r);
-  double eps = C::attr_float(n, "epsilon", 1e-5f);
-  Var* ms = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", x, x)), C::arg_ints32("axes", tail_axes(ax, r)),
-                                  C::arg_bool("keep_dims", true)});
-  Var* inv = cv.op("rsqrt", {C::arg("x", binary(cv, "add", ms, cv.cs(eps, C::dtype(x))))});
-  cv.out(n, 0, binary(cv, "mul", binary(cv, "mul", x, inv), cv.in(n, 1)));
+  int64_t ax = cv.axis(n, C::attr_int(n, "axis", -1), cv.rank(n, x));
+  cv.out(n, 0, compose::rms_norm(cv.em, x, ax, cv.in(n, 1), C::attr_float(n, "epsilon", 1e-5f)));
 }
 
 void mean_variance_normalization(C& cv, const NodeProto& n) {
@@ -123,32 +106,23 @@ void mean_variance_normalization(C& cv, const NodeProto& n) {
 
 void group_normalization(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
-  int r = cv.rank(n, x);
   auto s = C::static_shape(x);
   if (!s) cv.fail(n, "needs the input's shape to be known");
   int64_t g = C::attr_int(n, "num_groups", 1), ch = (*s)[1];
   if (g <= 0 || ch % g) cv.fail(n, "num_groups must divide the channels");
-  double eps = C::attr_float(n, "epsilon", 1e-5f);
-  Var* xg = cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {(*s)[0], g, -1})});
-  Var* mean = cv.op("reduce_mean", {C::arg("x", xg), C::arg_ints32("axes", {2}), C::arg_bool("keep_dims", true)});
-  Var* d = binary(cv, "sub", xg, mean);
-  Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)), C::arg_ints32("axes", {2}), C::arg_bool("keep_dims", true)});
-  Var* y = binary(cv, "mul", d, cv.op("rsqrt", {C::arg("x", binary(cv, "add", var, cv.cs(eps, C::dtype(x))))}));
-  y = cv.op("reshape", {C::arg("x", y), C::arg_ints32("shape", *s)});
   Var* scale = cv.in(n, 1);
   Var* bias = cv.in(n, 2);
   auto ss = C::static_shape(scale);
   if (ss && ss->size() == 1 && (*ss)[0] == g && g != ch) {
     // opset 18: one scale per group
     auto rep = [&](Var* v) {
-      Var* e = cv.op("expand_dims", {C::arg("x", v), C::arg_ints32("axes", {1})});
-      return cv.op("reshape", {C::arg("x", cv.op("tile", {C::arg("x", e), C::arg_ints32("reps", {1, ch / g})})), C::arg_ints32("shape", {ch})});
+      Var* e = cv.em.expand_dims(v, {1});
+      return cv.em.reshape(cv.op("tile", {C::arg("x", e), C::arg_ints32("reps", {1, ch / g})}), {ch});
     };
     scale = rep(scale);
     bias = rep(bias);
   }
-  y = binary(cv, "mul", y, per_channel(cv, scale, r));
-  cv.out(n, 0, binary(cv, "add", y, per_channel(cv, bias, r)));
+  cv.out(n, 0, compose::group_norm(cv.em, x, g, scale, bias, C::attr_float(n, "epsilon", 1e-5f)));
 }
 
 void lp_normalization(C& cv, const NodeProto& n) {

@@ -7,6 +7,9 @@
 #include <numeric>
 #include <optional>
 
+#include "milkit/compose/sampling.h"
+#include "milkit/compose/scan.h"
+#include "milkit/compose/windows.h"
 #include "ops_common.h"
 
 namespace milkit {
@@ -16,199 +19,32 @@ namespace {
 
 using onnx::TensorProto;
 
-Var* sel(C& cv, Var* c, Var* a, Var* b) { return cv.op("select", {C::arg("cond", c), C::arg("a", a), C::arg("b", b)}); }
-
-Value bools(const std::vector<bool>& v) {
-  std::vector<int64_t> r(v.begin(), v.end());
-  return Value::from_ints(DataType::Bool, {static_cast<int64_t>(r.size())}, r);
-}
-
-// x[begin:end] along `axis` (a rank-r tensor).
-Var* slice_axis(C& cv, Var* x, int64_t axis, int64_t begin, int64_t end, int r) {
-  std::vector<int64_t> b(static_cast<size_t>(r), 0), e(static_cast<size_t>(r), 0);
-  std::vector<bool> bm(static_cast<size_t>(r), true), em(static_cast<size_t>(r), true);
-  b[static_cast<size_t>(axis)] = begin;
-  e[static_cast<size_t>(axis)] = end;
-  bm[static_cast<size_t>(axis)] = false;
-  em[static_cast<size_t>(axis)] = false;
-  return cv.op("slice_by_index", {C::arg("x", x), C::arg_ints32("begin", b), C::arg_ints32("end", e), C::arg("begin_mask", bools(bm)),
-                                  C::arg("end_mask", bools(em))});
-}
-
-// x shifted by d along axis (the first d entries `fill`), keeping its length L.
-Var* shift(C& cv, Var* x, int64_t axis, int64_t d, int64_t L, int r, double fill) {
-  Var* s = slice_axis(cv, x, axis, 0, L - d, r);
-  std::vector<int64_t> pad(static_cast<size_t>(2 * r), 0);
-  pad[static_cast<size_t>(2 * axis)] = d;
-  DataType dt = C::dtype(x);
-  Value fv = is_float(dt) ? Value::scalar_float(dt, fill) : Value::scalar_float(DataType::Float32, fill);
-  if (!is_float(dt)) {
-    // MIL pads floats only: pad a float copy (exact for int32 values below 2^24) and cast back
-    Var* f = cv.cast(s, DataType::Float32);
-    return cv.cast(cv.op("pad", {C::arg("x", f), C::arg_ints32("pad", pad), C::arg("constant_val", fv)}), dt);
-  }
-  return cv.op("pad", {C::arg("x", s), C::arg_ints32("pad", pad), C::arg("constant_val", fv)});
-}
-
-Var* fconst(C& cv, double v) { return cv.cs(v, DataType::Float32); }
-
-// round half to even (fp32)
-Var* rint(C& cv, Var* x) {
-  Var* f = cv.op("floor", {C::arg("x", x)});
-  Var* d = binary(cv, "sub", x, f);
-  Var* odd = binary(cv, "sub", f, binary(cv, "mul", cv.op("floor", {C::arg("x", binary(cv, "mul", f, fconst(cv, 0.5)))}), fconst(cv, 2)));
-  Var* up = binary(cv, "logical_or", binary(cv, "greater", d, fconst(cv, 0.5)),
-                   binary(cv, "logical_and", binary(cv, "equal", d, fconst(cv, 0.5)), binary(cv, "equal", odd, fconst(cv, 1))));
-  return binary(cv, "add", f, cv.cast(up, DataType::Float32));
-}
-
-// x reflected into [lo, hi] by its nearer border, repeatedly (ONNX's reference, from torch)
-Var* reflect(C& cv, Var* x, double lo, double hi) {
-  double rng = hi - lo;
-  Var* below = binary(cv, "less", x, fconst(cv, lo));
-  Var* dx = sel(cv, below, binary(cv, "sub", fconst(cv, lo), x), binary(cv, "sub", x, fconst(cv, hi)));
-  Var* k = cv.op("floor", {C::arg("x", binary(cv, "real_div", dx, fconst(cv, rng)))});  // dx >= 0 where used
-  Var* r = binary(cv, "sub", dx, binary(cv, "mul", k, fconst(cv, rng)));
-  Var* even = binary(cv, "equal", binary(cv, "sub", k, binary(cv, "mul", cv.op("floor", {C::arg("x", binary(cv, "mul", k, fconst(cv, 0.5)))}), fconst(cv, 2))), fconst(cv, 0));
-  Var* from_lo = binary(cv, "add", fconst(cv, lo), r), *from_hi = binary(cv, "sub", fconst(cv, hi), r);
-  Var* in = sel(cv, below, sel(cv, even, from_lo, from_hi), sel(cv, even, from_hi, from_lo));
-  Var* out = binary(cv, "logical_or", below, binary(cv, "greater", x, fconst(cv, hi)));
-  return sel(cv, out, in, x);
-}
-
-// GridSample over any number of spatial dims and with cubic taps, as ONNX's reference computes
-// it: per dim the denormalized coordinate, border handling, taps and weights; every combination
-// of taps gathered from x flattened to [N * P, C] and summed with the product of its weights.
-void grid_sample_general(C& cv, const NodeProto& n, const std::string& mode, const std::string& pm, bool align) {
-  Var* x = cv.in(n, 0);
-  Var* grid = cv.cast(cv.in(n, 1), DataType::Float32);
-  auto xs = C::static_shape(x);
-  auto gs = C::static_shape(grid);
-  if (!xs || !gs) cv.fail(n, "needs the shapes of the input and the grid to be known");
-  size_t k = xs->size() - 2;
-  int gr = static_cast<int>(gs->size());
-  if (gs->size() != k + 2 || gs->back() != static_cast<int64_t>(k)) cv.fail(n, "the grid must be [N, out..., " + std::to_string(k) + "]");
-  int64_t N = (*xs)[0], Cc = (*xs)[1], P = 1;
-  for (size_t i = 0; i < k; ++i) P *= (*xs)[2 + i];
-  DataType dt = C::dtype(x), f32 = DataType::Float32;
-  Var* flat = cv.op("transpose", {C::arg("x", cv.op("reshape", {C::arg("x", cv.cast(x, f32)), C::arg_ints32("shape", {N, Cc, P})})),
-                                  C::arg_ints32("perm", {0, 2, 1})});
-  flat = cv.op("reshape", {C::arg("x", flat), C::arg_ints32("shape", {N * P, Cc})});
-  std::vector<int64_t> bshape(static_cast<size_t>(gr - 1), 1);
-  bshape[0] = N;
-  std::vector<int64_t> base(static_cast<size_t>(N));
-  for (int64_t b = 0; b < N; ++b) base[static_cast<size_t>(b)] = b * P;
-  Var* acc_idx0 = cv.c(Value::from_doubles(f32, bshape, std::vector<double>(base.begin(), base.end())));
-  int taps = mode == "nearest" ? 1 : mode == "cubic" ? 4 : 2;
-  // per dim: tap indices (float, already padded per mode) and weights (zero where padded away)
-  std::vector<std::vector<Var*>> tidx(k), tw(k);
-  int64_t stride = 1;
-  std::vector<int64_t> strides(k);
-  for (int64_t i = static_cast<int64_t>(k) - 1; i >= 0; --i) strides[static_cast<size_t>(i)] = stride, stride *= (*xs)[2 + static_cast<size_t>(i)];
-  for (size_t i = 0; i < k; ++i) {
-    double D = static_cast<double>((*xs)[2 + i]);
-    Var* g = cv.op("squeeze", {C::arg("x", slice_axis(cv, grid, gr - 1, static_cast<int64_t>(k - 1 - i), static_cast<int64_t>(k - i), gr)),
-                               C::arg_ints32("axes", {gr - 1})});
-    Var* c = align ? binary(cv, "mul", binary(cv, "add", g, fconst(cv, 1)), fconst(cv, (D - 1) / 2))
-                   : binary(cv, "mul", binary(cv, "sub", binary(cv, "mul", binary(cv, "add", g, fconst(cv, 1)), fconst(cv, D)), fconst(cv, 1)), fconst(cv, 0.5));
-    if (mode == "nearest") c = rint(cv, c);
-    double lo = align ? 0.0 : -0.5, hi = align ? D - 1 : D - 0.5;
-    if (pm == "border") {
-      Var* out = binary(cv, "logical_or", binary(cv, "less", c, fconst(cv, lo)), binary(cv, "greater", c, fconst(cv, hi)));
-      c = sel(cv, out, cv.op("clip", {C::arg("x", c), C::arg_f32("alpha", 0), C::arg_f32("beta", D - 1)}), c);
-    } else if (pm == "reflection") {
-      c = reflect(cv, c, lo, hi);
-    }
-    Var* f = mode == "nearest" ? c : cv.op("floor", {C::arg("x", c)});
-    Var* t = binary(cv, "sub", c, f);
-    for (int j = 0; j < taps; ++j) {
-      double off = mode == "cubic" ? j - 1 : j;
-      Var* id = binary(cv, "add", f, fconst(cv, off));
-      Var* w;
-      if (mode == "nearest") w = fconst(cv, 1);
-      else if (mode != "cubic") w = j == 0 ? binary(cv, "sub", fconst(cv, 1), t) : t;
-      else {
-        // Keys' cubic (A = -0.75) at distance |t - off|
-        double A = -0.75;
-        Var* d = cv.op("abs", {C::arg("x", binary(cv, "sub", t, fconst(cv, off)))});
-        Var* d2 = binary(cv, "mul", d, d), *d3 = binary(cv, "mul", d2, d);
-        Var* near = binary(cv, "add", binary(cv, "sub", binary(cv, "mul", d3, fconst(cv, A + 2)), binary(cv, "mul", d2, fconst(cv, A + 3))), fconst(cv, 1));
-        Var* far = binary(cv, "sub", binary(cv, "add", binary(cv, "sub", binary(cv, "mul", d3, fconst(cv, A)), binary(cv, "mul", d2, fconst(cv, 5 * A))),
-                                             binary(cv, "mul", d, fconst(cv, 8 * A))), fconst(cv, 4 * A));
-        w = sel(cv, binary(cv, "less_equal", d, fconst(cv, 1)), near, far);
-      }
-      // the pixel at the tap: zeros outside, clamped (border), reflected (reflection)
-      if (pm == "zeros") {
-        Var* ok = binary(cv, "logical_and", binary(cv, "greater_equal", id, fconst(cv, 0)), binary(cv, "less", id, fconst(cv, D)));
-        w = binary(cv, "mul", w, cv.cast(ok, f32));
-      } else if (pm == "reflection") {
-        Var* r = reflect(cv, id, lo, hi);
-        id = binary(cv, "mul", cv.op("sign", {C::arg("x", r)}), cv.op("floor", {C::arg("x", cv.op("abs", {C::arg("x", r)}))}));  // int(): toward zero
-      }
-      id = cv.op("clip", {C::arg("x", id), C::arg_f32("alpha", 0), C::arg_f32("beta", D - 1)});
-      tidx[i].push_back(binary(cv, "mul", id, fconst(cv, static_cast<double>(strides[i]))));
-      tw[i].push_back(w);
-    }
-  }
-  Var* y = nullptr;
-  int64_t combos = 1;
-  for (size_t i = 0; i < k; ++i) combos *= taps;
-  for (int64_t cmb = 0; cmb < combos; ++cmb) {
-    Var* id = acc_idx0;
-    Var* w = nullptr;
-    for (int64_t r = cmb, i = static_cast<int64_t>(k) - 1; i >= 0; --i, r /= taps) {
-      size_t u = static_cast<size_t>(i), j = static_cast<size_t>(r % taps);
-      id = binary(cv, "add", id, tidx[u][j]);
-      w = w ? binary(cv, "mul", w, tw[u][j]) : tw[u][j];
-    }
-    Var* v = cv.op("gather", {C::arg("x", flat), C::arg("indices", cv.cast(id, DataType::Int32)), C::arg_i32("axis", 0)});  // [N, out..., C]
-    v = binary(cv, "mul", v, cv.op("expand_dims", {C::arg("x", w), C::arg_ints32("axes", {-1})}));
-    y = y ? binary(cv, "add", y, v) : v;
-  }
-  std::vector<int64_t> perm = {0, gr - 1};
-  for (int i = 1; i < gr - 1; ++i) perm.push_back(i);
-  cv.out(n, 0, cv.cast(cv.op("transpose", {C::arg("x", y), C::arg_ints32("perm", perm)}), dt));
-}
+Var* fconst(C& cv, double v) { return cv.em.f32(v); }
 
 void grid_sample(C& cv, const NodeProto& n) {
-  Var* x = cv.in(n, 0);
-  Var* grid = cv.in(n, 1);
   std::string mode = C::attr_string(n, "mode", cv.opset >= 20 ? "linear" : "bilinear");
-  if (mode == "bilinear") mode = "linear";
-  if (mode == "bicubic") mode = "cubic";
-  if (mode != "linear" && mode != "nearest" && mode != "cubic") cv.fail(n, "mode '" + mode + "' is not supported");
-  std::string pmode = C::attr_string(n, "padding_mode", "zeros");
-  if (pmode != "zeros" && pmode != "border" && pmode != "reflection") cv.fail(n, "padding_mode '" + pmode + "' is not supported");
-  if (cv.rank(n, x) != 4 || mode == "cubic") return grid_sample_general(cv, n, mode, pmode, C::attr_int(n, "align_corners", 0) != 0);
-  std::string sm = mode == "linear" ? "bilinear" : "nearest";
-  bool align = C::attr_int(n, "align_corners", 0) != 0;
+  compose::GridSampleSpec s;
+  s.convention = compose::GridConvention::Onnx;
+  if (mode == "bilinear" || mode == "linear") s.mode = compose::SampleMode::Linear;
+  else if (mode == "bicubic" || mode == "cubic") s.mode = compose::SampleMode::Cubic;
+  else if (mode == "nearest") s.mode = compose::SampleMode::Nearest;
+  else cv.fail(n, "mode '" + mode + "' is not supported");
   std::string pm = C::attr_string(n, "padding_mode", "zeros");
-  std::string p;
-  if (pm == "zeros") p = "constant";
-  else if (pm == "border") p = "border";
-  else if (pm == "reflection") p = align ? "reflection" : "symmetric";  // about the corner centers / edges
+  if (pm == "zeros") s.padding = compose::SamplePadding::Zeros;
+  else if (pm == "border") s.padding = compose::SamplePadding::Border;
+  else if (pm == "reflection") s.padding = compose::SamplePadding::Reflection;
   else cv.fail(n, "padding_mode '" + pm + "' is not supported");
-  DataType dt = C::dtype(x);
-  cv.out(n, 0, cv.op("resample", {C::arg("x", x), C::arg("coordinates", cv.cast(grid, dt)), C::arg_str("sampling_mode", sm),
-                                  C::arg_str("padding_mode", p), C::arg("padding_value", Value::scalar_float(dt, 0.0)),
-                                  C::arg_str("coordinates_mode", "normalized_minus_one_to_one"),
-                                  C::arg_bool("align_corners", align)}));
+  s.align_corners = C::attr_int(n, "align_corners", 0) != 0;
+  cv.out(n, 0, compose::grid_sample(cv.em, cv.in(n, 0), cv.in(n, 1), s));
 }
 
 void cum_prod(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
-  int r = cv.rank(n, x);
-  int64_t ax = cv.axis(n, cv.ints(n, 1, "axis").at(0), r);
-  const Dim& d = C::shape(x)[static_cast<size_t>(ax)];
-  if (!d->is_const()) cv.fail(n, "the length along the axis must be known");
-  int64_t L = d->value();
-  bool rev = C::attr_int(n, "reverse", 0) != 0;
-  if (rev) x = cv.op("reverse", {C::arg("x", x), C::arg_ints32("axes", {ax})});
-  if (C::attr_int(n, "exclusive", 0) != 0 && L > 0) x = shift(cv, x, ax, 1, L, r, 1.0);
-  // Hillis-Steele: after the step of distance k, entry i holds the product of x[i-2k+1 .. i]
-  for (int64_t k = 1; k < L; k *= 2) x = binary(cv, "mul", x, shift(cv, x, ax, k, L, r, 1.0));
-  if (rev) x = cv.op("reverse", {C::arg("x", x), C::arg_ints32("axes", {ax})});
-  cv.out(n, 0, x);
+  compose::ScanSpec s;
+  s.axis = cv.axis(n, cv.ints(n, 1, "axis").at(0), cv.rank(n, x));
+  s.exclusive = C::attr_int(n, "exclusive", 0) != 0;
+  s.reverse = C::attr_int(n, "reverse", 0) != 0;
+  cv.out(n, 0, compose::cumprod(cv.em, x, s));
 }
 
 // The width and signedness of an integer ONNX type (values held in int32, sign-extended).
@@ -262,7 +98,7 @@ void bitwise(C& cv, const NodeProto& n, char op) {
     Var* sy = binary(cv, "less", y, cv.cs(0, i32));
     Var* s = op == '&' ? binary(cv, "logical_and", sx, sy) : op == '|' ? binary(cv, "logical_or", sx, sy) : binary(cv, "logical_xor", sx, sy);
     double top = -std::ldexp(1.0, w - 1);
-    v = binary(cv, "add", v, sel(cv, s, cv.cs(top, i32), cv.cs(0, i32)));
+    v = binary(cv, "add", v, cv.em.sel(s, cv.cs(top, i32), cv.cs(0, i32)));
   }
   cv.out(n, 0, v);
 }
@@ -287,86 +123,39 @@ void max_unpool(C& cv, const NodeProto& n) {
   auto pads = C::attr_ints(n, "pads", std::vector<int64_t>(2 * sp, 0));
   if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp)
     cv.fail(n, "kernel_shape, strides and pads need one value (pads two) per spatial dim");
-  std::vector<int64_t> shape = {(*xs)[0], (*xs)[1]};
-  int64_t total = (*xs)[0] * (*xs)[1];
-  for (size_t i = 0; i < sp; ++i) {
-    shape.push_back(((*xs)[2 + i] - 1) * strides[i] - (pads[i] + pads[i + sp]) + kernel[i]);
-    total *= shape.back();
+  std::vector<int64_t> out_sp;
+  for (size_t i = 0; i < sp; ++i)
+    out_sp.push_back(((*xs)[2 + i] - 1) * strides[i] - (pads[i] + pads[i + sp]) + kernel[i]);
+  Var* y = compose::max_unpool(cv.em, x, cv.in(n, 1), out_sp, compose::UnpoolIndices::Tensor);
+  if (!C::has(n, 2)) return cv.out(n, 0, y);
+  // output_shape: zeros after the unpooled values along each dim
+  auto shape = *C::static_shape(y);
+  auto os = cv.ints(n, 2, "output_shape");
+  if (os.size() != shape.size()) cv.fail(n, "output_shape needs one value per dim");
+  std::vector<int64_t> lo(shape.size(), 0), hi(shape.size(), 0);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (os[i] < shape[i]) cv.fail(n, "output_shape is smaller than the unpooled shape");
+    hi[i] = os[i] - shape[i];
   }
-  DataType dt = C::dtype(x);
-  Var* data = cv.c(Value::from_doubles(is_float(dt) ? dt : DataType::Float32, {total}, std::vector<double>(static_cast<size_t>(total), 0.0)));
-  Var* idx = cv.op("reshape", {C::arg("x", cv.cast(cv.in(n, 1), DataType::Int32)), C::arg_ints32("shape", {-1})});
-  Var* upd = cv.op("reshape", {C::arg("x", is_float(dt) ? x : cv.cast(x, DataType::Float32)), C::arg_ints32("shape", {-1})});
-  Var* y = cv.op("scatter", {C::arg("data", data), C::arg("indices", idx), C::arg("updates", upd), C::arg_i32("axis", 0), C::arg_str("mode", "update")});
-  y = cv.op("reshape", {C::arg("x", y), C::arg_ints32("shape", shape)});
-  if (C::has(n, 2)) {
-    auto os = cv.ints(n, 2, "output_shape");
-    if (os.size() != shape.size()) cv.fail(n, "output_shape needs one value per dim");
-    std::vector<int64_t> pad(2 * shape.size(), 0);
-    bool any = false;
-    for (size_t i = 0; i < shape.size(); ++i) {
-      if (os[i] < shape[i]) cv.fail(n, "output_shape is smaller than the unpooled shape");
-      pad[2 * i + 1] = os[i] - shape[i];
-      any = any || pad[2 * i + 1];
-    }
-    if (any) y = cv.op("pad", {C::arg("x", y), C::arg_ints32("pad", pad)});
-  }
-  cv.out(n, 0, is_float(dt) ? y : cv.cast(y, dt));
+  DataType dt = C::dtype(y);
+  Var* f = is_float(dt) ? y : cv.cast(y, DataType::Float32);  // MIL pads floats only
+  cv.out(n, 0, cv.cast(cv.em.pad_trailing(f, lo, hi, 0.0), dt));
 }
 
 void col2im(C& cv, const NodeProto& n) {
-  Var* x = cv.in(n, 0);
-  auto xs = C::static_shape(x);
-  if (!xs || xs->size() != 3) cv.fail(n, "needs a 3-D input of known shape");
   auto img = cv.ints(n, 1, "image_shape");
   auto blk = cv.ints(n, 2, "block_shape");
   size_t sp = img.size();
   if (blk.size() != sp) cv.fail(n, "image_shape and block_shape need the same length");
-  auto dil = C::attr_ints(n, "dilations", std::vector<int64_t>(sp, 1));
-  auto str = C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1));
+  compose::Window w;
+  w.kernel = blk;
+  w.dilation = C::attr_ints(n, "dilations", std::vector<int64_t>(sp, 1));
+  w.stride = C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1));
   auto pads = C::attr_ints(n, "pads", std::vector<int64_t>(2 * sp, 0));
-  int64_t K = 1, P = 1, L = 1;
-  std::vector<int64_t> nb(sp);
-  for (size_t i = 0; i < sp; ++i) {
-    K *= blk[i];
-    P *= img[i];
-    nb[i] = (img[i] + pads[i] + pads[i + sp] - (dil[i] * (blk[i] - 1) + 1)) / str[i] + 1;
-    L *= nb[i];
-  }
-  int64_t N = (*xs)[0], CK = (*xs)[1];
-  if (CK % K || (*xs)[2] != L) cv.fail(n, "the input's shape does not match image_shape and block_shape");
-  int64_t Cc = CK / K;
-  // where each input element lands in the flattened [C, image] output (C * P: dropped, in the pads)
-  std::vector<int64_t> idx(static_cast<size_t>(CK * L));
-  for (int64_t c = 0; c < Cc; ++c)
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t l = 0; l < L; ++l) {
-        int64_t kk = k, ll = l, flat = 0;
-        bool inside = true;
-        std::vector<int64_t> kd(sp), ld(sp);
-        for (int64_t i = static_cast<int64_t>(sp) - 1; i >= 0; --i) {
-          size_t u = static_cast<size_t>(i);
-          kd[u] = kk % blk[u];
-          kk /= blk[u];
-          ld[u] = ll % nb[u];
-          ll /= nb[u];
-        }
-        for (size_t i = 0; i < sp; ++i) {
-          int64_t q = ld[i] * str[i] + kd[i] * dil[i] - pads[i];
-          inside = inside && q >= 0 && q < img[i];
-          flat = flat * img[i] + q;
-        }
-        idx[static_cast<size_t>((c * K + k) * L + l)] = inside ? c * P + flat : Cc * P;
-      }
-  DataType dt = C::dtype(x);
-  Var* data = cv.c(Value::from_doubles(dt, {N, Cc * P + 1}, std::vector<double>(static_cast<size_t>(N * (Cc * P + 1)), 0.0)));
-  Var* upd = cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {N, CK * L})});
-  Var* y = cv.op("scatter", {C::arg("data", data), C::arg("indices", cv.c(Value::from_ints(DataType::Int32, {CK * L}, idx))),
-                             C::arg("updates", upd), C::arg_i32("axis", 1), C::arg_str("mode", "add")});
-  y = slice_axis(cv, y, 1, 0, Cc * P, 2);
-  std::vector<int64_t> shape = {N, Cc};
-  shape.insert(shape.end(), img.begin(), img.end());
-  cv.out(n, 0, cv.op("reshape", {C::arg("x", y), C::arg_ints32("shape", shape)}));
+  if (pads.size() != 2 * sp) cv.fail(n, "pads needs two values per spatial dim");
+  w.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(sp));
+  w.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(sp), pads.end());
+  cv.out(n, 0, compose::col2im(cv.em, cv.in(n, 0), img, w));
 }
 
 void det(C& cv, const NodeProto& n) {
@@ -379,7 +168,7 @@ void det(C& cv, const NodeProto& n) {
   if (m > 3) cv.fail(n, "determinants of matrices larger than 3x3 are not supported");
   std::vector<int64_t> out(xs->begin(), xs->end() - 2);
   auto e = [&](int64_t i, int64_t j) {
-    Var* s = slice_axis(cv, slice_axis(cv, x, r - 2, i, i + 1, r), r - 1, j, j + 1, r);
+    Var* s = cv.em.slice_axis(cv.em.slice_axis(x, r - 2, i, i + 1), r - 1, j, j + 1);
     return cv.op("reshape", {C::arg("x", s), C::arg_ints32("shape", out)});
   };
   auto mul = [&](Var* a, Var* b) { return binary(cv, "mul", a, b); };
@@ -490,7 +279,7 @@ void dft(C& cv, const NodeProto& n) {
     if (i != ax) perm.push_back(i);
   perm.push_back(ax);
   auto comp_of = [&](int64_t c) {
-    Var* s = cv.op("squeeze", {C::arg("x", slice_axis(cv, x, r - 1, c, c + 1, r)), C::arg_ints32("axes", {r - 1})});
+    Var* s = cv.op("squeeze", {C::arg("x", cv.em.slice_axis(x, r - 1, c, c + 1)), C::arg_ints32("axes", {r - 1})});
     return cv.op("transpose", {C::arg("x", s), C::arg_ints32("perm", perm)});
   };
   Var* re = comp_of(0);
@@ -502,8 +291,8 @@ void dft(C& cv, const NodeProto& n) {
     if (im) im = cv.op("pad", {C::arg("x", im), C::arg_ints32("pad", pad)});
     len = npts;
   } else if (npts < len && !real_out) {
-    re = slice_axis(cv, re, r - 2, 0, npts, r - 1);
-    if (im) im = slice_axis(cv, im, r - 2, 0, npts, r - 1);
+    re = cv.em.slice_axis(re, r - 2, 0, npts);
+    if (im) im = cv.em.slice_axis(im, r - 2, 0, npts);
     len = npts;
   }
   auto [yr, yi] = dft_last(cv, re, im, len, npts, out, inverse, real_out, dt);
@@ -544,7 +333,7 @@ void stft(C& cv, const NodeProto& n) {
   Var* ids = cv.c(Value::from_ints(DataType::Int32, {frames, flen}, idx));
   DataType dt = C::dtype(x);
   auto framed = [&](int64_t c) {
-    Var* s = cv.op("reshape", {C::arg("x", slice_axis(cv, x, 2, c, c + 1, 3)), C::arg_ints32("shape", {B, L})});
+    Var* s = cv.op("reshape", {C::arg("x", cv.em.slice_axis(x, 2, c, c + 1)), C::arg_ints32("shape", {B, L})});
     Var* f = cv.op("gather", {C::arg("x", s), C::arg("indices", ids), C::arg_i32("axis", 1)});  // [B, frames, flen]
     return window ? binary(cv, "mul", f, cv.cast(window, dt)) : f;
   };
@@ -623,24 +412,24 @@ Var* float_bits(C& cv, Var* x, const Ieee& f) {
   double inf = std::numeric_limits<double>::infinity();
   Var* nan = binary(cv, "not_equal", xf, xf);
   Var* isinf = binary(cv, "equal", a, fconst(cv, inf));
-  Var* ac = sel(cv, binary(cv, "logical_or", nan, isinf), fconst(cv, 1), a);
+  Var* ac = cv.em.sel(binary(cv, "logical_or", nan, isinf), fconst(cv, 1), a);
   Var* e = cv.op("floor", {C::arg("x", binary(cv, "mul", cv.op("log", {C::arg("x", ac)}), fconst(cv, 1.0 / std::log(2.0))))});
   Var* p = cv.op("exp2", {C::arg("x", e)});
   e = binary(cv, "sub", e, cv.cast(binary(cv, "less", ac, p), f32));
   e = binary(cv, "add", e, cv.cast(binary(cv, "greater_equal", ac, binary(cv, "mul", p, fconst(cv, 2))), f32));
   Var* sub = binary(cv, "less", ac, fconst(cv, std::ldexp(1.0, 1 - f.bias)));
-  Var* E = sel(cv, sub, fconst(cv, 0), binary(cv, "add", e, fconst(cv, f.bias)));
+  Var* E = cv.em.sel(sub, fconst(cv, 0), binary(cv, "add", e, fconst(cv, f.bias)));
   // subnormals: ac / 2^(1 - bias - man), in two exact steps (2^149 is past fp32's range)
-  Var* M = sel(cv, sub, binary(cv, "mul", binary(cv, "mul", ac, fconst(cv, std::ldexp(1.0, f.bias - 1))), fconst(cv, std::ldexp(1.0, f.man))),
+  Var* M = cv.em.sel(sub, binary(cv, "mul", binary(cv, "mul", ac, fconst(cv, std::ldexp(1.0, f.bias - 1))), fconst(cv, std::ldexp(1.0, f.man))),
                binary(cv, "mul", binary(cv, "sub", binary(cv, "real_div", ac, cv.op("exp2", {C::arg("x", e)})), fconst(cv, 1)), fconst(cv, std::ldexp(1.0, f.man))));
   double emax = std::ldexp(1.0, f.width - 1 - f.man) - 1;  // all-ones exponent
-  E = sel(cv, binary(cv, "logical_or", nan, isinf), fconst(cv, emax), E);
-  M = sel(cv, isinf, fconst(cv, 0), sel(cv, nan, fconst(cv, std::ldexp(1.0, f.man - 1)), M));
+  E = cv.em.sel(binary(cv, "logical_or", nan, isinf), fconst(cv, emax), E);
+  M = cv.em.sel(isinf, fconst(cv, 0), cv.em.sel(nan, fconst(cv, std::ldexp(1.0, f.man - 1)), M));
   Var* bits = binary(cv, "add", binary(cv, "mul", cv.cast(E, i32), cv.cs(std::ldexp(1.0, f.man), i32)), cv.cast(M, i32));
   // the sign bit: the top bit of the signed integer
   Var* neg = binary(cv, "logical_or", binary(cv, "less", xf, fconst(cv, 0)),
                     binary(cv, "logical_and", binary(cv, "equal", xf, fconst(cv, 0)), binary(cv, "less", binary(cv, "real_div", fconst(cv, 1), xf), fconst(cv, 0))));
-  return binary(cv, "add", bits, sel(cv, neg, cv.cs(-std::ldexp(1.0, f.width - 1), i32), cv.cs(0, i32)));
+  return binary(cv, "add", bits, cv.em.sel(neg, cv.cs(-std::ldexp(1.0, f.width - 1), i32), cv.cs(0, i32)));
 }
 
 // The float of layout f whose bit pattern is the integer x (of f's width, signed or not).
@@ -650,10 +439,10 @@ Var* bits_float(C& cv, Var* x, const Ieee& f) {
   Var* neg = binary(cv, "less", xi, cv.cs(0, i32));
   double top = std::ldexp(1.0, f.width - 1);
   // the bits below the sign: x + 2^(w-1) for a negative (signed) x, x - 2^(w-1) for a large unsigned one
-  Var* u = sel(cv, neg, binary(cv, "sub", xi, cv.cs(-top, i32)), xi);
+  Var* u = cv.em.sel(neg, binary(cv, "sub", xi, cv.cs(-top, i32)), xi);
   if (f.width < 32) {  // an unsigned pattern past the sign bit (int32 cannot hold one)
     Var* big = binary(cv, "greater_equal", u, cv.cs(top, i32));
-    u = sel(cv, big, binary(cv, "sub", u, cv.cs(top, i32)), u);
+    u = cv.em.sel(big, binary(cv, "sub", u, cv.cs(top, i32)), u);
     neg = binary(cv, "logical_or", neg, big);
   }
   Var* E = binary(cv, "floor_div", u, cv.cs(std::ldexp(1.0, f.man), i32));
@@ -663,11 +452,11 @@ Var* bits_float(C& cv, Var* x, const Ieee& f) {
   Var* normal = binary(cv, "mul", binary(cv, "add", fconst(cv, 1), binary(cv, "mul", M, fconst(cv, std::ldexp(1.0, -f.man)))),
                        cv.op("exp2", {C::arg("x", binary(cv, "sub", Ef, fconst(cv, f.bias)))}));
   Var* subn = binary(cv, "mul", M, fconst(cv, std::ldexp(1.0, 1 - f.bias - f.man)));
-  Var* v = sel(cv, binary(cv, "equal", Ef, fconst(cv, 0)), subn, normal);
-  Var* special = sel(cv, binary(cv, "equal", M, fconst(cv, 0)), fconst(cv, std::numeric_limits<double>::infinity()),
+  Var* v = cv.em.sel(binary(cv, "equal", Ef, fconst(cv, 0)), subn, normal);
+  Var* special = cv.em.sel(binary(cv, "equal", M, fconst(cv, 0)), fconst(cv, std::numeric_limits<double>::infinity()),
                      fconst(cv, std::numeric_limits<double>::quiet_NaN()));
-  v = sel(cv, binary(cv, "equal", Ef, fconst(cv, emax)), special, v);
-  return sel(cv, neg, binary(cv, "mul", v, fconst(cv, -1)), v);
+  v = cv.em.sel(binary(cv, "equal", Ef, fconst(cv, emax)), special, v);
+  return cv.em.sel(neg, binary(cv, "mul", v, fconst(cv, -1)), v);
 }
 
 void bit_cast(C& cv, const NodeProto& n) {
@@ -703,10 +492,10 @@ void bit_cast(C& cv, const NodeProto& n) {
   Var* xi = cv.cast(x, i32);
   double span = std::ldexp(1.0, w);
   if (to == TensorProto::BOOL) return cv.out(n, 0, binary(cv, "not_equal", xi, cv.cs(0, i32)));
-  if (to_signed && w < 32) xi = sel(cv, binary(cv, "greater_equal", xi, cv.cs(span / 2, i32)), binary(cv, "sub", xi, cv.cs(span, i32)), xi);
+  if (to_signed && w < 32) xi = cv.em.sel(binary(cv, "greater_equal", xi, cv.cs(span / 2, i32)), binary(cv, "sub", xi, cv.cs(span, i32)), xi);
   if (!to_signed) {
     if (w == 32) cv.fail(n, "uint32 values past 2^31 - 1 cannot be held in int32");
-    xi = sel(cv, binary(cv, "less", xi, cv.cs(0, i32)), binary(cv, "add", xi, cv.cs(span, i32)), xi);
+    xi = cv.em.sel(binary(cv, "less", xi, cv.cs(0, i32)), binary(cv, "add", xi, cv.cs(span, i32)), xi);
   }
   cv.out(n, 0, xi);
 }
@@ -725,7 +514,7 @@ void nms(C& cv, const NodeProto& n) {
   Var* maxout = C::has(n, 2) ? cv.cast(cv.op("reshape", {C::arg("x", cv.in(n, 2)), C::arg_ints32("shape", {})}), f32) : fconst(cv, 0);
   Var* iou_t = C::has(n, 3) ? cv.op("reshape", {C::arg("x", cv.cast(cv.in(n, 3), f32)), C::arg_ints32("shape", {})}) : fconst(cv, 0);
   // corners: [y1, x1, y2, x2] in either order, or [xc, yc, w, h]
-  auto coord = [&](int64_t i) { return cv.op("squeeze", {C::arg("x", slice_axis(cv, boxes, 2, i, i + 1, 3)), C::arg_ints32("axes", {2})}); };
+  auto coord = [&](int64_t i) { return cv.op("squeeze", {C::arg("x", cv.em.slice_axis(boxes, 2, i, i + 1)), C::arg_ints32("axes", {2})}); };
   Var *x0, *x1, *y0, *y1;
   if (C::attr_int(n, "center_point_box", 0) == 0) {
     Var *a = coord(0), *b = coord(1), *c = coord(2), *d = coord(3);
@@ -746,7 +535,7 @@ void nms(C& cv, const NodeProto& n) {
   Var* ok = binary(cv, "logical_and", binary(cv, "greater", iw, fconst(cv, 0)), binary(cv, "greater", ih, fconst(cv, 0)));
   ok = binary(cv, "logical_and", ok, binary(cv, "logical_and", binary(cv, "greater", col(area), fconst(cv, 0)), binary(cv, "greater", row(area), fconst(cv, 0))));
   ok = binary(cv, "logical_and", ok, binary(cv, "greater", uni, fconst(cv, 0)));
-  Var* iou = binary(cv, "real_div", inter, sel(cv, ok, uni, fconst(cv, 1)));
+  Var* iou = binary(cv, "real_div", inter, cv.em.sel(ok, uni, fconst(cv, 1)));
   Var* sup = cv.cast(binary(cv, "logical_and", ok, binary(cv, "greater", iou, iou_t)), f32);
   sup = cv.op("expand_dims", {C::arg("x", sup), C::arg_ints32("axes", {1})});  // [B, 1, N, N]
   // the rank of each box by score: how many come before it
@@ -788,7 +577,7 @@ void nms(C& cv, const NodeProto& n) {
   Var* order = cv.op("reduce_sum", {C::arg("x", binary(cv, "mul", at, cv.c(Value::from_doubles(f32, {1, 1, N, 1}, idx)))), C::arg_ints32("axes", {2}), C::arg_bool("keep_dims", false)});
   Var* nz = cv.op("non_zero", {C::arg("x", keep)});  // [K, 3]: batch, class, rank
   Var* box = cv.cast(cv.op("gather_nd", {C::arg("x", order), C::arg("indices", nz)}), i32);
-  Var* bc = slice_axis(cv, nz, 1, 0, 2, 2);
+  Var* bc = cv.em.slice_axis(nz, 1, 0, 2);
   Var* y = cv.op("concat", {Arg{"values", {ArgItem{bc, nullptr}, ArgItem{cv.op("expand_dims", {C::arg("x", box), C::arg_ints32("axes", {1})}), nullptr}}, true}, C::arg_i32("axis", 1)});
   (void)B, (void)Cc;
   cv.out(n, 0, y);
@@ -904,7 +693,7 @@ void tfidf(C& cv, const NodeProto& n) {
       for (int64_t j = 0; j < k; ++j) {
         std::vector<double> tok(static_cast<size_t>(grams));
         for (int64_t g = 0; g < grams; ++g) tok[static_cast<size_t>(g)] = static_cast<double>(pool[static_cast<size_t>(begin + g * k + j)]);
-        Var* sl = cv.op("expand_dims", {C::arg("x", slice_axis(cv, xf, r - 1, d * j, d * j + len, r)), C::arg_ints32("axes", {-1})});
+        Var* sl = cv.op("expand_dims", {C::arg("x", cv.em.slice_axis(xf, r - 1, d * j, d * j + len)), C::arg_ints32("axes", {-1})});
         Var* eq = cv.cast(binary(cv, "equal", sl, cv.c(Value::from_doubles(f32, {grams}, tok))), f32);
         match = match ? binary(cv, "mul", match, eq) : eq;
       }
@@ -938,9 +727,9 @@ Taps2 roi_taps(C& cv, Var* c, int64_t D) {
   Var* y = binary(cv, "maximum", c, fconst(cv, 0));
   Var* lo = cv.op("floor", {C::arg("x", y)});
   Var* last = binary(cv, "greater_equal", lo, fconst(cv, static_cast<double>(D - 1)));
-  lo = sel(cv, last, fconst(cv, static_cast<double>(D - 1)), lo);
-  Var* hi = sel(cv, last, lo, binary(cv, "add", lo, fconst(cv, 1)));
-  y = sel(cv, last, lo, y);
+  lo = cv.em.sel(last, fconst(cv, static_cast<double>(D - 1)), lo);
+  Var* hi = cv.em.sel(last, lo, binary(cv, "add", lo, fconst(cv, 1)));
+  y = cv.em.sel(last, lo, y);
   Var* l = binary(cv, "sub", y, lo);
   return {cv.cast(lo, DataType::Int32), cv.cast(hi, DataType::Int32), binary(cv, "sub", fconst(cv, 1), l), l, valid};
 }
@@ -957,7 +746,7 @@ void roi_align(C& cv, const NodeProto& n) {
   bool half = C::attr_string(n, "coordinate_transformation_mode", cv.opset >= 16 ? "half_pixel" : "output_half_pixel") == "half_pixel";
   std::string mode = C::attr_string(n, "mode", "avg");
   DataType f32 = DataType::Float32, i32 = DataType::Int32;
-  auto col = [&](int64_t i) { return slice_axis(cv, rois, 1, i, i + 1, 2); };  // [R, 1]
+  auto col = [&](int64_t i) { return cv.em.slice_axis(rois, 1, i, i + 1); };  // [R, 1]
   auto start_of = [&](int64_t i) { return binary(cv, "sub", binary(cv, "mul", col(i), fconst(cv, scale)), fconst(cv, half ? 0.5 : 0.0)); };
   Var *sw = start_of(0), *shh = start_of(1), *ew = start_of(2), *eh = start_of(3);
   Var* rw = binary(cv, "sub", ew, sw);
@@ -1031,7 +820,7 @@ void deform_conv(C& cv, const NodeProto& n) {
           for (int64_t b = 0; b < ow; ++b)
             base[static_cast<size_t>(((i * kw + j) * oh + a) * ow + b)] =
                 dim == 0 ? static_cast<double>(-pads[0] + st[0] * a + dl[0] * i) : static_cast<double>(-pads[1] + st[1] * b + dl[1] * j);
-    Var* o = cv.op("reshape", {C::arg("x", slice_axis(cv, o7, 4, c, c + 1, 7)), C::arg_ints32("shape", {N, og, 1, K})});
+    Var* o = cv.op("reshape", {C::arg("x", cv.em.slice_axis(o7, 4, c, c + 1)), C::arg_ints32("shape", {N, og, 1, K})});
     return binary(cv, "add", o, cv.c(Value::from_doubles(f32, {1, 1, 1, K}, base)));
   };
   Var* py = comp(0, 0);
@@ -1187,7 +976,7 @@ void dynamic_quantize_linear(C& cv, const NodeProto& n) {
   Var* mx = binary(cv, "maximum", cv.op("reduce_max", {C::arg("x", x), C::arg_ints32("axes", all), C::arg_bool("keep_dims", false)}), cv.cs(0, f32));
   Var* mn = binary(cv, "minimum", cv.op("reduce_min", {C::arg("x", x), C::arg_ints32("axes", all), C::arg_bool("keep_dims", false)}), cv.cs(0, f32));
   Var* range = binary(cv, "sub", mx, mn);
-  Var* scale = binary(cv, "real_div", sel(cv, binary(cv, "equal", range, cv.cs(0, f32)), cv.cs(1, f32), range), cv.cs(255, f32));
+  Var* scale = binary(cv, "real_div", cv.em.sel(binary(cv, "equal", range, cv.cs(0, f32)), cv.cs(1, f32), range), cv.cs(255, f32));
   Var* zp = cv.op("round", {C::arg("x", cv.op("clip", {C::arg("x", binary(cv, "sub", cv.cs(0, f32), binary(cv, "real_div", mn, scale))),
                                                      C::arg_f32("alpha", 0), C::arg_f32("beta", 255)}))});
   Var* y = binary(cv, "add", cv.op("round", {C::arg("x", binary(cv, "real_div", x, scale))}), zp);

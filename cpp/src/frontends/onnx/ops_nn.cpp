@@ -4,6 +4,8 @@
 #include <limits>
 #include <numeric>
 
+#include "milkit/compose/norms.h"
+#include "milkit/compose/windows.h"
 #include "ops_common.h"
 
 namespace milkit {
@@ -42,13 +44,7 @@ size_t spatial_rank(C& cv, const NodeProto& n, Var* x) {
   return static_cast<size_t>(r - 2);
 }
 
-// Reshapes a per-channel vector to broadcast over [N, C, spatial...].
-Var* per_channel(C& cv, Var* v, int rank) {
-  std::vector<int64_t> axes;
-  for (int i = 2; i < rank; ++i) axes.push_back(i - 1);
-  if (axes.empty()) return v;
-  return cv.op("expand_dims", {C::arg("x", v), C::arg_ints32("axes", axes)});
-}
+Var* per_channel(C& cv, Var* v, int rank) { return cv.em.per_channel(v, rank); }
 
 void conv(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
@@ -143,52 +139,48 @@ void conv_transpose(C& cv, const NodeProto& n) {
   cv.out(n, 0, y);
 }
 
-// ONNX's pool geometry for one node: per spatial dim the input size, kernel, stride, dilation,
-// begin pad and output size (auto_pad resolved, ceil_mode's last window dropped when it would
-// start in the end padding).
+// ONNX's pool geometry for one node: the window (auto_pad resolved into begin / end pads), the
+// input and output size per spatial dim (-1 where the input size is not known), and whether
+// ceil_mode applies (explicit pads only).
 struct PoolGeom {
-  std::vector<int64_t> in, kernel, stride, dil, pad_b, pad_e, out;
+  compose::Window w;
+  std::vector<int64_t> in, out;
+  bool ceil = false;
 };
 
 PoolGeom pool_geom(C& cv, const NodeProto& n, Var* x) {
   size_t sp = spatial_rank(cv, n, x);
-  auto xs = C::static_shape(x);
   PoolGeom g;
-  g.kernel = C::attr_ints(n, "kernel_shape");
-  if (g.kernel.size() != sp) cv.fail(n, "kernel_shape needs " + std::to_string(sp) + " values");
-  g.stride = C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1));
-  g.dil = C::attr_ints(n, "dilations", std::vector<int64_t>(sp, 1));
-  if (g.stride.size() != sp || g.dil.size() != sp) cv.fail(n, "strides and dilations need one value per spatial dim");
+  compose::Window& w = g.w;
+  w.kernel = C::attr_ints(n, "kernel_shape");
+  if (w.kernel.size() != sp) cv.fail(n, "kernel_shape needs " + std::to_string(sp) + " values");
+  w.stride = C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1));
+  w.dilation = C::attr_ints(n, "dilations", std::vector<int64_t>(sp, 1));
+  if (w.stride.size() != sp || w.dilation.size() != sp) cv.fail(n, "strides and dilations need one value per spatial dim");
   auto pads = C::attr_ints(n, "pads", std::vector<int64_t>(2 * sp, 0));
   if (pads.size() != 2 * sp) cv.fail(n, "pads needs two values per spatial dim");
   std::string ap = C::attr_string(n, "auto_pad", "NOTSET");
-  bool ceil = C::attr_int(n, "ceil_mode", 0) != 0;
+  g.ceil = ap == "NOTSET" && C::attr_int(n, "ceil_mode", 0) != 0;
   for (size_t i = 0; i < sp; ++i) {
     const Dim& d = C::shape(x)[2 + i];
     int64_t in = d->is_const() ? d->value() : -1;
-    int64_t s = g.stride[i], ek = (g.kernel[i] - 1) * g.dil[i] + 1;
-    int64_t b = pads[i], e = pads[i + sp], out = -1;
+    int64_t s = w.stride[i], ek = (w.kernel[i] - 1) * w.dilation[i] + 1;
+    int64_t b = pads[i], e = pads[i + sp];
     if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      b = e = 0;
       if (in >= 0) {
-        out = (in + s - 1) / s;
-        int64_t total = std::max<int64_t>(0, (out - 1) * s + ek - in);
+        int64_t total = std::max<int64_t>(0, ((in + s - 1) / s - 1) * s + ek - in);
         b = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
         e = total - b;
       }
     } else if (ap == "VALID") {
       b = e = 0;
-      if (in >= 0) out = (in - ek) / s + 1;
-    } else if (in >= 0) {
-      int64_t span = in + b + e - ek;
-      out = (ceil ? (span + s - 1) / s : span / s) + 1;
-      if (ceil && (out - 1) * s >= in + b) --out;
     }
     g.in.push_back(in);
-    g.pad_b.push_back(b);
-    g.pad_e.push_back(e);
-    g.out.push_back(out);
+    w.pad_begin.push_back(b);
+    w.pad_end.push_back(e);
   }
-  (void)xs;
+  for (size_t i = 0; i < sp; ++i) g.out.push_back(g.in[i] >= 0 ? w.out_size(i, g.in[i], g.ceil) : -1);
   return g;
 }
 
@@ -196,12 +188,12 @@ PoolGeom pool_geom(C& cv, const NodeProto& n, Var* x) {
 
 bool pool_needs_windows(C& cv, const NodeProto& n, Var* x) {
   PoolGeom g = pool_geom(cv, n, x);
-  for (size_t i = 0; i < g.dil.size(); ++i) {
-    if (g.dil[i] != 1) return true;
-    if (C::attr_int(n, "ceil_mode", 0) != 0 && g.in[i] >= 0 && C::attr_string(n, "auto_pad", "NOTSET") == "NOTSET") {
+  for (size_t i = 0; i < g.in.size(); ++i) {
+    if (g.w.dilation[i] != 1) return true;
+    if (g.ceil && g.in[i] >= 0) {
       // MIL keeps a last window that starts in the end padding; ONNX drops it
-      int64_t span = g.in[i] + g.pad_b[i] + g.pad_e[i] - g.kernel[i];
-      if ((span + g.stride[i] - 1) / g.stride[i] + 1 != g.out[i]) return true;
+      int64_t span = g.in[i] + g.w.pad_begin[i] + g.w.pad_end[i] - g.w.kernel[i];
+      if ((span + g.w.stride[i] - 1) / g.w.stride[i] + 1 != g.out[i]) return true;
     }
   }
   return false;
@@ -209,114 +201,15 @@ bool pool_needs_windows(C& cv, const NodeProto& n, Var* x) {
 
 Var* pool_by_windows(C& cv, const NodeProto& n, Var* x, PoolKind kind, bool count_include_pad, Var** indices) {
   PoolGeom g = pool_geom(cv, n, x);
-  size_t sp = g.in.size();
-  for (size_t i = 0; i < sp; ++i)
+  for (size_t i = 0; i < g.in.size(); ++i)
     if (g.in[i] < 0 || g.out[i] < 1) cv.fail(n, "pooling with dilations, ceil_mode or indices needs the spatial size to be known");
-  DataType dt = C::dtype(x);
-  double ninf = -std::numeric_limits<double>::infinity();
-  // pad: begin pads, and at the end whatever the last window reaches past the input
-  std::vector<int64_t> pad(2 * (sp + 2), 0), need(sp);
-  bool any_pad = false;
-  for (size_t i = 0; i < sp; ++i) {
-    need[i] = (g.out[i] - 1) * g.stride[i] + (g.kernel[i] - 1) * g.dil[i] + 1;
-    pad[2 * (i + 2)] = g.pad_b[i];
-    pad[2 * (i + 2) + 1] = std::max<int64_t>(0, need[i] - g.pad_b[i] - g.in[i]);
-    any_pad = any_pad || pad[2 * (i + 2)] || pad[2 * (i + 2) + 1];
-  }
-  Var* xp = x;
-  if (any_pad)
-    xp = cv.op("pad", {C::arg("x", x), C::arg_ints32("pad", pad),
-                       C::arg("constant_val", Value::scalar_float(dt, kind == PoolKind::Max ? ninf : 0.0))});
-  // kernel taps in row-major order (the first maximum wins, as in ONNX's reference)
-  int64_t taps = 1;
-  for (auto k : g.kernel) taps *= k;
-  int64_t out_count = 1;
-  for (auto o : g.out) out_count *= o;
-  std::vector<int64_t> out_shape = {1, 1};
-  out_shape.insert(out_shape.end(), g.out.begin(), g.out.end());
-  Var* acc = nullptr;
-  Var* idx = nullptr;
-  std::vector<double> count(static_cast<size_t>(out_count), 0.0);
-  int64_t in_count = 1;
-  for (auto v : g.in) in_count *= v;
-  bool storage_col = C::attr_int(n, "storage_order", 0) != 0;
-  for (int64_t t = 0; t < taps; ++t) {
-    std::vector<int64_t> tap(sp);
-    for (int64_t r = t, i = static_cast<int64_t>(sp) - 1; i >= 0; --i) {
-      tap[static_cast<size_t>(i)] = r % g.kernel[static_cast<size_t>(i)];
-      r /= g.kernel[static_cast<size_t>(i)];
-    }
-    std::vector<int64_t> begin = {0, 0}, end = {0, 0}, stride = {1, 1};
-    std::vector<bool> bm = {true, true}, em = {true, true};
-    for (size_t i = 0; i < sp; ++i) {
-      int64_t b0 = tap[i] * g.dil[i];
-      begin.push_back(b0);
-      end.push_back(b0 + (g.out[i] - 1) * g.stride[i] + 1);
-      stride.push_back(g.stride[i]);
-      bm.push_back(false);
-      em.push_back(false);
-    }
-    auto bools = [](const std::vector<bool>& v) {
-      std::vector<int64_t> r(v.begin(), v.end());
-      return Value::from_ints(DataType::Bool, {static_cast<int64_t>(r.size())}, r);
-    };
-    Var* s = cv.op("slice_by_index", {C::arg("x", xp), C::arg_ints32("begin", begin), C::arg_ints32("end", end),
-                                      C::arg_ints32("stride", stride), C::arg("begin_mask", bools(bm)),
-                                      C::arg("end_mask", bools(em))});
-    // where each output's tap lands in the input (for the count and the indices)
-    std::vector<int64_t> flat(static_cast<size_t>(out_count), -1);
-    for (int64_t o = 0; o < out_count; ++o) {
-      bool inside = true, in_pads = true;
-      int64_t f = 0, mul = 1;
-      std::vector<int64_t> pos(sp);
-      for (int64_t r = o, i = static_cast<int64_t>(sp) - 1; i >= 0; --i) {
-        size_t u = static_cast<size_t>(i);
-        int64_t oi = r % g.out[u];
-        r /= g.out[u];
-        int64_t p = oi * g.stride[u] + tap[u] * g.dil[u] - g.pad_b[u];
-        pos[u] = p;
-        inside = inside && p >= 0 && p < g.in[u];
-        in_pads = in_pads && p >= -g.pad_b[u] && p < g.in[u] + g.pad_e[u];
-      }
-      if (storage_col) {
-        for (size_t i = 0; i < sp; ++i) {
-          f += pos[i] * mul;
-          mul *= g.in[i];
-        }
-      } else {
-        for (int64_t i = static_cast<int64_t>(sp) - 1; i >= 0; --i) {
-          f += pos[static_cast<size_t>(i)] * mul;
-          mul *= g.in[static_cast<size_t>(i)];
-        }
-      }
-      if (inside) flat[static_cast<size_t>(o)] = f;
-      if (count_include_pad ? in_pads : inside) count[static_cast<size_t>(o)] += 1;
-    }
-    if (!acc) {
-      acc = s;
-      if (indices) idx = cv.c(Value::from_ints(DataType::Int32, out_shape, flat));
-    } else if (kind == PoolKind::Max) {
-      if (indices) {
-        Var* gt = binary(cv, "greater", s, acc);
-        idx = cv.op("select", {C::arg("cond", gt), C::arg("a", cv.c(Value::from_ints(DataType::Int32, out_shape, flat))), C::arg("b", idx)});
-      }
-      acc = binary(cv, "maximum", acc, s);
-    } else {
-      acc = binary(cv, "add", acc, s);
-    }
-  }
-  if (kind == PoolKind::Avg) acc = binary(cv, "real_div", acc, cv.c(Value::from_doubles(dt, out_shape, count)));
-  if (indices) {
-    // + (n * C + c) * prod(spatial)
-    auto xs = C::static_shape(x);
-    if (!xs) cv.fail(n, "the Indices output needs the input shape to be known");
-    std::vector<int64_t> base(static_cast<size_t>((*xs)[0] * (*xs)[1]));
-    for (size_t i = 0; i < base.size(); ++i) base[i] = static_cast<int64_t>(i) * in_count;
-    std::vector<int64_t> bshape = {(*xs)[0], (*xs)[1]};
-    for (size_t i = 0; i < sp; ++i) bshape.push_back(1);
-    *indices = binary(cv, "add", idx, cv.c(Value::from_ints(DataType::Int32, bshape, base)));
-  }
-  return acc;
+  compose::PoolSpec s;
+  s.window = g.w;
+  s.kind = kind;
+  s.ceil_mode = g.ceil;
+  s.count_include_pad = count_include_pad;
+  s.index_order = C::attr_int(n, "storage_order", 0) != 0 ? compose::IndexOrder::ColumnMajor : compose::IndexOrder::RowMajor;
+  return compose::pool_by_taps(cv.em, x, s, indices);
 }
 
 namespace {
@@ -355,13 +248,8 @@ void global_pool(C& cv, const NodeProto& n, const char* reduce) {
 }
 
 // (x - mean) / sqrt(var + eps) * scale + bias, every parameter broadcast per channel.
-Var* norm_composite(C& cv, Var* x, Var* mean, Var* var, Var* scale, Var* bias, double eps, int rank) {
-  DataType dt = C::dtype(x);
-  Var* d = binary(cv, "sub", x, per_channel(cv, mean, rank));
-  Var* s = cv.op("sqrt", {C::arg("x", binary(cv, "add", per_channel(cv, var, rank), cv.cs(eps, dt)))});
-  Var* y = binary(cv, "real_div", d, s);
-  y = binary(cv, "mul", y, per_channel(cv, scale, rank));
-  return binary(cv, "add", y, per_channel(cv, bias, rank));
+Var* norm_composite(C& cv, Var* x, Var* mean, Var* var, Var* scale, Var* bias, double eps) {
+  return compose::norm_by_stats(cv.em, x, {mean, var, scale, bias, eps});
 }
 
 }  // namespace
@@ -411,7 +299,7 @@ void batch_normalization(C& cv, const NodeProto& n) {
     Var* mean = cv.op("reduce_mean", {C::arg("x", x), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", false)});
     Var* d = binary(cv, "sub", x, per_channel(cv, mean, r));
     Var* var = cv.op("reduce_mean", {C::arg("x", binary(cv, "mul", d, d)), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", false)});
-    cv.out(n, 0, norm_composite(cv, x, mean, var, cv.in(n, 1), cv.in(n, 2), eps, r));
+    cv.out(n, 0, norm_composite(cv, x, mean, var, cv.in(n, 1), cv.in(n, 2), eps));
     double mom = C::attr_float(n, "momentum", 0.9f);
     auto running = [&](Var* old, Var* now) {
       return binary(cv, "add", binary(cv, "mul", old, cv.cs(mom, dt)), binary(cv, "mul", now, cv.cs(1 - mom, dt)));
@@ -427,7 +315,7 @@ void batch_normalization(C& cv, const NodeProto& n) {
                                       C::arg_f32("epsilon", eps)}));
     return;
   }
-  cv.out(n, 0, norm_composite(cv, x, cv.in(n, 3), cv.in(n, 4), cv.in(n, 1), cv.in(n, 2), eps, r));
+  cv.out(n, 0, norm_composite(cv, x, cv.in(n, 3), cv.in(n, 4), cv.in(n, 1), cv.in(n, 2), eps));
 }
 
 void instance_normalization(C& cv, const NodeProto& n) {

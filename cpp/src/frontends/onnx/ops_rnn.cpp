@@ -2,24 +2,15 @@
 // states and outputs reshaped between ONNX's [dirs, batch, hidden] and MIL's [batch, dirs * hidden]).
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 
+#include "milkit/compose/rnn.h"
 #include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-// Row blocks of a [gates * H, ...] value in another order.
-Value reorder(const Value& v, int64_t gates, const std::vector<int>& order) {
-  std::vector<int64_t> shape = v.shape();
-  int64_t rows = shape[0], h = rows / gates, cols = v.numel() / rows;
-  auto d = v.to_doubles();
-  std::vector<double> out(d.size());
-  for (size_t g = 0; g < order.size(); ++g)
-    std::copy(d.begin() + order[g] * h * cols, d.begin() + (order[g] + 1) * h * cols, out.begin() + static_cast<int64_t>(g) * h * cols);
-  return Value::from_doubles(v.dtype(), shape, out);
-}
 
 // Direction `d` of a [dirs, ...] value.
 Value slice0(const Value& v, int64_t d) {
@@ -28,12 +19,6 @@ Value slice0(const Value& v, int64_t d) {
   auto all = v.to_doubles();
   return Value::from_doubles(v.dtype() == DataType::Float64 ? DataType::Float32 : v.dtype(), shape,
                              std::vector<double>(all.begin() + d * n, all.begin() + (d + 1) * n));
-}
-
-Value add(const Value& a, const Value& b) {
-  auto x = a.to_doubles(), y = b.to_doubles();
-  for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
-  return Value::from_doubles(a.dtype(), a.shape(), x);
 }
 
 Value part(const Value& v, int64_t from, int64_t len) {
@@ -126,74 +111,44 @@ const Value& need(C& cv, const NodeProto& n, int i, const char* what) {
   return *v;
 }
 
-void rnn_like(C& cv, const NodeProto& n, const char* kind) {
-  std::string k = kind;
+void rnn_like(C& cv, const NodeProto& n, compose::RnnKind kind) {
+  using compose::RnnKind;
+  bool lstm = kind == RnnKind::Lstm, gru = kind == RnnKind::Gru;
   Common c = common(cv, n);
-  int64_t gates = k == "lstm" ? 4 : k == "gru" ? 3 : 1;
+  int64_t gates = lstm ? 4 : gru ? 3 : 1;
   const Value& W = need(cv, n, 1, "W");
   const Value& R = need(cv, n, 2, "R");
   if (c.hidden <= 0) c.hidden = R.shape().back();
-  auto acts_attr = C::attr_floats(n, "activation_alpha");
-  (void)acts_attr;
   std::vector<std::string> acts;
-  if (auto* a = C::find_attr(n, "activations"))
-    for (auto& s : a->strings()) acts.push_back(act_name(cv, n, s));
-  std::vector<int> order = k == "lstm" ? std::vector<int>{0, 2, 1, 3} : k == "gru" ? std::vector<int>{1, 2, 0} : std::vector<int>{0};
+  for (auto& s : C::attr_strings(n, "activations")) acts.push_back(act_name(cv, n, s));
+  std::vector<int> order = compose::onnx_gate_order(kind);
+  auto canon = [&](const Value& v) { return compose::reorder_gates(v, order).cast(C::dtype(c.x)); };
   std::vector<Var*> ys, hs, cs;
   DataType dt = C::dtype(c.x);
   for (int64_t d = 0; d < c.dirs; ++d) {
-    Value w = reorder(slice0(W, d), gates, order).cast(dt), r = reorder(slice0(R, d), gates, order).cast(dt);
-    Value wb = Value::from_doubles(dt, {gates * c.hidden}, std::vector<double>(static_cast<size_t>(gates * c.hidden), 0.0));
-    Value rb = wb;
+    compose::RnnWeights w{canon(slice0(W, d)), canon(slice0(R, d)), std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+    // MIL's op always gets a bias (zeros without B)
+    Value zeros = Value::from_doubles(dt, {gates * c.hidden}, std::vector<double>(static_cast<size_t>(gates * c.hidden), 0.0));
+    w.b_ih = w.b_hh = zeros;
     if (C::has(n, 3)) {
       Value b = slice0(need(cv, n, 3, "B"), d);
-      wb = reorder(part(b, 0, gates * c.hidden), gates, order).cast(dt);
-      rb = reorder(part(b, gates * c.hidden, gates * c.hidden), gates, order).cast(dt);
+      w.b_ih = canon(part(b, 0, gates * c.hidden));
+      w.b_hh = canon(part(b, gates * c.hidden, gates * c.hidden));
     }
-    std::string dir = c.dirs == 2 ? (d == 0 ? "forward" : "reverse") : c.direction;
-    size_t nacts = k == "lstm" ? 3 : k == "gru" ? 2 : 1;
-    std::vector<std::string> a(acts.begin() + std::min(acts.size(), static_cast<size_t>(d) * nacts),
-                               acts.begin() + std::min(acts.size(), static_cast<size_t>(d + 1) * nacts));
-    std::vector<Arg> args = {C::arg("x", c.x), C::arg("initial_h", initial(cv, n, k == "lstm" ? 5 : 5, c, d))};
-    if (k == "lstm") args.push_back(C::arg("initial_c", initial(cv, n, 6, c, d)));
-    args.push_back(C::arg("weight_ih", w));
-    args.push_back(C::arg("weight_hh", r));
-    bool reset_after = k == "gru" && C::attr_int(n, "linear_before_reset", 0) != 0;
-    if (reset_after) {
-      args.push_back(C::arg("bias", rb));
-      args.push_back(C::arg("input_bias", wb));
-      args.push_back(C::arg_bool("reset_after", true));
-    } else {
-      args.push_back(C::arg("bias", add(wb, rb)));
-    }
-    if (k == "lstm" && C::has(n, 7)) {
-      Value p = slice0(need(cv, n, 7, "P"), d);
-      args.push_back(C::arg("peephole", reorder(p, 3, {0, 2, 1}).cast(dt)));
-    }
-    args.push_back(C::arg_str("direction", dir));
-    args.push_back(C::arg_bool("output_sequence", true));
-    if (k == "lstm") {
-      if (a.size() == 3) {
-        args.push_back(C::arg_str("recurrent_activation", a[0]));
-        args.push_back(C::arg_str("cell_activation", a[1]));
-        args.push_back(C::arg_str("activation", a[2]));
-      }
-      if (C::find_attr(n, "clip")) args.push_back(C::arg("clip", Value::scalar_float(dt, C::attr_float(n, "clip", 0))));
-    } else if (k == "gru") {
-      if (a.size() == 2) {
-        args.push_back(C::arg_str("recurrent_activation", a[0]));
-        args.push_back(C::arg_str("activation", a[1]));
-      }
-    } else if (a.size() == 1) {
-      args.push_back(C::arg_str("activation", a[0]));
-    }
-    auto outs = cv.ops(k, std::move(args));
-    Var* y = outs[0];
-    // MIL lists a reverse layer's outputs in processing order; ONNX aligns them with the input
-    if (dir == "reverse") y = cv.op("reverse", {C::arg("x", y), C::arg_ints32("axes", {0})});
-    ys.push_back(y);
-    hs.push_back(outs[1]);
-    if (k == "lstm") cs.push_back(outs[2]);
+    // peepholes: ONNX's [i, o, f] -> [i, f, o]
+    if (lstm && C::has(n, 7)) w.peephole = compose::reorder_gates(slice0(need(cv, n, 7, "P"), d), {0, 2, 1}).cast(dt);
+    compose::RnnLayerSpec s;
+    s.kind = kind;
+    s.reverse = c.dirs == 2 ? d == 1 : c.direction == "reverse";
+    s.linear_before_reset = gru && C::attr_int(n, "linear_before_reset", 0) != 0;
+    size_t nacts = lstm ? 3 : gru ? 2 : 1;
+    s.activations.assign(acts.begin() + static_cast<std::ptrdiff_t>(std::min(acts.size(), static_cast<size_t>(d) * nacts)),
+                         acts.begin() + static_cast<std::ptrdiff_t>(std::min(acts.size(), static_cast<size_t>(d + 1) * nacts)));
+    if (lstm && C::find_attr(n, "clip")) s.clip = C::attr_float(n, "clip", 0);
+    compose::RnnLayerResult r = compose::rnn_layer(cv.em, c.x, initial(cv, n, 5, c, d), lstm ? initial(cv, n, 6, c, d) : nullptr, w, s);
+    ys.push_back(r.y);
+    hs.push_back(r.h);
+    if (lstm) cs.push_back(r.c);
   }
   outputs(cv, n, c, ys, hs, cs);
 }
@@ -202,11 +157,11 @@ void rnn_like(C& cv, const NodeProto& n, const char* kind) {
 
 namespace {
 
-void lstm(C& cv, const NodeProto& n) { rnn_like(cv, n, "lstm"); }
+void lstm(C& cv, const NodeProto& n) { rnn_like(cv, n, compose::RnnKind::Lstm); }
 
-void gru(C& cv, const NodeProto& n) { rnn_like(cv, n, "gru"); }
+void gru(C& cv, const NodeProto& n) { rnn_like(cv, n, compose::RnnKind::Gru); }
 
-void rnn(C& cv, const NodeProto& n) { rnn_like(cv, n, "rnn"); }
+void rnn(C& cv, const NodeProto& n) { rnn_like(cv, n, compose::RnnKind::RnnTanh); }
 
 }  // namespace
 

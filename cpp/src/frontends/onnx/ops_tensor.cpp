@@ -5,6 +5,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "milkit/compose/einsum.h"
+#include "milkit/compose/scan.h"
 #include "ops_common.h"
 
 namespace milkit {
@@ -285,149 +287,12 @@ Value filled(DataType dt, const std::vector<int64_t>& shape, const Value& scalar
   return Value::from_ints(dt, shape, std::vector<int64_t>(static_cast<size_t>(num), scalar.as_int(0)));
 }
 
-// Einsum without ellipsis or repeated letters in one operand: each operand is transposed and
-// expanded to one common letter order, multiplied, and the letters not in the output summed.
-// Two-operand equations MIL's einsum takes go to it (matmul-based) instead.
 void einsum(C& cv, const NodeProto& n) {
-  std::string eq = C::attr_string(n, "equation", "");
-  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
   std::vector<Var*> ins;
   for (int i = 0; i < n.input_size(); ++i) ins.push_back(cv.in(n, i));
-  if (eq.find("...") != std::string::npos) {
-    // "..." becomes letters of its own (right-aligned across operands, as broadcasting is)
-    std::string free;
-    for (char c = 'A'; c <= 'Z'; ++c)
-      if (eq.find(c) == std::string::npos) free += c;
-    auto arrow0 = eq.find("->");
-    std::string lhs0 = eq.substr(0, arrow0);
-    std::vector<std::string> t0;
-    size_t st = 0;
-    for (size_t i = 0; i <= lhs0.size(); ++i)
-      if (i == lhs0.size() || lhs0[i] == ',') t0.push_back(lhs0.substr(st, i - st)), st = i + 1;
-    if (t0.size() != ins.size()) cv.fail(n, "the equation's operands do not match the inputs");
-    size_t most = 0;
-    for (size_t k = 0; k < t0.size(); ++k) {
-      auto pos = t0[k].find("...");
-      if (pos == std::string::npos) continue;
-      int r = cv.rank(n, ins[k]);
-      int64_t cnt = r - static_cast<int64_t>(t0[k].size() - 3);
-      if (cnt < 0 || static_cast<size_t>(cnt) > free.size()) cv.fail(n, "the ellipsis does not match the rank of input " + std::to_string(k));
-      most = std::max(most, static_cast<size_t>(cnt));
-      t0[k] = t0[k].substr(0, pos) + free.substr(free.size() - static_cast<size_t>(cnt)) + t0[k].substr(pos + 3);
-    }
-    std::string ell = free.substr(free.size() - most), rhs;
-    if (arrow0 == std::string::npos) {
-      std::string rest;
-      for (auto& t : t0)
-        for (char c : t)
-          if (ell.find(c) == std::string::npos && std::count(lhs0.begin(), lhs0.end(), c) == 1) rest += c;
-      std::sort(rest.begin(), rest.end());
-      rhs = ell + rest;
-    } else {
-      rhs = eq.substr(arrow0 + 2);
-      auto pos = rhs.find("...");
-      if (pos != std::string::npos) rhs = rhs.substr(0, pos) + ell + rhs.substr(pos + 3);
-    }
-    eq.clear();
-    for (size_t k = 0; k < t0.size(); ++k) eq += (k ? "," : "") + t0[k];
-    eq += "->" + rhs;
-  }
-  {
-    // a letter repeated within one operand: that operand's diagonal first
-    auto arrow0 = eq.find("->");
-    std::string lhs0 = eq.substr(0, arrow0), rest = arrow0 == std::string::npos ? "" : eq.substr(arrow0);
-    std::vector<std::string> t0;
-    size_t st = 0;
-    for (size_t i = 0; i <= lhs0.size(); ++i)
-      if (i == lhs0.size() || lhs0[i] == ',') t0.push_back(lhs0.substr(st, i - st)), st = i + 1;
-    bool changed = false;
-    for (size_t k = 0; k < t0.size() && k < ins.size(); ++k) {
-      for (size_t p = 0; p < t0[k].size(); ++p) {
-        size_t q = t0[k].find(t0[k][p], p + 1);
-        if (q == std::string::npos) continue;
-        auto xs = C::static_shape(ins[k]);
-        if (!xs || xs->size() != t0[k].size()) cv.fail(n, "a diagonal needs the input's shape to be known");
-        int64_t d = (*xs)[p];
-        if ((*xs)[q] != d) cv.fail(n, "a repeated letter spans dims of different sizes");
-        std::vector<int64_t> es(xs->size(), 1);
-        es[p] = d, es[q] = d;
-        std::vector<double> eye(static_cast<size_t>(d * d), 0.0);
-        for (int64_t i = 0; i < d; ++i) eye[static_cast<size_t>(i * d + i)] = 1.0;
-        Var* m = cv.op("mul", {C::arg("x", ins[k]), C::arg("y", cv.c(Value::from_doubles(C::dtype(ins[k]), es, eye)))});
-        ins[k] = cv.op("reduce_sum", {C::arg("x", m), C::arg_ints32("axes", {static_cast<int64_t>(q)}), C::arg_bool("keep_dims", false)});
-        t0[k].erase(q, 1);
-        changed = true;
-        --p;
-      }
-    }
-    if (changed) {
-      std::string lhs1;
-      for (size_t k = 0; k < t0.size(); ++k) lhs1 += (k ? "," : "") + t0[k];
-      if (rest.empty()) {  // the implicit output of the original terms (letters used once, sorted)
-        std::string o;
-        for (char c : lhs0)
-          if (c != ',' && std::count(lhs0.begin(), lhs0.end(), c) == 1) o += c;
-        std::sort(o.begin(), o.end());
-        rest = "->" + o;
-      }
-      eq = lhs1 + rest;
-    }
-  }
-  auto arrow = eq.find("->");
-  std::string lhs = eq.substr(0, arrow), out;
-  std::vector<std::string> terms;
-  size_t start = 0;
-  for (size_t i = 0; i <= lhs.size(); ++i)
-    if (i == lhs.size() || lhs[i] == ',') terms.push_back(lhs.substr(start, i - start)), start = i + 1;
-  if (terms.size() != ins.size()) cv.fail(n, "the equation has " + std::to_string(terms.size()) + " operands for " + std::to_string(ins.size()) + " inputs");
-  std::string all;
-  for (auto& t : terms)
-    for (char c : t) {
-      if (std::count(t.begin(), t.end(), c) > 1) cv.fail(n, "a letter repeated within one operand (a diagonal) is not supported");
-      if (all.find(c) == std::string::npos) all += c;
-    }
-  if (arrow == std::string::npos) {
-    for (char c : std::string(all.begin(), all.end()))
-      if (std::count(lhs.begin(), lhs.end(), c) == 1) out += c;
-    std::sort(out.begin(), out.end());
-  } else {
-    out = eq.substr(arrow + 2);
-  }
-  if (ins.size() == 2) {
-    Arg values{"values", {ArgItem{ins[0], nullptr}, ArgItem{ins[1], nullptr}}, true};
-    try {
-      return cv.out(n, 0, cv.op("einsum", {values, C::arg_str("equation", eq)}));
-    } catch (const Error&) {
-      // an equation MIL's einsum does not take: the general form below
-    }
-  }
-  // common order: output letters first, then the summed ones
-  std::string order = out;
-  for (char c : all)
-    if (order.find(c) == std::string::npos) order += c;
-  Var* acc = nullptr;
-  for (size_t k = 0; k < ins.size(); ++k) {
-    const std::string& t = terms[k];
-    if (cv.rank(n, ins[k]) != static_cast<int>(t.size())) cv.fail(n, "operand " + std::to_string(k) + " has rank " + std::to_string(cv.rank(n, ins[k])) + ", its term '" + t + "' has " + std::to_string(t.size()) + " letters");
-    std::vector<int64_t> perm;
-    std::string present;
-    for (char c : order)
-      if (t.find(c) != std::string::npos) perm.push_back(static_cast<int64_t>(t.find(c))), present += c;
-    Var* x = ins[k];
-    bool identity = true;
-    for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == static_cast<int64_t>(i);
-    if (!identity && perm.size() > 1) x = cv.op("transpose", {C::arg("x", x), C::arg_ints32("perm", perm)});
-    std::vector<int64_t> axes;
-    for (size_t i = 0; i < order.size(); ++i)
-      if (present.find(order[i]) == std::string::npos) axes.push_back(static_cast<int64_t>(i));
-    if (!axes.empty()) x = cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", axes)});
-    acc = acc ? binary(cv, "mul", acc, x) : x;
-  }
-  std::vector<int64_t> sum;
-  for (size_t i = out.size(); i < order.size(); ++i) sum.push_back(static_cast<int64_t>(i));
-  if (!sum.empty()) acc = cv.op("reduce_sum", {C::arg("x", acc), C::arg_ints32("axes", sum), C::arg_bool("keep_dims", false)});
-  else if (acc == ins[0]) acc = cv.op("identity", {C::arg("x", acc)});
-  cv.out(n, 0, acc);
+  Var* y = compose::einsum(cv.em, C::attr_string(n, "equation", ""), ins);
+  if (std::find(ins.begin(), ins.end(), y) != ins.end()) y = cv.em.un("identity", y);
+  cv.out(n, 0, y);
 }
 
 }  // namespace
@@ -704,9 +569,11 @@ void top_k(C& cv, const NodeProto& n) {
 
 void cum_sum(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
-  int64_t ax = cv.axis(n, cv.ints(n, 1, "axis").at(0), cv.rank(n, x));
-  cv.out(n, 0, cv.op("cumsum", {C::arg("x", x), C::arg_i32("axis", ax), C::arg_bool("exclusive", C::attr_int(n, "exclusive", 0) != 0),
-                                C::arg_bool("reverse", C::attr_int(n, "reverse", 0) != 0)}));
+  compose::ScanSpec s;
+  s.axis = cv.axis(n, cv.ints(n, 1, "axis").at(0), cv.rank(n, x));
+  s.exclusive = C::attr_int(n, "exclusive", 0) != 0;
+  s.reverse = C::attr_int(n, "reverse", 0) != 0;
+  cv.out(n, 0, compose::cumsum(cv.em, x, s));
 }
 
 void one_hot(C& cv, const NodeProto& n) {
