@@ -95,18 +95,29 @@ class OpTable {
 /// The table (filled once by the register_* functions of each family file).
 const OpTable& op_table();
 
-void register_elementwise(OpTable& t);
-void register_nn(OpTable& t);
-void register_tensor(OpTable& t);
-void register_reduction(OpTable& t);
-void register_control_flow(OpTable& t);
-void register_sequence_rnn(OpTable& t);
-void register_resize(OpTable& t);
+void register_activation(OpTable& t);
 void register_attention(OpTable& t);
+void register_cast(OpTable& t);
+void register_control_flow(OpTable& t);
+void register_conv(OpTable& t);
+void register_creation(OpTable& t);
+void register_detection(OpTable& t);
+void register_indexing(OpTable& t);
+void register_logical(OpTable& t);
 void register_loss(OpTable& t);
-void register_extra(OpTable& t);
-void register_more(OpTable& t);
-void register_domains(OpTable& t);
+void register_math(OpTable& t);
+void register_ml(OpTable& t);
+void register_normalization(OpTable& t);
+void register_optional(OpTable& t);
+void register_pooling(OpTable& t);
+void register_quantization(OpTable& t);
+void register_reduction(OpTable& t);
+void register_rnn(OpTable& t);
+void register_sampling(OpTable& t);
+void register_shape(OpTable& t);
+void register_signal(OpTable& t);
+void register_text(OpTable& t);
+void register_training(OpTable& t);
 
 /// Names visible in one graph (subgraphs see their parents').
 struct Scope {

@@ -1,5 +1,4 @@
-// ONNX Attention (opset 23+): 3-D or 4-D Q/K/V, past key/value, grouped heads, boolean or
-// additive masks, causal masks aligned bottom-right, softcap, and the qk output modes.
+// ONNX operators: attention (Attention, ai.onnx.preview FlexAttention).
 #include <cmath>
 #include <limits>
 
@@ -15,7 +14,8 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 // nonpad_kv_seqlen (input 6) as an additive bias [B, 1, Lq, Lk]: keys at or past the batch's
 // length hidden, and the causal / windowed mask aligned to that length (an external cache).
-Var* nonpad_bias(C& cv, const NodeProto& n, Var* q, Var* k, bool causal, int64_t left, int64_t right) {
+Var* nonpad_bias(C& cv, const NodeProto& n, Var* q, Var* k, bool causal, int64_t left,
+                 int64_t right) {
   auto qs = C::static_shape(q), ks = C::static_shape(k);
   if (!ks) cv.fail(n, "nonpad_kv_seqlen needs the kv sequence length to be known");
   DataType dt = C::dtype(q), i32 = DataType::Int32;
@@ -34,7 +34,8 @@ Var* nonpad_bias(C& cv, const NodeProto& n, Var* q, Var* k, bool causal, int64_t
     auto both = [&](Var* x) { ok = ok ? binary(cv, "logical_and", ok, x) : x; };
     if (causal) both(binary(cv, "greater_equal", diff, cv.cs(0, i32)));
     if (left >= 0) both(binary(cv, "less_equal", diff, cv.cs(static_cast<double>(left), i32)));
-    if (right >= 0) both(binary(cv, "greater_equal", diff, cv.cs(static_cast<double>(-right), i32)));
+    if (right >= 0)
+      both(binary(cv, "greater_equal", diff, cv.cs(static_cast<double>(-right), i32)));
     bias = cv.em.sel(ok, cv.cs(0, dt), cv.cs(kNegInf, dt));
   }
   std::vector<int64_t> j(static_cast<size_t>(sk));
@@ -66,7 +67,8 @@ void attention(C& cv, const NodeProto& n) {
   if (C::has(n, 3)) s.mask = cv.in(n, 3);
   s.pad_mask = true;
   bool causal = C::attr_int(n, "is_causal", 0) != 0;
-  int64_t left = C::attr_int(n, "left_window_size", -1), right = C::attr_int(n, "right_window_size", -1);
+  int64_t left = C::attr_int(n, "left_window_size", -1),
+          right = C::attr_int(n, "right_window_size", -1);
   if (C::has(n, 4)) s.past_key = cv.in(n, 4);
   if (C::has(n, 5)) s.past_value = cv.in(n, 5);
   if (nonpad) {
@@ -78,8 +80,10 @@ void attention(C& cv, const NodeProto& n) {
     s.left_window = left;
     s.right_window = right;
     s.align = compose::CausalAlign::BottomRight;
-    if (!s.past_key) s.offset = 0;
-    else if (auto ps = C::static_shape(s.past_key)) s.offset = (*ps)[2];
+    if (!s.past_key)
+      s.offset = 0;
+    else if (auto ps = C::static_shape(s.past_key))
+      s.offset = (*ps)[2];
   }
   compose::AttentionResult a = compose::attention(cv.em, q, k, v, s);
   cv.out(n, 0, r == 3 ? compose::merge_heads(cv.em, a.y) : a.y);
@@ -91,9 +95,52 @@ void attention(C& cv, const NodeProto& n) {
   }
 }
 
+// ---- ai.onnx.preview ----------------------------------------------------------------------------
+
+void flex_attention(C& cv, const NodeProto& n) {
+  Var* q = cv.in(n, 0);
+  Var* k = cv.in(n, 1);
+  Var* v = cv.in(n, 2);
+  auto qs = C::static_shape(q), ks = C::static_shape(k);
+  if (!qs || !ks || qs->size() != 4 || ks->size() != 4)
+    cv.fail(n, "needs 4-D Q, K and V of known shapes");
+  DataType dt = C::dtype(q), f32 = DataType::Float32;
+  int64_t hq = (*qs)[1], hkv = (*ks)[1], E = (*qs)[3];
+  if (hq != hkv) {
+    if (hkv <= 0 || hq % hkv) cv.fail(n, "q heads must be a multiple of kv heads");
+    k = compose::repeat_heads(cv.em, k, hq / hkv);
+    v = compose::repeat_heads(cv.em, v, hq / hkv);
+  }
+  double scale = C::find_attr(n, "scale") ? C::attr_float(n, "scale", 1.0f)
+                                          : 1.0 / std::sqrt(static_cast<double>(E));
+  Var* sq = cv.cs(std::sqrt(static_cast<float>(scale)), dt);
+  Var* scores =
+      cv.op("matmul", {C::arg("x", binary(cv, "mul", q, sq)), C::arg("y", binary(cv, "mul", k, sq)),
+                       C::arg_bool("transpose_y", true)});
+  // the softmax in fp32 (fp16 / bf16 promoted, as the reference does) unless softmax_precision says
+  int sp = static_cast<int>(C::attr_int(n, "softmax_precision", 0));
+  DataType ct = sp == onnx::TensorProto::FLOAT16 ? DataType::Float16 : f32;
+  scores = cv.cast(scores, ct);
+  auto mod = [&](const char* name, Var* x) {
+    auto* a = C::find_attr(n, name);
+    if (!a || !a->has_g()) return x;
+    auto outs = convert_subgraph(cv, a->g(), {x});
+    if (outs.size() != 1) cv.fail(n, std::string(name) + " must return one value");
+    return cv.cast(outs[0], ct);
+  };
+  scores = mod("score_mod", scores);
+  Var* probs = cv.op("softmax", {C::arg("x", scores), C::arg_i32("axis", -1)});
+  probs = mod("prob_mod", probs);
+  Var* y = cv.op("matmul", {C::arg("x", probs), C::arg("y", cv.cast(v, ct))});
+  cv.out(n, 0, cv.cast(y, C::dtype(v)));
+}
+
 }  // namespace
 
-void register_attention(OpTable& t) { t.on("Attention", 1, attention); }
+void register_attention(OpTable& t) {
+  t.on("Attention", 1, attention);
+  t.on("ai.onnx.preview", "FlexAttention", 1, flex_attention);
+}
 
 }  // namespace onnx_detail
 }  // namespace milkit
