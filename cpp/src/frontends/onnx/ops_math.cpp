@@ -132,22 +132,23 @@ void einsum(C& cv, const NodeProto& n) {
   cv.out(n, 0, y);
 }
 
-void cum_sum(C& cv, const NodeProto& n) {
-  Var* x = cv.in(n, 0);
+// CumSum / CumProd's axis (input 1), exclusive and reverse.
+compose::ScanSpec scan_spec(C& cv, const NodeProto& n, Var* x) {
   compose::ScanSpec s;
   s.axis = cv.axis(n, cv.ints(n, 1, "axis").at(0), cv.rank(n, x));
   s.exclusive = C::attr_int(n, "exclusive", 0) != 0;
   s.reverse = C::attr_int(n, "reverse", 0) != 0;
-  cv.out(n, 0, compose::cumsum(cv.em, x, s));
+  return s;
+}
+
+void cum_sum(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  cv.out(n, 0, compose::cumsum(cv.em, x, scan_spec(cv, n, x)));
 }
 
 void cum_prod(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
-  compose::ScanSpec s;
-  s.axis = cv.axis(n, cv.ints(n, 1, "axis").at(0), cv.rank(n, x));
-  s.exclusive = C::attr_int(n, "exclusive", 0) != 0;
-  s.reverse = C::attr_int(n, "reverse", 0) != 0;
-  cv.out(n, 0, compose::cumprod(cv.em, x, s));
+  cv.out(n, 0, compose::cumprod(cv.em, x, scan_spec(cv, n, x)));
 }
 
 void det(C& cv, const NodeProto& n) {
