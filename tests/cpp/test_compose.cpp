@@ -732,6 +732,32 @@ TEST_CASE("compose: attention with bool and additive masks, hidden rows, grouped
   REQUIRE_THROWS_WITH(attention(p.e, q, k3, k3, AttentionSpec{}), Catch::Contains("multiple"));
 }
 
+TEST_CASE("compose: attention with an extra additive bias after the mask and the causal bias",
+          "[compose]") {
+  Prog p;
+  std::vector<double> qv = {1, 0, 0.5, 1}, kv = {1, 1, 0, 2, -1, 0.5}, vv = {1, 10, 100};
+  Var* q = p.input("q", {1, 1, 2, 2}, qv);
+  Var* k = p.input("k", {1, 1, 3, 2}, kv);
+  Var* v = p.input("v", {1, 1, 3, 1}, vv);
+  Var* add = p.input("add", {2, 3}, {0.5, -1, 0, 0, 2, 1});
+  Var* pad = p.input("pad", {1, 3}, {0, 0, -INFINITY});  // the last key is padding
+  AttentionSpec bs, all;
+  bs.bias = pad;
+  all.mask = add;
+  all.causal = true;
+  all.bias = pad;
+  AttentionSpec hidden;
+  hidden.bias = p.input("hid", {2, 3}, {0, 0, 0, -INFINITY, -INFINITY, -INFINITY});
+  auto r = p.run({attention(p.e, q, k, v, bs).y, attention(p.e, q, k, v, all).y,
+                  attention(p.e, q, k, v, hidden).y},
+                 {{1, 1, 2, 1}, {1, 1, 2, 1}, {1, 1, 2, 1}});
+  double sc = 1 / std::sqrt(2.0), ninf = -INFINITY;
+  near(r[0], attend(qv, kv, vv, 2, 3, 2, 1, sc, {0, 0, ninf, 0, 0, ninf}));
+  near(r[1], attend(qv, kv, vv, 2, 3, 2, 1, sc, {0.5, ninf, ninf, 0, 2, ninf}));
+  near(r[2], attend(qv, kv, vv, 2, 3, 2, 1, sc, {0, 0, 0, ninf, ninf, ninf}));
+  REQUIRE(r[2][1] == 0);  // a row the bias hides everywhere gives 0
+}
+
 // ---- recurrent layers and counted loops ---------------------------------------------------------
 
 namespace {

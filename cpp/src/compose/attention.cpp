@@ -166,6 +166,7 @@ AttentionResult attention(Emitter& e, Var* q, Var* k, Var* v, const AttentionSpe
     Var* cb = causal_bias(e, q, k, s, dt);
     bias = bias ? e.bin("add", bias, cb) : cb;
   }
+  if (s.bias) bias = bias ? e.bin("add", bias, e.cast(s.bias, dt)) : e.cast(s.bias, dt);
   res.masked = bias ? e.bin("add", sc, bias) : sc;
   Var* p = e.op("softmax", {Builder::arg("x", res.masked),
                             Builder::arg("axis", Value::scalar_int(DataType::Int32, -1))});

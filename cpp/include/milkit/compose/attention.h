@@ -28,9 +28,10 @@ struct AttentionSpec {
   int64_t left_window = -1;       ///< Keys more than this before the query's position are hidden.
   int64_t right_window = -1;      ///< Keys more than this after the query's position are hidden.
   double softcap = 0;             ///< > 0: scores become softcap * tanh(scores / softcap).
-  bool group_heads = true;        ///< Fewer K / V heads are repeated (interleaved) to Q's count.
-  Var* past_key = nullptr;        ///< Concatenated in front of K along the sequence axis.
-  Var* past_value = nullptr;      ///< Concatenated in front of V along the sequence axis.
+  Var* bias = nullptr;  ///< An additive bias (0 / -inf, or any values) after the mask and causal.
+  bool group_heads = true;    ///< Fewer K / V heads are repeated (interleaved) to Q's count.
+  Var* past_key = nullptr;    ///< Concatenated in front of K along the sequence axis.
+  Var* past_value = nullptr;  ///< Concatenated in front of V along the sequence axis.
 };
 
 /// attention()'s values: the output and the intermediates some frameworks also return.

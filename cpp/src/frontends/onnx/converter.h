@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "milkit/builder/builder.h"
+#include "milkit/compose/emitter.h"
+#include "milkit/compose/windows.h"
 #include "milkit/frontends/onnx.h"
 #include "milkit/ir/value.h"
 #include "onnx.pb.h"
@@ -93,18 +95,29 @@ class OpTable {
 /// The table (filled once by the register_* functions of each family file).
 const OpTable& op_table();
 
-void register_elementwise(OpTable& t);
-void register_nn(OpTable& t);
-void register_tensor(OpTable& t);
-void register_reduction(OpTable& t);
-void register_control_flow(OpTable& t);
-void register_sequence_rnn(OpTable& t);
-void register_resize(OpTable& t);
+void register_activation(OpTable& t);
 void register_attention(OpTable& t);
+void register_cast(OpTable& t);
+void register_control_flow(OpTable& t);
+void register_conv(OpTable& t);
+void register_creation(OpTable& t);
+void register_detection(OpTable& t);
+void register_indexing(OpTable& t);
+void register_logical(OpTable& t);
 void register_loss(OpTable& t);
-void register_extra(OpTable& t);
-void register_more(OpTable& t);
-void register_domains(OpTable& t);
+void register_math(OpTable& t);
+void register_ml(OpTable& t);
+void register_normalization(OpTable& t);
+void register_optional(OpTable& t);
+void register_pooling(OpTable& t);
+void register_quantization(OpTable& t);
+void register_reduction(OpTable& t);
+void register_rnn(OpTable& t);
+void register_sampling(OpTable& t);
+void register_shape(OpTable& t);
+void register_signal(OpTable& t);
+void register_text(OpTable& t);
+void register_training(OpTable& t);
 
 /// Names visible in one graph (subgraphs see their parents').
 struct Scope {
@@ -119,8 +132,9 @@ class Converter {
   Converter(Builder& b, int64_t opset, ExternalData& ext, std::shared_ptr<const void> keep,
             const std::unordered_map<std::string, const onnx::FunctionProto*>& functions);
 
-  Builder& b;     ///< Where ops go.
-  int64_t opset;  ///< The default domain's opset version.
+  Builder& b;           ///< Where ops go.
+  compose::Emitter em;  ///< Builds ops on `b` for the helpers below and for compose/.
+  int64_t opset;        ///< The default domain's opset version.
   /// The model's opset of each domain it imports, by canonical domain name.
   std::unordered_map<std::string, int64_t> opsets;
   /// The opset a node of `domain` is converted at (domains the model does not import: the newest).
@@ -201,17 +215,19 @@ class Converter {
     return i < n.output_size() && !n.output(i).empty();
   }
 
-  // ---- building -----------------------------------------------------------------------------
+  // ---- building (compose::Emitter's, on `b`) ------------------------------------------------
   /// A single-output op.
-  Var* op(std::string_view type, std::vector<Arg> args);
+  Var* op(std::string_view type, std::vector<Arg> args) { return em.op(type, std::move(args)); }
   /// An op with several outputs.
-  std::vector<Var*> ops(std::string_view type, std::vector<Arg> args);
+  std::vector<Var*> ops(std::string_view type, std::vector<Arg> args) {
+    return em.ops(type, std::move(args));
+  }
   /// A const var.
-  Var* c(Value v);
+  Var* c(Value v) { return em.c(std::move(v)); }
   /// int32 rank-1 const.
-  Var* ci(const std::vector<int64_t>& v) { return c(Value::int_list(v)); }
+  Var* ci(const std::vector<int64_t>& v) { return em.ci(v); }
   /// Scalar const of dtype `dt`.
-  Var* cs(double v, DataType dt);
+  Var* cs(double v, DataType dt) { return em.cs(v, dt); }
   /// Builders of MIL op arguments (named inputs): a var, a value, or an int32 / int32 list /
   /// bool / string / fp32 scalar.
   static Arg arg(std::string name, Var* v) { return Builder::arg(std::move(name), v); }
@@ -234,25 +250,21 @@ class Converter {
 
   /// A var's dtype.
   static DataType dtype(Var* v) { return v->type()->dtype(); }
-  /// A var's rank; ValueError naming the node when the rank is unknown.
-  int rank(const onnx::NodeProto& n, Var* v) const;
+  /// A var's rank; ValueError (named after the node by convert_node) when the rank is unknown.
+  static int rank(const onnx::NodeProto&, Var* v) { return compose::Emitter::rank(v); }
   /// A var's shape.
   static const std::vector<Dim>& shape(Var* v) { return v->type()->shape(); }
   /// The shape as integers when every dim is known.
   static std::optional<std::vector<int64_t>> static_shape(Var* v) {
-    if (!v->type()->has_rank()) return std::nullopt;
-    std::vector<int64_t> r;
-    for (Dim d : v->type()->shape()) {
-      if (!d->is_const()) return std::nullopt;
-      r.push_back(d->value());
-    }
-    return r;
+    return compose::Emitter::static_shape(v);
   }
-  /// Normalizes a possibly negative axis against `rank`; ValueError naming the node if out of
-  /// range.
-  int64_t axis(const onnx::NodeProto& n, int64_t a, int64_t rank) const;
-  /// Casts to `dt` if needed.
-  Var* cast(Var* v, DataType dt);
+  /// Normalizes a possibly negative axis against `rank`; ValueError (named after the node by
+  /// convert_node) if out of range.
+  static int64_t axis(const onnx::NodeProto&, int64_t a, int64_t rank) {
+    return compose::Emitter::axis(a, rank);
+  }
+  /// `v` as `dt`: compose's cast policy (small known values folded into a const, else a cast op).
+  Var* cast(Var* v, DataType dt) { return em.cast(v, dt); }
   /// A ValueError naming the node.
   [[noreturn]] void fail(const onnx::NodeProto& n, const std::string& msg) const;
 
@@ -268,12 +280,10 @@ class Converter {
   std::unordered_set<const Var*> bound_;  // vars already bound to an ONNX name
 };
 
-/// What pool_by_windows computes over each window.
-enum class PoolKind { Max, Avg, Sum };
+/// What pool_by_windows computes over each window (compose's kinds).
+using PoolKind = compose::PoolKind;
 /// Pools x ([N, C, spatial...], static spatial dims) the way ONNX defines it for any dilation,
-/// padding and ceil_mode (windows that start in the end padding dropped): every kernel tap is a
-/// strided slice of the padded input, combined by max or sum (average: divided by the taps that
-/// fall inside the input, or inside input + explicit pads with count_include_pad). With
+/// padding and ceil_mode: the node's window (auto_pad resolved) by compose::pool_by_taps. With
 /// `indices`, also the flat index (storage_order 0 / 1) of each max in the input.
 Var* pool_by_windows(Converter& cv, const onnx::NodeProto& n, Var* x, PoolKind kind,
                      bool count_include_pad, Var** indices = nullptr);

@@ -71,18 +71,29 @@ std::vector<std::string> OpTable::default_domain_ops() const {
 const OpTable& op_table() {
   static const OpTable t = [] {
     OpTable t;
-    register_elementwise(t);
-    register_nn(t);
-    register_tensor(t);
-    register_reduction(t);
-    register_control_flow(t);
-    register_sequence_rnn(t);
-    register_resize(t);
+    register_activation(t);
     register_attention(t);
+    register_cast(t);
+    register_control_flow(t);
+    register_conv(t);
+    register_creation(t);
+    register_detection(t);
+    register_indexing(t);
+    register_logical(t);
     register_loss(t);
-    register_extra(t);
-    register_more(t);
-    register_domains(t);
+    register_math(t);
+    register_ml(t);
+    register_normalization(t);
+    register_optional(t);
+    register_pooling(t);
+    register_quantization(t);
+    register_reduction(t);
+    register_rnn(t);
+    register_sampling(t);
+    register_shape(t);
+    register_signal(t);
+    register_text(t);
+    register_training(t);
     return t;
   }();
   return t;
@@ -91,7 +102,7 @@ const OpTable& op_table() {
 Converter::Converter(Builder& b_, int64_t opset_, ExternalData& ext_,
                      std::shared_ptr<const void> keep_,
                      const std::unordered_map<std::string, const onnx::FunctionProto*>& fns)
-    : b(b_), opset(opset_), ext(ext_), keep(std::move(keep_)), functions(fns) {}
+    : b(b_), em(b_), opset(opset_), ext(ext_), keep(std::move(keep_)), functions(fns) {}
 
 int64_t Converter::opset_of(const std::string& domain) const {
   auto it = opsets.find(canonical_domain(domain));
@@ -268,39 +279,6 @@ void Converter::out(const NodeProto& n, int i, Var* v) {
 void Converter::out_const(const NodeProto& n, int i, Value v) {
   if (!wants(n, i)) return;
   scope->consts[n.output(i)] = std::make_shared<const Value>(std::move(v));
-}
-
-Var* Converter::op(std::string_view type, std::vector<Arg> args) {
-  auto outs = b.create(type, args);
-  return outs.at(0);
-}
-
-std::vector<Var*> Converter::ops(std::string_view type, std::vector<Arg> args) {
-  return b.create(type, args);
-}
-
-Var* Converter::c(Value v) { return b.add_const(std::make_shared<const Value>(std::move(v)), ""); }
-
-Var* Converter::cs(double v, DataType dt) {
-  if (is_float(dt)) return c(Value::scalar_float(dt, v));
-  if (dt == DataType::Bool) return c(Value::scalar_bool(v != 0));
-  return c(Value::scalar_int(dt, static_cast<int64_t>(v)));
-}
-
-int Converter::rank(const NodeProto& n, Var* v) const {
-  if (!v->type()->has_rank()) fail(n, "the rank of '" + v->name() + "' is not known");
-  return v->type()->rank();
-}
-
-int64_t Converter::axis(const NodeProto& n, int64_t a, int64_t r) const {
-  if (a < -r || a >= r)
-    fail(n, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(r));
-  return a < 0 ? a + r : a;
-}
-
-Var* Converter::cast(Var* v, DataType dt) {
-  if (dtype(v) == dt) return v;
-  return op("cast", {arg("x", v), arg_str("dtype", std::string(dtype_name(dt)))});
 }
 
 void Converter::add_initializers(const onnx::GraphProto& g) {

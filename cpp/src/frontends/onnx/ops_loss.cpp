@@ -1,5 +1,4 @@
-// ONNX losses: NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss (weights, ignore_index,
-// reductions none / sum / mean).
+// ONNX operators: losses (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss).
 #include "ops_common.h"
 
 namespace milkit {
@@ -10,19 +9,23 @@ namespace {
 // -input[n, target[n, ...], ...] * weight[target], reduced; input is (N, C, d...).
 Var* nll(C& cv, const NodeProto& n, Var* input, Var* target, Var* weight) {
   std::string red = C::attr_string(n, "reduction", "mean");
-  if (red != "none" && red != "sum" && red != "mean") cv.fail(n, "reduction '" + red + "' is not supported");
+  if (red != "none" && red != "sum" && red != "mean")
+    cv.fail(n, "reduction '" + red + "' is not supported");
   DataType dt = C::dtype(input);
   target = cv.cast(target, DataType::Int32);
   Var* mask = nullptr;
   if (auto* ig = C::find_attr(n, "ignore_index")) {
     mask = binary(cv, "not_equal", target, cv.cs(static_cast<double>(ig->i()), DataType::Int32));
-    target = cv.op("select", {C::arg("cond", mask), C::arg("a", target), C::arg("b", cv.cs(0, DataType::Int32))});
+    target = cv.op("select", {C::arg("cond", mask), C::arg("a", target),
+                              C::arg("b", cv.cs(0, DataType::Int32))});
   }
   Var* idx = cv.op("expand_dims", {C::arg("x", target), C::arg_ints32("axes", {1})});
-  Var* picked = cv.op("gather_along_axis", {C::arg("x", input), C::arg("indices", idx), C::arg_i32("axis", 1)});
+  Var* picked = cv.op("gather_along_axis",
+                      {C::arg("x", input), C::arg("indices", idx), C::arg_i32("axis", 1)});
   picked = cv.op("squeeze", {C::arg("x", picked), C::arg_ints32("axes", {1})});
   Var* w = nullptr;
-  if (weight) w = cv.op("gather", {C::arg("x", weight), C::arg("indices", target), C::arg_i32("axis", 0)});
+  if (weight)
+    w = cv.op("gather", {C::arg("x", weight), C::arg("indices", target), C::arg_i32("axis", 0)});
   if (mask) {
     Var* mw = cv.cast(mask, dt);
     w = w ? binary(cv, "mul", w, mw) : mw;
@@ -33,12 +36,9 @@ Var* nll(C& cv, const NodeProto& n, Var* input, Var* target, Var* weight) {
   Var* total = cv.op("reduce_sum", {C::arg("x", loss), C::arg_bool("keep_dims", false)});
   if (red == "sum") return total;
   if (!w) return cv.op("reduce_mean", {C::arg("x", loss), C::arg_bool("keep_dims", false)});
-  return binary(cv, "real_div", total, cv.op("reduce_sum", {C::arg("x", w), C::arg_bool("keep_dims", false)}));
+  return binary(cv, "real_div", total,
+                cv.op("reduce_sum", {C::arg("x", w), C::arg_bool("keep_dims", false)}));
 }
-
-}  // namespace
-
-namespace {
 
 void negative_log_likelihood_loss(C& cv, const NodeProto& n) {
   cv.out(n, 0, nll(cv, n, cv.in(n, 0), cv.in(n, 1), C::has(n, 2) ? cv.in(n, 2) : nullptr));
@@ -46,7 +46,8 @@ void negative_log_likelihood_loss(C& cv, const NodeProto& n) {
 
 void softmax_cross_entropy_loss(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
-  Var* lse = cv.op("reduce_log_sum_exp", {C::arg("x", x), C::arg_ints32("axes", {1}), C::arg_bool("keep_dims", true)});
+  Var* lse = cv.op("reduce_log_sum_exp",
+                   {C::arg("x", x), C::arg_ints32("axes", {1}), C::arg_bool("keep_dims", true)});
   Var* logp = binary(cv, "sub", x, lse);
   cv.out(n, 0, nll(cv, n, logp, cv.in(n, 1), C::has(n, 2) ? cv.in(n, 2) : nullptr));
   cv.out(n, 1, logp);

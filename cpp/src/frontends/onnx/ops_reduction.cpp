@@ -1,4 +1,4 @@
-// ONNX reductions: Reduce* (axes as attribute or input), ArgMax, ArgMin.
+// ONNX operators: reductions and ArgMax / ArgMin.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -38,30 +38,42 @@ void reduce(OpTable& t, const char* onnx, const char* mil, int64_t axes_input_si
         // a reduction over nothing: ONNX gives the identity of the reduction
         double inf = std::numeric_limits<double>::infinity();
         double id = m == "reduce_max" || m == "reduce_log_sum" || m == "reduce_log_sum_exp" ? -inf
-                    : m == "reduce_min" ? inf : m == "reduce_prod" ? 1.0 : 0.0;
+                    : m == "reduce_min"                                                     ? inf
+                    : m == "reduce_prod"                                                    ? 1.0
+                                                                                            : 0.0;
         std::vector<int64_t> shape;
         for (int i = 0; i < r; ++i) {
           bool red = std::find(axes.begin(), axes.end(), i) != axes.end();
-          if (!red) shape.push_back((*s)[static_cast<size_t>(i)]);
-          else if (keep) shape.push_back(1);
+          if (!red)
+            shape.push_back((*s)[static_cast<size_t>(i)]);
+          else if (keep)
+            shape.push_back(1);
         }
         int64_t num = 1;
         for (auto d : shape) num *= d;
         DataType dt = C::dtype(x);
-        if (dt == DataType::Bool) id = m == "reduce_min" ? 1 : 0;
-        else if (!is_float(dt)) id = std::isinf(id) ? (id > 0 ? INT32_MAX : INT32_MIN) : id;
-        Var* c = cv.c(is_float(dt) ? Value::from_doubles(dt, shape, std::vector<double>(static_cast<size_t>(num), id))
-                                   : Value::from_ints(dt, shape, std::vector<int64_t>(static_cast<size_t>(num), static_cast<int64_t>(id))));
+        if (dt == DataType::Bool)
+          id = m == "reduce_min" ? 1 : 0;
+        else if (!is_float(dt))
+          id = std::isinf(id) ? (id > 0 ? INT32_MAX : INT32_MIN) : id;
+        Var* c = cv.c(
+            is_float(dt)
+                ? Value::from_doubles(dt, shape, std::vector<double>(static_cast<size_t>(num), id))
+                : Value::from_ints(
+                      dt, shape,
+                      std::vector<int64_t>(static_cast<size_t>(num), static_cast<int64_t>(id))));
         return cv.out(n, 0, cv.op("identity", {C::arg("x", c)}));
       }
     }
     Var* in = x;
     if (C::dtype(x) == DataType::Bool) in = cv.cast(x, DataType::Int32);
     bool is_int = !is_float(C::dtype(x));
-    if (is_int && (m == "reduce_mean" || m == "reduce_l2_norm" || m == "reduce_log_sum" || m == "reduce_log_sum_exp")) {
+    if (is_int && (m == "reduce_mean" || m == "reduce_l2_norm" || m == "reduce_log_sum" ||
+                   m == "reduce_log_sum_exp")) {
       in = cv.cast(x, DataType::Float32);
     }
-    Var* y = cv.op(m, {C::arg("x", in), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", keep)});
+    Var* y =
+        cv.op(m, {C::arg("x", in), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", keep)});
     if (in != x) y = cv.cast(y, C::dtype(x));
     cv.out(n, 0, y);
   });
@@ -76,12 +88,16 @@ void arg(OpTable& t, const char* onnx, const char* mil) {
     if (C::attr_int(n, "select_last_index", 0) != 0) {
       // the last index of the extreme: reverse the axis, take the first, map back
       Var* rev = cv.op("reverse", {C::arg("x", x), C::arg_ints32("axes", {ax})});
-      Var* i = cv.op(mil, {C::arg("x", rev), C::arg_i32("axis", ax), C::arg_bool("keep_dims", keep)});
-      Var* dim = cv.op("gather", {C::arg("x", cv.op("shape", {C::arg("x", x)})), C::arg("indices", Value::scalar_int(DataType::Int32, ax))});
-      Var* last = cv.op("sub", {C::arg("x", dim), C::arg("y", Value::scalar_int(DataType::Int32, 1))});
+      Var* i =
+          cv.op(mil, {C::arg("x", rev), C::arg_i32("axis", ax), C::arg_bool("keep_dims", keep)});
+      Var* dim = cv.op("gather", {C::arg("x", cv.op("shape", {C::arg("x", x)})),
+                                  C::arg("indices", Value::scalar_int(DataType::Int32, ax))});
+      Var* last =
+          cv.op("sub", {C::arg("x", dim), C::arg("y", Value::scalar_int(DataType::Int32, 1))});
       return cv.out(n, 0, cv.op("sub", {C::arg("x", last), C::arg("y", i)}));
     }
-    cv.out(n, 0, cv.op(mil, {C::arg("x", x), C::arg_i32("axis", ax), C::arg_bool("keep_dims", keep)}));
+    cv.out(n, 0,
+           cv.op(mil, {C::arg("x", x), C::arg_i32("axis", ax), C::arg_bool("keep_dims", keep)}));
   });
 }
 

@@ -1,25 +1,15 @@
-// ONNX recurrent layers: LSTM, GRU, RNN -> MIL's lstm / gru / rnn (gates reordered, biases summed,
-// states and outputs reshaped between ONNX's [dirs, batch, hidden] and MIL's [batch, dirs * hidden]).
+// ONNX operators: recurrent layers (LSTM, GRU, RNN).
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 
+#include "milkit/compose/rnn.h"
 #include "ops_common.h"
 
 namespace milkit {
 namespace onnx_detail {
 
 namespace {
-
-// Row blocks of a [gates * H, ...] value in another order.
-Value reorder(const Value& v, int64_t gates, const std::vector<int>& order) {
-  std::vector<int64_t> shape = v.shape();
-  int64_t rows = shape[0], h = rows / gates, cols = v.numel() / rows;
-  auto d = v.to_doubles();
-  std::vector<double> out(d.size());
-  for (size_t g = 0; g < order.size(); ++g)
-    std::copy(d.begin() + order[g] * h * cols, d.begin() + (order[g] + 1) * h * cols, out.begin() + static_cast<int64_t>(g) * h * cols);
-  return Value::from_doubles(v.dtype(), shape, out);
-}
 
 // Direction `d` of a [dirs, ...] value.
 Value slice0(const Value& v, int64_t d) {
@@ -30,20 +20,16 @@ Value slice0(const Value& v, int64_t d) {
                              std::vector<double>(all.begin() + d * n, all.begin() + (d + 1) * n));
 }
 
-Value add(const Value& a, const Value& b) {
-  auto x = a.to_doubles(), y = b.to_doubles();
-  for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
-  return Value::from_doubles(a.dtype(), a.shape(), x);
-}
-
 Value part(const Value& v, int64_t from, int64_t len) {
   auto d = v.to_doubles();
-  return Value::from_doubles(v.dtype(), {len}, std::vector<double>(d.begin() + from, d.begin() + from + len));
+  return Value::from_doubles(v.dtype(), {len},
+                             std::vector<double>(d.begin() + from, d.begin() + from + len));
 }
 
 std::string act_name(C& cv, const NodeProto& n, const std::string& a) {
   std::string l = a;
-  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(l.begin(), l.end(), l.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (l == "sigmoid" || l == "tanh" || l == "relu") return l;
   if (l == "hardsigmoid") return "sigmoid_hard";
   cv.fail(n, "activation '" + a + "' is not supported");
@@ -69,9 +55,11 @@ Common common(C& cv, const NodeProto& n) {
     // sequence_lens: only when every sequence has the full length
     const Value* sl = cv.value(n, 4);
     auto xs = C::static_shape(c.x);
-    if (!sl || !xs) cv.fail(n, "sequence_lens (input '" + n.input(4) + "') must be known at conversion time");
+    if (!sl || !xs)
+      cv.fail(n, "sequence_lens (input '" + n.input(4) + "') must be known at conversion time");
     for (auto v : sl->to_ints())
-      if (v != (*xs)[0]) cv.fail(n, "sequences of different lengths (sequence_lens) are not supported");
+      if (v != (*xs)[0])
+        cv.fail(n, "sequences of different lengths (sequence_lens) are not supported");
   }
   if (C::attr_int(n, "input_forget", 0) != 0) cv.fail(n, "input_forget is not supported");
   return c;
@@ -82,30 +70,38 @@ Var* initial(C& cv, const NodeProto& n, int idx, const Common& c, int64_t d) {
   if (!C::has(n, idx)) {
     // zeros of [B, H]: B from x at run time
     Var* xs = cv.op("shape", {C::arg("x", c.x)});
-    Var* b = cv.op("slice_by_index", {C::arg("x", xs), C::arg_ints32("begin", {1}), C::arg_ints32("end", {2})});
+    Var* b = cv.op("slice_by_index",
+                   {C::arg("x", xs), C::arg_ints32("begin", {1}), C::arg_ints32("end", {2})});
     Arg v{"values", {ArgItem{b, nullptr}, ArgItem{cv.ci({c.hidden}), nullptr}}, true};
-    return cv.op("fill", {C::arg("shape", cv.op("concat", {v, C::arg_i32("axis", 0)})), C::arg("value", Value::scalar_float(C::dtype(c.x), 0))});
+    return cv.op("fill", {C::arg("shape", cv.op("concat", {v, C::arg_i32("axis", 0)})),
+                          C::arg("value", Value::scalar_float(C::dtype(c.x), 0))});
   }
   Var* h = cv.in(n, idx);
   int axis = c.batch_first ? 1 : 0;
-  Var* s = cv.op("slice_by_index", {C::arg("x", h), C::arg_ints32("begin", {axis == 0 ? d : 0, axis == 1 ? d : 0, 0}),
-                                    C::arg_ints32("end", {axis == 0 ? d + 1 : 0, axis == 1 ? d + 1 : 0, 0}),
-                                    C::arg("end_mask", Value::from_ints(DataType::Bool, {3}, {axis != 0, axis != 1, 1}))});
+  Var* s =
+      cv.op("slice_by_index",
+            {C::arg("x", h), C::arg_ints32("begin", {axis == 0 ? d : 0, axis == 1 ? d : 0, 0}),
+             C::arg_ints32("end", {axis == 0 ? d + 1 : 0, axis == 1 ? d + 1 : 0, 0}),
+             C::arg("end_mask", Value::from_ints(DataType::Bool, {3}, {axis != 0, axis != 1, 1}))});
   return cv.op("squeeze", {C::arg("x", s), C::arg_ints32("axes", {axis})});
 }
 
 // MIL [s, B, H] per direction -> ONNX Y [s, dirs, B, H] (or [B, s, dirs, H]).
-void outputs(C& cv, const NodeProto& n, const Common& c, const std::vector<Var*>& ys, const std::vector<Var*>& hs,
-             const std::vector<Var*>& cs) {
+void outputs(C& cv, const NodeProto& n, const Common& c, const std::vector<Var*>& ys,
+             const std::vector<Var*>& hs, const std::vector<Var*>& cs) {
   auto stack = [&](const std::vector<Var*>& v, int64_t axis) {
-    if (v.size() == 1) return cv.op("expand_dims", {C::arg("x", v[0]), C::arg_ints32("axes", {axis})});
+    if (v.size() == 1)
+      return cv.op("expand_dims", {C::arg("x", v[0]), C::arg_ints32("axes", {axis})});
     Arg a{"values", {}, true};
-    for (Var* x : v) a.items.push_back(ArgItem{cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", {axis})}), nullptr});
+    for (Var* x : v)
+      a.items.push_back(
+          ArgItem{cv.op("expand_dims", {C::arg("x", x), C::arg_ints32("axes", {axis})}), nullptr});
     return cv.op("concat", {a, C::arg_i32("axis", axis)});
   };
   if (C::wants(n, 0)) {
     Var* y = stack(ys, 1);  // [s, dirs, B, H]
-    if (c.batch_first) y = cv.op("transpose", {C::arg("x", y), C::arg_ints32("perm", {2, 0, 1, 3})});
+    if (c.batch_first)
+      y = cv.op("transpose", {C::arg("x", y), C::arg_ints32("perm", {2, 0, 1, 3})});
     cv.out(n, 0, y);
   }
   if (C::wants(n, 1)) {
@@ -122,95 +118,69 @@ void outputs(C& cv, const NodeProto& n, const Common& c, const std::vector<Var*>
 
 const Value& need(C& cv, const NodeProto& n, int i, const char* what) {
   const Value* v = cv.value(n, i);
-  if (!v) cv.fail(n, std::string(what) + " (input '" + (C::has(n, i) ? n.input(i) : "") + "') must be known at conversion time");
+  if (!v)
+    cv.fail(n, std::string(what) + " (input '" + (C::has(n, i) ? n.input(i) : "") +
+                   "') must be known at conversion time");
   return *v;
 }
 
-void rnn_like(C& cv, const NodeProto& n, const char* kind) {
-  std::string k = kind;
+void rnn_like(C& cv, const NodeProto& n, compose::RnnKind kind) {
+  using compose::RnnKind;
+  bool lstm = kind == RnnKind::Lstm, gru = kind == RnnKind::Gru;
   Common c = common(cv, n);
-  int64_t gates = k == "lstm" ? 4 : k == "gru" ? 3 : 1;
+  int64_t gates = lstm ? 4 : gru ? 3 : 1;
   const Value& W = need(cv, n, 1, "W");
   const Value& R = need(cv, n, 2, "R");
   if (c.hidden <= 0) c.hidden = R.shape().back();
-  auto acts_attr = C::attr_floats(n, "activation_alpha");
-  (void)acts_attr;
   std::vector<std::string> acts;
-  if (auto* a = C::find_attr(n, "activations"))
-    for (auto& s : a->strings()) acts.push_back(act_name(cv, n, s));
-  std::vector<int> order = k == "lstm" ? std::vector<int>{0, 2, 1, 3} : k == "gru" ? std::vector<int>{1, 2, 0} : std::vector<int>{0};
+  for (auto& s : C::attr_strings(n, "activations")) acts.push_back(act_name(cv, n, s));
+  std::vector<int> order = compose::onnx_gate_order(kind);
+  auto canon = [&](const Value& v) { return compose::reorder_gates(v, order).cast(C::dtype(c.x)); };
   std::vector<Var*> ys, hs, cs;
   DataType dt = C::dtype(c.x);
   for (int64_t d = 0; d < c.dirs; ++d) {
-    Value w = reorder(slice0(W, d), gates, order).cast(dt), r = reorder(slice0(R, d), gates, order).cast(dt);
-    Value wb = Value::from_doubles(dt, {gates * c.hidden}, std::vector<double>(static_cast<size_t>(gates * c.hidden), 0.0));
-    Value rb = wb;
+    compose::RnnWeights w{canon(slice0(W, d)), canon(slice0(R, d)), std::nullopt,
+                          std::nullopt,        std::nullopt,        std::nullopt};
+    // MIL's op always gets a bias (zeros without B)
+    Value zeros = Value::from_doubles(
+        dt, {gates * c.hidden}, std::vector<double>(static_cast<size_t>(gates * c.hidden), 0.0));
+    w.b_ih = w.b_hh = zeros;
     if (C::has(n, 3)) {
       Value b = slice0(need(cv, n, 3, "B"), d);
-      wb = reorder(part(b, 0, gates * c.hidden), gates, order).cast(dt);
-      rb = reorder(part(b, gates * c.hidden, gates * c.hidden), gates, order).cast(dt);
+      w.b_ih = canon(part(b, 0, gates * c.hidden));
+      w.b_hh = canon(part(b, gates * c.hidden, gates * c.hidden));
     }
-    std::string dir = c.dirs == 2 ? (d == 0 ? "forward" : "reverse") : c.direction;
-    size_t nacts = k == "lstm" ? 3 : k == "gru" ? 2 : 1;
-    std::vector<std::string> a(acts.begin() + std::min(acts.size(), static_cast<size_t>(d) * nacts),
-                               acts.begin() + std::min(acts.size(), static_cast<size_t>(d + 1) * nacts));
-    std::vector<Arg> args = {C::arg("x", c.x), C::arg("initial_h", initial(cv, n, k == "lstm" ? 5 : 5, c, d))};
-    if (k == "lstm") args.push_back(C::arg("initial_c", initial(cv, n, 6, c, d)));
-    args.push_back(C::arg("weight_ih", w));
-    args.push_back(C::arg("weight_hh", r));
-    bool reset_after = k == "gru" && C::attr_int(n, "linear_before_reset", 0) != 0;
-    if (reset_after) {
-      args.push_back(C::arg("bias", rb));
-      args.push_back(C::arg("input_bias", wb));
-      args.push_back(C::arg_bool("reset_after", true));
-    } else {
-      args.push_back(C::arg("bias", add(wb, rb)));
-    }
-    if (k == "lstm" && C::has(n, 7)) {
-      Value p = slice0(need(cv, n, 7, "P"), d);
-      args.push_back(C::arg("peephole", reorder(p, 3, {0, 2, 1}).cast(dt)));
-    }
-    args.push_back(C::arg_str("direction", dir));
-    args.push_back(C::arg_bool("output_sequence", true));
-    if (k == "lstm") {
-      if (a.size() == 3) {
-        args.push_back(C::arg_str("recurrent_activation", a[0]));
-        args.push_back(C::arg_str("cell_activation", a[1]));
-        args.push_back(C::arg_str("activation", a[2]));
-      }
-      if (C::find_attr(n, "clip")) args.push_back(C::arg("clip", Value::scalar_float(dt, C::attr_float(n, "clip", 0))));
-    } else if (k == "gru") {
-      if (a.size() == 2) {
-        args.push_back(C::arg_str("recurrent_activation", a[0]));
-        args.push_back(C::arg_str("activation", a[1]));
-      }
-    } else if (a.size() == 1) {
-      args.push_back(C::arg_str("activation", a[0]));
-    }
-    auto outs = cv.ops(k, std::move(args));
-    Var* y = outs[0];
-    // MIL lists a reverse layer's outputs in processing order; ONNX aligns them with the input
-    if (dir == "reverse") y = cv.op("reverse", {C::arg("x", y), C::arg_ints32("axes", {0})});
-    ys.push_back(y);
-    hs.push_back(outs[1]);
-    if (k == "lstm") cs.push_back(outs[2]);
+    // peepholes: ONNX's [i, o, f] -> [i, f, o]
+    if (lstm && C::has(n, 7))
+      w.peephole = compose::reorder_gates(slice0(need(cv, n, 7, "P"), d), {0, 2, 1}).cast(dt);
+    compose::RnnLayerSpec s;
+    s.kind = kind;
+    s.reverse = c.dirs == 2 ? d == 1 : c.direction == "reverse";
+    s.linear_before_reset = gru && C::attr_int(n, "linear_before_reset", 0) != 0;
+    size_t nacts = lstm ? 3 : gru ? 2 : 1;
+    s.activations.assign(acts.begin() + static_cast<std::ptrdiff_t>(
+                                            std::min(acts.size(), static_cast<size_t>(d) * nacts)),
+                         acts.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                            acts.size(), static_cast<size_t>(d + 1) * nacts)));
+    if (lstm && C::find_attr(n, "clip")) s.clip = C::attr_float(n, "clip", 0);
+    compose::RnnLayerResult r = compose::rnn_layer(cv.em, c.x, initial(cv, n, 5, c, d),
+                                                   lstm ? initial(cv, n, 6, c, d) : nullptr, w, s);
+    ys.push_back(r.y);
+    hs.push_back(r.h);
+    if (lstm) cs.push_back(r.c);
   }
   outputs(cv, n, c, ys, hs, cs);
 }
 
-}  // namespace
+void lstm(C& cv, const NodeProto& n) { rnn_like(cv, n, compose::RnnKind::Lstm); }
 
-namespace {
+void gru(C& cv, const NodeProto& n) { rnn_like(cv, n, compose::RnnKind::Gru); }
 
-void lstm(C& cv, const NodeProto& n) { rnn_like(cv, n, "lstm"); }
-
-void gru(C& cv, const NodeProto& n) { rnn_like(cv, n, "gru"); }
-
-void rnn(C& cv, const NodeProto& n) { rnn_like(cv, n, "rnn"); }
+void rnn(C& cv, const NodeProto& n) { rnn_like(cv, n, compose::RnnKind::RnnTanh); }
 
 }  // namespace
 
-void register_sequence_rnn(OpTable& t) {
+void register_rnn(OpTable& t) {
   t.on("LSTM", 1, lstm);
   t.on("GRU", 1, gru);
   t.on("RNN", 1, rnn);

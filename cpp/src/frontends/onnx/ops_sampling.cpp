@@ -1,0 +1,267 @@
+// ONNX operators: resampling (GridSample, Resize, Upsample, Col2Im, MaxUnpool).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <optional>
+
+#include "milkit/compose/resize.h"
+#include "milkit/compose/sampling.h"
+#include "milkit/compose/scan.h"
+#include "milkit/compose/windows.h"
+#include "ops_common.h"
+
+namespace milkit {
+namespace onnx_detail {
+
+namespace {
+
+// Resizes a known-shape input one axis at a time by compose's taps, ONNX's arithmetic: every
+// coordinate mode, rounding rule, cubic coefficient, exclude_outside and antialias exactly.
+Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t>& in,
+                    const std::vector<int64_t>& out, const std::vector<double>& scales,
+                    const std::string& mode, const std::string& coord,
+                    const std::string& nearest_mode, const std::vector<double>& roi) {
+  using namespace compose;
+  ResizeSpec s;
+  s.convention = ResizeConvention::Onnx;
+  s.mode = mode == "nearest"  ? ResizeMode::Nearest
+           : mode == "linear" ? ResizeMode::Linear
+                              : ResizeMode::Cubic;
+  if (coord == "half_pixel")
+    s.coord = ResizeCoord::HalfPixel;
+  else if (coord == "pytorch_half_pixel")
+    s.coord = ResizeCoord::PytorchHalfPixel;
+  else if (coord == "align_corners")
+    s.coord = ResizeCoord::AlignCorners;
+  else if (coord == "asymmetric")
+    s.coord = ResizeCoord::Asymmetric;
+  else if (coord == "half_pixel_symmetric")
+    s.coord = ResizeCoord::HalfPixelSymmetric;
+  else
+    s.coord = ResizeCoord::TfCropAndResize;
+  s.nearest = nearest_mode == "floor"               ? NearestRound::Floor
+              : nearest_mode == "ceil"              ? NearestRound::Ceil
+              : nearest_mode == "round_prefer_ceil" ? NearestRound::RoundPreferCeil
+                                                    : NearestRound::RoundPreferFloor;
+  s.cubic_a = C::attr_float(n, "cubic_coeff_a", -0.75f);
+  s.exclude_outside = C::attr_int(n, "exclude_outside", 0) != 0;
+  s.antialias = C::attr_int(n, "antialias", 0) != 0;
+  s.extrapolation = C::attr_float(n, "extrapolation_value", 0.0f);
+  size_t r = in.size();
+  for (size_t ax = 0; ax < r; ++ax)
+    s.axes.push_back({static_cast<int64_t>(ax), in[ax], out[ax], scales[ax],
+                      roi.empty() ? 0.0 : roi[ax], roi.empty() ? 1.0 : roi[ax + r]});
+  return compose::resize(cv.em, x, s);
+}
+
+void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales,
+            std::vector<int64_t> sizes, const std::string& mode, std::string coord,
+            const std::string& nearest_mode, std::vector<double> roi) {
+  int r = cv.rank(n, x);
+  auto xs = C::static_shape(x);
+  auto axes = C::attr_ints(n, "axes");
+  for (auto& a : axes) a = cv.axis(n, a, r);
+  // scales / sizes / roi given for `axes` only: spread them over every dim
+  auto spread = [&](auto v, auto fill) {
+    if (axes.empty() || v.empty()) return v;
+    decltype(v) full(static_cast<size_t>(r), fill);
+    for (size_t i = 0; i < axes.size() && i < v.size(); ++i)
+      full[static_cast<size_t>(axes[i])] = v[i];
+    return full;
+  };
+  if (!axes.empty()) {
+    if (!sizes.empty() && xs) {
+      std::vector<int64_t> full = *xs;
+      for (size_t i = 0; i < axes.size(); ++i) full[static_cast<size_t>(axes[i])] = sizes[i];
+      sizes = full;
+    }
+    scales = spread(scales, 1.0);
+    if (!roi.empty()) {
+      std::vector<double> full(2 * static_cast<size_t>(r), 0.0);
+      for (int i = 0; i < r; ++i) full[static_cast<size_t>(r + i)] = 1.0;
+      for (size_t i = 0; i < axes.size(); ++i) {
+        full[static_cast<size_t>(axes[i])] = roi[i];
+        full[static_cast<size_t>(r + axes[i])] = roi[i + axes.size()];
+      }
+      roi = full;
+    }
+  }
+  if (!scales.empty() && scales.size() != static_cast<size_t>(r))
+    cv.fail(n, "scales must have one value per dim");
+  if (!sizes.empty() && sizes.size() != static_cast<size_t>(r))
+    cv.fail(n, "sizes must have one value per dim");
+  if (!xs) {
+    // unknown input size: the integer-scale nearest upsampling Core ML has an op for
+    if (mode == "nearest" && r == 4 && !scales.empty() && scales[0] == 1 && scales[1] == 1 &&
+        scales[2] == std::floor(scales[2]) && scales[3] == std::floor(scales[3]) &&
+        (coord == "asymmetric" || nearest_mode == "floor"))
+      return cv.out(
+          n, 0,
+          cv.op("upsample_nearest_neighbor",
+                {C::arg("x", x), C::arg_i32("scale_factor_height", static_cast<int64_t>(scales[2])),
+                 C::arg_i32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
+    cv.fail(n, "resizing needs the input's shape to be known");
+  }
+  std::vector<int64_t> out(static_cast<size_t>(r));
+  if (!sizes.empty()) {
+    std::string policy = C::attr_string(n, "keep_aspect_ratio_policy", "stretch");
+    scales.assign(static_cast<size_t>(r), 1.0);
+    if (policy == "stretch") {
+      for (int i = 0; i < r; ++i)
+        scales[static_cast<size_t>(i)] =
+            static_cast<double>(sizes[static_cast<size_t>(i)]) / (*xs)[static_cast<size_t>(i)];
+      out = sizes;
+    } else {
+      double sc = policy == "not_larger" ? 1e300 : 0;
+      for (int i = 0; i < r; ++i) {
+        if (!axes.empty() && std::find(axes.begin(), axes.end(), i) == axes.end()) continue;
+        double v =
+            static_cast<double>(sizes[static_cast<size_t>(i)]) / (*xs)[static_cast<size_t>(i)];
+        sc = policy == "not_larger" ? std::min(sc, v) : std::max(sc, v);
+      }
+      for (int i = 0; i < r; ++i) {
+        bool resized = axes.empty() || std::find(axes.begin(), axes.end(), i) != axes.end();
+        scales[static_cast<size_t>(i)] = resized ? sc : 1.0;
+        out[static_cast<size_t>(i)] =
+            resized ? static_cast<int64_t>(std::round(sc * (*xs)[static_cast<size_t>(i)]))
+                    : (*xs)[static_cast<size_t>(i)];
+      }
+    }
+  } else {
+    for (int i = 0; i < r; ++i)
+      out[static_cast<size_t>(i)] = static_cast<int64_t>(
+          std::floor((*xs)[static_cast<size_t>(i)] * scales[static_cast<size_t>(i)]));
+  }
+  // Core ML's own op where it is exactly the same: nearest, asymmetric + floor, integer scales
+  bool int_up = r == 4 && scales[0] == 1 && scales[1] == 1 && scales[2] >= 1 && scales[3] >= 1 &&
+                scales[2] == std::floor(scales[2]) && scales[3] == std::floor(scales[3]) &&
+                out[2] == (*xs)[2] * static_cast<int64_t>(scales[2]) &&
+                out[3] == (*xs)[3] * static_cast<int64_t>(scales[3]);
+  if (mode == "nearest" && int_up && is_float(C::dtype(x)) &&
+      (coord == "asymmetric" && (nearest_mode == "floor" || scales[2] == 1)))
+    return cv.out(
+        n, 0,
+        cv.op("upsample_nearest_neighbor",
+              {C::arg("x", x), C::arg_i32("scale_factor_height", static_cast<int64_t>(scales[2])),
+               C::arg_i32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    cv.fail(n, "mode '" + mode + "' is not supported");
+  cv.out(n, 0, resize_general(cv, n, x, *xs, out, scales, mode, coord, nearest_mode, roi));
+}
+
+void resize_op(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  std::string mode = C::attr_string(n, "mode", "nearest");
+  std::string coord = C::attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  std::string nm = C::attr_string(n, "nearest_mode", "round_prefer_floor");
+  std::vector<double> scales, roi;
+  std::vector<int64_t> sizes;
+  if (cv.opset < 11) {
+    scales = cv.doubles(n, 1, "scales");
+    coord = "asymmetric";
+    nm = "floor";
+  } else {
+    if (coord == "tf_crop_and_resize") roi = cv.doubles(n, 1, "roi");
+    if (C::has(n, 3))
+      sizes = cv.ints(n, 3, "sizes");
+    else if (C::has(n, 2))
+      scales = cv.doubles(n, 2, "scales");
+    if (scales.empty() && sizes.empty()) cv.fail(n, "needs scales or sizes");
+  }
+  resize(cv, n, x, scales, sizes, mode, coord, nm, roi);
+}
+
+void upsample(C& cv, const NodeProto& n) {
+  std::vector<double> scales;
+  if (cv.opset < 9) {
+    for (float f : C::attr_floats(n, "scales")) scales.push_back(f);
+  } else {
+    scales = cv.doubles(n, 1, "scales");
+  }
+  resize(cv, n, cv.in(n, 0), scales, {}, C::attr_string(n, "mode", "nearest"), "asymmetric",
+         "floor", {});
+}
+
+void grid_sample(C& cv, const NodeProto& n) {
+  std::string mode = C::attr_string(n, "mode", cv.opset >= 20 ? "linear" : "bilinear");
+  compose::GridSampleSpec s;
+  s.convention = compose::GridConvention::Onnx;
+  if (mode == "bilinear" || mode == "linear")
+    s.mode = compose::SampleMode::Linear;
+  else if (mode == "bicubic" || mode == "cubic")
+    s.mode = compose::SampleMode::Cubic;
+  else if (mode == "nearest")
+    s.mode = compose::SampleMode::Nearest;
+  else
+    cv.fail(n, "mode '" + mode + "' is not supported");
+  std::string pm = C::attr_string(n, "padding_mode", "zeros");
+  if (pm == "zeros")
+    s.padding = compose::SamplePadding::Zeros;
+  else if (pm == "border")
+    s.padding = compose::SamplePadding::Border;
+  else if (pm == "reflection")
+    s.padding = compose::SamplePadding::Reflection;
+  else
+    cv.fail(n, "padding_mode '" + pm + "' is not supported");
+  s.align_corners = C::attr_int(n, "align_corners", 0) != 0;
+  cv.out(n, 0, compose::grid_sample(cv.em, cv.in(n, 0), cv.in(n, 1), s));
+}
+
+void max_unpool(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  auto xs = C::static_shape(x);
+  if (!xs || xs->size() < 3) cv.fail(n, "needs the input's shape to be known");
+  size_t sp = xs->size() - 2;
+  auto kernel = C::attr_ints(n, "kernel_shape");
+  auto strides = C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1));
+  auto pads = C::attr_ints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  if (kernel.size() != sp || strides.size() != sp || pads.size() != 2 * sp)
+    cv.fail(n, "kernel_shape, strides and pads need one value (pads two) per spatial dim");
+  std::vector<int64_t> out_sp;
+  for (size_t i = 0; i < sp; ++i)
+    out_sp.push_back(((*xs)[2 + i] - 1) * strides[i] - (pads[i] + pads[i + sp]) + kernel[i]);
+  Var* y = compose::max_unpool(cv.em, x, cv.in(n, 1), out_sp, compose::UnpoolIndices::Tensor);
+  if (!C::has(n, 2)) return cv.out(n, 0, y);
+  // output_shape: zeros after the unpooled values along each dim
+  auto shape = *C::static_shape(y);
+  auto os = cv.ints(n, 2, "output_shape");
+  if (os.size() != shape.size()) cv.fail(n, "output_shape needs one value per dim");
+  std::vector<int64_t> lo(shape.size(), 0), hi(shape.size(), 0);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (os[i] < shape[i]) cv.fail(n, "output_shape is smaller than the unpooled shape");
+    hi[i] = os[i] - shape[i];
+  }
+  DataType dt = C::dtype(y);
+  Var* f = is_float(dt) ? y : cv.cast(y, DataType::Float32);  // MIL pads floats only
+  cv.out(n, 0, cv.cast(cv.em.pad_trailing(f, lo, hi, 0.0), dt));
+}
+
+void col2im(C& cv, const NodeProto& n) {
+  auto img = cv.ints(n, 1, "image_shape");
+  auto blk = cv.ints(n, 2, "block_shape");
+  size_t sp = img.size();
+  if (blk.size() != sp) cv.fail(n, "image_shape and block_shape need the same length");
+  compose::Window w;
+  w.kernel = blk;
+  w.dilation = C::attr_ints(n, "dilations", std::vector<int64_t>(sp, 1));
+  w.stride = C::attr_ints(n, "strides", std::vector<int64_t>(sp, 1));
+  auto pads = C::attr_ints(n, "pads", std::vector<int64_t>(2 * sp, 0));
+  if (pads.size() != 2 * sp) cv.fail(n, "pads needs two values per spatial dim");
+  w.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(sp));
+  w.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(sp), pads.end());
+  cv.out(n, 0, compose::col2im(cv.em, cv.in(n, 0), img, w));
+}
+
+}  // namespace
+
+void register_sampling(OpTable& t) {
+  t.on("Resize", 1, resize_op);
+  t.on("Upsample", 1, upsample);
+  t.on("GridSample", 1, grid_sample);
+  t.on("MaxUnpool", 1, max_unpool);
+  t.on("Col2Im", 1, col2im);
+}
+
+}  // namespace onnx_detail
+}  // namespace milkit
