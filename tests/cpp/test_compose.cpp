@@ -393,6 +393,37 @@ TEST_CASE("compose: max_unpool scatters by whole-tensor or per-plane indices", "
   near(r[2], {7, 0, 5});
 }
 
+TEST_CASE("compose: col2im and per-plane max_unpool with a batch known only at run time",
+          "[compose]") {
+  Prog p;
+  auto& cx = p.f->ctx();
+  Dim n = cx.symbol(Symbol::create("N", 1, 8)), c = cx.symbol(Symbol::create("C", 1, 8));
+  Dim l = cx.symbol(Symbol::create("L", 1, 8));
+  Var* cols =
+      p.f->add_input("cols", cx.tensor(DataType::Float32, std::vector<Dim>{n, cx.constant(4), l}));
+  Var* x =
+      p.f->add_input("x", cx.tensor(DataType::Float32, std::vector<Dim>{n, c, cx.constant(2)}));
+  Var* ix =
+      p.f->add_input("ix", cx.tensor(DataType::Int32, std::vector<Dim>{n, c, cx.constant(2)}));
+  Tensor tc = Tensor::empty(DataType::Float32, {2, 4, 4});
+  for (int i = 0; i < 32; ++i) tc.mutable_data<float>()[i] = 1.0f;
+  Tensor tx = Tensor::empty(DataType::Float32, {2, 1, 2});
+  Tensor ti = Tensor::empty(DataType::Int32, {2, 1, 2});
+  const float xv[] = {5, 7, 6, 8};
+  const int32_t iv[] = {1, 3, 0, 2};
+  for (int i = 0; i < 4; ++i)
+    tx.mutable_data<float>()[i] = xv[i], ti.mutable_data<int32_t>()[i] = iv[i];
+  p.feeds = {{"cols", tc}, {"x", tx}, {"ix", ti}};
+  Window w;
+  w.kernel = {2, 2};
+  auto r = p.run({col2im(p.e, cols, {3, 3}, w), max_unpool(p.e, x, ix, {4}, UnpoolIndices::Plane)},
+                 {{2, 1, 3, 3}, {2, 1, 4}});
+  near(r[0], {1, 2, 1, 2, 4, 2, 1, 2, 1, 1, 2, 1, 2, 4, 2, 1, 2, 1});
+  near(r[1], {0, 5, 0, 7, 6, 0, 8, 0});
+  Var* cc = p.f->add_input("cc", cx.tensor(DataType::Float32, std::vector<Dim>{n, c, l}));
+  REQUIRE_THROWS_WITH(col2im(p.e, cc, {3, 3}, w), Catch::Contains("channel count"));
+}
+
 // ---- norms --------------------------------------------------------------------------------------
 
 TEST_CASE("compose: batch norm as one op with const statistics, else composed; both agree",
