@@ -655,6 +655,34 @@ TEST_CASE("compose: einsum matmul, batch matmul, transpose, outer product, chain
   near(r[7], {321, 654});
 }
 
+TEST_CASE("compose: einsum broadcasts ellipsis batch dims of size 1; contracts several letters",
+          "[compose]") {
+  Prog p;
+  std::vector<double> av, bv;
+  for (int i = 0; i < 12; ++i) av.push_back(i * 0.5 - 2);
+  for (int i = 0; i < 18; ++i) bv.push_back((i % 5) - 1.5);
+  Var* a = p.input("a", {2, 1, 2, 3}, av);
+  Var* b = p.input("b", {3, 3, 2}, bv);
+  Var* c = p.input("c", {2, 2, 3}, std::vector<double>(av.begin(), av.end()));
+  auto rr = p.run({einsum(p.e, "...ij,...jk", {a, b}), einsum(p.e, "abc,abc->a", {c, c})},
+                  {{2, 3, 2, 2}, {2}});
+  auto& r = rr[0];
+  double s0 = 0, s1 = 0;
+  for (size_t i = 0; i < 6; ++i) s0 += av[i] * av[i], s1 += av[i + 6] * av[i + 6];
+  near(rr[1], {s0, s1});  // two contracted letters and no free one on either side
+  std::vector<double> want;
+  for (size_t q = 0; q < 2; ++q)
+    for (size_t c = 0; c < 3; ++c) {
+      auto m = matmul_ref(std::vector<double>(av.begin() + static_cast<long>(q * 6),
+                                              av.begin() + static_cast<long>(q * 6 + 6)),
+                          std::vector<double>(bv.begin() + static_cast<long>(c * 6),
+                                              bv.begin() + static_cast<long>(c * 6 + 6)),
+                          2, 3, 2);
+      want.insert(want.end(), m.begin(), m.end());
+    }
+  near(r, want);
+}
+
 TEST_CASE("compose: einsum diagonals, traces and ellipses; bad equations", "[compose]") {
   Prog p;
   Var* m = p.input("m", {3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
