@@ -915,6 +915,28 @@ TEST_CASE("compose: LSTM both directions with initial states, by MIL's op and by
   }
 }
 
+TEST_CASE("compose: a bidirectional LSTM as one op matches the two directions", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {3, 1, 2}, kSeqFlat);
+  Var* h0 = p.input("h0", {1, 4}, {0.1, -0.2, 0.2, 0.1});
+  Var* c0 = p.input("c0", {1, 4}, {0.3, 0.05, -0.1, 0.4});
+  Ref fw(RnnKind::Lstm, 2, 2, 0.0), bw(RnnKind::Lstm, 2, 2, 0.4);
+  auto r = lstm_bidirectional(p.e, x, h0, c0, fw.weights(), bw.weights());
+  auto v = p.run({r.y, r.h, r.c}, {{3, 1, 4}, {1, 4}, {1, 4}});
+  std::vector<double> hf = {0.1, -0.2}, cf = {0.3, 0.05}, hb = {0.2, 0.1}, cb = {-0.1, 0.4};
+  auto yf = fw.run(kSeq, hf, cf, false), yb = bw.run(kSeq, hb, cb, true);
+  std::vector<double> y;
+  for (size_t t = 0; t < 3; ++t) {
+    y.insert(y.end(), yf.begin() + static_cast<long>(2 * t),
+             yf.begin() + static_cast<long>(2 * t + 2));
+    y.insert(y.end(), yb.begin() + static_cast<long>(2 * t),
+             yb.begin() + static_cast<long>(2 * t + 2));
+  }
+  near(v[0], y);
+  near(v[1], {hf[0], hf[1], hb[0], hb[1]});
+  near(v[2], {cf[0], cf[1], cb[0], cb[1]});
+}
+
 TEST_CASE("compose: GRU resetting after (MIL op, loop) and before the projection, RNN",
           "[compose]") {
   Prog p(Target::iOS18);
@@ -964,7 +986,14 @@ TEST_CASE("compose: gate orders and a counted loop carrying state", "[compose]")
         p.e.bin("add", p.e.bin("mul", v[0], p.e.f32(2)), p.e.cast(t, DataType::Float32)), v[1]};
   });
   REQUIRE(outs.size() == 2);
-  auto r = p.run(outs);
+  // a body returning a value made outside the loop, and a const
+  Var* outer = p.e.bin("add", x, p.e.f32(3));
+  auto more = counted_loop(p.e, n, {x, x}, [&](Var*, const std::vector<Var*>&) {
+    return std::vector<Var*>{outer, p.e.c(Value::from_doubles(DataType::Float32, {2}, {5, 6}))};
+  });
+  auto r = p.run({outs[0], outs[1], more[0], more[1]});
   near(r[0], {27, 27});  // 1 -> 2 -> 5 -> 12 -> 27
   near(r[1], {7});
+  near(r[2], {4, 4});
+  near(r[3], {5, 6});
 }
