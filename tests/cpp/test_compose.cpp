@@ -488,6 +488,12 @@ TEST_CASE("compose: cummax / cummin with indices, later entries winning ties", "
   near(r[4], {2, -1, -1, -1, -3});
   near(r[5], {0, 1, 1, 1, 4});
   REQUIRE_THROWS_WITH(cumextreme(p.e, x, {0, true, false}, true), Catch::Contains("forward"));
+  Prog q(Target::iOS15);  // no op newer than the oldest target
+  Var* y = q.input("y", {4}, {2, 5, 1, 5});
+  auto [qm, qi] = cumextreme(q.e, y, {0, false, false}, true);
+  auto rq = q.run({qm, qi});
+  near(rq[0], {2, 5, 5, 5});
+  near(rq[1], {0, 1, 1, 3});
 }
 
 // ---- resize -------------------------------------------------------------------------------------
