@@ -393,6 +393,37 @@ TEST_CASE("compose: max_unpool scatters by whole-tensor or per-plane indices", "
   near(r[2], {7, 0, 5});
 }
 
+TEST_CASE("compose: col2im and per-plane max_unpool with a batch known only at run time",
+          "[compose]") {
+  Prog p;
+  auto& cx = p.f->ctx();
+  Dim n = cx.symbol(Symbol::create("N", 1, 8)), c = cx.symbol(Symbol::create("C", 1, 8));
+  Dim l = cx.symbol(Symbol::create("L", 1, 8));
+  Var* cols =
+      p.f->add_input("cols", cx.tensor(DataType::Float32, std::vector<Dim>{n, cx.constant(4), l}));
+  Var* x =
+      p.f->add_input("x", cx.tensor(DataType::Float32, std::vector<Dim>{n, c, cx.constant(2)}));
+  Var* ix =
+      p.f->add_input("ix", cx.tensor(DataType::Int32, std::vector<Dim>{n, c, cx.constant(2)}));
+  Tensor tc = Tensor::empty(DataType::Float32, {2, 4, 4});
+  for (int i = 0; i < 32; ++i) tc.mutable_data<float>()[i] = 1.0f;
+  Tensor tx = Tensor::empty(DataType::Float32, {2, 1, 2});
+  Tensor ti = Tensor::empty(DataType::Int32, {2, 1, 2});
+  const float xv[] = {5, 7, 6, 8};
+  const int32_t iv[] = {1, 3, 0, 2};
+  for (int i = 0; i < 4; ++i)
+    tx.mutable_data<float>()[i] = xv[i], ti.mutable_data<int32_t>()[i] = iv[i];
+  p.feeds = {{"cols", tc}, {"x", tx}, {"ix", ti}};
+  Window w;
+  w.kernel = {2, 2};
+  auto r = p.run({col2im(p.e, cols, {3, 3}, w), max_unpool(p.e, x, ix, {4}, UnpoolIndices::Plane)},
+                 {{2, 1, 3, 3}, {2, 1, 4}});
+  near(r[0], {1, 2, 1, 2, 4, 2, 1, 2, 1, 1, 2, 1, 2, 4, 2, 1, 2, 1});
+  near(r[1], {0, 5, 0, 7, 6, 0, 8, 0});
+  Var* cc = p.f->add_input("cc", cx.tensor(DataType::Float32, std::vector<Dim>{n, c, l}));
+  REQUIRE_THROWS_WITH(col2im(p.e, cc, {3, 3}, w), Catch::Contains("channel count"));
+}
+
 // ---- norms --------------------------------------------------------------------------------------
 
 TEST_CASE("compose: batch norm as one op with const statistics, else composed; both agree",
@@ -457,6 +488,12 @@ TEST_CASE("compose: cummax / cummin with indices, later entries winning ties", "
   near(r[4], {2, -1, -1, -1, -3});
   near(r[5], {0, 1, 1, 1, 4});
   REQUIRE_THROWS_WITH(cumextreme(p.e, x, {0, true, false}, true), Catch::Contains("forward"));
+  Prog q(Target::iOS15);  // no op newer than the oldest target
+  Var* y = q.input("y", {4}, {2, 5, 1, 5});
+  auto [qm, qi] = cumextreme(q.e, y, {0, false, false}, true);
+  auto rq = q.run({qm, qi});
+  near(rq[0], {2, 5, 5, 5});
+  near(rq[1], {0, 1, 1, 3});
 }
 
 // ---- resize -------------------------------------------------------------------------------------
@@ -622,6 +659,34 @@ TEST_CASE("compose: einsum matmul, batch matmul, transpose, outer product, chain
   near(r[5], ab);  // implicit output: the letters used once, in order
   near(r[6], {21});
   near(r[7], {321, 654});
+}
+
+TEST_CASE("compose: einsum broadcasts ellipsis batch dims of size 1; contracts several letters",
+          "[compose]") {
+  Prog p;
+  std::vector<double> av, bv;
+  for (int i = 0; i < 12; ++i) av.push_back(i * 0.5 - 2);
+  for (int i = 0; i < 18; ++i) bv.push_back((i % 5) - 1.5);
+  Var* a = p.input("a", {2, 1, 2, 3}, av);
+  Var* b = p.input("b", {3, 3, 2}, bv);
+  Var* c = p.input("c", {2, 2, 3}, std::vector<double>(av.begin(), av.end()));
+  auto rr = p.run({einsum(p.e, "...ij,...jk", {a, b}), einsum(p.e, "abc,abc->a", {c, c})},
+                  {{2, 3, 2, 2}, {2}});
+  auto& r = rr[0];
+  double s0 = 0, s1 = 0;
+  for (size_t i = 0; i < 6; ++i) s0 += av[i] * av[i], s1 += av[i + 6] * av[i + 6];
+  near(rr[1], {s0, s1});  // two contracted letters and no free one on either side
+  std::vector<double> want;
+  for (size_t q = 0; q < 2; ++q)
+    for (size_t c = 0; c < 3; ++c) {
+      auto m = matmul_ref(std::vector<double>(av.begin() + static_cast<long>(q * 6),
+                                              av.begin() + static_cast<long>(q * 6 + 6)),
+                          std::vector<double>(bv.begin() + static_cast<long>(c * 6),
+                                              bv.begin() + static_cast<long>(c * 6 + 6)),
+                          2, 3, 2);
+      want.insert(want.end(), m.begin(), m.end());
+    }
+  near(r, want);
 }
 
 TEST_CASE("compose: einsum diagonals, traces and ellipses; bad equations", "[compose]") {
@@ -882,6 +947,28 @@ TEST_CASE("compose: LSTM both directions with initial states, by MIL's op and by
   }
 }
 
+TEST_CASE("compose: a bidirectional LSTM as one op matches the two directions", "[compose]") {
+  Prog p;
+  Var* x = p.input("x", {3, 1, 2}, kSeqFlat);
+  Var* h0 = p.input("h0", {1, 4}, {0.1, -0.2, 0.2, 0.1});
+  Var* c0 = p.input("c0", {1, 4}, {0.3, 0.05, -0.1, 0.4});
+  Ref fw(RnnKind::Lstm, 2, 2, 0.0), bw(RnnKind::Lstm, 2, 2, 0.4);
+  auto r = lstm_bidirectional(p.e, x, h0, c0, fw.weights(), bw.weights());
+  auto v = p.run({r.y, r.h, r.c}, {{3, 1, 4}, {1, 4}, {1, 4}});
+  std::vector<double> hf = {0.1, -0.2}, cf = {0.3, 0.05}, hb = {0.2, 0.1}, cb = {-0.1, 0.4};
+  auto yf = fw.run(kSeq, hf, cf, false), yb = bw.run(kSeq, hb, cb, true);
+  std::vector<double> y;
+  for (size_t t = 0; t < 3; ++t) {
+    y.insert(y.end(), yf.begin() + static_cast<long>(2 * t),
+             yf.begin() + static_cast<long>(2 * t + 2));
+    y.insert(y.end(), yb.begin() + static_cast<long>(2 * t),
+             yb.begin() + static_cast<long>(2 * t + 2));
+  }
+  near(v[0], y);
+  near(v[1], {hf[0], hf[1], hb[0], hb[1]});
+  near(v[2], {cf[0], cf[1], cb[0], cb[1]});
+}
+
 TEST_CASE("compose: GRU resetting after (MIL op, loop) and before the projection, RNN",
           "[compose]") {
   Prog p(Target::iOS18);
@@ -931,7 +1018,14 @@ TEST_CASE("compose: gate orders and a counted loop carrying state", "[compose]")
         p.e.bin("add", p.e.bin("mul", v[0], p.e.f32(2)), p.e.cast(t, DataType::Float32)), v[1]};
   });
   REQUIRE(outs.size() == 2);
-  auto r = p.run(outs);
+  // a body returning a value made outside the loop, and a const
+  Var* outer = p.e.bin("add", x, p.e.f32(3));
+  auto more = counted_loop(p.e, n, {x, x}, [&](Var*, const std::vector<Var*>&) {
+    return std::vector<Var*>{outer, p.e.c(Value::from_doubles(DataType::Float32, {2}, {5, 6}))};
+  });
+  auto r = p.run({outs[0], outs[1], more[0], more[1]});
   near(r[0], {27, 27});  // 1 -> 2 -> 5 -> 12 -> 27
   near(r[1], {7});
+  near(r[2], {4, 4});
+  near(r[3], {5, 6});
 }

@@ -160,19 +160,21 @@ Operand contract(Emitter& e, Operand A, Operand B, const std::set<int>& needed) 
   for (size_t i = 0; i < nb; ++i) {
     ga.push_back({a, {static_cast<int64_t>(i)}});
     gb.push_back({b, {static_cast<int64_t>(i)}});
-    go.push_back({a, {static_cast<int64_t>(i)}});
   }
   ga.push_back({a, span(nb, na)});
   ga.push_back({a, span(nb + na, nc)});
   gb.push_back({b, span(nb, nc)});
   gb.push_back({b, span(nb + nc, nbo)});
-  for (int64_t i : span(nb, na)) go.push_back({a, {i}});
-  for (int64_t i : span(nb + nc, nbo)) go.push_back({b, {i}});
-  Var* am = nb + 2 == ta.size() ? a : reshape_to(e, a, shape_of(e, ga));
-  Var* bm = nb + 2 == tb.size() ? b : reshape_to(e, b, shape_of(e, gb));
+  // already [batch..., M, K] / [batch..., K, N] when each group is one dim
+  Var* am = na == 1 && nc == 1 ? a : reshape_to(e, a, shape_of(e, ga));
+  Var* bm = nc == 1 && nbo == 1 ? b : reshape_to(e, b, shape_of(e, gb));
   Var* y = e.op("matmul", {Builder::arg("x", am), Builder::arg("y", bm),
                            Builder::arg("transpose_x", Value::scalar_bool(false)),
                            Builder::arg("transpose_y", Value::scalar_bool(false))});
+  // the batch dims as matmul broadcast them (a size-1 dim of one operand meets the other's)
+  for (size_t i = 0; i < nb; ++i) go.push_back({y, {static_cast<int64_t>(i)}});
+  for (int64_t i : span(nb, na)) go.push_back({a, {i}});
+  for (int64_t i : span(nb + nc, nbo)) go.push_back({b, {i}});
   if (na != 1 || nbo != 1) y = reshape_to(e, y, shape_of(e, go));
   return {y, outl};
 }

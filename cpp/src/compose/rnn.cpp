@@ -4,7 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace milkit {
 namespace compose {
@@ -196,6 +199,30 @@ RnnLayerResult rnn_layer(Emitter& e, Var* xs, Var* h0, Var* c0, const RnnWeights
   return mil_layer(e, xs, h0, c0, w, s);
 }
 
+RnnLayerResult lstm_bidirectional(Emitter& e, Var* xs, Var* h0, Var* c0, const RnnWeights& fw,
+                                  const RnnWeights& bw) {
+  if (Emitter::rank(xs) != 3) fail("a recurrent layer needs a [S, B, I] sequence");
+  if (fw.w_hr || bw.w_hr || fw.peephole || bw.peephole)
+    fail("a bidirectional lstm op takes no projection or peepholes");
+  const std::vector<int> order = {0, 1, 3, 2};  // [i, f, g, o] -> MIL's [i, f, o, g]
+  auto cv = [&](const Value& v) { return e.c(reorder_gates(v, order)); };
+  auto bias = [&](const RnnWeights& w) -> std::optional<Value> {
+    if (!w.b_ih && !w.b_hh) return std::nullopt;
+    return w.b_ih && w.b_hh ? add_values(*w.b_ih, *w.b_hh) : w.b_ih ? *w.b_ih : *w.b_hh;
+  };
+  std::vector<Arg> args = {Builder::arg("x", xs), Builder::arg("initial_h", h0),
+                           Builder::arg("initial_c", c0), Builder::arg("weight_ih", cv(fw.w_ih)),
+                           Builder::arg("weight_hh", cv(fw.w_hh))};
+  if (auto b = bias(fw)) args.push_back(Builder::arg("bias", cv(*b)));
+  args.push_back(Builder::arg("weight_ih_back", cv(bw.w_ih)));
+  args.push_back(Builder::arg("weight_hh_back", cv(bw.w_hh)));
+  if (auto b = bias(bw)) args.push_back(Builder::arg("bias_back", cv(*b)));
+  args.push_back(Builder::arg("direction", Value::scalar_string("bidirectional")));
+  args.push_back(Builder::arg("output_sequence", Value::scalar_bool(true)));
+  auto outs = e.ops("lstm", std::move(args));
+  return {outs[0], outs[1], outs[2]};
+}
+
 std::vector<Var*> counted_loop(Emitter& e, Var* count, const std::vector<Var*>& init,
                                const LoopBody& body) {
   Arg lv{"loop_vars", {}, true};
@@ -208,8 +235,12 @@ std::vector<Var*> counted_loop(Emitter& e, Var* count, const std::vector<Var*>& 
     std::vector<Var*> carried(vs.begin() + 1, vs.end());
     std::vector<Var*> next = {e.bin("add", vs[0], e.cs(1, DataType::Int32))};
     for (Var* v : body(vs[0], carried)) next.push_back(v);
+    // a block output must be made by an op of the block: inputs, consts and outer values are
+    // passed through an identity
     for (auto& v : next)
-      if (!v->op() || v->input_of()) v = e.un("identity", v);
+      if (!v->op() || v->input_of() || v->op()->op_type() == "const" ||
+          v->op()->parent() != e.builder().block())
+        v = e.un("identity", v);
     return next;
   };
   std::vector<Arg> args = {lv};

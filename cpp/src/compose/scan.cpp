@@ -76,8 +76,9 @@ std::pair<Var*, Var*> cumextreme(Emitter& e, Var* x, const ScanSpec& s, bool is_
   ishape[static_cast<size_t>(ax)] = len;
   for (int64_t i = 0; i < len; ++i) iv.push_back(i);
   Var* idx = e.c(Value::from_ints(DataType::Int32, ishape, iv));
-  Var* zeros = e.op("fill_like", {Builder::arg("ref_tensor", x),
-                                  Builder::arg("value", Value::scalar_int(DataType::Int32, 0))});
+  // zeros of x's shape (fill from a run-time shape: available on every target)
+  Var* zeros = e.op("fill", {Builder::arg("shape", e.op("shape", {Builder::arg("x", x)})),
+                             Builder::arg("value", Value::scalar_int(DataType::Int32, 0))});
   idx = e.bin("add", idx, zeros);
   for (int64_t k = 1; k < len; k *= 2) {
     Var* pv = e.shift(x, ax, k, worst);

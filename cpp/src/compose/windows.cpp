@@ -93,9 +93,30 @@ Var* im2col(Emitter& e, Var* x, const Window& win) {
                              0))});
 }
 
+namespace {
+
+// A rank-1 int32 shape: x's leading `lead` dims (consts when known, else read at run time)
+// followed by `tail`.
+Var* leading_shape(Emitter& e, Var* x, int64_t lead, const std::vector<int64_t>& tail) {
+  const auto& sh = x->type()->shape();
+  std::vector<int64_t> known;
+  for (int64_t i = 0; i < lead; ++i)
+    if (sh[static_cast<size_t>(i)]->is_const())
+      known.push_back(sh[static_cast<size_t>(i)]->value());
+  if (static_cast<int64_t>(known.size()) == lead) {
+    known.insert(known.end(), tail.begin(), tail.end());
+    return e.ci(known);
+  }
+  Var* head = e.slice_axis(e.op("shape", {Builder::arg("x", x)}), 0, 0, lead);
+  return tail.empty() ? head : e.concat({head, e.ci(tail)}, 0);
+}
+
+}  // namespace
+
 Var* col2im(Emitter& e, Var* x, const std::vector<int64_t>& img, const Window& win) {
-  auto xs = Emitter::static_shape(x);
-  if (!xs || xs->size() != 3) fail("col2im needs a 3-D input of known shape");
+  if (!x->type()->has_rank() || x->type()->rank() != 3) fail("col2im needs a 3-D input");
+  if (!x->type()->shape()[1]->is_const())
+    fail("col2im needs the channel count of the input to be known");
   size_t sp = img.size();
   Window w = win.filled(sp);
   int64_t K = 1, P = 1, L = 1;
@@ -106,8 +127,10 @@ Var* col2im(Emitter& e, Var* x, const std::vector<int64_t>& img, const Window& w
     nb[i] = w.out_size(i, img[i], false);
     L *= nb[i];
   }
-  int64_t N = (*xs)[0], CK = (*xs)[1];
-  if (CK % K || (*xs)[2] != L) fail("the input's shape does not match the image and kernel shapes");
+  const auto& xsh = x->type()->shape();
+  int64_t CK = xsh[1]->value();
+  if (CK % K || (xsh[2]->is_const() && xsh[2]->value() != L))
+    fail("the input's shape does not match the image and kernel shapes");
   int64_t Cc = CK / K;
   // where each input element lands in the flattened [C, image] output (C * P: dropped, in the pads)
   std::vector<int64_t> idx(static_cast<size_t>(CK * L));
@@ -132,16 +155,25 @@ Var* col2im(Emitter& e, Var* x, const std::vector<int64_t>& img, const Window& w
         idx[static_cast<size_t>((c * K + k) * L + l)] = inside ? c * P + flat : Cc * P;
       }
   DataType dt = Emitter::dtype(x);
-  Var* data = e.c(Value::from_doubles(
-      dt, {N, Cc * P + 1}, std::vector<double>(static_cast<size_t>(N * (Cc * P + 1)), 0.0)));
+  Var* data;
+  if (xsh[0]->is_const()) {
+    int64_t N = xsh[0]->value();
+    data = e.c(Value::from_doubles(
+        dt, {N, Cc * P + 1}, std::vector<double>(static_cast<size_t>(N * (Cc * P + 1)), 0.0)));
+  } else {
+    // a batch known only at run time: zeros of [N, C * P + 1] filled at run time
+    data = e.op("fill", {Builder::arg("shape", leading_shape(e, x, 1, {Cc * P + 1})),
+                         Builder::arg("value", is_float(dt) ? Value::scalar_float(dt, 0)
+                                                            : Value::scalar_int(dt, 0))});
+  }
   Var* y =
       e.op("scatter", {Builder::arg("data", data),
                        Builder::arg("indices", Value::from_ints(DataType::Int32, {CK * L}, idx)),
-                       Builder::arg("updates", e.reshape(x, {N, CK * L})),
+                       Builder::arg("updates", e.reshape(x, {-1, CK * L})),
                        Builder::arg("axis", Value::scalar_int(DataType::Int32, 1)),
                        Builder::arg("mode", Value::scalar_string("add"))});
   y = e.slice_axis(y, 1, 0, Cc * P);
-  std::vector<int64_t> shape = {N, Cc};
+  std::vector<int64_t> shape = {-1, Cc};
   shape.insert(shape.end(), img.begin(), img.end());
   return e.reshape(y, shape);
 }
@@ -261,15 +293,17 @@ Var* pool_by_taps(Emitter& e, Var* x, const PoolSpec& s, Var** indices) {
 
 Var* max_unpool(Emitter& e, Var* x, Var* indices, const std::vector<int64_t>& out_spatial,
                 UnpoolIndices kind) {
-  auto xs = Emitter::need_static_shape(x, "max_unpool");
-  if (xs.size() < 3 || xs.size() != out_spatial.size() + 2)
+  int r = Emitter::rank(x);
+  if (r < 3 || static_cast<size_t>(r) != out_spatial.size() + 2)
     fail("max_unpool needs an input [N, C, spatial...] with one output size per spatial dim");
   DataType dt = Emitter::dtype(x);
-  std::vector<int64_t> shape = {xs[0], xs[1]};
   int64_t plane = 1;
-  for (int64_t v : out_spatial) shape.push_back(v), plane *= v;
+  for (int64_t v : out_spatial) plane *= v;
   Var* idx = e.cast(indices, DataType::Int32);
   if (kind == UnpoolIndices::Tensor) {
+    auto xs = Emitter::need_static_shape(x, "max_unpool");
+    std::vector<int64_t> shape = {xs[0], xs[1]};
+    shape.insert(shape.end(), out_spatial.begin(), out_spatial.end());
     int64_t total = xs[0] * xs[1] * plane;
     Var* data = e.c(Value::from_doubles(is_float(dt) ? dt : DataType::Float32, {total},
                                         std::vector<double>(static_cast<size_t>(total), 0.0)));
@@ -282,17 +316,21 @@ Var* max_unpool(Emitter& e, Var* x, Var* indices, const std::vector<int64_t>& ou
     y = e.reshape(y, shape);
     return is_float(dt) ? y : e.cast(y, dt);
   }
-  Var* flat = e.reshape(x, {xs[0], xs[1], -1});
-  Var* fi = e.reshape(idx, {xs[0], xs[1], -1});
+  // N and C may be known only at run time
+  auto reshape = [&](Var* v, Var* shape) {
+    return e.op("reshape", {Builder::arg("x", v), Builder::arg("shape", shape)});
+  };
+  Var* flat = reshape(x, leading_shape(e, x, 2, {-1}));
+  Var* fi = reshape(idx, leading_shape(e, x, 2, {-1}));
   Var* zeros = e.op(
-      "fill", {Builder::arg("shape", Value::int_list({xs[0], xs[1], plane})),
+      "fill", {Builder::arg("shape", leading_shape(e, x, 2, {plane})),
                Builder::arg("value", dt == DataType::Int32 ? Value::scalar_int(DataType::Int32, 0)
                                                            : Value::scalar_float(dt, 0))});
   Var* y = e.op("scatter_along_axis", {Builder::arg("data", zeros), Builder::arg("indices", fi),
                                        Builder::arg("updates", flat),
                                        Builder::arg("axis", Value::scalar_int(DataType::Int32, 2)),
                                        Builder::arg("mode", Value::scalar_string("update"))});
-  return e.reshape(y, shape);
+  return reshape(y, leading_shape(e, x, 2, out_spatial));
 }
 
 }  // namespace compose

@@ -58,6 +58,11 @@ struct RnnLayerResult {
 /// reversing the input and the output), or a counted loop (see RnnLayerSpec::by_loop).
 RnnLayerResult rnn_layer(Emitter& e, Var* xs, Var* h0, Var* c0, const RnnWeights& w,
                          const RnnLayerSpec& s);
+/// Both directions of an LSTM layer as MIL's one bidirectional lstm op (MIL's default
+/// activations; no loop): y [S, B, 2 * H] with the forward features first, h / c [B, 2 * H] the
+/// final forward and backward states side by side. h0 / c0 are [B, 2 * H] the same way.
+RnnLayerResult lstm_bidirectional(Emitter& e, Var* xs, Var* h0, Var* c0, const RnnWeights& fw,
+                                  const RnnWeights& bw);
 /// One step of a cell from xp = x W_ih^T + b_ih and hp = h W_hh^T + b_hh (canonical gates, on the
 /// last axis): (h', c') with c' null except for LSTM. GRU resets after the projection.
 std::pair<Var*, Var*> rnn_cell(Emitter& e, RnnKind kind, Var* xp, Var* hp, Var* h, Var* c);
@@ -67,8 +72,8 @@ Var* linear(Emitter& e, Var* x, Var* w, Var* b);
 /// The body of a counted loop: step t (int32 scalar) and the carried values -> the next values.
 using LoopBody = std::function<std::vector<Var*>(Var* t, const std::vector<Var*>& carried)>;
 /// A MIL while_loop running `body` for t = 0 .. count - 1 (count an int32 scalar var) with
-/// `init` carried; returns the final carried values. Values the body passes through unchanged
-/// are wrapped in identity ops (a block output must be made inside it).
+/// `init` carried; returns the final carried values. Values the body returns that are not made
+/// by an op of its block (loop inputs, consts, outer values) are wrapped in identity ops.
 std::vector<Var*> counted_loop(Emitter& e, Var* count, const std::vector<Var*>& init,
                                const LoopBody& body);
 

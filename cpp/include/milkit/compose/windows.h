@@ -29,9 +29,9 @@ struct Window {
 /// c * K + t holding kernel tap t (row-major over the kernel) of every window (L windows,
 /// row-major): one strided slice of the zero-padded input per tap (exact).
 Var* im2col(Emitter& e, Var* x, const Window& w);
-/// F.fold / ONNX's Col2Im: x [N, C * K, L] (known shape) -> [N, C, image...], overlapping taps
-/// summed; taps that fall in the padding are dropped. A scatter-add of every element into the
-/// flattened image (indices computed at import time).
+/// F.fold / ONNX's Col2Im: x [N, C * K, L] (C * K known; N and L may be known only at run time)
+/// -> [N, C, image...], overlapping taps summed; taps that fall in the padding are dropped. A
+/// scatter-add of every element into the flattened image (indices computed at import time).
 Var* col2im(Emitter& e, Var* x, const std::vector<int64_t>& image, const Window& w);
 
 /// What pool_by_taps computes over each window.
@@ -65,8 +65,8 @@ enum class UnpoolIndices {
   Plane,   ///< Flat over the spatial dims of each output plane (torch's max_unpool).
 };
 /// Writes each x [N, C, spatial...] entry at its index into zeros of [N, C, out...]
-/// (`out_spatial` per spatial dim), the rest 0. Integer x is scattered as fp32 and cast back for
-/// Tensor indices.
+/// (`out_spatial` per spatial dim), the rest 0. Tensor indices need x's shape known (an integer
+/// x is scattered as fp32 and cast back); Plane indices allow N and C known only at run time.
 Var* max_unpool(Emitter& e, Var* x, Var* indices, const std::vector<int64_t>& out_spatial,
                 UnpoolIndices kind);
 

@@ -92,7 +92,7 @@ std::string Converter::label(const json& n) {
 }
 
 Converter::Converter(Builder& b_, const json& graph_, const std::string& source_)
-    : b(b_), graph(graph_), source(source_) {}
+    : b(b_), e(b_), graph(graph_), source(source_) {}
 
 void Converter::fail(const json& n, const std::string& msg) const {
   throw ValueError(source + ": " + label(n) + ": " + msg);
@@ -549,43 +549,15 @@ std::optional<int> Converter::meta_rank(const std::string& name) const {
   return static_cast<int>((*v)["sizes"].size());
 }
 
-Var* Converter::op(std::string_view type, std::vector<Arg> args) { return b.create(type, args).at(0); }
-
-std::vector<Var*> Converter::ops(std::string_view type, std::vector<Arg> args) { return b.create(type, args); }
-
-Var* Converter::c(Value v) { return b.add_const(std::make_shared<const Value>(std::move(v)), ""); }
-
-Var* Converter::cs(double v, DataType dt) {
-  if (is_float(dt)) return c(Value::scalar_float(dt, v));
-  if (dt == DataType::Bool) return c(Value::scalar_bool(v != 0));
-  return c(Value::scalar_int(dt, static_cast<int64_t>(v)));
-}
-
 int Converter::rank(const json& n, Var* v) const {
   if (!v->type()->has_rank()) fail(n, "the rank of '" + v->name() + "' is not known");
   return v->type()->rank();
-}
-
-std::optional<std::vector<int64_t>> Converter::static_shape(Var* v) {
-  if (!v->type()->has_rank()) return std::nullopt;
-  std::vector<int64_t> r;
-  for (Dim d : v->type()->shape()) {
-    if (!d->is_const()) return std::nullopt;
-    r.push_back(d->value());
-  }
-  return r;
 }
 
 int64_t Converter::axis(const json& n, int64_t ax, int64_t r) const {
   int64_t rr = std::max<int64_t>(r, 1);  // torch allows dim 0 / -1 on a 0-d tensor
   if (ax < -rr || ax >= rr) fail(n, "dim " + std::to_string(ax) + " is out of range for rank " + std::to_string(r));
   return ax < 0 ? ax + rr : ax;
-}
-
-Var* Converter::cast(Var* v, DataType dt) {
-  if (dtype(v) == dt) return v;
-  if (auto& val = v->value(); val && !val->is_symbolic() && val->numel() <= 16) return c(val->cast(dt));
-  return op("cast", {a("x", v), astr("dtype", std::string(dtype_name(dt)))});
 }
 
 namespace {

@@ -12,9 +12,11 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "milkit/builder/builder.h"
+#include "milkit/compose/emitter.h"
 #include "milkit/frontends/torch.h"
 #include "milkit/ir/value.h"
 
@@ -130,6 +132,7 @@ class Converter {
   Converter(Builder& b, const json& graph, const std::string& source);
 
   Builder& b;           ///< Where ops go.
+  compose::Emitter e;   ///< Builds ops over `b`: compose/'s vocabulary and its one cast policy.
   const json& graph;    ///< The top-level graph.
   std::string source;   ///< For messages.
 
@@ -234,15 +237,17 @@ class Converter {
 
   // ---- building -------------------------------------------------------------------------------
   /// A single-output op.
-  Var* op(std::string_view type, std::vector<Arg> args);
+  Var* op(std::string_view type, std::vector<Arg> args) { return e.op(type, std::move(args)); }
   /// An op with several outputs.
-  std::vector<Var*> ops(std::string_view type, std::vector<Arg> args);
+  std::vector<Var*> ops(std::string_view type, std::vector<Arg> args) {
+    return e.ops(type, std::move(args));
+  }
   /// A const var.
-  Var* c(Value v);
+  Var* c(Value v) { return e.c(std::move(v)); }
   /// int32 rank-1 const.
-  Var* ci(const std::vector<int64_t>& v) { return c(Value::int_list(v)); }
+  Var* ci(const std::vector<int64_t>& v) { return e.ci(v); }
   /// Scalar const of dtype `dt`.
-  Var* cs(double v, DataType dt);
+  Var* cs(double v, DataType dt) { return e.cs(v, dt); }
   /// Argument helpers.
   static Arg a(std::string name, Var* v) { return Builder::arg(std::move(name), v); }
   static Arg a(std::string name, Value v) { return Builder::arg(std::move(name), std::move(v)); }
@@ -252,17 +257,19 @@ class Converter {
   static Arg astr(std::string name, std::string v) { return a(std::move(name), Value::scalar_string(std::move(v))); }
   static Arg af32(std::string name, double v) { return a(std::move(name), Value::scalar_float(DataType::Float32, v)); }
   /// A var's dtype.
-  static DataType dtype(Var* v) { return v->type()->dtype(); }
+  static DataType dtype(Var* v) { return compose::Emitter::dtype(v); }
   /// A var's rank; ValueError naming the node when unknown.
   int rank(const json& n, Var* v) const;
   /// A var's shape.
   static const std::vector<Dim>& shape(Var* v) { return v->type()->shape(); }
   /// The shape as integers when every dim is known.
-  static std::optional<std::vector<int64_t>> static_shape(Var* v);
+  static std::optional<std::vector<int64_t>> static_shape(Var* v) {
+    return compose::Emitter::static_shape(v);
+  }
   /// Normalizes a possibly negative axis against `rank`.
   int64_t axis(const json& n, int64_t a, int64_t rank) const;
-  /// Casts to `dt` if needed.
-  Var* cast(Var* v, DataType dt);
+  /// Casts to `dt` if needed (compose::Emitter::cast: small known values fold into a const).
+  Var* cast(Var* v, DataType dt) { return e.cast(v, dt); }
   /// torch's result dtype of combining `a` and `b` (0-d tensors count by category only).
   static DataType promote(Var* a, Var* b);
   /// Makes `x` and `y` one dtype: the node's output dtype from the graph when it is a float

@@ -24,7 +24,7 @@ DataType float_out(C& cv, const json& n, Var* x) {
   return is_float(C::dtype(x)) ? C::dtype(x) : DataType::Float32;
 }
 
-Var* bin(C& cv, const char* op, Var* x, Var* y) { return cv.op(op, {C::a("x", x), C::a("y", y)}); }
+Var* bin(C& cv, const char* op, Var* x, Var* y) { return cv.e.bin(op, x, y); }
 
 // A float op of one input (ints promote to the default float).
 void unary(OpTable& t, const char* name, const char* mil) {
@@ -49,9 +49,7 @@ Var* clip(C& cv, Var* x, std::optional<double> lo, std::optional<double> hi) {
   return x;
 }
 
-Var* sel(C& cv, Var* cond, Var* a, Var* b) {
-  return cv.op("select", {C::a("cond", cond), C::a("a", a), C::a("b", b)});
-}
+Var* sel(C& cv, Var* cond, Var* a, Var* b) { return cv.e.sel(cond, a, b); }
 
 // `x` with a trailing axis of one element (for comparisons against every element of a list).
 Var* trailing_axis(C& cv, Var* x) { return cv.op("expand_dims", {C::a("x", x), C::aints32("axes", {-1})}); }
@@ -65,14 +63,6 @@ Var* count_true(C& cv, Var* cmp) {
 Var* input(C& cv, const json& n) { return C::has(n, "input") ? cv.tensor(n, "input") : cv.tensor(n, "self"); }
 
 bool is_const(Var* v) { return v->value() && !v->value()->is_symbolic(); }
-
-// `v` (per-channel, rank 1) reshaped to broadcast over [N, C, spatial...] of rank `rank`.
-Var* per_channel(C& cv, Var* v, int rank) {
-  std::vector<int64_t> axes;
-  for (int i = 2; i < rank; ++i) axes.push_back(i - 1);
-  if (axes.empty()) return v;
-  return cv.op("expand_dims", {C::a("x", v), C::aints32("axes", axes)});
-}
 
 std::vector<int64_t> expand_list(C& cv, const json& n, std::vector<int64_t> v, size_t k, const char* what) {
   if (v.size() == 1 && k > 1) v.assign(k, v[0]);
@@ -132,37 +122,6 @@ int64_t known_dim(C& cv, const json& n, Var* x, int64_t ax, const char* what) {
 
 Var* reduce_op(C& cv, const char* op, Var* x, const std::vector<int64_t>& axes, bool keep) {
   return cv.op(op, {C::a("x", x), C::aints32("axes", axes), C::abool("keep_dims", keep)});
-}
-
-// x[begin : begin + (count - 1) * step + 1 : step] along the axes of `axes` (other axes whole)
-Var* strided(C& cv, Var* x, int r, const std::vector<int64_t>& axes, const std::vector<int64_t>& begin,
-             const std::vector<int64_t>& count, const std::vector<int64_t>& step) {
-  std::vector<int64_t> b(static_cast<size_t>(r), 0), e(static_cast<size_t>(r), 0), st(static_cast<size_t>(r), 1);
-  std::vector<int64_t> bm(static_cast<size_t>(r), 1), em(static_cast<size_t>(r), 1);
-  for (size_t k = 0; k < axes.size(); ++k) {
-    size_t a = static_cast<size_t>(axes[k]);
-    b[a] = begin[k];
-    e[a] = begin[k] + (count[k] - 1) * step[k] + 1;
-    st[a] = step[k];
-    bm[a] = em[a] = 0;
-  }
-  return cv.op("slice_by_index", {C::a("x", x), C::aints32("begin", b), C::aints32("end", e), C::aints32("stride", st),
-                                  C::a("begin_mask", Value::from_ints(DataType::Bool, {r}, bm)),
-                                  C::a("end_mask", Value::from_ints(DataType::Bool, {r}, em))});
-}
-
-// pads the last spatial axes of `x` (rank r) by (lo[k], hi[k]) with `val`
-Var* pad_spatial(C& cv, Var* x, int r, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi, double val) {
-  bool any = false;
-  std::vector<int64_t> pads(2 * static_cast<size_t>(r) - 2 * lo.size(), 0);
-  for (size_t k = 0; k < lo.size(); ++k) {
-    pads.push_back(lo[k]);
-    pads.push_back(hi[k]);
-    any = any || lo[k] || hi[k];
-  }
-  if (!any) return x;
-  return cv.op("pad", {C::a("x", x), C::aints32("pad", pads), C::astr("mode", "constant"),
-                       C::a("constant_val", cv.cs(val, C::dtype(x)))});
 }
 
 // A gather-family op on x of any dtype: MIL's gathers do not take bool, so a bool x goes

@@ -30,8 +30,6 @@ Var* trailing_axis(C& cv, Var* x);
 Var* count_true(C& cv, Var* cmp);
 Var* input(C& cv, const json& n);
 bool is_const(Var* v);
-/// `v` (per-channel, rank 1) reshaped to broadcast over [N, C, spatial...] of rank `rank`.
-Var* per_channel(C& cv, Var* v, int rank);
 std::vector<int64_t> expand_list(C& cv, const json& n, std::vector<int64_t> v, size_t k, const char* what);
 Var* matmul(C& cv, Var* x, Var* y, bool ty = false);
 /// softmax(x) along `axis` with rows that are -inf throughout giving 0, not NaN (torch's
@@ -44,11 +42,6 @@ bool json_reads(const json& j, const std::string& name);
 bool output_used(C& cv, const json& n, size_t k);
 int64_t known_dim(C& cv, const json& n, Var* x, int64_t ax, const char* what);
 Var* reduce_op(C& cv, const char* op, Var* x, const std::vector<int64_t>& axes, bool keep);
-/// x[begin : begin + (count - 1) * step + 1 : step] along the axes of `axes` (other axes whole)
-Var* strided(C& cv, Var* x, int r, const std::vector<int64_t>& axes, const std::vector<int64_t>& begin,
-             const std::vector<int64_t>& count, const std::vector<int64_t>& step);
-/// pads the last spatial axes of `x` (rank r) by (lo[k], hi[k]) with `val`
-Var* pad_spatial(C& cv, Var* x, int r, const std::vector<int64_t>& lo, const std::vector<int64_t>& hi, double val);
 /// A gather-family op on x of any dtype: MIL's gathers do not take bool, so a bool x goes
 /// through int32 and back.
 Var* gather_any(C& cv, const char* type, Var* x, std::vector<Arg> rest);

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <memory>
 
+#include "milkit/compose/rnn.h"
 #include "ops_common.h"
 
 namespace milkit {
@@ -107,8 +108,8 @@ void convert_scan(C& cv, const json& n) {
   for (auto& x : xs) xv.push_back(cv.var(x));
   Var* len = cv.op("gather", {C::a("x", cv.op("shape", {C::a("x", xv[0])})), C::ai32("indices", 0),
                               C::ai32("axis", 0)});
-  // the lists of step outputs, typed from the subgraph's tensor_values
-  std::vector<Var*> loop_vars = {cv.cs(0, DataType::Int32)};
+  // the carries, then the lists of step outputs typed from the subgraph's tensor_values
+  std::vector<Var*> loop_vars;
   for (auto& c : init) loop_vars.push_back(cv.var(c));
   std::vector<std::vector<Dim>> yshape;
   for (size_t k = 0; k < ny; ++k) {
@@ -134,32 +135,23 @@ void convert_scan(C& cv, const json& n) {
         cv.op("make_list", {C::a("init_length", Value::scalar_int(DataType::Int32, 0)),
                             std::move(es), C::astr("dtype", std::string(dtype_name(*dt)))}));
   }
-  Arg lv{"loop_vars", {}, true};
-  for (Var* v : loop_vars) lv.items.push_back(ArgItem{v, nullptr});
-  BlockFn cond_fn = [&cv, len](const std::vector<Var*>& vs) -> std::vector<Var*> {
-    return {cv.op("less", {C::a("x", vs[0]), C::a("y", len)})};
-  };
   std::string prefix = n.value("name", std::string("scan")) + "_";
-  BlockFn body_fn = [&](const std::vector<Var*>& vs) -> std::vector<Var*> {
-    std::vector<Var*> ins(vs.begin() + 1, vs.begin() + 1 + static_cast<int64_t>(nc));
+  auto outs = compose::counted_loop(cv.e, len, loop_vars, [&](Var* t, const std::vector<Var*>& vs) {
+    std::vector<Var*> ins(vs.begin(), vs.begin() + static_cast<int64_t>(nc));
     for (Var* x : xv)
-      ins.push_back(cv.op("gather", {C::a("x", x), C::a("indices", vs[0]), C::ai32("axis", 0)}));
-    auto outs = subgraph(cv, n, g, ins, extra, prefix);
-    std::vector<Var*> next = {
-        cv.op("add", {C::a("x", vs[0]), C::a("y", Value::scalar_int(DataType::Int32, 1))})};
-    for (size_t k = 0; k < nc; ++k) next.push_back(cv.cast(outs[k], C::dtype(vs[1 + k])));
+      ins.push_back(cv.op("gather", {C::a("x", x), C::a("indices", t), C::ai32("axis", 0)}));
+    auto so = subgraph(cv, n, g, ins, extra, prefix);
+    std::vector<Var*> next;
+    for (size_t k = 0; k < nc; ++k) next.push_back(cv.cast(so[k], C::dtype(vs[k])));
     for (size_t k = 0; k < ny; ++k)
-      next.push_back(cv.op("list_write", {C::a("ls", vs[1 + nc + k]), C::a("index", vs[0]),
-                                          C::a("value", outs[nc + k])}));
-    return block_results(cv, next);
-  };
-  std::vector<Arg> args = {lv};
-  auto outs = cv.b.create("while_loop", args, "", while_loop_blocks(cond_fn, body_fn));
-  std::vector<Var*> results;
-  for (size_t k = 0; k < nc; ++k) results.push_back(outs[1 + k]);
+      next.push_back(cv.op("list_write",
+                           {C::a("ls", vs[nc + k]), C::a("index", t), C::a("value", so[nc + k])}));
+    return next;
+  });
+  std::vector<Var*> results(outs.begin(), outs.begin() + static_cast<int64_t>(nc));
   Dim S = C::shape(xv[0]).at(0);
   for (size_t k = 0; k < ny; ++k) {
-    Var* ls = outs[1 + nc + k];
+    Var* ls = outs[nc + k];
     Var* idx = cv.op("range_1d", {C::a("start", Value::scalar_int(DataType::Int32, 0)),
                                   C::a("end", cv.op("list_length", {C::a("ls", ls)})),
                                   C::a("step", Value::scalar_int(DataType::Int32, 1))});

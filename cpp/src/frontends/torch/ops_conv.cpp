@@ -77,7 +77,8 @@ Var* convolution(C& cv, const json& n, Var* x, Var* w, Var* bias, bool transpose
       out = cv.op("pad", {C::a("x", out), C::aints32("pad", pads), C::astr("mode", "constant"),
                           C::a("constant_val", Value::scalar_float(dt, 0))});
       // the added border holds only the bias
-      if (bias) out = cv.op("add", {C::a("x", out), C::a("y", per_channel(cv, cv.cast(bias, dt), r))});
+      if (bias)
+        out = cv.op("add", {C::a("x", out), C::a("y", cv.e.per_channel(cv.cast(bias, dt), r))});
     }
   }
   if (unbatched) out = cv.op("squeeze", {C::a("x", out), C::aints32("axes", {0})});

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "milkit/compose/arith.h"
 #include "ops_common.h"
 
 namespace milkit {
@@ -56,11 +57,7 @@ void div_op(C& cv, const json& n) {
     if (is_float(C::dtype(x))) cv.out(n, cv.op("floor", {C::a("x", bin(cv, "real_div", x, y))}));
     else cv.out(n, bin(cv, "floor_div", x, y));
   } else if (mode == "trunc") {
-    DataType dt = C::dtype(x);
-    Var* q = bin(cv, "real_div", cv.cast(x, DataType::Float32), cv.cast(y, DataType::Float32));
-    Var* tr = cv.op("mul", {C::a("x", cv.op("sign", {C::a("x", q)})),
-                           C::a("y", cv.op("floor", {C::a("x", cv.op("abs", {C::a("x", q)}))}))});
-    cv.out(n, cv.cast(tr, dt));
+    cv.out(n, compose::trunc_div(cv.e, x, y));
   } else {
     cv.fail(n, "rounding_mode '" + mode + "' is not one of None, 'trunc', 'floor'");
   }
@@ -72,22 +69,16 @@ void floor_divide(C& cv, const json& n) {
   else cv.out(n, bin(cv, "floor_div", x, y));
 }
 
+// Python's modulo (sign of the divisor)
 void remainder_op(C& cv, const json& n) {
   auto [x, y] = operands(cv, n);
-  // Python's modulo: x - floor(x / y) * y (sign of the divisor)
-  Var* q = is_float(C::dtype(x)) ? cv.op("floor", {C::a("x", bin(cv, "real_div", x, y))}) : bin(cv, "floor_div", x, y);
-  cv.out(n, bin(cv, "sub", x, bin(cv, "mul", q, y)));
+  cv.out(n, compose::python_mod(cv.e, x, y));
 }
 
+// C's fmod (sign of the dividend)
 void fmod_op(C& cv, const json& n) {
   auto [x, y] = operands(cv, n);
-  DataType dt = C::dtype(x);
-  Var* xf = cv.cast(x, DataType::Float32);
-  Var* yf = cv.cast(y, DataType::Float32);
-  Var* q = bin(cv, "real_div", xf, yf);
-  Var* tq = cv.op("mul", {C::a("x", cv.op("sign", {C::a("x", q)})),
-                         C::a("y", cv.op("floor", {C::a("x", cv.op("abs", {C::a("x", q)}))}))});
-  cv.out(n, cv.cast(bin(cv, "sub", xf, bin(cv, "mul", tq, yf)), dt));
+  cv.out(n, compose::fmod(cv.e, x, y));
 }
 
 void pow_op(C& cv, const json& n) {
@@ -138,8 +129,7 @@ void ceil_op(C& cv, const json& n) {
 
 void trunc_op(C& cv, const json& n) {
   Var* x = self(cv, n);
-  cv.out(n, cv.op("mul", {C::a("x", cv.op("sign", {C::a("x", x)})),
-                         C::a("y", cv.op("floor", {C::a("x", cv.op("abs", {C::a("x", x)}))}))}));
+  cv.out(n, compose::trunc(cv.e, x));
 }
 
 void round_op(C& cv, const json& n) {

@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 
+#include "milkit/compose/norms.h"
 #include "ops_common.h"
 
 namespace milkit {
@@ -11,62 +12,11 @@ namespace torch_detail {
 
 namespace {
 
+// inference batch norm over axis 1 from the running statistics (compose::batch_norm)
 Var* batch_norm(C& cv, const json& n, Var* x, Var* w, Var* b, Var* mean, Var* var, double eps) {
-  int r = cv.rank(n, x);
-  DataType dt = C::dtype(x);
+  cv.rank(n, x);
   if (!mean || !var) cv.fail(n, "batch_norm without running statistics (training mode) is not supported");
-  bool ok_const = is_const(mean) && is_const(var) && (!w || is_const(w)) && (!b || is_const(b));
-  if (ok_const && r >= 3 && r <= 5) {
-    std::vector<Arg> args{C::a("x", x), C::a("mean", cv.cast(mean, dt)), C::a("variance", cv.cast(var, dt))};
-    if (w) args.push_back(C::a("gamma", cv.cast(w, dt)));
-    if (b) args.push_back(C::a("beta", cv.cast(b, dt)));
-    args.push_back(C::a("epsilon", Value::scalar_float(dt, eps)));
-    return cv.op("batch_norm", std::move(args));
-  }
-  // general form: (x - mean) / sqrt(var + eps) * w + b, per channel (axis 1)
-  int rr = std::max(r, 2);
-  auto pc = [&](Var* v) { return per_channel(cv, cv.cast(v, dt), rr); };
-  Var* y = bin(cv, "sub", x, pc(mean));
-  Var* den = cv.op("rsqrt", {C::a("x", bin(cv, "add", pc(var), cv.cs(eps, dt)))});
-  y = bin(cv, "mul", y, den);
-  if (w) y = bin(cv, "mul", y, pc(w));
-  if (b) y = bin(cv, "add", y, pc(b));
-  return y;
-}
-
-Var* layer_norm(C& cv, const json& n, Var* x, const std::vector<int64_t>& normalized, Var* w, Var* b, double eps) {
-  int r = cv.rank(n, x);
-  DataType dt = C::dtype(x);
-  std::vector<int64_t> axes;
-  for (size_t k = 0; k < normalized.size(); ++k) axes.push_back(r - static_cast<int64_t>(normalized.size()) + static_cast<int64_t>(k));
-  bool wc = (!w || is_const(w)) && (!b || is_const(b));
-  if (wc) {
-    std::vector<Arg> args{C::a("x", x), C::aints32("axes", axes)};
-    if (w) args.push_back(C::a("gamma", cv.cast(w, dt)));
-    if (b) args.push_back(C::a("beta", cv.cast(b, dt)));
-    args.push_back(C::a("epsilon", Value::scalar_float(dt, eps)));
-    return cv.op("layer_norm", std::move(args));
-  }
-  Var* y = cv.op("layer_norm", {C::a("x", x), C::aints32("axes", axes), C::a("epsilon", Value::scalar_float(dt, eps))});
-  if (w) y = bin(cv, "mul", y, cv.cast(w, dt));
-  if (b) y = bin(cv, "add", y, cv.cast(b, dt));
-  return y;
-}
-
-Var* group_norm(C& cv, const json& n, Var* x, int64_t groups, Var* w, Var* b, double eps) {
-  int r = cv.rank(n, x);
-  DataType dt = C::dtype(x);
-  // [N, C, *] -> [N, G, C/G * prod(*)]; normalize over the last axis; back; per-channel affine
-  Var* shp = cv.op("shape", {C::a("x", x)});
-  Var* g = cv.op("reshape", {C::a("x", x), C::a("shape", cv.shape_of_pieces(x, {{true, 0}, {false, groups}, {false, -1}}))});
-  Var* mean = cv.op("reduce_mean", {C::a("x", g), C::aints32("axes", {2}), C::abool("keep_dims", true)});
-  Var* d = bin(cv, "sub", g, mean);
-  Var* var = cv.op("reduce_mean", {C::a("x", bin(cv, "mul", d, d)), C::aints32("axes", {2}), C::abool("keep_dims", true)});
-  Var* y = bin(cv, "mul", d, cv.op("rsqrt", {C::a("x", bin(cv, "add", var, cv.cs(eps, dt)))}));
-  y = cv.op("reshape", {C::a("x", y), C::a("shape", shp)});
-  if (w) y = bin(cv, "mul", y, per_channel(cv, cv.cast(w, dt), r));
-  if (b) y = bin(cv, "add", y, per_channel(cv, cv.cast(b, dt), r));
-  return y;
+  return compose::batch_norm(cv.e, x, {mean, var, w, b, eps});
 }
 
 void batch_norm_op(C& cv, const json& n) {
@@ -101,8 +51,10 @@ void native_batch_norm_legit_no_stats(C& cv, const json& n) {
   Var* d = bin(cv, "sub", x, mean);
   Var* var = cv.op("reduce_mean", {C::a("x", bin(cv, "mul", d, d)), C::aints32("axes", axes), C::abool("keep_dims", true)});
   Var* y = bin(cv, "mul", d, cv.op("rsqrt", {C::a("x", bin(cv, "add", var, cv.cs(eps, dt)))}));
-  if (Var* w = cv.opt_tensor(n, "weight")) y = bin(cv, "mul", y, per_channel(cv, cv.cast(w, dt), std::max(r, 2)));
-  if (Var* b = cv.opt_tensor(n, "bias")) y = bin(cv, "add", y, per_channel(cv, cv.cast(b, dt), std::max(r, 2)));
+  if (Var* w = cv.opt_tensor(n, "weight"))
+    y = bin(cv, "mul", y, cv.e.per_channel(cv.cast(w, dt), std::max(r, 2)));
+  if (Var* b = cv.opt_tensor(n, "bias"))
+    y = bin(cv, "add", y, cv.e.per_channel(cv.cast(b, dt), std::max(r, 2)));
   cv.out(n, y);
 }
 
@@ -117,27 +69,32 @@ void instance_norm(C& cv, const json& n) {
   Var* d = bin(cv, "sub", x, mean);
   Var* var = cv.op("reduce_mean", {C::a("x", bin(cv, "mul", d, d)), C::aints32("axes", axes), C::abool("keep_dims", true)});
   Var* y = bin(cv, "mul", d, cv.op("rsqrt", {C::a("x", bin(cv, "add", var, cv.cs(eps, dt)))}));
-  if (Var* w = cv.opt_tensor(n, "weight")) y = bin(cv, "mul", y, per_channel(cv, cv.cast(w, dt), r));
-  if (Var* b = cv.opt_tensor(n, "bias")) y = bin(cv, "add", y, per_channel(cv, cv.cast(b, dt), r));
+  if (Var* w = cv.opt_tensor(n, "weight"))
+    y = bin(cv, "mul", y, cv.e.per_channel(cv.cast(w, dt), r));
+  if (Var* b = cv.opt_tensor(n, "bias")) y = bin(cv, "add", y, cv.e.per_channel(cv.cast(b, dt), r));
   cv.out(n, y);
 }
 
 void layer_norm_op(C& cv, const json& n) {
   Var* x = input(cv, n);
-  cv.out(n, layer_norm(cv, n, x, cv.ints(n, "normalized_shape"), cv.opt_tensor(n, "weight"), cv.opt_tensor(n, "bias"),
-                       cv.f(n, "eps", 1e-5)));
+  cv.rank(n, x);
+  int64_t normalized = static_cast<int64_t>(cv.ints(n, "normalized_shape").size());
+  cv.out(n, compose::layer_norm(cv.e, x, normalized, cv.opt_tensor(n, "weight"),
+                                cv.opt_tensor(n, "bias"), cv.f(n, "eps", 1e-5)));
 }
 
 void group_norm_op(C& cv, const json& n) {
   Var* x = input(cv, n);
-  cv.out(n, group_norm(cv, n, x, cv.i(n, "num_groups", 1), cv.opt_tensor(n, "weight"), cv.opt_tensor(n, "bias"),
-                       cv.f(n, "eps", 1e-5)));
+  cv.rank(n, x);
+  cv.out(n, compose::group_norm(cv.e, x, cv.i(n, "num_groups", 1), cv.opt_tensor(n, "weight"),
+                                cv.opt_tensor(n, "bias"), cv.f(n, "eps", 1e-5)));
 }
 
 void native_group_norm(C& cv, const json& n) {
   Var* x = input(cv, n);
-  cv.out(n, group_norm(cv, n, x, cv.i(n, "group", 1), cv.opt_tensor(n, "weight"), cv.opt_tensor(n, "bias"),
-                       cv.f(n, "eps", 1e-5)));
+  cv.rank(n, x);
+  cv.out(n, compose::group_norm(cv.e, x, cv.i(n, "group", 1), cv.opt_tensor(n, "weight"),
+                                cv.opt_tensor(n, "bias"), cv.f(n, "eps", 1e-5)));
 }
 
 void rms_norm(C& cv, const json& n) {
@@ -145,14 +102,11 @@ void rms_norm(C& cv, const json& n) {
   DataType dt = C::dtype(x);
   int r = cv.rank(n, x);
   auto ns = cv.ints(n, "normalized_shape");
-  std::vector<int64_t> axes;
-  for (size_t k = 0; k < ns.size(); ++k) axes.push_back(r - static_cast<int64_t>(ns.size()) + static_cast<int64_t>(k));
   double eps = C::has(n, "eps") ? cv.f(n, "eps", 0)
                                 : (dt == DataType::Float16 ? 0.0009765625 : static_cast<double>(std::numeric_limits<float>::epsilon()));
-  Var* ms = cv.op("reduce_mean", {C::a("x", bin(cv, "mul", x, x)), C::aints32("axes", axes), C::abool("keep_dims", true)});
-  Var* y = bin(cv, "mul", x, cv.op("rsqrt", {C::a("x", bin(cv, "add", ms, cv.cs(eps, dt)))}));
-  if (Var* w = cv.opt_tensor(n, "weight")) y = bin(cv, "mul", y, cv.cast(w, dt));
-  cv.out(n, y);
+  Var* w = cv.opt_tensor(n, "weight");
+  cv.out(n, compose::rms_norm(cv.e, x, r - static_cast<int64_t>(ns.size()),
+                              w ? cv.cast(w, dt) : nullptr, eps));
 }
 
 }  // namespace

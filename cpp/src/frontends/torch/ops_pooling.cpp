@@ -154,7 +154,7 @@ std::pair<Var*, Var*> max_pool_taps(C& cv, const json& n, Var* x, size_t sp, con
   }
   DataType dt = C::dtype(x);
   double lowest = is_float(dt) ? -std::numeric_limits<double>::infinity() : static_cast<double>(std::numeric_limits<int32_t>::min());
-  Var* xp = pad_spatial(cv, x, r, lo, hi, lowest);
+  Var* xp = cv.e.pad_trailing(x, lo, hi, lowest);
   int64_t taps = 1, L = 1;
   for (size_t q = 0; q < sp; ++q) taps *= p.kernel[q], L *= o[q];
   // the input position each output reads at tap t (a padded position: the window's first
@@ -194,7 +194,7 @@ std::pair<Var*, Var*> max_pool_taps(C& cv, const json& n, Var* x, size_t sp, con
     auto tq = tap_of(t);
     std::vector<int64_t> begin(sp);
     for (size_t q = 0; q < sp; ++q) begin[q] = tq[q] * dil[q];
-    Var* v = strided(cv, xp, r, axes, begin, o, p.stride);
+    Var* v = cv.e.strided(xp, axes, begin, o, p.stride);
     if (!want_idx) {
       cur = cur ? bin(cv, "maximum", cur, v) : v;
       continue;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <numeric>
 
+#include "milkit/compose/scan.h"
 #include "ops_common.h"
 
 namespace milkit {
@@ -11,66 +12,19 @@ namespace torch_detail {
 
 namespace {
 
-// A scan along `dim` of a tensor whose length there is known (see aten.cumprod).
-struct Scan {
-  C& cv;
-  const json& n;
-  int64_t dim = 0, len = 0;
-  int r = 0;
-  Scan(C& c, const json& node, Var* x, int64_t d) : cv(c), n(node) {
-    r = cv.rank(n, x);
-    if (r == 0) cv.fail(n, "a cumulative op needs at least one dim");
-    dim = cv.axis(n, d, r);
-    Dim L = C::shape(x)[static_cast<size_t>(dim)];
-    if (!L->is_const()) cv.fail(n, "a cumulative product / max / min / logsumexp along a symbolic dim is not supported");
-    len = L->value();
-  }
-  // x moved k places later along the dim, the first k entries `fill`
-  Var* shift(Var* x, int64_t k, double fill) const {
-    SliceSpec head;
-    head.end = len - k;
-    Var* h = slice_axis(cv, n, x, dim, head);
-    DataType dt = C::dtype(x);
-    if (!is_float(dt)) {
-      // MIL pads floats only: ints get x[:k] * 0 + fill in front
-      SliceSpec front;
-      front.end = k;
-      Var* f = bin(cv, "add", bin(cv, "mul", slice_axis(cv, n, x, dim, front), cv.cs(0, dt)),
-                   cv.cs(fill, dt));
-      return cv.op("concat", {values_arg({f, h}), C::ai32("axis", dim)});
-    }
-    std::vector<int64_t> pad(2 * static_cast<size_t>(r), 0);
-    pad[2 * static_cast<size_t>(dim)] = k;
-    return cv.op("pad", {C::a("x", h), C::aints32("pad", pad), C::astr("mode", "constant"),
-                         C::a("constant_val", Value::scalar_float(dt, fill))});
-  }
-};
+// torch's cumulative op along `dim` as a compose scan (a 0-d tensor takes dim 0 / -1)
+compose::ScanSpec scan_spec(C& cv, const json& n, Var* x) {
+  compose::ScanSpec s;
+  s.axis = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
+  return s;
+}
 
+// cummax / cummin: values and indices by compose::cumextreme (later entries win ties)
 void cum_extreme(C& cv, const json& n, bool is_max) {
   Var* x = self(cv, n);
-  if (C::dtype(x) == DataType::Bool) x = cv.cast(x, DataType::Int32);
-  DataType dt = C::dtype(x);
-  Scan sc(cv, n, x, cv.i(n, "dim", 0));
-  double worst = is_float(dt) ? (is_max ? -INFINITY : INFINITY)
-                              : static_cast<double>(is_max ? std::numeric_limits<int32_t>::min()
-                                                           : std::numeric_limits<int32_t>::max());
-  // the index along the dim, broadcast to x's shape
-  int r = cv.rank(n, x);
-  std::vector<int64_t> axes;
-  for (int q = 0; q < r; ++q)
-    if (q != sc.dim) axes.push_back(q);
-  Var* idx = range_of(cv, C::shape(x)[static_cast<size_t>(sc.dim)]);
-  if (!axes.empty()) idx = cv.op("expand_dims", {C::a("x", idx), C::aints32("axes", axes)});
-  idx = expand_to(cv, n, idx, C::shape(x));
-  for (int64_t k = 1; k < sc.len; k *= 2) {
-    Var* pv = sc.shift(x, k, worst);
-    Var* pi = sc.shift(idx, k, 0);
-    Var* keep = bin(cv, is_max ? "greater_equal" : "less_equal", x, pv);  // later wins ties
-    x = cv.op("select", {C::a("cond", keep), C::a("a", x), C::a("b", pv)});
-    idx = cv.op("select", {C::a("cond", keep), C::a("a", idx), C::a("b", pi)});
-  }
-  if (auto od = cv.out_dtype(n)) x = cv.cast(x, *od);
-  cv.out(n, x, 0);
+  auto [y, idx] = compose::cumextreme(cv.e, x, scan_spec(cv, n, x), is_max);
+  if (auto od = cv.out_dtype(n)) y = cv.cast(y, *od);
+  cv.out(n, y, 0);
   cv.out(n, idx, 1);
 }
 
@@ -198,41 +152,23 @@ void cumsum(C& cv, const json& n) {
   Var* x = self(cv, n);
   if (auto dt = cv.dtype_arg(n, "dtype")) x = cv.cast(x, *dt);
   else if (auto od = cv.out_dtype(n)) x = cv.cast(x, *od);
-  int64_t d = cv.axis(n, cv.i(n, "dim", 0), cv.rank(n, x));
-  cv.out(n, cv.op("cumsum", {C::a("x", x), C::ai32("axis", d)}));
+  cv.out(n, compose::cumsum(cv.e, x, scan_spec(cv, n, x)));
 }
 
-// Running products, maxima / minima (with their indices) and log-sum-exps along a dim of known
-// length L: a Hillis-Steele scan, log2(L) steps each combining every entry with the one k
-// before it (shifted in by padding with the operation's identity). Products then group
-// differently from torch's left-to-right loop (last-bit differences in float); maxima and
-// indices are exact, and later entries win ties as in torch's cummax / cummin.
+// Running products and log-sum-exps along a dim of known length: compose's log-step scans
+// (products group differently from torch's left-to-right loop: last-bit differences in float)
 void cumprod(C& cv, const json& n) {
   Var* x = self(cv, n);
   if (auto dt = cv.dtype_arg(n, "dtype")) x = cv.cast(x, *dt);
   else if (auto od = cv.out_dtype(n)) x = cv.cast(x, *od);
   if (C::dtype(x) == DataType::Bool) x = cv.cast(x, DataType::Int32);
-  Scan sc(cv, n, x, cv.i(n, "dim", 0));
-  for (int64_t k = 1; k < sc.len; k *= 2) x = bin(cv, "mul", x, sc.shift(x, k, 1.0));
-  cv.out(n, x);
+  cv.out(n, compose::cumprod(cv.e, x, scan_spec(cv, n, x)));
 }
 
 void logcumsumexp(C& cv, const json& n) {
   Var* x = self(cv, n);
   if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
-  DataType dt = C::dtype(x);
-  Scan sc(cv, n, x, cv.i(n, "dim", 0));
-  for (int64_t k = 1; k < sc.len; k *= 2) {
-    // logaddexp(a, b) = max + log1p(exp(-|a - b|)); two -inf give -inf
-    Var* a = sc.shift(x, k, -INFINITY);
-    Var* hi = bin(cv, "maximum", a, x);
-    Var* lo = bin(cv, "minimum", a, x);
-    Var* e = cv.op("exp", {C::a("x", bin(cv, "sub", lo, hi))});
-    Var* sum = bin(cv, "add", hi, cv.op("log", {C::a("x", bin(cv, "add", e, cv.cs(1, dt)))}));
-    Var* ninf = bin(cv, "equal", hi, cv.cs(-INFINITY, dt));
-    x = cv.op("select", {C::a("cond", ninf), C::a("a", hi), C::a("b", sum)});
-  }
-  cv.out(n, x);
+  cv.out(n, compose::logcumsumexp(cv.e, x, scan_spec(cv, n, x)));
 }
 
 void cummax(C& cv, const json& n) { cum_extreme(cv, n, true); }
