@@ -20,8 +20,9 @@ APT_PACKAGES_AARCH64 = g++-aarch64-linux-gnu pkgconf:arm64 libprotobuf-dev:arm64
 STAMP_AARCH64 = $(BUILD)/.deps-aarch64-stamp
 # ccache hits across build trees (plain CMake build, pip's scikit-build tree, sanitizer tree)
 export CCACHE_BASEDIR = $(CURDIR)
-# generated protobuf headers are new when the first compile reads them; hash them anyway
-export CCACHE_SLOPPINESS = include_file_mtime,include_file_ctime
+# (no include_file_mtime / include_file_ctime sloppiness: it lets ccache store an object compiled
+# from a header that changed during the compile under the header's other content, and with several
+# work trees sharing one cache that object was later served to a tree whose header never had it)
 export CMAKE_BUILD_PARALLEL_LEVEL = $(JOBS)
 # one compiler name for every GCC tree: ccache keys include it, and CMake's default (c++) differs
 # from what scikit-build-core's builds pick (g++), which made every pip / wheel compile a miss

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -16,6 +17,39 @@ namespace onnx_detail {
 
 namespace {
 
+// The value named `value` of the string attribute `attr`, or a FormatError naming the node, the
+// attribute and the values it takes.
+template <typename T>
+T pick(const NodeProto& n, const char* attr, const std::map<std::string, T>& values,
+       const std::string& value) {
+  auto it = values.find(value);
+  if (it != values.end()) return it->second;
+  std::string known;
+  for (const auto& kv : values) known += (known.empty() ? "'" : ", '") + kv.first + "'";
+  throw FormatError("ONNX " + node_label(n) + ": attribute '" + attr + "' is '" + value +
+                    "', not one of " + known);
+}
+
+// Resize's string attributes: every value ONNX defines, by name; any other is refused (as
+// onnxruntime refuses it), never guessed.
+const std::map<std::string, compose::ResizeMode> modes = {{"nearest", compose::ResizeMode::Nearest},
+                                                          {"linear", compose::ResizeMode::Linear},
+                                                          {"cubic", compose::ResizeMode::Cubic}};
+const std::map<std::string, compose::ResizeCoord> coords = {
+    {"half_pixel", compose::ResizeCoord::HalfPixel},
+    {"pytorch_half_pixel", compose::ResizeCoord::PytorchHalfPixel},
+    {"align_corners", compose::ResizeCoord::AlignCorners},
+    {"asymmetric", compose::ResizeCoord::Asymmetric},
+    {"half_pixel_symmetric", compose::ResizeCoord::HalfPixelSymmetric},
+    {"tf_crop_and_resize", compose::ResizeCoord::TfCropAndResize}};
+const std::map<std::string, compose::NearestRound> roundings = {
+    {"floor", compose::NearestRound::Floor},
+    {"ceil", compose::NearestRound::Ceil},
+    {"round_prefer_ceil", compose::NearestRound::RoundPreferCeil},
+    {"round_prefer_floor", compose::NearestRound::RoundPreferFloor}};
+const std::map<std::string, int> aspect_policies = {
+    {"stretch", 0}, {"not_larger", 1}, {"not_smaller", 2}};
+
 // Resizes a known-shape input one axis at a time by compose's taps, ONNX's arithmetic: every
 // coordinate mode, rounding rule, cubic coefficient, exclude_outside and antialias exactly.
 Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t>& in,
@@ -25,25 +59,9 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
   using namespace compose;
   ResizeSpec s;
   s.convention = ResizeConvention::Onnx;
-  s.mode = mode == "nearest"  ? ResizeMode::Nearest
-           : mode == "linear" ? ResizeMode::Linear
-                              : ResizeMode::Cubic;
-  if (coord == "half_pixel")
-    s.coord = ResizeCoord::HalfPixel;
-  else if (coord == "pytorch_half_pixel")
-    s.coord = ResizeCoord::PytorchHalfPixel;
-  else if (coord == "align_corners")
-    s.coord = ResizeCoord::AlignCorners;
-  else if (coord == "asymmetric")
-    s.coord = ResizeCoord::Asymmetric;
-  else if (coord == "half_pixel_symmetric")
-    s.coord = ResizeCoord::HalfPixelSymmetric;
-  else
-    s.coord = ResizeCoord::TfCropAndResize;
-  s.nearest = nearest_mode == "floor"               ? NearestRound::Floor
-              : nearest_mode == "ceil"              ? NearestRound::Ceil
-              : nearest_mode == "round_prefer_ceil" ? NearestRound::RoundPreferCeil
-                                                    : NearestRound::RoundPreferFloor;
+  s.mode = pick(n, "mode", modes, mode);
+  s.coord = pick(n, "coordinate_transformation_mode", coords, coord);
+  s.nearest = pick(n, "nearest_mode", roundings, nearest_mode);
   s.cubic_a = C::attr_float(n, "cubic_coeff_a", -0.75f);
   s.exclude_outside = C::attr_int(n, "exclude_outside", 0) != 0;
   s.antialias = C::attr_int(n, "antialias", 0) != 0;
@@ -58,6 +76,11 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
 void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales,
             std::vector<int64_t> sizes, const std::string& mode, std::string coord,
             const std::string& nearest_mode, std::vector<double> roi) {
+  pick(n, "mode", modes, mode);
+  pick(n, "coordinate_transformation_mode", coords, coord);
+  pick(n, "nearest_mode", roundings, nearest_mode);
+  pick(n, "keep_aspect_ratio_policy", aspect_policies,
+       C::attr_string(n, "keep_aspect_ratio_policy", "stretch"));
   int r = cv.rank(n, x);
   auto xs = C::static_shape(x);
   auto axes = C::attr_ints(n, "axes");

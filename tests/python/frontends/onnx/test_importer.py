@@ -355,3 +355,20 @@ def test_pad_resolves_the_entry_of_the_models_opset(opset):
                         init("axes", np.array([1], np.int64))], opset=opset)
     (y,) = check(m, {"x": x})
     np.testing.assert_array_equal(y, np.pad(x, [(0, 0), (1, 2)], constant_values=1.5))
+
+
+@pytest.mark.parametrize("attr_name,value", [
+    ("mode", "bilinear"),  # ONNX calls it "linear"; a value outside the list is not guessed
+    ("coordinate_transformation_mode", "half-pixel"),
+    ("nearest_mode", "round"),
+])
+def test_resize_refuses_a_string_attribute_value_onnx_does_not_define(attr_name, value):
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up")
+    node.attribute.append(helper.make_attribute(attr_name, value))
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    graph = helper.make_graph([node], "g", [vi("x", [1, 1, 2, 2])], [vi("y", None)], [scales])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    with pytest.raises(milkit.FormatError) as e:
+        milkit.convert(m)
+    msg = str(e.value)
+    assert "'up' (Resize)" in msg and f"'{attr_name}' is '{value}'" in msg and "not one of" in msg
