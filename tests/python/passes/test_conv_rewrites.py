@@ -4,29 +4,12 @@ coremltools."""
 import numpy as np
 import pytest
 from support.pass_parity import build_both, check_numbers_only, check_passes, ct_run, op_types
+from support.pass_parity import check_same_ops as _check
+from support.pass_parity import ct_ops_after as _ct_ops
+from support.pass_parity import non_const_ops as _ops
+from support.pass_parity import rand as _r
 
 DTYPES = [("fp32", np.float32), ("fp16", np.float16)]
-
-
-def _r(*shape, seed=0, dt=np.float32):
-    return np.random.RandomState(seed).randn(*shape).astype(dt)
-
-
-def _ops(prog):
-    return [t for t in op_types(prog) if t != "const"]
-
-
-def _check(build, specs, name, opset="iOS17", numbers=True):
-    cp, mp = check_passes(build, specs, [name], opset=opset, numbers=numbers)
-    assert _ops(cp) == _ops(mp)
-    return _ops(mp)
-
-
-def _ct_ops(build, specs, name, opset="iOS17"):
-    """coremltools' op types (no consts) after its pass, for the cases where milkit differs."""
-    cp, _, _ = build_both(build, specs, opset)
-    ct_run(cp, [name])
-    return _ops(cp)
 
 
 # ---- fuse_dilated_conv -------------------------------------------------------------------------

@@ -2,24 +2,15 @@
 
 import numpy as np
 import pytest
-from support.pass_parity import check_passes, op_types
+from support.pass_parity import check_same_ops
 
 DTYPES = [("fp32", np.float32), ("fp16", np.float16)]
 SHAPES = [(2, 3), ("S", 3), ("S", "T")]
 
 
-def _specs(shape, dt):
-    return [(shape, dt)]
-
-
 def _check(build, shape, dt, name, opset="iOS17", numbers=True):
-    cp, mp = check_passes(build, _specs(shape, dt), [name], opset=opset, numbers=numbers)
-    def strip(prog):
-        return [t for t in op_types(prog) if t != "const"]
-
-    ct_ops, mk_ops = strip(cp), strip(mp)
-    assert ct_ops == mk_ops
-    return ct_ops, mk_ops
+    ops = check_same_ops(build, [(shape, dt)], name, opset=opset, numbers=numbers)
+    return ops, ops
 
 
 # ---- fuse_gelu_exact ----------------------------------------------------------------------------

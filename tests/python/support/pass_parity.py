@@ -171,3 +171,30 @@ def assert_values_exact(cp: Any, mp: Any) -> None:
 
 def op_types(prog: Any) -> list:
     return [o.op_type for o in prog.functions["main"].operations]
+
+
+def rand(*shape: int, seed: int = 0, dt: Any = None) -> Any:
+    """A reproducible normal sample of `shape` (float32 unless `dt`)."""
+    import numpy as np
+
+    return np.random.RandomState(seed).randn(*shape).astype(dt or np.float32)
+
+
+def non_const_ops(prog: Any) -> list:
+    """The program's op types without the consts."""
+    return [t for t in op_types(prog) if t != "const"]
+
+
+def check_same_ops(build: Callable, specs: Sequence, name: str, opset: str = "iOS17", numbers: bool = True) -> list:
+    """Runs pass `name` in coremltools and milkit (check_passes), checks both leave the same
+    non-const op types, and returns them."""
+    cp, mp = check_passes(build, specs, [name], opset=opset, numbers=numbers)
+    assert non_const_ops(cp) == non_const_ops(mp)
+    return non_const_ops(mp)
+
+
+def ct_ops_after(build: Callable, specs: Sequence, name: str, opset: str = "iOS17") -> list:
+    """coremltools' non-const op types after its pass `name` alone (where milkit differs on purpose)."""
+    cp, _, _ = build_both(build, specs, opset)
+    ct_run(cp, [name])
+    return non_const_ops(cp)
