@@ -87,23 +87,28 @@ void thresholded_relu(C& cv, const NodeProto& n) {  // x where x > alpha (strict
       cv.op("select", {C::arg("cond", keep), C::arg("a", x), C::arg("b", cv.cs(0, C::dtype(x)))}));
 }
 
-void clip(C& cv, const NodeProto& n) {
-  Var* x = cv.in(n, 0);
-  DataType dt = C::dtype(x);
-  Var* lo = nullptr;
-  Var* hi = nullptr;
-  if (cv.opset < 11) {
-    if (C::find_attr(n, "min")) lo = cv.cs(C::attr_float(n, "min", 0), dt);
-    if (C::find_attr(n, "max")) hi = cv.cs(C::attr_float(n, "max", 0), dt);
-  } else {
-    if (C::has(n, 1)) lo = cv.in(n, 1);
-    if (C::has(n, 2)) hi = cv.in(n, 2);
-  }
+// x clamped to [lo, hi] (either may be absent).
+void clamp(C& cv, const NodeProto& n, Var* x, Var* lo, Var* hi) {
   Var* r = x;
   if (lo) r = binary(cv, "maximum", r, lo);
   if (hi) r = binary(cv, "minimum", r, hi);
   if (r == x) r = cv.op("identity", {C::arg("x", x)});
   cv.out(n, 0, r);
+}
+
+// Clip before opset 11: the bounds are the attributes min and max.
+void clip_v1(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  DataType dt = C::dtype(x);
+  Var* lo = C::find_attr(n, "min") ? cv.cs(C::attr_float(n, "min", 0), dt) : nullptr;
+  Var* hi = C::find_attr(n, "max") ? cv.cs(C::attr_float(n, "max", 0), dt) : nullptr;
+  clamp(cv, n, x, lo, hi);
+}
+
+// Clip from opset 11: the bounds are the optional inputs 1 and 2.
+void clip_v11(C& cv, const NodeProto& n) {
+  clamp(cv, n, cv.in(n, 0), C::has(n, 1) ? cv.in(n, 1) : nullptr,
+        C::has(n, 2) ? cv.in(n, 2) : nullptr);
 }
 
 // Softmax from opset 13: along one axis (default the last).
@@ -255,7 +260,8 @@ void register_activation(OpTable& t) {
   t.on("Gelu", 1, gelu);
   t.on("Mish", 1, mish);
   t.on("ThresholdedRelu", 1, thresholded_relu);
-  t.on("Clip", 1, clip);
+  t.on("Clip", 1, clip_v1);
+  t.on("Clip", 11, clip_v11);
   t.on("Softmax", 1, softmax_v1);
   t.on("Softmax", 13, softmax_v13);
   t.on("LogSoftmax", 1, log_softmax_v1);

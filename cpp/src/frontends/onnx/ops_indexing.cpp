@@ -199,15 +199,18 @@ void gather_nd(C& cv, const NodeProto& n) {
          }));
 }
 
-void top_k(C& cv, const NodeProto& n) {
+void top_k(C& cv, const NodeProto& n, int64_t k) {
   Var* x = cv.in(n, 0);
   int64_t ax = cv.axis(n, C::attr_int(n, "axis", -1), cv.rank(n, x));
-  int64_t k = cv.opset < 10 ? C::attr_int(n, "k", 1) : cv.ints(n, 1, "K").at(0);
   auto outs = cv.ops("topk", {C::arg("x", x), C::arg_i32("k", k), C::arg_i32("axis", ax),
                               C::arg_bool("ascending", C::attr_int(n, "largest", 1) == 0)});
   cv.out(n, 0, outs[0]);
   cv.out(n, 1, outs[1]);
 }
+
+// TopK before opset 10: k is an attribute; from 10, the input K.
+void top_k_v1(C& cv, const NodeProto& n) { top_k(cv, n, C::attr_int(n, "k", 1)); }
+void top_k_v10(C& cv, const NodeProto& n) { top_k(cv, n, cv.ints(n, 1, "K").at(0)); }
 
 void non_zero(C& cv, const NodeProto& n) {
   Var* nz = cv.op("non_zero", {C::arg("x", cv.in(n, 0))});
@@ -411,7 +414,8 @@ void register_indexing(OpTable& t) {
   t.on("ScatterND", 1, scatter_nd);
   t.on("ScatterElements", 1, scatter_elements);
   t.on("Scatter", 1, scatter_elements);
-  t.on("TopK", 1, top_k);
+  t.on("TopK", 1, top_k_v1);
+  t.on("TopK", 10, top_k_v10);
   t.on("NonZero", 1, non_zero);
   t.on("Unique", 1, unique);
   t.on("Compress", 1, compress);

@@ -372,3 +372,36 @@ def test_resize_refuses_a_string_attribute_value_onnx_does_not_define(attr_name,
         milkit.convert(m)
     msg = str(e.value)
     assert "'up' (Resize)" in msg and f"'{attr_name}' is '{value}'" in msg and "not one of" in msg
+
+
+@pytest.mark.parametrize("opset", [6, 11, 13])
+def test_clip_resolves_the_entry_of_the_models_opset(opset):
+    # before opset 11 the bounds are the attributes min / max; from 11 the inputs 1 and 2
+    x = rnd(3, 4) * 3
+    if opset == 6:
+        node = helper.make_node("Clip", ["x"], ["y"], min=-0.5, max=1.25)
+        m = make_model([node], [vi("x", [3, 4])], [vi("y", [3, 4])], opset=opset)
+    else:
+        node = helper.make_node("Clip", ["x", "lo", "hi"], ["y"])
+        inits = [numpy_helper.from_array(np.array(-0.5, np.float32), "lo"),
+                 numpy_helper.from_array(np.array(1.25, np.float32), "hi")]
+        m = make_model([node], [vi("x", [3, 4])], [vi("y", [3, 4])], inits, opset=opset)
+    (y,) = check(m, {"x": x})
+    np.testing.assert_array_equal(y, np.clip(x, -0.5, 1.25))
+
+
+@pytest.mark.parametrize("opset", [1, 10, 11])
+def test_topk_resolves_the_entry_of_the_models_opset(opset):
+    # before opset 10, k is an attribute; from 10 the input K
+    x = rnd(2, 6)
+    if opset == 1:
+        node = helper.make_node("TopK", ["x"], ["v", "i"], k=3, axis=1)
+        inits = []
+    else:
+        node = helper.make_node("TopK", ["x", "K"], ["v", "i"], axis=1)
+        inits = [numpy_helper.from_array(np.array([3], np.int64), "K")]
+    outs = [helper.make_tensor_value_info("v", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("i", TensorProto.INT64, [2, 3])]
+    m = make_model([node], [vi("x", [2, 6])], outs, inits, opset=opset)
+    v, _ = check(m, {"x": x})
+    np.testing.assert_allclose(v, -np.sort(-x, axis=1)[:, :3], rtol=1e-6)
