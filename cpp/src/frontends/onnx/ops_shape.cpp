@@ -236,24 +236,12 @@ void tile(C& cv, const NodeProto& n) {
                {C::arg("x", cv.in(n, 0)), C::arg("reps", cv.cast(cv.in(n, 1), DataType::Int32))}));
 }
 
-void pad(C& cv, const NodeProto& n) {
+// Pads input 0 by `pads` (begin values then end values) over `axes` (empty: every axis).
+void pad_with(C& cv, const NodeProto& n, std::vector<int64_t> pads, double value,
+              std::vector<int64_t> axes) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
   std::string mode = C::attr_string(n, "mode", "constant");
-  std::vector<int64_t> pads;
-  double value = 0;
-  std::vector<int64_t> axes;
-  if (cv.opset < 11) {
-    pads = C::attr_ints(n, "pads");
-    value = C::attr_float(n, "value", 0);
-  } else {
-    pads = cv.ints(n, 1, "pads");
-    if (C::has(n, 2)) {
-      auto cvv = cv.doubles(n, 2, "constant_value");
-      if (!cvv.empty()) value = cvv[0];
-    }
-    if (C::has(n, 3)) axes = cv.ints(n, 3, "axes");
-  }
   if (axes.empty())
     for (int i = 0; i < r; ++i) axes.push_back(i);
   if (pads.size() != 2 * axes.size())
@@ -317,6 +305,22 @@ void pad(C& cv, const NodeProto& n) {
   if (m == "constant") args.push_back(C::arg("constant_val", Value::scalar_float(ft, value)));
   Var* y = cv.op("pad", std::move(args));
   cv.out(n, 0, xf == x ? y : cv.cast(y, dt));
+}
+
+// Pad before opset 11: pads and value are attributes.
+void pad_v2(C& cv, const NodeProto& n) {
+  pad_with(cv, n, C::attr_ints(n, "pads"), C::attr_float(n, "value", 0), {});
+}
+
+// Pad from opset 11: pads, the constant value and (from 18) axes are inputs.
+void pad_v11(C& cv, const NodeProto& n) {
+  double value = 0;
+  if (C::has(n, 2)) {
+    auto cvv = cv.doubles(n, 2, "constant_value");
+    if (!cvv.empty()) value = cvv[0];
+  }
+  pad_with(cv, n, cv.ints(n, 1, "pads"), value,
+           C::has(n, 3) ? cv.ints(n, 3, "axes") : std::vector<int64_t>{});
 }
 
 void shape_op(C& cv, const NodeProto& n) {
@@ -389,7 +393,8 @@ void register_shape(OpTable& t) {
   t.on("Split", 1, split);
   t.on("Expand", 1, expand);
   t.on("Tile", 1, tile);
-  t.on("Pad", 1, pad);
+  t.on("Pad", 1, pad_v2);
+  t.on("Pad", 11, pad_v11);
   t.on("Shape", 1, shape_op);
   t.on("Size", 1, size_op);
   t.on("DepthToSpace", 1, depth_to_space);
