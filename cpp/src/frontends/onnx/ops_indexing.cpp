@@ -18,24 +18,12 @@ namespace onnx_detail {
 
 namespace {
 
-void slice(C& cv, const NodeProto& n) {
+// Slices input 0: `starts` / `ends` per entry of `axes` (empty: the first axes) with `steps`
+// (empty: 1); with `dyn`, starts and ends are the run-time inputs 1 and 2.
+void slice_with(C& cv, const NodeProto& n, std::vector<int64_t> starts, std::vector<int64_t> ends,
+                std::vector<int64_t> axes, std::vector<int64_t> steps, bool dyn) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
-  std::vector<int64_t> starts, ends, axes, steps;
-  bool dyn = false;
-  if (cv.opset < 10) {
-    starts = C::attr_ints(n, "starts");
-    ends = C::attr_ints(n, "ends");
-    axes = C::attr_ints(n, "axes");
-  } else {
-    dyn = !cv.value(n, 1) || !cv.value(n, 2);
-    if (!dyn) {
-      starts = cv.ints(n, 1, "starts");
-      ends = cv.ints(n, 2, "ends");
-    }
-    if (C::has(n, 3)) axes = cv.ints(n, 3, "axes");
-    if (C::has(n, 4)) steps = cv.ints(n, 4, "steps");
-  }
   size_t k =
       dyn ? static_cast<size_t>(C::static_shape(cv.in(n, 1)).value_or(std::vector<int64_t>{-1})[0])
           : starts.size();
@@ -142,6 +130,25 @@ void slice(C& cv, const NodeProto& n) {
       cv.op("slice_by_index", {C::arg("x", x), C::arg("begin", bvar), C::arg("end", evar),
                                C::arg_ints32("stride", stride), C::arg("begin_mask", bools(bmask)),
                                C::arg("end_mask", bools(emask))}));
+}
+
+// Slice before opset 10: starts, ends and axes are attributes.
+void slice_v1(C& cv, const NodeProto& n) {
+  slice_with(cv, n, C::attr_ints(n, "starts"), C::attr_ints(n, "ends"), C::attr_ints(n, "axes"), {},
+             false);
+}
+
+// Slice from opset 10: starts, ends, axes and steps are inputs (starts / ends may be run-time).
+void slice_v10(C& cv, const NodeProto& n) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  bool dyn = !cv.value(n, 1) || !cv.value(n, 2);
+  if (!dyn) {
+    starts = cv.ints(n, 1, "starts");
+    ends = cv.ints(n, 2, "ends");
+  }
+  if (C::has(n, 3)) axes = cv.ints(n, 3, "axes");
+  if (C::has(n, 4)) steps = cv.ints(n, 4, "steps");
+  slice_with(cv, n, starts, ends, axes, steps, dyn);
 }
 
 // Runs `f` on a bool tensor as int32 (MIL's gathers take numbers only) and casts back.
@@ -407,7 +414,8 @@ void reverse_sequence(C& cv, const NodeProto& n) {
 }  // namespace
 
 void register_indexing(OpTable& t) {
-  t.on("Slice", 1, slice);
+  t.on("Slice", 1, slice_v1);
+  t.on("Slice", 10, slice_v10);
   t.on("Gather", 1, gather);
   t.on("GatherElements", 1, gather_elements);
   t.on("GatherND", 1, gather_nd);

@@ -405,3 +405,19 @@ def test_topk_resolves_the_entry_of_the_models_opset(opset):
     m = make_model([node], [vi("x", [2, 6])], outs, inits, opset=opset)
     v, _ = check(m, {"x": x})
     np.testing.assert_allclose(v, -np.sort(-x, axis=1)[:, :3], rtol=1e-6)
+
+
+@pytest.mark.parametrize("opset", [9, 13])
+def test_slice_resolves_the_entry_of_the_models_opset(opset):
+    # before opset 10 starts / ends / axes are attributes (no steps); from 10 inputs
+    x = rnd(4, 6)
+    if opset == 9:
+        node = helper.make_node("Slice", ["x"], ["y"], starts=[1, -4], ends=[3, 100], axes=[0, 1])
+        inits = []
+    else:
+        node = helper.make_node("Slice", ["x", "s", "e", "a"], ["y"])
+        inits = [numpy_helper.from_array(np.array(v, np.int64), k)
+                 for k, v in (("s", [1, -4]), ("e", [3, 100]), ("a", [0, 1]))]
+    m = make_model([node], [vi("x", [4, 6])], [vi("y", [2, 4])], inits, opset=opset)
+    (y,) = check(m, {"x": x})
+    np.testing.assert_array_equal(y, x[1:3, -4:])
