@@ -37,7 +37,7 @@ def _readme_quickstart(readme: str) -> None:
     code = block.group(1)
     assert "mb.program" in code, "the README's first python block is not the quick start"
     scope: dict = {}
-    exec(compile(code, "README.md quick start", "exec"), scope)  # noqa: S102 - the README's own code
+    exec(compile(code, "README.md quick start", "exec"), scope)
     prog = scope["prog"]
     text = str(prog)
     assert "transpose" in text and "layer_norm" in text, text

@@ -15,7 +15,7 @@ def _both_raise(build, specs, opset="iOS17"):
         try:
             _build(kind, build, specs, opset, symtab)
             errs.append(None)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             errs.append(e)
     return errs
 

@@ -140,7 +140,7 @@ def _act(name: str, x: np.ndarray) -> np.ndarray:
     }[name](x)
 
 
-def _lstm_numpy(x, h, c, wih, whh, b, p, clip, ra, ca, act):  # noqa: ANN001, ANN202
+def _lstm_numpy(x, h, c, wih, whh, b, p, clip, ra, ca, act):
     """Core ML's lstm cell (coremltools' reference in its backend tests), forward."""
     x, h, c = x.astype(np.float64), h.astype(np.float64), c.astype(np.float64)
     wi, wf, wo, wz = np.split(wih.astype(np.float64), 4)
@@ -241,7 +241,7 @@ def test_lstm_bad_shapes_at_run_time() -> None:
 # ------------------------------------------------------------------------------------------ gru
 
 
-def _gru_numpy(x, h, wih, whh, b, ra="sigmoid", act="tanh", ib=None, reset_after=False):  # noqa: ANN001, ANN202
+def _gru_numpy(x, h, wih, whh, b, ra="sigmoid", act="tanh", ib=None, reset_after=False):
     """Core ML's gru cell (coremltools' reference in its backend tests), gates [r, o, z]."""
     x, h = x.astype(np.float64), h.astype(np.float64)
     wr, wo, wz = np.split(wih.astype(np.float64), 3)

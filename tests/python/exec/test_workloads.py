@@ -16,7 +16,7 @@ from milkit.passes import pass_names
 from milkit.pipeline import BACKEND_MLPROGRAM_PASSES, COMMON_PASSES
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "benchmarks"))
-import models  # noqa: E402
+import models
 
 torch = pytest.importorskip("torch")
 

@@ -89,7 +89,7 @@ def _mk(build, specs):
     in_specs = [mb_mk.TensorSpec(shape=s, dtype=getattr(milkit.types, t)) for s, t in specs]
     names = [f"x{i}" for i in range(len(specs))]
     ns = {"build": build, "mb": mb_mk}
-    exec(f"def main({', '.join(names)}):\n    return build(mb, {', '.join(names)})\n", ns)  # noqa: S102
+    exec(f"def main({', '.join(names)}):\n    return build(mb, {', '.join(names)})\n", ns)
     return mb_mk.program(input_specs=in_specs, opset_version=milkit.target.iOS18)(ns["main"])
 
 
@@ -100,7 +100,7 @@ def _ct(build, specs):
     in_specs = [cmb.TensorSpec(shape=s, dtype=getattr(types, t)) for s, t in specs]
     names = [f"x{i}" for i in range(len(specs))]
     ns = {"build": build, "mb": cmb}
-    exec(f"def main({', '.join(names)}):\n    return build(mb, {', '.join(names)})\n", ns)  # noqa: S102
+    exec(f"def main({', '.join(names)}):\n    return build(mb, {', '.join(names)})\n", ns)
     import coremltools as ct
 
     return cmb.program(input_specs=in_specs, opset_version=ct.target.iOS18)(ns["main"])

@@ -47,7 +47,7 @@ def _both_errors(build, specs, opset="iOS15"):
         try:
             _build(kind, build, specs, opset, symtab)
             errs.append(None)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             errs.append(e)
     return errs
 

@@ -18,7 +18,7 @@ def mk_build(build, specs, opset="iOS17"):
                                  dtype=getattr(mk_types, t)) for s, t in specs]
     names = [f"x{i}" if i else "x" for i in range(len(specs))]
     ns = {"build": build, "mb": mb_mk}
-    exec(f"def main({', '.join(names)}):\n    return build(mb, {', '.join(names)})\n", ns)  # noqa: S102
+    exec(f"def main({', '.join(names)}):\n    return build(mb, {', '.join(names)})\n", ns)
     prog = mb_mk.program(input_specs=in_specs, opset_version=getattr(milkit.target, opset))(ns["main"])
     return prog.functions["main"]
 

@@ -108,11 +108,11 @@ def test_pinned_differences():
 
     for op in ["random_bernoulli", "random_normal", "random_uniform"]:
         fn = getattr(cmb, op)
-        p = cmb.program(input_specs=[cmb.TensorSpec(shape=(1,))])(lambda x: fn(shape=[2, -3]))  # noqa: B023
+        p = cmb.program(input_specs=[cmb.TensorSpec(shape=(1,))])(lambda x: fn(shape=[2, -3]))
         assert p.functions["main"].outputs[0].shape == (2, -3)
         mfn = getattr(mb_mk, op)
         with pytest.raises(ValueError, match=rf"{op} '{op}_0'.*'shape'.*negative dim at index 1"):
-            _mk(lambda x: mfn(shape=[2, -3]))  # noqa: B023
+            _mk(lambda x: mfn(shape=[2, -3]))
     p = cmb.program(input_specs=[cmb.TensorSpec(shape=(1,))])(
         lambda x: cmb.random_categorical(x=np.zeros((2, 3), np.float32), size=-2))
     assert p.functions["main"].outputs[0].shape == (2, -2)

@@ -57,7 +57,7 @@ def _ct_fixed_defaults(cls) -> dict | None:
 
     try:
         d = cls.default_inputs(_NoInputs())
-    except Exception:  # noqa: BLE001 - a default computed from the inputs
+    except Exception:
         return None
     return dict(d.items()) if hasattr(d, "items") else dict(vars(d).get("_defaults", {}))
 
@@ -136,7 +136,7 @@ def _input_problems(name, cls, opset) -> list:
     problems: list = []
     try:
         mk = core.op_inputs(name, opset)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         return [f"{name}: {e}"]
     ct_inputs = [(n, t) for n, t in cls.input_spec.input_types.items()
                  if _ct_kind(t) not in ("function", "internal")]

@@ -19,5 +19,5 @@ def mk_build(build, shapes, opset="iOS17"):
         specs.append(mkb.TensorSpec(shape=tuple(dims), dtype=getattr(mtypes, dtype)))
     names = [f"x{i}" if i else "x" for i in range(len(specs))]
     ns = {"build": build, "mb": mkb}
-    exec(f"def main({', '.join(names)}):\n    return build(mb, {', '.join(names)})\n", ns)  # noqa: S102
+    exec(f"def main({', '.join(names)}):\n    return build(mb, {', '.join(names)})\n", ns)
     return mkb.program(input_specs=specs, opset_version=getattr(milkit.target, opset))(ns["main"])

@@ -71,7 +71,7 @@ def _build(kind: str, build: Callable, specs: Sequence, opset: str | None, symta
     ns: dict = {"build": build, "mb": mb}
     params = ", ".join(names)
     src = f"def main({params}):\n    return build(mb, {params})\n"
-    exec(src, ns)  # noqa: S102 - gives the traced function named parameters
+    exec(src, ns)
     target = None if opset is None else getattr(ct.target, opset)
     return mb.program(input_specs=in_specs, opset_version=target)(ns["main"])
 
@@ -198,11 +198,11 @@ def check(build: Callable, specs: Sequence, opsets: Sequence[str | None] = ("iOS
         c_err = m_err = None
         try:
             cp = _build("ct", build, specs, opset, symtab)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             c_err = e
         try:
             mp = _build("mk", build, specs, opset, symtab)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             m_err = e
         if c_err is not None or m_err is not None:
             assert c_err is not None, f"[{opset}] milkit raised but coremltools did not: {m_err!r}"
@@ -225,11 +225,11 @@ def check_error(build: Callable, specs: Sequence, opset: str = "iOS17", match: s
     try:
         _build("ct", build, specs, opset, symtab)
         ct_raised = False
-    except Exception:  # noqa: BLE001
+    except Exception:
         ct_raised = True
     try:
         _build("mk", build, specs, opset, symtab)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         if match:
             assert re.search(match, str(e)), f"milkit error {e!r} does not match {match!r}"
         assert ct_raised, f"milkit raised {e!r} but coremltools accepted the program"

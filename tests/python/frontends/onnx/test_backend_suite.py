@@ -7,8 +7,8 @@ element types milkit claims)."""
 
 from __future__ import annotations
 
-import milkit  # noqa: E402
-from support.onnx_suite import node_case_ops, node_test_class, read_xfail  # noqa: E402
+import milkit
+from support.onnx_suite import node_case_ops, node_test_class, read_xfail
 
 OnnxBackendNodeModelTest = node_test_class()
 

@@ -7,11 +7,11 @@ import os
 import subprocess
 import sys
 
-import milkit  # noqa: E402
+import milkit
 import numpy as np
-import onnx  # noqa: E402
+import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper
 from support.onnx_util import check, make_model, milkit_run
 
 F = TensorProto.FLOAT

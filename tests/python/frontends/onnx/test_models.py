@@ -7,13 +7,13 @@ from __future__ import annotations
 import os
 import warnings
 
-import milkit  # noqa: E402
-import milkit.onnx_backend as backend  # noqa: E402
+import milkit
+import milkit.onnx_backend as backend
 import numpy as np
 import pytest
-import torch  # noqa: E402
-import torchvision  # noqa: E402
-from support.onnx_util import ort_run  # noqa: E402
+import torch
+import torchvision
+from support.onnx_util import ort_run
 
 
 def export(model, args, path, dynamic_axes=None, input_names=("x",), output_names=("y",)):

@@ -5,10 +5,10 @@ function bodies: checked against ONNX's reference evaluator on many values, spec
 
 from __future__ import annotations
 
-import milkit  # noqa: E402
+import milkit
 import ml_dtypes
 import numpy as np
-import onnx  # noqa: E402
+import onnx
 import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
