@@ -19,20 +19,9 @@ Var* batch_norm(C& cv, const json& n, Var* x, Var* w, Var* b, Var* mean, Var* va
   return compose::batch_norm(cv.e, x, {mean, var, w, b, eps});
 }
 
+// batch norm from the node's running statistics (every aten variant with them); a `training`
+// argument set is refused where the variant has one
 void batch_norm_op(C& cv, const json& n) {
-  if (cv.bo(n, "training", false)) cv.fail(n, "batch_norm in training mode is not supported (export the model in eval mode)");
-  Var* x = input(cv, n);
-  cv.out(n, batch_norm(cv, n, x, cv.opt_tensor(n, "weight"), cv.opt_tensor(n, "bias"), cv.opt_tensor(n, "running_mean"),
-                       cv.opt_tensor(n, "running_var"), cv.f(n, "eps", 1e-5)));
-}
-
-void native_batch_norm_legit_no_training(C& cv, const json& n) {
-  Var* x = input(cv, n);
-  cv.out(n, batch_norm(cv, n, x, cv.opt_tensor(n, "weight"), cv.opt_tensor(n, "bias"), cv.opt_tensor(n, "running_mean"),
-                       cv.opt_tensor(n, "running_var"), cv.f(n, "eps", 1e-5)));
-}
-
-void native_batch_norm_legit_functional(C& cv, const json& n) {
   if (cv.bo(n, "training", false)) cv.fail(n, "batch_norm in training mode is not supported (export the model in eval mode)");
   Var* x = input(cv, n);
   cv.out(n, batch_norm(cv, n, x, cv.opt_tensor(n, "weight"), cv.opt_tensor(n, "bias"), cv.opt_tensor(n, "running_mean"),
@@ -112,9 +101,9 @@ void rms_norm(C& cv, const json& n) {
 }  // namespace
 
 void register_normalization(OpTable& t) {
-  t.on("aten.batch_norm", batch_norm_op);
-  t.on("aten._native_batch_norm_legit_no_training", native_batch_norm_legit_no_training);
-  t.on({"aten._native_batch_norm_legit_functional", "aten.native_batch_norm", "aten._native_batch_norm_legit"}, native_batch_norm_legit_functional);
+  t.on({"aten.batch_norm", "aten._native_batch_norm_legit_no_training", "aten._native_batch_norm_legit_functional",
+        "aten.native_batch_norm", "aten._native_batch_norm_legit"},
+       batch_norm_op);
   t.on("aten._native_batch_norm_legit.no_stats", native_batch_norm_legit_no_stats);
   t.on("aten.instance_norm", instance_norm);
   t.on({"aten.layer_norm", "aten.native_layer_norm"}, layer_norm_op);

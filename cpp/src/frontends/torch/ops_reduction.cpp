@@ -260,32 +260,26 @@ void any_op(C& cv, const json& n) { anyall(cv, n, true); }
 
 void all_op(C& cv, const json& n) { anyall(cv, n, false); }
 
-void linalg_vector_norm(C& cv, const json& n) {
+// The `ord`-norm of self over the node's dims (float; an integer input is cast to fp32). Orders
+// other than 1, 2 and +-inf are computed by pow / sum / pow only where `any_order` is set.
+void vector_norm(C& cv, const json& n, double ord, bool any_order) {
   Var* x = self(cv, n);
   if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
-  double ord = cv.f(n, "ord", 2);
   auto axes = axes_of(cv, n, x);
   bool keep = cv.bo(n, "keepdim", false);
-  if (ord == 2) cv.out(n, reduce(cv, "reduce_l2_norm", x, axes, keep));
-  else if (ord == 1) cv.out(n, reduce(cv, "reduce_l1_norm", x, axes, keep));
-  else if (std::isinf(ord)) cv.out(n, reduce(cv, ord > 0 ? "reduce_max" : "reduce_min", cv.op("abs", {C::a("x", x)}), axes, keep));
-  else {
-    Var* p = cv.op("pow", {C::a("x", cv.op("abs", {C::a("x", x)})), C::a("y", cv.cs(ord, C::dtype(x)))});
-    Var* s = reduce(cv, "reduce_sum", p, axes, keep);
-    cv.out(n, cv.op("pow", {C::a("x", s), C::a("y", cv.cs(1.0 / ord, C::dtype(x)))}));
-  }
+  if (ord == 2) return cv.out(n, reduce(cv, "reduce_l2_norm", x, axes, keep));
+  if (ord == 1) return cv.out(n, reduce(cv, "reduce_l1_norm", x, axes, keep));
+  if (!any_order) cv.fail(n, "norm with p=" + std::to_string(ord) + " is not supported");
+  Var* ax = cv.op("abs", {C::a("x", x)});
+  if (std::isinf(ord)) return cv.out(n, reduce(cv, ord > 0 ? "reduce_max" : "reduce_min", ax, axes, keep));
+  Var* p = cv.op("pow", {C::a("x", ax), C::a("y", cv.cs(ord, C::dtype(x)))});
+  Var* s = reduce(cv, "reduce_sum", p, axes, keep);
+  cv.out(n, cv.op("pow", {C::a("x", s), C::a("y", cv.cs(1.0 / ord, C::dtype(x)))}));
 }
 
-void norm_op(C& cv, const json& n) {
-  Var* x = self(cv, n);
-  if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
-  double p = cv.f(n, "p", 2);
-  auto axes = axes_of(cv, n, x);
-  bool keep = cv.bo(n, "keepdim", false);
-  if (p == 2) cv.out(n, reduce(cv, "reduce_l2_norm", x, axes, keep));
-  else if (p == 1) cv.out(n, reduce(cv, "reduce_l1_norm", x, axes, keep));
-  else cv.fail(n, "norm with p=" + std::to_string(p) + " is not supported");
-}
+void linalg_vector_norm(C& cv, const json& n) { vector_norm(cv, n, cv.f(n, "ord", 2), true); }
+
+void norm_op(C& cv, const json& n) { vector_norm(cv, n, cv.f(n, "p", 2), false); }
 
 }  // namespace
 

@@ -307,44 +307,6 @@ void upsample(C& cv, const json& n, size_t sp, Mode mode) {
   cv.out(n, compose::resize_by_taps(cv.e, x, resize_spec(axes, mode, ac, r)));
 }
 
-void max_unpool2d(C& cv, const json& n) { max_unpool(cv, n, 2); }
-
-void max_unpool3d(C& cv, const json& n) { max_unpool(cv, n, 3); }
-
-void upsample_nearest1d(C& cv, const json& n) { upsample(cv, n, 1, Mode::Nearest); }
-
-void upsample_nearest2d(C& cv, const json& n) { upsample(cv, n, 2, Mode::Nearest); }
-
-void upsample_nearest_exact1d(C& cv, const json& n) {
-  upsample(cv, n, 1, Mode::NearestExact);
-}
-
-void upsample_nearest_exact2d(C& cv, const json& n) {
-  upsample(cv, n, 2, Mode::NearestExact);
-}
-
-void upsample_linear1d(C& cv, const json& n) { upsample(cv, n, 1, Mode::Linear); }
-
-void upsample_bilinear2d(C& cv, const json& n) { upsample(cv, n, 2, Mode::Linear); }
-
-void upsample_bicubic2d(C& cv, const json& n) { upsample(cv, n, 2, Mode::Cubic); }
-
-void upsample_bilinear2d_aa(C& cv, const json& n) {
-  upsample(cv, n, 2, Mode::LinearAA);
-}
-
-void upsample_bicubic2d_aa(C& cv, const json& n) {
-  upsample(cv, n, 2, Mode::CubicAA);
-}
-
-void upsample_nearest3d(C& cv, const json& n) { upsample(cv, n, 3, Mode::Nearest); }
-
-void upsample_nearest_exact3d(C& cv, const json& n) {
-  upsample(cv, n, 3, Mode::NearestExact);
-}
-
-void upsample_trilinear3d(C& cv, const json& n) { upsample(cv, n, 3, Mode::Linear); }
-
 }  // namespace
 
 void register_sampling(OpTable& t) {
@@ -353,20 +315,30 @@ void register_sampling(OpTable& t) {
   t.on("aten.grid_sampler_3d", grid_sampler);
   t.on("aten.im2col", im2col);
   t.on("aten.col2im", col2im);
-  t.on("aten.max_unpool2d", max_unpool2d);
-  t.on("aten.max_unpool3d", max_unpool3d);
-  t.on("aten.upsample_nearest1d", upsample_nearest1d);
-  t.on("aten.upsample_nearest2d", upsample_nearest2d);
-  t.on("aten._upsample_nearest_exact1d", upsample_nearest_exact1d);
-  t.on("aten._upsample_nearest_exact2d", upsample_nearest_exact2d);
-  t.on("aten.upsample_linear1d", upsample_linear1d);
-  t.on("aten.upsample_bilinear2d", upsample_bilinear2d);
-  t.on("aten.upsample_bicubic2d", upsample_bicubic2d);
-  t.on("aten._upsample_bilinear2d_aa", upsample_bilinear2d_aa);
-  t.on("aten._upsample_bicubic2d_aa", upsample_bicubic2d_aa);
-  t.on("aten.upsample_nearest3d", upsample_nearest3d);
-  t.on("aten._upsample_nearest_exact3d", upsample_nearest_exact3d);
-  t.on("aten.upsample_trilinear3d", upsample_trilinear3d);
+  t.on("aten.max_unpool2d", +[](C& cv, const json& n) { max_unpool(cv, n, 2); });
+  t.on("aten.max_unpool3d", +[](C& cv, const json& n) { max_unpool(cv, n, 3); });
+  // the upsampling family: one converter, by spatial rank and mode
+  struct Upsampling {
+    const char* op;
+    size_t spatial;
+    Mode mode;
+  };
+  static const Upsampling upsamplings[] = {
+      {"aten.upsample_nearest1d", 1, Mode::Nearest},
+      {"aten.upsample_nearest2d", 2, Mode::Nearest},
+      {"aten.upsample_nearest3d", 3, Mode::Nearest},
+      {"aten._upsample_nearest_exact1d", 1, Mode::NearestExact},
+      {"aten._upsample_nearest_exact2d", 2, Mode::NearestExact},
+      {"aten._upsample_nearest_exact3d", 3, Mode::NearestExact},
+      {"aten.upsample_linear1d", 1, Mode::Linear},
+      {"aten.upsample_bilinear2d", 2, Mode::Linear},
+      {"aten.upsample_trilinear3d", 3, Mode::Linear},
+      {"aten.upsample_bicubic2d", 2, Mode::Cubic},
+      {"aten._upsample_bilinear2d_aa", 2, Mode::LinearAA},
+      {"aten._upsample_bicubic2d_aa", 2, Mode::CubicAA},
+  };
+  for (const Upsampling& u : upsamplings)
+    t.on(u.op, [u](C& cv, const json& n) { upsample(cv, n, u.spatial, u.mode); });
 }
 
 }  // namespace torch_detail
