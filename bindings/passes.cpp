@@ -1,5 +1,6 @@
 // Graph passes from Python.
 #include "common.h"
+#include "milkit/passes/compression.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit::py_bind {
@@ -32,6 +33,8 @@ void init_passes(py::module_& m) {
       },
       py::arg("program"), py::arg("name"), py::arg("options") = PassOptions{},
       "Runs one pass; returns whether it changed the program.");
+  m.def("take_compression_warnings", &compression::take_warnings,
+        "The warnings the compression passes recorded since the last call (weights skipped).");
 }
 
 }  // namespace milkit::py_bind

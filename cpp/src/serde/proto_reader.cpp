@@ -403,16 +403,15 @@ class Reader {
     return ctx.tensor(dt, dims);
   }
 
+  // The var names a block defines (nested blocks included): new vars never take them. Op names are
+  // not reserved, as in coremltools, whose name counters restart for every conversion: a loaded
+  // program's passes name new ops "cast_0", "cast_1", ... again (common::dedup_op_and_var_names
+  // settles any clash at the end of the pipeline).
   void collect_names(const mil::Block& b, std::unordered_set<std::string>& out) {
     for (const auto& in : b.inputs()) out.insert(in.name());
     for (const auto& op : b.operations()) {
       for (const auto& nb : op.blocks()) collect_names(nb, out);
       for (const auto& o : op.outputs()) out.insert(o.name());
-      auto a = op.attributes().find("name");
-      if (a != op.attributes().end() && a->second.has_immediatevalue() &&
-          a->second.immediatevalue().tensor().has_strings() &&
-          a->second.immediatevalue().tensor().strings().values_size() == 1)
-        out.insert(a->second.immediatevalue().tensor().strings().values(0));
     }
   }
 

@@ -1,0 +1,123 @@
+// milkit/passes/compression.h - what the weight compression passes share: coremltools'
+// OptimizationConfig, resolved per const op in C++, and its rules for which weights compress.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "milkit/ir/ir.h"
+#include "milkit/types/datatype.h"
+
+namespace milkit::compression {
+
+/// coremltools' CompressionGranularity.
+enum class Granularity { PerTensor, PerGroupedChannel, PerChannel, PerBlock };
+
+/// One op-level config (coremltools' OpLinearQuantizerConfig, OpPalettizerConfig,
+/// OpThresholdPrunerConfig or OpMagnitudePrunerConfig), as the Python API serializes it (JSON).
+struct OpConfig {
+  /// The config class name ("OpLinearQuantizerConfig", ...).
+  std::string type;
+  /// The canonical JSON text (two configs are equal when their texts are).
+  std::string text;
+  /// Weights with at most this many elements are left alone; nullopt is an error when used.
+  std::optional<int64_t> weight_threshold;
+  /// Linear quantizer and palettizer: the mode, upper case ("LINEAR_SYMMETRIC", "KMEANS", ...).
+  std::string mode;
+  /// Linear quantizer: the quantized dtype.
+  DataType dtype = DataType::Int8;
+  /// Linear quantizer and palettizer: the granularity.
+  Granularity granularity = Granularity::PerTensor;
+  /// Linear quantizer per_block: an int block size, or one per axis (`block_sizes`).
+  int64_t block_size = 32;
+  /// Per-axis block sizes when the config gave a list.
+  std::optional<std::vector<int64_t>> block_sizes;
+  /// Palettizer: bits (0: inferred for unique / custom).
+  int nbits = 0;
+  /// Palettizer per_grouped_channel: channels per group.
+  int64_t group_size = 32;
+  /// Palettizer: the channel axis, when given.
+  std::optional<int64_t> channel_axis;
+  /// Palettizer: vector length of each LUT entry.
+  int64_t cluster_dim = 1;
+  /// Palettizer: normalize by a per-channel scale first.
+  bool enable_per_channel_scale = false;
+  /// Palettizer custom mode: the id of the Python lut_function (-1: none).
+  int64_t lut_function = -1;
+  /// Threshold pruner.
+  double threshold = 1e-12, minimum_sparsity_percentile = 0.5;
+  /// Magnitude pruner: target sparsity, or n:m.
+  std::optional<double> target_sparsity;
+  /// Magnitude pruner: block size of block sparsity (nullopt: none).
+  std::optional<int64_t> prune_block_size;
+  /// Magnitude pruner n:m ratio.
+  std::optional<std::pair<int64_t, int64_t>> n_m_ratio;
+  /// Magnitude pruner: the dim of block / n:m sparsity.
+  std::optional<int64_t> dim;
+};
+
+/// coremltools' OptimizationConfig: global, per op type and per op name configs (a null pointer
+/// means "do not compress").
+struct Config {
+  /// Applies where nothing more specific does.
+  std::shared_ptr<const OpConfig> global;
+  /// By op type ("conv", "linear").
+  std::map<std::string, std::shared_ptr<const OpConfig>> op_type;
+  /// By op or const name.
+  std::map<std::string, std::shared_ptr<const OpConfig>> op_name;
+
+  /// Parses the JSON the Python API writes: {"global": cfg|null, "op_type": {..}, "op_name":
+  /// {..}}. Throws ValueError on malformed input.
+  static Config parse(const std::string& json);
+  /// The config of a const (or constexpr) op, as coremltools' _get_const_op_config: its name,
+  /// else (following constexpr children) the config of the ops reading it, which must agree
+  /// (ValueError naming both ops otherwise); nullptr when it feeds only block outputs or is
+  /// skipped.
+  const OpConfig* for_const(const Operation* op) const;
+  /// The config of a non-const op: by name, by type, else global.
+  const OpConfig* for_op(const Operation* op) const;
+};
+
+/// Whether a value would be written to the weight file (coremltools' should_use_weight_file at
+/// iOS15: fp16, fp32, uint8 or int8 with at least 10 elements).
+bool uses_weight_file(const Value& v);
+
+/// coremltools' need_compress_const for a const op that is not chained into a constexpr op:
+/// rank >= 2 (unless it feeds a constexpr op), stored in the weight file, and more elements than
+/// the config's weight_threshold (ValueError naming the op when that is unset).
+bool needs_compression(const Operation* const_op, const OpConfig& cfg);
+
+/// The input and output channel axes of a weight from the ops reading it (coremltools'
+/// select_input_output_channel_axis); nullopt where readers disagree.
+std::pair<std::optional<int64_t>, std::optional<int64_t>> channel_axes(const Operation* const_op);
+
+/// Block sizes per axis for a weight of `rank` (coremltools' infer_block_sizes) and the channel
+/// axis; block sizes nullopt when the axes cannot be decided. ValueError (naming the op) for a
+/// per-axis block_size list of the wrong length.
+std::pair<std::optional<std::vector<int64_t>>, std::optional<int64_t>> block_sizes(
+    const Operation* const_op, const OpConfig& cfg, int rank);
+
+/// Replaces every use of `const_op`'s output by `v` and erases the const.
+void replace_const(Operation* const_op, Var* v);
+
+/// Every element of a numeric value as float (for fp16: the exact fp16 numbers).
+std::vector<float> floats(const Value& v);
+
+/// Calls fn(function, op) for every const op of every function (nested blocks first, as
+/// coremltools' passes collect them), ops in program order.
+void for_each_const(Program& p, const std::function<void(Function&, Operation*)>& fn);
+
+/// Records a warning where coremltools logs one and skips a weight (the message names the op).
+/// The Python API re-raises them as Python warnings after the pass.
+void warn(const std::string& message);
+
+/// The warnings recorded since the last call, oldest first (thread-safe).
+std::vector<std::string> take_warnings();
+
+}  // namespace milkit::compression

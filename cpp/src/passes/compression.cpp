@@ -1,0 +1,302 @@
+// What the weight compression passes share: coremltools' OptimizationConfig parsed from the JSON
+// the Python API writes and resolved per const op (_get_const_op_config), and the rules of
+// coremltools.optimize.coreml for which consts compress and along which axes.
+#include "milkit/passes/compression.h"
+
+#include <algorithm>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "milkit/passes/rewrite.h"
+#include "milkit/types/error.h"
+
+namespace milkit::compression {
+
+namespace {
+
+using json = nlohmann::json;
+
+Granularity granularity_of(const std::string& s) {
+  if (s == "per_tensor") return Granularity::PerTensor;
+  if (s == "per_grouped_channel") return Granularity::PerGroupedChannel;
+  if (s == "per_channel") return Granularity::PerChannel;
+  if (s == "per_block") return Granularity::PerBlock;
+  throw ValueError("Invalid granularity=" + s);
+}
+
+template <class T>
+std::optional<T> opt(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+std::shared_ptr<const OpConfig> parse_op(const json& j) {
+  if (j.is_null()) return nullptr;
+  if (!j.is_object() || !j.contains("type")) throw ValueError("compression config: an op config must be an object with a \"type\"");
+  auto c = std::make_shared<OpConfig>();
+  c->type = j.at("type").get<std::string>();
+  c->text = j.dump();
+  c->weight_threshold = opt<int64_t>(j, "weight_threshold");
+  if (c->type == "OpLinearQuantizerConfig") {
+    c->mode = j.at("mode").get<std::string>();
+    auto dt = dtype_from_name(j.at("dtype").get<std::string>());
+    if (!dt) throw ValueError("compression config: unknown dtype " + j.at("dtype").dump());
+    c->dtype = *dt;
+    c->granularity = granularity_of(j.at("granularity").get<std::string>());
+    const json& bs = j.at("block_size");
+    if (bs.is_array())
+      c->block_sizes = bs.get<std::vector<int64_t>>();
+    else
+      c->block_size = bs.get<int64_t>();
+  } else if (c->type == "OpPalettizerConfig") {
+    c->mode = j.at("mode").get<std::string>();
+    c->nbits = opt<int>(j, "nbits").value_or(0);
+    c->granularity = granularity_of(j.at("granularity").get<std::string>());
+    c->group_size = j.value("group_size", int64_t{32});
+    c->channel_axis = opt<int64_t>(j, "channel_axis");
+    c->cluster_dim = j.value("cluster_dim", int64_t{1});
+    c->enable_per_channel_scale = j.value("enable_per_channel_scale", false);
+    c->lut_function = opt<int64_t>(j, "lut_function").value_or(-1);
+  } else if (c->type == "OpThresholdPrunerConfig") {
+    c->threshold = j.value("threshold", 1e-12);
+    c->minimum_sparsity_percentile = j.value("minimum_sparsity_percentile", 0.5);
+  } else if (c->type == "OpMagnitudePrunerConfig") {
+    c->target_sparsity = opt<double>(j, "target_sparsity");
+    c->prune_block_size = opt<int64_t>(j, "block_size");
+    if (auto nm = opt<std::vector<int64_t>>(j, "n_m_ratio")) {
+      if (nm->size() != 2) throw ValueError("compression config: n_m_ratio must have two entries");
+      c->n_m_ratio = std::make_pair((*nm)[0], (*nm)[1]);
+    }
+    c->dim = opt<int64_t>(j, "dim");
+  } else {
+    throw ValueError("compression config: unknown config type " + c->type);
+  }
+  return c;
+}
+
+std::vector<Operation*> child_ops(const Operation* op) {
+  std::vector<Operation*> r;
+  for (size_t i = 0; i < op->num_outputs(); ++i)
+    for (const Use& u : op->output(i)->uses()) r.push_back(u.op);
+  return r;
+}
+
+bool is_constexpr(const Operation* op) { return op->op_type().rfind("constexpr_", 0) == 0; }
+
+std::mutex warn_mutex;
+std::vector<std::string>& warn_queue() {
+  static std::vector<std::string> q;
+  return q;
+}
+
+bool flag(const Operation* op, const char* name) {
+  const Var* v = op->input1(name);
+  return v && v->has_value() && v->value()->as_int(0) != 0;
+}
+
+}  // namespace
+
+Config Config::parse(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw ValueError(std::string("compression config: not valid JSON: ") + e.what());
+  }
+  try {
+    Config c;
+    if (j.contains("global")) c.global = parse_op(j["global"]);
+    for (const char* key : {"op_type", "op_name"}) {
+      if (!j.contains(key) || j[key].is_null()) continue;
+      auto& m = std::string(key) == "op_type" ? c.op_type : c.op_name;
+      for (auto it = j[key].begin(); it != j[key].end(); ++it) m[it.key()] = parse_op(it.value());
+    }
+    return c;
+  } catch (const json::exception& e) {
+    throw ValueError(std::string("compression config: ") + e.what());
+  }
+}
+
+const OpConfig* Config::for_op(const Operation* op) const {
+  if (auto it = op_name.find(op->name()); it != op_name.end()) return it->second.get();
+  if (auto it = op_type.find(op->op_type()); it != op_type.end()) return it->second.get();
+  return global.get();
+}
+
+const OpConfig* Config::for_const(const Operation* op) const {
+  if (auto it = op_name.find(op->name()); it != op_name.end()) return it->second.get();
+  if (op_type.count(op->op_type()))
+    throw ValueError("const ops cannot be set by the `set_op_type` function. Please use `set_global`");
+  auto children = child_ops(op);
+  if (children.empty()) return nullptr;  // only a block output reads it
+  if (std::all_of(children.begin(), children.end(), is_constexpr)) return for_const(children[0]);
+  const OpConfig* first = for_op(children[0]);
+  for (size_t i = 1; i < children.size(); ++i) {
+    const OpConfig* c = for_op(children[i]);
+    const bool same = (c == nullptr) == (first == nullptr) && (!c || c->text == first->text);
+    if (!same)
+      throw ValueError("compression config conflict detected between ops " + children[0]->describe() +
+                       " and " + children[i]->describe() + ": " + (first ? first->text : "None") +
+                       " vs " + (c ? c->text : "None"));
+  }
+  return first;
+}
+
+bool uses_weight_file(const Value& v) {
+  const DataType d = v.dtype();
+  if (v.is_symbolic() || v.is_list()) return false;
+  return v.numel() >= 10 && (d == DataType::Float16 || d == DataType::Float32 ||
+                             d == DataType::UInt8 || d == DataType::Int8);
+}
+
+bool needs_compression(const Operation* const_op, const OpConfig& cfg) {
+  auto children = child_ops(const_op);
+  if (std::any_of(children.begin(), children.end(), is_constexpr)) return false;
+  if (!cfg.weight_threshold) throw ValueError("weight_threshold cannot be None");
+  const Var* out = const_op->output(0);
+  if (!out->has_value()) return false;
+  const Value& v = *out->value();
+  if (!children.empty() && !is_constexpr(children[0]) && v.rank() <= 1) return false;
+  return uses_weight_file(v) && v.numel() > *cfg.weight_threshold;
+}
+
+std::pair<std::optional<int64_t>, std::optional<int64_t>> channel_axes(const Operation* const_op) {
+  const Var* var = const_op->output(0);
+  const int64_t rank = var->has_value() ? var->value()->rank() : 0;
+  std::set<std::optional<int64_t>> outs, ins;
+  for (const Use& u : var->uses()) {
+    const Operation* c = u.op;
+    std::optional<int64_t> o = 0, i = 1;
+    if (c->op_type() == "conv_transpose") {
+      o = 1;
+      i = 0;
+    } else if (c->op_type() == "matmul") {
+      if (c->input1("y") == var) {
+        const bool t = flag(c, "transpose_y");
+        o = t ? -2 : -1;
+        i = t ? -1 : -2;
+      } else {
+        const bool t = flag(c, "transpose_x");
+        o = t ? -1 : -2;
+        i = t ? -2 : -1;
+      }
+    } else if (is_constexpr(c)) {
+      std::tie(i, o) = channel_axes(c);
+    }
+    if (o && *o < 0) *o += rank;
+    if (i && *i < 0) *i += rank;
+    outs.insert(o);
+    ins.insert(i);
+  }
+  std::optional<int64_t> o = 0, i = 1;
+  if (outs.size() > 1) {
+    warn("Can't decide output axis for op " + const_op->name() +
+         ", because it's fed into multiple downstream ops which require different output axes.");
+    o = std::nullopt;
+  } else if (outs.size() == 1) {
+    o = *outs.begin();
+  }
+  if (ins.size() > 1) {
+    warn("Can't decide input axis for op " + const_op->name() +
+         ", because it's fed into multiple downstream ops which require different input axes.");
+    i = std::nullopt;
+  } else if (ins.size() == 1) {
+    i = *ins.begin();
+  }
+  return {i, o};
+}
+
+std::pair<std::optional<std::vector<int64_t>>, std::optional<int64_t>> block_sizes(
+    const Operation* const_op, const OpConfig& cfg, int rank) {
+  auto [in, out] = channel_axes(const_op);
+  if (cfg.granularity == Granularity::PerBlock && cfg.block_sizes) {
+    const auto& bs = *cfg.block_sizes;
+    if (static_cast<int>(bs.size()) != rank)
+      throw ValueError("The block_size in config must has one element for each axis. However, for op " +
+                       const_op->name() + ", there are " + std::to_string(bs.size()) +
+                       " elements in block_size, but there are " + std::to_string(rank) +
+                       " axes in the weight.");
+    const auto& shape = const_op->output(0)->value()->shape();
+    std::vector<int64_t> cand;
+    for (int a = 0; a < rank; ++a)
+      if (bs[a] != 0 && bs[a] != shape[a]) cand.push_back(a);
+    if (cand.size() == 1) out = cand[0];
+    return {bs, out};
+  }
+  if (!in || !out) return {std::nullopt, out};
+  if (cfg.granularity == Granularity::PerGroupedChannel && cfg.channel_axis) out = *cfg.channel_axis;
+  int64_t in_bs = 0, out_bs = 0;
+  switch (cfg.granularity) {
+    case Granularity::PerTensor:
+      break;
+    case Granularity::PerChannel:
+      out_bs = 1;
+      break;
+    case Granularity::PerGroupedChannel:
+      out_bs = cfg.group_size;
+      break;
+    case Granularity::PerBlock:
+      in_bs = cfg.block_size;
+      out_bs = 1;
+      break;
+  }
+  std::vector<int64_t> bs(static_cast<size_t>(rank), 0);
+  auto set = [&](int64_t axis, int64_t v) {
+    if (axis < rank && axis >= -rank) bs[static_cast<size_t>(axis < 0 ? axis + rank : axis)] = v;
+  };
+  set(*in, in_bs);
+  set(*out, out_bs);
+  return {bs, out};
+}
+
+void replace_const(Operation* const_op, Var* v) {
+  pass_util::replace_var(const_op->output(0), v);
+  const_op->parent()->erase(const_op);
+}
+
+std::vector<float> floats(const Value& v) {
+  std::vector<float> r(static_cast<size_t>(v.numel()));
+  if (v.dtype() == DataType::Float16) {
+    halves_to_floats(reinterpret_cast<const uint16_t*>(v.raw()), r.data(), r.size());
+  } else if (v.dtype() == DataType::Float32) {
+    std::copy_n(reinterpret_cast<const float*>(v.raw()), r.size(), r.begin());
+  } else {
+    for (int64_t i = 0; i < v.numel(); ++i) r[static_cast<size_t>(i)] = static_cast<float>(v.as_double(i));
+  }
+  return r;
+}
+
+namespace {
+void collect(Block& b, std::vector<Operation*>& out) {
+  for (Operation* op : b.ops()) {
+    for (Block* nb : op->blocks()) collect(*nb, out);
+  }
+  for (Operation* op : b.ops())
+    if (op->op_type() == "const") out.push_back(op);
+}
+}  // namespace
+
+void for_each_const(Program& p, const std::function<void(Function&, Operation*)>& fn) {
+  for (auto& [name, f] : p.functions()) {
+    std::vector<Operation*> consts;
+    collect(f->body(), consts);
+    for (Operation* op : consts)
+      if (!op->erased()) fn(*f, op);
+  }
+}
+
+void warn(const std::string& message) {
+  std::lock_guard<std::mutex> g(warn_mutex);
+  warn_queue().push_back(message);
+}
+
+std::vector<std::string> take_warnings() {
+  std::lock_guard<std::mutex> g(warn_mutex);
+  std::vector<std::string> r;
+  r.swap(warn_queue());
+  return r;
+}
+
+}  // namespace milkit::compression

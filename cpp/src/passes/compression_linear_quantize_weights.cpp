@@ -1,0 +1,162 @@
+// compression::linear_quantize_weights, as coremltools.optimize.coreml does it: each const weight
+// its config selects (see passes/compression.h) is quantized linearly to int8 / uint8 / int4 /
+// uint4 per tensor, per channel or per block, and replaced by
+// - before iOS18: constexpr_affine_dequantize(quantized_data, zero_point, scale, axis), scale and
+//   zero point squeezed to rank <= 1, axis the first dim with more than one block (per-block and
+//   4-bit settings are errors there, as in coremltools);
+// - from iOS18: constexpr_blockwise_shift_scale(data, scale, offset?), scale of the weight's
+//   rank, offset only where there is a zero point (not for signed symmetric).
+// The new op is named "<const>_quantized". Weights with inf are skipped with a warning; int8 /
+// uint8 consts holding only two adjacent values (masks) are left alone.
+// Options: "config" (JSON, see Config::parse) and "joint_compression" ("0" / "1": a const feeding
+// constexpr_lut_to_dense's lut, constexpr_lut_to_sparse's lut or constexpr_sparse_to_dense's
+// nonzero_data is quantized too, iOS18 only).
+#include <algorithm>
+#include <cmath>
+
+#include "milkit/builder/builder.h"
+#include "milkit/compress/quantize.h"
+#include "milkit/passes/compression.h"
+#include "milkit/passes/pass.h"
+#include "milkit/types/error.h"
+
+namespace milkit {
+
+namespace {
+
+using compression::Granularity;
+using compression::OpConfig;
+
+constexpr const char* kName = "compression::linear_quantize_weights";
+
+Value int_value(DataType dt, const std::vector<int64_t>& shape, const std::vector<int32_t>& v) {
+  return Value::from_ints(dt, shape, std::vector<int64_t>(v.begin(), v.end()));
+}
+
+Value float_value(DataType dt, const std::vector<int64_t>& shape, const std::vector<float>& v) {
+  return Value::from_doubles(dt, shape, std::vector<double>(v.begin(), v.end()));
+}
+
+// numpy's squeeze of a parameter: size-1 dims dropped.
+std::vector<int64_t> squeezed(const std::vector<int64_t>& s) {
+  std::vector<int64_t> r;
+  for (int64_t d : s)
+    if (d != 1) r.push_back(d);
+  return r;
+}
+
+// The data dtype written: int4 / uint4 data is stored as 4-bit elements (one per byte in milkit's
+// unpacked layout) from iOS18, int8 / uint8 otherwise.
+Var* emit(Function& f, Operation* op, const compress::Quantized& q, const OpConfig& cfg,
+          const Value& w) {
+  Builder b(f);
+  b.set_insertion_point(op->parent(), op);
+  b.set_location(op->location());
+  const std::string name = op->name() + "_quantized";
+  if (f.opset() < Target::iOS18) {
+    std::vector<int64_t> ps = squeezed(q.param_shape);
+    int64_t axis = 0;
+    for (size_t a = 0; a < q.param_shape.size(); ++a)
+      if (q.param_shape[a] > 1) {
+        axis = static_cast<int64_t>(a);
+        break;
+      }
+    std::vector<int32_t> zp = q.zero_point;
+    if (zp.empty()) zp.assign(q.scale.size(), 0);
+    std::vector<Arg> args = {Builder::arg("quantized_data", int_value(cfg.dtype, w.shape(), q.data)),
+                             Builder::arg("zero_point", int_value(cfg.dtype, ps, zp)),
+                             Builder::arg("scale", float_value(w.dtype(), ps, q.scale)),
+                             Builder::arg("axis", Value::scalar_int(DataType::Int32, axis))};
+    return b.create("constexpr_affine_dequantize", args, name).at(0);
+  }
+  std::vector<Arg> args = {Builder::arg("data", int_value(cfg.dtype, w.shape(), q.data)),
+                           Builder::arg("scale", float_value(w.dtype(), q.param_shape, q.scale))};
+  if (!q.zero_point.empty())
+    args.push_back(Builder::arg("offset", int_value(cfg.dtype, q.param_shape, q.zero_point)));
+  return b.create("constexpr_blockwise_shift_scale", args, name).at(0);
+}
+
+bool small_int_range(const Value& w) {
+  if (!is_int(w.dtype()) || dtype_storage_bytes(w.dtype()) > 1) return false;
+  auto v = w.to_ints();
+  if (v.empty()) return false;
+  auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return *hi - *lo < 2;
+}
+
+bool transform(Function& f, Operation* op, const compression::Config& config) {
+  const OpConfig* cfg = config.for_const(op);
+  if (!cfg) return false;
+  if (cfg->type != "OpLinearQuantizerConfig") return false;
+  if (!compression::needs_compression(op, *cfg)) return false;
+  if (f.opset() < Target::iOS18) {
+    const char* what = cfg->granularity == Granularity::PerBlock ? "per_block"
+                       : (cfg->dtype == DataType::Int4 || cfg->dtype == DataType::UInt4) ? "4-bit"
+                                                                                            : nullptr;
+    if (what)
+      throw ValueError(std::string("The ") + what +
+                       " quantization is supported since iOS18. Please re-convert your model with "
+                       "minimum_deployment_target set to at least ct.target.iOS18. (op " +
+                       op->name() + ")");
+  }
+  const Value& w = *op->output(0)->value();
+  if (w.dtype() == DataType::Bool) return false;
+  if (is_int(w.dtype())) {
+    if (small_int_range(w)) return false;
+    throw ValueError("linear_quantize_weights: const " + op->name() + " holds " +
+                     std::string(dtype_name(w.dtype())) +
+                     " values; only floating weights can be quantized (Only floating numpy arrays are supported.)");
+  }
+  std::vector<float> data = compression::floats(w);
+  if (std::any_of(data.begin(), data.end(), [](float v) { return std::isinf(v); })) {
+    compression::warn("The const " + op->name() +
+                      " has inf/-inf, which is not supported by quantization. Skipped.");
+    return false;
+  }
+  auto [bs, axis] = compression::block_sizes(op, *cfg, w.rank());
+  (void)axis;
+  if (!bs) {
+    compression::warn("Cannot perform quantization on " + op->name() +
+                      " as block_sizes is None. Skipped this op.");
+    return false;
+  }
+  compress::QuantSpec spec{cfg->mode == "LINEAR_SYMMETRIC", cfg->dtype, *bs};
+  std::string why;
+  auto q = compress::quantize(data.data(), w.shape(), w.dtype(), spec, &why);
+  if (!q) {
+    compression::warn(why);
+    compression::warn("Cannot perform quantization on " + op->name() + ". Skipped this op.");
+    return false;
+  }
+  compression::replace_const(op, emit(f, op, *q, *cfg, w));
+  return true;
+}
+
+class LinearQuantizeWeights : public Pass {
+ public:
+  bool run(Program& p, const PassOptions& opts) override {
+    pass_util::check_options(opts, kName, {"config", "joint_compression"});
+    auto it = opts.find("config");
+    if (it == opts.end()) throw ValueError(std::string(kName) + ": the \"config\" option is required");
+    const compression::Config config = compression::Config::parse(it->second);
+    bool changed = false;
+    compression::for_each_const(p, [&](Function& f, Operation* op) {
+      if (f.opset() < Target::iOS16) {
+        compression::warn("The program's opset is not compatible with iOS16. Skipped the compression "
+                          "of " + op->name() + ".");
+        return;
+      }
+      changed = transform(f, op, config) || changed;
+    });
+    return changed;
+  }
+};
+
+}  // namespace
+
+/// Registers compression::linear_quantize_weights.
+void register_compression_linear_quantize_weights(PassRegistry& r) {
+  r.add(kName, [] { return std::make_unique<LinearQuantizeWeights>(); });
+}
+
+}  // namespace milkit

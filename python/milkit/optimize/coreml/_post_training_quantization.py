@@ -1,0 +1,117 @@
+"""The compression functions of coremltools.optimize.coreml: each takes an ``MLModel`` (or a milkit
+``Program``), runs one C++ compression pass over every function, and returns a new ``MLModel`` (or
+the Program, compressed in place), as coremltools does: the model is loaded at a specification
+version of at least iOS16, compressed, and converted again with the default pipeline."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Callable, Dict
+
+from ._config import OptimizationConfig
+
+__all__ = [
+    "linear_quantize_weights",
+    "palettize_weights",
+    "prune_weights",
+]
+
+_IOS16 = 7  # milkit.target.iOS16
+
+
+class _LutFunctions:
+    """Custom LUT functions of a running pass, by the id the config JSON names."""
+
+    current: Dict[int, Callable] = {}
+
+
+def _check_config(config: Any, allowed: tuple, fn: str) -> None:
+    if not isinstance(config, OptimizationConfig):
+        raise ValueError(f"config must be of type OptimizationConfig. Got {type(config)}.")
+    for c in config._all():
+        if not isinstance(c, allowed):
+            names = ", ".join(t.__name__ for t in allowed)
+            raise ValueError(f"{fn} only accept {names} type config. Got {type(c).__name__}.")
+    for k in config.op_type_configs:
+        if k == "const":
+            raise ValueError("const ops cannot be set by the `set_op_type` function. Please use `set_global`")
+
+
+def _load(model: Any, what: str) -> tuple:
+    """(program, the MLModel or None, target)."""
+    from ... import _core
+    from ...mlmodel import MLModel
+
+    if isinstance(model, _core.Program):
+        return model, None, max(f.opset for f in model.functions.values())
+    if not isinstance(model, MLModel):
+        raise TypeError(f"{what} takes an MLModel (an mlprogram) or a milkit Program, got {type(model).__name__}")
+    from ...io import load
+
+    prog = load(model.package_path)
+    if len(prog.functions) > 1:
+        raise ValueError(f"{what} is not supported for a multifunction model.")
+    target = max(_IOS16, max(f.opset for f in prog.functions.values()))
+    for f in prog.functions.values():
+        if f.opset < target:
+            f.opset = target
+    return prog, model, target
+
+
+def _run(model: Any, pass_name: str, config: OptimizationConfig, joint_compression: bool, what: str) -> Any:
+    from ... import _core
+    from ...convert import convert
+
+    if not isinstance(joint_compression, bool):
+        raise ValueError(f"joint_compression only supports bool, but got {type(joint_compression)}")
+    prog, mlmodel, target = _load(model, what)
+    text, functions = config._to_json()
+    _LutFunctions.current = functions
+    try:
+        _core.run_pass(prog, pass_name, {"config": text, "joint_compression": "1" if joint_compression else "0"})
+    finally:
+        _LutFunctions.current = {}
+        for message in _core.take_compression_warnings():
+            warnings.warn(message, UserWarning, stacklevel=3)
+    if mlmodel is None:
+        return prog
+    return convert(prog, minimum_deployment_target=target, compute_units=mlmodel.compute_unit,
+                   package_dir=os.path.dirname(mlmodel.package_path) if mlmodel.is_temp_package else None)
+
+
+def linear_quantize_weights(mlmodel: Any, config: OptimizationConfig, joint_compression: bool = False) -> Any:
+    """Quantizes the weights linearly (int8 / uint8 / int4 / uint4; per tensor, per channel or per
+    block) as coremltools' ``linear_quantize_weights``: weights become
+    ``constexpr_affine_dequantize`` (iOS16 / iOS17) or ``constexpr_blockwise_shift_scale`` (iOS18)
+    ops. With ``joint_compression`` a palettized model's LUTs or a pruned model's non-zero values
+    are quantized (iOS18)."""
+    from ._config import OpLinearQuantizerConfig
+
+    _check_config(config, (OpLinearQuantizerConfig,), "linear_quantize_weights")
+    return _run(mlmodel, "compression::linear_quantize_weights", config, joint_compression,
+                "linear_quantize_weights")
+
+
+def palettize_weights(mlmodel: Any, config: OptimizationConfig, joint_compression: bool = False) -> Any:
+    """Palettizes the weights (each becomes indices into a LUT of 2**nbits entries: kmeans,
+    uniform, unique or a custom function; per tensor or per grouped channel; scalar or vector
+    entries), as coremltools' ``palettize_weights``; the ops are ``constexpr_lut_to_dense`` (with
+    a ``constexpr_blockwise_shift_scale`` after it for a per-channel scale). With
+    ``joint_compression`` a pruned or quantized model is palettized further (iOS18)."""
+    from ._config import OpPalettizerConfig
+
+    _check_config(config, (OpPalettizerConfig,), "palettize_weights")
+    return _run(mlmodel, "compression::palettize_weights", config, joint_compression, "palettize_weights")
+
+
+def prune_weights(mlmodel: Any, config: OptimizationConfig, joint_compression: bool = False) -> Any:
+    """Prunes the weights (threshold, magnitude, block or n:m sparsity) as coremltools'
+    ``prune_weights``; the ops are ``constexpr_sparse_to_dense``. With ``joint_compression`` a
+    quantized or palettized model's weights are pruned too (iOS18)."""
+    from ._config import OpMagnitudePrunerConfig, OpThresholdPrunerConfig
+
+    _check_config(config, (OpThresholdPrunerConfig, OpMagnitudePrunerConfig), "prune_weights")
+    return _run(mlmodel, "compression::prune_weights", config, joint_compression, "prune_weights")
+
+
