@@ -34,7 +34,8 @@ std::optional<T> opt(const json& j, const char* key) {
 
 std::shared_ptr<const OpConfig> parse_op(const json& j) {
   if (j.is_null()) return nullptr;
-  if (!j.is_object() || !j.contains("type")) throw ValueError("compression config: an op config must be an object with a \"type\"");
+  if (!j.is_object() || !j.contains("type"))
+    throw ValueError("compression config: an op config must be an object with a \"type\"");
   auto c = std::make_shared<OpConfig>();
   c->type = j.at("type").get<std::string>();
   c->text = j.dump();
@@ -128,7 +129,8 @@ const OpConfig* Config::for_op(const Operation* op) const {
 const OpConfig* Config::for_const(const Operation* op) const {
   if (auto it = op_name.find(op->name()); it != op_name.end()) return it->second.get();
   if (op_type.count(op->op_type()))
-    throw ValueError("const ops cannot be set by the `set_op_type` function. Please use `set_global`");
+    throw ValueError(
+        "const ops cannot be set by the `set_op_type` function. Please use `set_global`");
   auto children = child_ops(op);
   if (children.empty()) return nullptr;  // only a block output reads it
   if (std::all_of(children.begin(), children.end(), is_constexpr)) return for_const(children[0]);
@@ -137,9 +139,9 @@ const OpConfig* Config::for_const(const Operation* op) const {
     const OpConfig* c = for_op(children[i]);
     const bool same = (c == nullptr) == (first == nullptr) && (!c || c->text == first->text);
     if (!same)
-      throw ValueError("compression config conflict detected between ops " + children[0]->describe() +
-                       " and " + children[i]->describe() + ": " + (first ? first->text : "None") +
-                       " vs " + (c ? c->text : "None"));
+      throw ValueError("compression config conflict detected between ops " +
+                       children[0]->describe() + " and " + children[i]->describe() + ": " +
+                       (first ? first->text : "None") + " vs " + (c ? c->text : "None"));
   }
   return first;
 }
@@ -214,10 +216,11 @@ std::pair<std::optional<std::vector<int64_t>>, std::optional<int64_t>> block_siz
   if (cfg.granularity == Granularity::PerBlock && cfg.block_sizes) {
     const auto& bs = *cfg.block_sizes;
     if (static_cast<int>(bs.size()) != rank)
-      throw ValueError("The block_size in config must has one element for each axis. However, for op " +
-                       const_op->name() + ", there are " + std::to_string(bs.size()) +
-                       " elements in block_size, but there are " + std::to_string(rank) +
-                       " axes in the weight.");
+      throw ValueError(
+          "The block_size in config must has one element for each axis. However, for op " +
+          const_op->name() + ", there are " + std::to_string(bs.size()) +
+          " elements in block_size, but there are " + std::to_string(rank) +
+          " axes in the weight.");
     const auto& shape = const_op->output(0)->value()->shape();
     std::vector<int64_t> cand;
     for (int a = 0; a < rank; ++a)
@@ -226,7 +229,8 @@ std::pair<std::optional<std::vector<int64_t>>, std::optional<int64_t>> block_siz
     return {bs, out};
   }
   if (!in || !out) return {std::nullopt, out};
-  if (cfg.granularity == Granularity::PerGroupedChannel && cfg.channel_axis) out = *cfg.channel_axis;
+  if (cfg.granularity == Granularity::PerGroupedChannel && cfg.channel_axis)
+    out = *cfg.channel_axis;
   int64_t in_bs = 0, out_bs = 0;
   switch (cfg.granularity) {
     case Granularity::PerTensor:
@@ -263,7 +267,8 @@ std::vector<float> floats(const Value& v) {
   } else if (v.dtype() == DataType::Float32) {
     std::copy_n(reinterpret_cast<const float*>(v.raw()), r.size(), r.begin());
   } else {
-    for (int64_t i = 0; i < v.numel(); ++i) r[static_cast<size_t>(i)] = static_cast<float>(v.as_double(i));
+    for (int64_t i = 0; i < v.numel(); ++i)
+      r[static_cast<size_t>(i)] = static_cast<float>(v.as_double(i));
   }
   return r;
 }

@@ -63,10 +63,11 @@ Var* emit(Function& f, Operation* op, const compress::Quantized& q, const OpConf
       }
     std::vector<int32_t> zp = q.zero_point;
     if (zp.empty()) zp.assign(q.scale.size(), 0);
-    std::vector<Arg> args = {Builder::arg("quantized_data", int_value(cfg.dtype, w.shape(), q.data)),
-                             Builder::arg("zero_point", int_value(cfg.dtype, ps, zp)),
-                             Builder::arg("scale", float_value(w.dtype(), ps, q.scale)),
-                             Builder::arg("axis", Value::scalar_int(DataType::Int32, axis))};
+    std::vector<Arg> args = {
+        Builder::arg("quantized_data", int_value(cfg.dtype, w.shape(), q.data)),
+        Builder::arg("zero_point", int_value(cfg.dtype, ps, zp)),
+        Builder::arg("scale", float_value(w.dtype(), ps, q.scale)),
+        Builder::arg("axis", Value::scalar_int(DataType::Int32, axis))};
     return b.create("constexpr_affine_dequantize", args, name).at(0);
   }
   std::vector<Arg> args = {Builder::arg("data", int_value(cfg.dtype, w.shape(), q.data)),
@@ -92,7 +93,7 @@ bool transform(Function& f, Operation* op, const compression::Config& config) {
   if (f.opset() < Target::iOS18) {
     const char* what = cfg->granularity == Granularity::PerBlock ? "per_block"
                        : (cfg->dtype == DataType::Int4 || cfg->dtype == DataType::UInt4) ? "4-bit"
-                                                                                            : nullptr;
+                                                                                         : nullptr;
     if (what)
       throw ValueError(std::string("The ") + what +
                        " quantization is supported since iOS18. Please re-convert your model with "
@@ -105,7 +106,8 @@ bool transform(Function& f, Operation* op, const compression::Config& config) {
     if (small_int_range(w)) return false;
     throw ValueError("linear_quantize_weights: const " + op->name() + " holds " +
                      std::string(dtype_name(w.dtype())) +
-                     " values; only floating weights can be quantized (Only floating numpy arrays are supported.)");
+                     " values; only floating weights can be quantized (Only floating numpy arrays "
+                     "are supported.)");
   }
   std::vector<float> data = compression::floats(w);
   if (std::any_of(data.begin(), data.end(), [](float v) { return std::isinf(v); })) {
@@ -137,13 +139,16 @@ class LinearQuantizeWeights : public Pass {
   bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, kName, {"config", "joint_compression"});
     auto it = opts.find("config");
-    if (it == opts.end()) throw ValueError(std::string(kName) + ": the \"config\" option is required");
+    if (it == opts.end())
+      throw ValueError(std::string(kName) + ": the \"config\" option is required");
     const compression::Config config = compression::Config::parse(it->second);
     bool changed = false;
     compression::for_each_const(p, [&](Function& f, Operation* op) {
       if (f.opset() < Target::iOS16) {
-        compression::warn("The program's opset is not compatible with iOS16. Skipped the compression "
-                          "of " + op->name() + ".");
+        compression::warn(
+            "The program's opset is not compatible with iOS16. Skipped the compression "
+            "of " +
+            op->name() + ".");
         return;
       }
       changed = transform(f, op, config) || changed;

@@ -11,16 +11,26 @@ from ._config import (
     OpThresholdPrunerConfig,
     OptimizationConfig,
 )
-from ._post_training_quantization import linear_quantize_weights, palettize_weights, prune_weights
+from ._metadata import CoreMLOpMetaData, CoreMLWeightMetaData, get_weights_metadata
+from ._post_training_quantization import (
+    decompress_weights,
+    linear_quantize_weights,
+    palettize_weights,
+    prune_weights,
+)
 
 __all__ = [
     "CompressionGranularity",
+    "CoreMLOpMetaData",
+    "CoreMLWeightMetaData",
     "OpCompressorConfig",
     "OpLinearQuantizerConfig",
     "OpMagnitudePrunerConfig",
     "OpPalettizerConfig",
     "OpThresholdPrunerConfig",
     "OptimizationConfig",
+    "decompress_weights",
+    "get_weights_metadata",
     "linear_quantize_weights",
     "palettize_weights",
     "prune_weights",

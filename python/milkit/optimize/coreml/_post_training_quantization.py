@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict
 from ._config import OptimizationConfig
 
 __all__ = [
+    "decompress_weights",
     "linear_quantize_weights",
     "palettize_weights",
     "prune_weights",
@@ -59,23 +60,31 @@ def _load(model: Any, what: str) -> tuple:
     return prog, model, target
 
 
-def _run(model: Any, pass_name: str, config: OptimizationConfig, joint_compression: bool, what: str) -> Any:
+def _run(model: Any, pass_name: str, config: OptimizationConfig | None, joint_compression: bool, what: str) -> Any:
     from ... import _core
-    from ...convert import convert
 
     if not isinstance(joint_compression, bool):
         raise ValueError(f"joint_compression only supports bool, but got {type(joint_compression)}")
     prog, mlmodel, target = _load(model, what)
-    text, functions = config._to_json()
-    _LutFunctions.current = functions
+    options = {}
+    if config is not None:
+        text, functions = config._to_json()
+        _LutFunctions.current = functions
+        options = {"config": text, "joint_compression": "1" if joint_compression else "0"}
     try:
-        _core.run_pass(prog, pass_name, {"config": text, "joint_compression": "1" if joint_compression else "0"})
+        _core.run_pass(prog, pass_name, options)
     finally:
         _LutFunctions.current = {}
         for message in _core.take_compression_warnings():
             warnings.warn(message, UserWarning, stacklevel=3)
-    if mlmodel is None:
-        return prog
+    return prog if mlmodel is None else _reconvert(prog, mlmodel, target)
+
+
+def _reconvert(prog: Any, mlmodel: Any, target: int) -> Any:
+    """The program written as a new package with the default pipeline (coremltools'
+    _apply_graph_pass)."""
+    from ...convert import convert
+
     return convert(prog, minimum_deployment_target=target, compute_units=mlmodel.compute_unit,
                    package_dir=os.path.dirname(mlmodel.package_path) if mlmodel.is_temp_package else None)
 
@@ -115,3 +124,10 @@ def prune_weights(mlmodel: Any, config: OptimizationConfig, joint_compression: b
     return _run(mlmodel, "compression::prune_weights", config, joint_compression, "prune_weights")
 
 
+
+
+def decompress_weights(mlmodel: Any) -> Any:
+    """Turns every compressed weight (``constexpr_*`` ops: quantized, palettized, sparse, chained)
+    back into a plain const (coremltools' ``decompress_weights``); works on packages coremltools
+    wrote as well."""
+    return _run(mlmodel, "compression::decompress_weights", None, False, "decompress_weights")
