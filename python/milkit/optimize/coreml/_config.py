@@ -96,7 +96,6 @@ class OpCompressorConfig:
 
 
 def _dtype_name(dtype: Any) -> str:
-
     if isinstance(dtype, str):
         name = dtype
     elif isinstance(dtype, type) and issubclass(dtype, np.generic):
@@ -137,7 +136,9 @@ class OpLinearQuantizerConfig(OpCompressorConfig):
             raise ValueError(f"Only mode ('LINEAR_SYMMETRIC', 'LINEAR') supported for weight affine "
                              f'quantization. Got mode: "{mode}".')
         self.mode = mode.upper()
-        self.dtype = _dtype_name(dtype)
+        from ... import types as _types
+
+        self.dtype = getattr(_types, _dtype_name(dtype))
         g = _granularity(granularity)
         if g == CompressionGranularity.PER_GROUPED_CHANNEL:
             raise ValueError(f'"granularity" must be one of (per_tensor, per_channel, per_block), but got {g}')
@@ -157,16 +158,17 @@ class OpLinearQuantizerConfig(OpCompressorConfig):
     @property
     def nbits(self) -> int:
         """Bits of the quantized dtype."""
-        return int(self.dtype[-1])
+        return int(str(self.dtype)[-1])
 
     @property
     def signed(self) -> bool:
         """Whether the quantized dtype is signed."""
-        return not self.dtype.startswith("u")
+        return not str(self.dtype).startswith("u")
 
     def _to_json(self, functions: Dict[int, Callable]) -> Dict[str, Any]:
         d = super()._to_json(functions)
         d["granularity"] = _GRANULARITY_NAMES[self.granularity]
+        d["dtype"] = str(self.dtype)
         d["block_size"] = list(self.block_size) if isinstance(self.block_size, (list, tuple)) else self.block_size
         return d
 
