@@ -6,6 +6,8 @@ validate ML Program packages and MIL text files.
     milkit diff a.mlpackage b.mlpackage [--json] [--exit-code]
     milkit convert model.mil -o model.mlpackage [--precision fp16|fp32] [--target iOS17]
                    [--pipeline default|empty|cleanup]
+    milkit compress model.mlpackage -o small.mlpackage (--palettize N | --quantize DTYPE | --prune S |
+                    --n-m N:M | --config config.yaml) [--granularity G] [--group-size N] ...
     milkit run model.mlpackage --input x=x.npy [--output-dir DIR] [--function NAME]
     milkit validate model.mlpackage [--json]
 
@@ -23,12 +25,12 @@ import os
 import sys
 from typing import Optional, Sequence
 
-from . import convert, diff, info, run, text, validate
+from . import compress, convert, diff, info, run, text, validate
 from ._common import CliError
 
 __all__ = ["main", "build_parser"]
 
-_COMMANDS = (info, text, diff, convert, run, validate)
+_COMMANDS = (info, text, diff, convert, compress, run, validate)
 
 
 def build_parser() -> argparse.ArgumentParser:

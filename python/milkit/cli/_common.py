@@ -174,6 +174,74 @@ def _nbytes(var: Any) -> int:
     return (n * var.dtype.bits + 7) // 8
 
 
+def _scheme(op: Any) -> Dict[str, Any]:
+    """Bits and granularity of one constexpr op."""
+    t = op.op_type
+    inp = op.inputs
+    if t == "constexpr_affine_dequantize":
+        n = 1
+        for d in inp["scale"].shape:
+            n *= d
+        return {"bits": inp["quantized_data"].dtype.bits, "granularity": "per_tensor" if n == 1 else "per_channel"}
+    if t in ("constexpr_blockwise_shift_scale", "constexpr_sparse_blockwise_shift_scale"):
+        data = inp["data"] if "data" in inp else inp["nonzero_data"]
+        sshape, dshape = list(inp["scale"].shape), list(op.outputs[-1].shape)
+        blocks = [d // s for d, s in zip(dshape, sshape) if s > 1]
+        g = ("per_tensor" if not blocks else "per_channel" if all(b == 1 for b in blocks) and len(blocks) == 1
+             else "per_block")
+        return {"bits": data.dtype.bits, "granularity": g}
+    if t in ("constexpr_lut_to_dense", "constexpr_lut_to_sparse"):
+        lshape = list(inp["lut"].shape)
+        if len(lshape) == 1:  # iOS16: one table
+            return {"bits": max(1, (lshape[0] - 1).bit_length()), "granularity": "per_tensor"}
+        groups = 1
+        for d in lshape[:-2]:
+            groups *= d
+        return {"bits": max(1, (lshape[-2] - 1).bit_length()),
+                "granularity": "per_tensor" if groups == 1 else f"per_grouped_channel ({groups} tables)",
+                **({"vector": lshape[-1]} if lshape[-1] > 1 else {})}
+    if t == "constexpr_sparse_to_dense":
+        out = op.outputs[0]
+        n = 1
+        for d in out.shape:
+            n *= d
+        nz = inp["nonzero_data"].shape[0] if inp["nonzero_data"].shape else 0
+        return {"bits": None, "granularity": f"sparse ({1 - nz / max(n, 1):.0%} zeros)"}
+    return {"bits": None, "granularity": ""}
+
+
+def compressed_weights(f: Any) -> List[Dict[str, Any]]:
+    """Each compressed weight of a function (a chain of constexpr ops read by other ops): the ops,
+    bits, granularity, and bytes dense and compressed."""
+    out = []
+    for op in f.find_ops():
+        if not op.op_type.startswith("constexpr_"):
+            continue
+        users = [c for v in op.outputs for c in v.child_ops]
+        if users and all(c.op_type.startswith("constexpr_") for c in users):
+            continue  # an inner link of a chain
+        chain, packed, stack, seen = [], 0, [op], set()
+        while stack:
+            o = stack.pop()
+            if o.name in seen:
+                continue
+            seen.add(o.name)
+            chain.append(o)
+            for v in o.inputs.values():
+                for x in (v if isinstance(v, (list, tuple)) else [v]):
+                    if x.op is None:
+                        continue
+                    if x.op.op_type == "const" and x._kind == "tensor":
+                        packed += _nbytes(x)
+                    elif x.op.op_type.startswith("constexpr_"):
+                        stack.append(x.op)
+        dense = op.outputs[-1] if op.op_type == "constexpr_sparse_blockwise_shift_scale" else op.outputs[0]
+        schemes = [dict(_scheme(o), op=o.op_type) for o in chain]
+        out.append({"name": op.name, "shape": [int(d) for d in dense.shape], "dtype": str(dense.dtype),
+                    "ops": schemes, "dense_bytes": _nbytes(dense), "compressed_bytes": packed})
+    return out
+
+
 def _feature_map(desc: Optional[Dict[str, Any]], fname: str, default: str) -> Dict[str, Dict[str, Any]]:
     """The description's features (inputs, outputs, states) of function `fname`, by name."""
     if not desc:
@@ -251,6 +319,7 @@ def program_facts(src: Source) -> Dict[str, Any]:
             "num_ops": sum(counts.values()),
             "num_consts": len(consts),
             "ops": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "compressed_weights": compressed_weights(f),
         })
     facts["functions"] = functions
     facts["weights"] = {"count": n_weights, "bytes": n_bytes,

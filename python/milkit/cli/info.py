@@ -66,6 +66,13 @@ def format_facts(facts: Dict[str, Any]) -> str:
                 lines.append(f"    {v['name']}: {shape_str(v)}{desc}")
         hist = ", ".join(f"{k} {n}" for k, n in f["ops"].items())
         lines.append(f"  ops: {f['num_ops']} ({plural(f['num_consts'], 'const')})" + (f": {hist}" if hist else ""))
+        if f["compressed_weights"]:
+            lines.append(f"  compressed weights: {len(f['compressed_weights'])}")
+        for cw in f["compressed_weights"]:
+            how = " <- ".join(o["op"].replace("constexpr_", "") + (f" {o['bits']}-bit" if o["bits"] else "")
+                              + (f" {o['granularity']}" if o["granularity"] else "") for o in cw["ops"])
+            lines.append(f"    {cw['name']}: {cw['dtype']} {tuple(cw['shape'])}, {how}: "
+                         f"{human_bytes(cw['dense_bytes'])} -> {human_bytes(cw['compressed_bytes'])}")
     w = facts["weights"]
     line = f"weights: {plural(w['count'], 'const tensor')}, {human_bytes(w['bytes'])}"
     if w["by_dtype"]:
