@@ -1,0 +1,42 @@
+// Internal: numpy's dtype arithmetic (fp16 rounds after every operation) for the compression
+// numerics.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "milkit/types/datatype.h"
+
+namespace milkit::compress::detail {
+
+/// Rounds a float to the nearest fp16 value (ties to even), as a float.
+inline float r16(float x) { return half_to_float(float_to_half(x)); }
+
+/// Rounds a double straight to the nearest fp16 value (ties to even; numpy's float64 -> float16
+/// cast), as a double. No detour through float, whose double rounding could differ.
+inline double d2h(double x) {
+  if (std::isnan(x) || x == 0) return x;
+  double a = std::fabs(x);
+  if (a >= 65520.0) return std::copysign(INFINITY, x);
+  int e = 0;
+  std::frexp(a, &e);     // a = f * 2^e, f in [0.5, 1)
+  int q = e - 11;        // quantum exponent of an 11-bit significand
+  if (q < -24) q = -24;  // subnormal quantum
+  double r = std::nearbyint(std::ldexp(a, -q));
+  return std::copysign(std::ldexp(r, q), x);
+}
+
+/// Rounds a double to `dt`'s values the way numpy's astype does (Int32 truncates toward zero).
+inline double cast_to(DataType dt, double x) {
+  if (dt == DataType::Float16) return d2h(x);
+  if (dt == DataType::Float32) return static_cast<float>(x);
+  return std::trunc(x);
+}
+
+/// Rounds a float result of an fp16 / fp32 operation to the dtype (identity for fp32).
+inline float fix(DataType dt, float x) { return dt == DataType::Float16 ? r16(x) : x; }
+
+/// numpy's np.round: half to even.
+inline double round_even(double x) { return std::nearbyint(x); }
+
+}  // namespace milkit::compress::detail
