@@ -17,31 +17,31 @@ namespace {
 // contract: the dynamic program's ties are decided on these exact doubles).
 class Costs {
  public:
-  Costs(const std::vector<double>& x, const std::vector<double>& w) : n_(x.size()) {
-    cw_.assign(n_ + 1, 0.0);
-    cs_.assign(n_ + 1, 0.0);
-    cs2_.assign(n_ + 1, 0.0);
-    for (size_t i = 0; i < n_; ++i) {
-      cw_[i + 1] = w[i] + cw_[i];
-      cs_[i + 1] = w[i] * x[i] + cs_[i];
-      cs2_[i + 1] = w[i] * x[i] * x[i] + cs2_[i];
+  Costs(const std::vector<double>& x, const std::vector<double>& w) : p_(x.size() + 1) {
+    for (size_t i = 0; i < x.size(); ++i) {
+      p_[i + 1].w = w[i] + p_[i].w;
+      p_[i + 1].s = w[i] * x[i] + p_[i].s;
+      p_[i + 1].s2 = w[i] * x[i] * x[i] + p_[i].s2;
     }
   }
-  double weight(int64_t i, int64_t j) const { return i <= j ? cw_[j + 1] - cw_[i] : 0.0; }
+  double weight(int64_t i, int64_t j) const { return i <= j ? p_[j + 1].w - p_[i].w : 0.0; }
   double cost(int64_t i, int64_t j) const {
     if (j < i) return 0.0;
-    double w = cw_[j + 1] - cw_[i];
-    double s = cs_[j + 1] - cs_[i];
+    const Prefix &a = p_[i], &b = p_[j + 1];
+    double w = b.w - a.w;
+    double s = b.s - a.s;
     double mu = s / w;
-    double r = cs2_[j + 1] - cs2_[i];
+    double r = b.s2 - a.s2;
     r += w * (mu * mu);
     r -= (2 * mu) * s;
     return r;
   }
 
  private:
-  size_t n_;
-  std::vector<double> cw_, cs_, cs2_;
+  struct Prefix {
+    double w = 0, s = 0, s2 = 0;
+  };
+  std::vector<Prefix> p_;  // sums over values [0, i)
 };
 
 // Row minima of the layer matrix C(i, j) = prev[min(i, j - 1)] + cost(j, i) (column 0 reads
@@ -50,7 +50,8 @@ class Costs {
 // a scan and the earlier column on reduce (a later column must be strictly smaller to pop).
 class Smawk {
  public:
-  Smawk(const Costs& c, int64_t n) : c_(c), n_(n), pos_(n), arg_(n), stacks_(66) {}
+  Smawk(const Costs& c, int64_t n)
+      : c_(c), n_(n), pos_(n), arg_(n), min_(n), stacks_(66), values_(66) {}
 
   void layer(const std::vector<double>& prev, std::vector<double>* cur, std::vector<int64_t>* arg) {
     prev_ = &prev;
@@ -59,29 +60,36 @@ class Smawk {
     solve(0, 1, n_, cols.data(), n_, 0);
     for (int64_t i = 0; i < n_; ++i) {
       (*arg)[i] = arg_[i];
-      (*cur)[i] = at(i, arg_[i]);
+      (*cur)[i] = min_[i];
     }
   }
 
  private:
   double at(int64_t i, int64_t j) const {
-    int64_t col = j == 0 ? i : std::min(i, j - 1);
-    return (*prev_)[col] + c_.cost(j, i);
+    // a column past the row is an empty last cluster: prev[i] + 0 (compares the same)
+    if (j > i) return (*prev_)[i];
+    return (*prev_)[j == 0 ? i : j - 1] + c_.cost(j, i);
   }
 
   void solve(int64_t first, int64_t step, int64_t nrows, const int64_t* cols, int64_t ncols,
              size_t depth) {
     if (nrows == 0) return;
     std::vector<int64_t>& st = stacks_[depth];
+    std::vector<double>& top = values_[depth];  // at(row of entry k, st[k]), cached
     st.clear();
+    top.clear();
     for (int64_t k = 0; k < ncols; ++k) {
       int64_t col = cols[k];
       while (!st.empty()) {
         int64_t row = first + static_cast<int64_t>(st.size() - 1) * step;
-        if (at(row, col) >= at(row, st.back())) break;
+        if (at(row, col) >= top.back()) break;
         st.pop_back();
+        top.pop_back();
       }
-      if (static_cast<int64_t>(st.size()) < nrows) st.push_back(col);
+      if (static_cast<int64_t>(st.size()) < nrows) {
+        st.push_back(col);
+        top.push_back(at(first + static_cast<int64_t>(st.size() - 1) * step, col));
+      }
     }
     solve(first + step, step * 2, nrows / 2, st.data(), static_cast<int64_t>(st.size()), depth + 1);
     const int64_t ns = static_cast<int64_t>(st.size());
@@ -100,6 +108,7 @@ class Smawk {
         }
       }
       arg_[row] = best;
+      min_[row] = best_v;
       start = stop;
     }
   }
@@ -108,7 +117,10 @@ class Smawk {
   int64_t n_;
   const std::vector<double>* prev_ = nullptr;
   std::vector<int64_t> pos_, arg_;
-  std::vector<std::vector<int64_t>> stacks_;  // one per recursion depth (rows halve each time)
+  std::vector<double> min_;  // each row's minimum, C(row, arg_[row])
+  // one per recursion depth (rows halve each time)
+  std::vector<std::vector<int64_t>> stacks_;
+  std::vector<std::vector<double>> values_;
 };
 
 void check_input(const std::vector<double>& values, const std::vector<double>& weights, int k) {

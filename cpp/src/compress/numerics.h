@@ -4,13 +4,30 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "milkit/types/datatype.h"
 
 namespace milkit::compress::detail {
 
-/// Rounds a float to the nearest fp16 value (ties to even), as a float.
-inline float r16(float x) { return half_to_float(float_to_half(x)); }
+/// Rounds a float to the nearest fp16 value (ties to even), as a float: the significand is
+/// rounded to 11 bits in place (a carry moves into the exponent), below 2^-14 to multiples of
+/// 2^-24, from 65520 up to infinity.
+inline float r16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  const uint32_t mag = u & 0x7FFFFFFFu;
+  if (mag >= 0x7F800000u) return x;  // inf, NaN
+  if (mag < 0x38800000u) {           // below 2^-14: fp16 subnormals
+    return std::nearbyint(x * 16777216.0f) * (1.0f / 16777216.0f);
+  }
+  uint32_t r = (mag + 0x0FFFu + ((mag >> 13) & 1u)) & ~0x1FFFu;
+  if (r >= 0x47800000u) r = 0x7F800000u;  // 65520 and up round to infinity
+  r |= u & 0x80000000u;
+  float y;
+  std::memcpy(&y, &r, 4);
+  return y;
+}
 
 /// Rounds a double straight to the nearest fp16 value (ties to even; numpy's float64 -> float16
 /// cast), as a double. No detour through float, whose double rounding could differ.
