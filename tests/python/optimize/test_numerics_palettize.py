@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from milkit._core import _compress
 
 SHAPES = [((64, 40), 0, 16), ((64, 40), 1, 8), ((32, 16, 3, 3), 0, 8), ((32, 16, 3, 3), 1, 4), ((100, 50), 0, 0)]
