@@ -68,5 +68,7 @@ void init_text(py::module_& m);
 void init_exec(py::module_& m);
 /// Importers (ONNX).
 void init_frontends(py::module_& m);
+/// Compression numerics for tests: the private submodule _core._compress.
+void init_compress(py::module_& m);
 
 }  // namespace milkit::py_bind

@@ -82,4 +82,5 @@ PYBIND11_MODULE(_core, m) {
   init_text(m);
   init_exec(m);
   init_frontends(m);
+  init_compress(m);
 }

@@ -1,0 +1,36 @@
+// milkit/compress/prune.h - weight pruning numerics, reproducing coremltools.optimize.coreml's
+// prune_weights.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "milkit/compress/palettize.h"
+
+namespace milkit::compress {
+
+/// How to prune.
+struct PruneSpec {
+  /// Threshold: zero |w| <= threshold (skipped below minimum_sparsity). Magnitude: zero the
+  /// target_sparsity fraction of smallest magnitudes (per element, or per block of block_size
+  /// channels on `dim`). NM: in every run of m elements along the input (dim 1) or output
+  /// (dim 0) channels, zero the n smallest magnitudes.
+  enum Kind { Threshold, Magnitude, NM } kind = Threshold;
+  double threshold = 1e-12;       ///< Threshold: largest magnitude pruned.
+  double minimum_sparsity = 0.5;  ///< Threshold: least fraction of zeros to accept.
+  double target_sparsity = 0;     ///< Magnitude: fraction in [0, 1].
+  int64_t block_size = 0;         ///< Magnitude: channels per block; 0: element-wise.
+  int n = 0;                      ///< NM: elements pruned per run.
+  int m = 0;                      ///< NM: run length.
+  int dim = 0;                    ///< Magnitude blocks / NM runs: 0 output, 1 input channels.
+};
+
+/// The pruned values (zeros where pruned, same order as w; NM and target_sparsity 1 keep the
+/// sign of a pruned negative value as -0, as coremltools multiplies by 0); std::nullopt with
+/// *skip_reason set where coremltools skips. N:M ties in magnitude prune the earlier element.
+std::optional<std::vector<float>> prune(const WeightView& w, const PruneSpec& s,
+                                        std::string* skip_reason);
+
+}  // namespace milkit::compress

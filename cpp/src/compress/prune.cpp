@@ -1,0 +1,205 @@
+// Weight pruning numerics (coremltools' prune_weights.compress_by_threshold / _by_magnitude /
+// _by_nm_sparsity).
+#include "milkit/compress/prune.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "milkit/types/error.h"
+#include "numerics.h"
+
+namespace milkit::compress {
+
+using detail::fix;
+
+namespace {
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// A Python float as numpy uses it against an array of `dt` (cast to the array's type; int arrays
+// compare in float64).
+double as_operand(DataType dt, double x) {
+  if (dt == DataType::Float16) return detail::d2h(x);
+  if (dt == DataType::Float32) return static_cast<float>(x);
+  return x;
+}
+
+std::optional<std::vector<float>> by_threshold(const WeightView& w, const PruneSpec& s,
+                                               std::string* skip_reason) {
+  const int64_t n = numel(w.shape);
+  const double t = as_operand(w.dtype, s.threshold);
+  std::vector<float> out(w.data, w.data + n);
+  int64_t zeros = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::fabs(static_cast<double>(out[i])) <= t) out[i] = 0.0f;
+    zeros += out[i] == 0.0f;
+  }
+  const double sparsity = static_cast<double>(zeros) / static_cast<double>(n);
+  if (sparsity < s.minimum_sparsity) {
+    if (skip_reason)
+      *skip_reason = "weight value has sparsity of " + std::to_string(sparsity) +
+                     " < minimum_sparsity_percentile " + std::to_string(s.minimum_sparsity);
+    return std::nullopt;
+  }
+  return out;
+}
+
+// Block magnitudes: the L2 norm over each run of `block` channels on `dim` (the last run padded
+// with zeros), numpy's arithmetic: squares, a sequential sum over the block, sqrt, each rounded
+// to the dtype.
+std::vector<float> block_magnitudes(const WeightView& w, int64_t block, int dim) {
+  const std::vector<int64_t>& sh = w.shape;
+  const int64_t c0 = sh[0], c1 = sh[1], rest = numel(sh) / (c0 * c1);
+  const int64_t channels = dim == 0 ? c0 : c1, others = dim == 0 ? c1 : c0;
+  auto at = [&](int64_t ch, int64_t o, int64_t r) {
+    int64_t i0 = dim == 0 ? ch : o, i1 = dim == 0 ? o : ch;
+    return (i0 * c1 + i1) * rest + r;
+  };
+  const DataType dt = w.dtype;
+  std::vector<float> mag(numel(sh));
+  for (int64_t b0 = 0; b0 < channels; b0 += block)
+    for (int64_t o = 0; o < others; ++o)
+      for (int64_t r = 0; r < rest; ++r) {
+        float acc = 0;
+        for (int64_t ch = b0; ch < std::min(channels, b0 + block); ++ch) {
+          float a = std::fabs(w.data[at(ch, o, r)]);
+          acc = fix(dt, acc + fix(dt, a * a));
+        }
+        float norm = fix(dt, std::sqrt(acc));
+        for (int64_t ch = b0; ch < std::min(channels, b0 + block); ++ch) mag[at(ch, o, r)] = norm;
+      }
+  return mag;
+}
+
+// np.percentile(x, q) with the default linear method, in the dtype's arithmetic (q a Python
+// float: the interpolation weight is cast to the dtype).
+float percentile(std::vector<float> x, double q, DataType dt) {
+  const int64_t n = static_cast<int64_t>(x.size());
+  for (float v : x)
+    if (std::isnan(v)) return NAN;
+  const double virt = static_cast<double>(n - 1) * (q / 100.0);
+  int64_t lo = static_cast<int64_t>(std::floor(virt));
+  double gamma = virt - static_cast<double>(lo);
+  if (virt >= static_cast<double>(n - 1)) lo = n - 1;
+  if (virt < 0) lo = 0;
+  const int64_t hi = virt >= static_cast<double>(n - 1) ? n - 1 : (virt < 0 ? 0 : lo + 1);
+  std::nth_element(x.begin(), x.begin() + lo, x.end());
+  const float a = x[lo];
+  const float b = hi == lo ? a : *std::min_element(x.begin() + lo + 1, x.end());
+  if (dt == DataType::Int32) {
+    double d = static_cast<double>(b) - a;
+    return static_cast<float>(gamma >= 0.5 ? b - d * (1 - gamma) : a + d * gamma);
+  }
+  const float diff = fix(dt, b - a);
+  if (gamma >= 0.5)
+    return fix(dt, b - fix(dt, diff * static_cast<float>(as_operand(dt, 1 - gamma))));
+  return fix(dt, a + fix(dt, diff * static_cast<float>(as_operand(dt, gamma))));
+}
+
+std::optional<std::vector<float>> by_magnitude(const WeightView& w, const PruneSpec& s,
+                                               std::string* skip_reason) {
+  const int64_t n = numel(w.shape);
+  std::vector<float> mag(n);
+  if (s.block_size != 0) {
+    const int rank = static_cast<int>(w.shape.size());
+    if (s.dim != 0 && s.dim != 1) throw ValueError("prune: block sparsity supports dim 0 or 1");
+    if (rank < 2 || rank > 5) throw ValueError("prune: block sparsity needs a weight of rank 2-5");
+    const int64_t channels = w.shape[s.dim];
+    if (static_cast<double>(s.block_size) > static_cast<double>(channels) / 2) {
+      if (skip_reason)
+        *skip_reason =
+            "block_size > channel / 2 is not applicable for block sparsity. Got "
+            "block_size = " +
+            std::to_string(s.block_size) + ", channel = " + std::to_string(channels);
+      return std::nullopt;
+    }
+    mag = block_magnitudes(w, s.block_size, s.dim);
+  } else {
+    for (int64_t i = 0; i < n; ++i) mag[i] = std::fabs(w.data[i]);
+  }
+  std::vector<float> out(w.data, w.data + n);
+  const double q = s.target_sparsity * 100;
+  if (q == 100) {
+    for (float& v : out) v *= 0.0f;  // keeps -0 for negatives and NaN for NaN
+  } else if (q != 0) {
+    const float p = percentile(mag, q, w.dtype);
+    for (int64_t i = 0; i < n; ++i)
+      if (mag[i] <= p) out[i] = 0.0f;
+  }
+  return out;
+}
+
+std::optional<std::vector<float>> by_nm(const WeightView& w, const PruneSpec& s,
+                                        std::string* skip_reason) {
+  const int rank = static_cast<int>(w.shape.size());
+  if (s.dim != 0 && s.dim != 1) throw ValueError("prune: n:m pruning supports dim 0 or 1");
+  if (rank < 2 || rank > 5) throw ValueError("prune: n:m pruning needs a weight of rank 2-5");
+  if (s.m < 1 || s.n < 0 || s.n > s.m) throw ValueError("prune: n:m needs 0 <= n <= m, m >= 1");
+  const int64_t c0 = w.shape[0], c1 = w.shape[1], rest = numel(w.shape) / (c0 * c1);
+  // runs go along the input channels (dim 1) or the output channels (dim 0)
+  const int64_t channels = s.dim == 1 ? c1 : c0, others = s.dim == 1 ? c0 : c1;
+  if (static_cast<double>(s.m) > static_cast<double>(channels) / 2) {
+    if (skip_reason)
+      *skip_reason =
+          "m > channel / 2 is not applicable for n:m pruning. Got m = " + std::to_string(s.m) +
+          ", channel = " + std::to_string(channels);
+    return std::nullopt;
+  }
+  auto at = [&](int64_t o, int64_t ch, int64_t r) {
+    int64_t i0 = s.dim == 1 ? o : ch, i1 = s.dim == 1 ? ch : o;
+    return (i0 * c1 + i1) * rest + r;
+  };
+  std::vector<float> out(w.data, w.data + numel(w.shape));
+  std::vector<float> mag(s.m);
+  std::vector<int> order(s.m);
+  auto less = [&](int a, int b) {
+    float x = mag[a], y = mag[b];
+    return x < y || (std::isnan(y) && !std::isnan(x));
+  };
+  for (int64_t r = 0; r < rest; ++r)
+    for (int64_t o = 0; o < others; ++o)
+      for (int64_t b0 = 0; b0 < channels; b0 += s.m) {
+        for (int j = 0; j < s.m; ++j) {
+          int64_t ch = b0 + j;
+          mag[j] = ch < channels ? std::fabs(w.data[at(o, ch, r)]) : 0.0f;  // zero padding
+          order[j] = j;
+        }
+        std::stable_sort(order.begin(), order.end(), less);
+        for (int j = 0; j < s.n; ++j) {
+          int64_t ch = b0 + order[j];
+          if (ch < channels) out[at(o, ch, r)] *= 0.0f;
+        }
+      }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::vector<float>> prune(const WeightView& w, const PruneSpec& s,
+                                        std::string* skip_reason) {
+  if (w.dtype != DataType::Float16 && w.dtype != DataType::Float32 && w.dtype != DataType::Int32)
+    throw ValueError("prune: weights must be fp16, fp32 or int32");
+  if (numel(w.shape) == 0) {
+    if (skip_reason) *skip_reason = "the weight is empty";
+    return std::nullopt;
+  }
+  switch (s.kind) {
+    case PruneSpec::Threshold:
+      return by_threshold(w, s, skip_reason);
+    case PruneSpec::Magnitude:
+      return by_magnitude(w, s, skip_reason);
+    case PruneSpec::NM:
+      return by_nm(w, s, skip_reason);
+  }
+  throw ValueError("prune: unknown kind");
+}
+
+}  // namespace milkit::compress

@@ -1,0 +1,179 @@
+// The optimal weighted 1-D k-means solver and the palettization / pruning numerics.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "milkit/compress/kmeans.h"
+#include "milkit/compress/palettize.h"
+#include "milkit/compress/prune.h"
+#include "milkit/exec/threads.h"
+#include "milkit/types/error.h"
+
+using namespace milkit;
+using namespace milkit::compress;
+
+namespace {
+
+double sse(const std::vector<double>& x, const std::vector<double>& w,
+           const std::vector<uint8_t>& cl) {
+  // cost of a labelling with each cluster at its weighted mean
+  std::vector<double> sw(256, 0), swx(256, 0);
+  for (size_t i = 0; i < x.size(); ++i) {
+    sw[cl[i]] += w[i];
+    swx[cl[i]] += w[i] * x[i];
+  }
+  double s = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    double mu = swx[cl[i]] / sw[cl[i]];
+    s += w[i] * (x[i] - mu) * (x[i] - mu);
+  }
+  return s;
+}
+
+// the best cost over every split of n sorted values into k contiguous non-empty clusters
+double brute(const std::vector<double>& x, const std::vector<double>& w, int k) {
+  const int n = static_cast<int>(x.size());
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<uint8_t> cl(n);
+  // cut masks: n - 1 gaps, choose k - 1 of them
+  for (uint32_t mask = 0; mask < (1u << (n - 1)); ++mask) {
+    if (__builtin_popcount(mask) != k - 1) continue;
+    uint8_t c = 0;
+    for (int i = 0; i < n; ++i) {
+      cl[i] = c;
+      if (i < n - 1 && (mask >> i & 1)) ++c;
+    }
+    best = std::min(best, sse(x, w, cl));
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("kmeans1d is optimal against every partition of small inputs", "[compress]") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> val(-3, 3);
+  std::uniform_int_distribution<int> cnt(1, 9);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int n = 2 + trial % 11;
+    std::vector<double> x(n), w(n);
+    for (auto& v : x) v = val(rng);
+    std::sort(x.begin(), x.end());
+    x.erase(std::unique(x.begin(), x.end()), x.end());
+    w.resize(x.size());
+    for (auto& v : w) v = cnt(rng);
+    for (int k = 1; k <= static_cast<int>(x.size()); ++k) {
+      KMeans1D r = kmeans1d(x, w, k);
+      REQUIRE(r.centroids.size() == static_cast<size_t>(k));
+      REQUIRE(std::is_sorted(r.cluster.begin(), r.cluster.end()));
+      const double got = sse(x, w, r.cluster), want = brute(x, w, k);
+      REQUIRE(got <= want * (1 + 1e-12) + 1e-12);
+      for (int c = 0; c < k; ++c)  // every cluster is used and its centroid is its mean
+        REQUIRE(std::count(r.cluster.begin(), r.cluster.end(), c) > 0);
+    }
+  }
+}
+
+TEST_CASE("kmeans1d weights act as repeated values", "[compress]") {
+  std::vector<double> x{0, 1, 10, 11};
+  // heavy weight on 1 pulls its centroid: {0,1} mean 0.75 with weights 1,3
+  KMeans1D r = kmeans1d(x, {1, 3, 1, 1}, 2);
+  REQUIRE(r.cluster == std::vector<uint8_t>{0, 0, 1, 1});
+  REQUIRE(r.centroids[0] == 0.75);
+  REQUIRE(r.centroids[1] == 10.5);
+  // a weight can move a boundary: 5 with weight 100 forms its own cluster
+  KMeans1D s = kmeans1d({0, 1, 5, 100}, {1, 1, 100, 1}, 3);
+  REQUIRE(s.cluster == std::vector<uint8_t>{0, 0, 1, 2});
+}
+
+TEST_CASE("kmeans1d with k >= the distinct count gives one cluster per value", "[compress]") {
+  std::vector<double> x{-2, -0.5, 0.25, 4};
+  KMeans1D r = kmeans1d(x, {2, 1, 5, 1}, 16);
+  REQUIRE(r.centroids == x);
+  REQUIRE(r.cluster == std::vector<uint8_t>{0, 1, 2, 3});
+  KMeans1D one = kmeans1d({3.5}, {10}, 4);
+  REQUIRE(one.centroids == std::vector<double>{3.5});
+  REQUIRE(one.cluster == std::vector<uint8_t>{0});
+}
+
+TEST_CASE("kmeans1d rejects NaN, infinity, unsorted input and bad k", "[compress]") {
+  auto message = [](auto&& f) {
+    try {
+      f();
+    } catch (const ValueError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  REQUIRE(message([] { kmeans1d({0, NAN, 1}, {1, 1, 1}, 2); }).find("NaN") != std::string::npos);
+  REQUIRE(message([] {
+            kmeans1d({0, INFINITY}, {1, 1}, 2);
+          }).find("NaN or infinite") != std::string::npos);
+  REQUIRE(message([] { kmeans1d({1, 0}, {1, 1}, 2); }).find("ascending") != std::string::npos);
+  REQUIRE(message([] { kmeans1d({0, 1}, {1, 1}, 0); }).find("k must be") != std::string::npos);
+  std::vector<float> v{1, NAN, 2, 3};
+  WeightView w{v.data(), {4}, DataType::Float32};
+  REQUIRE_THROWS_AS(palettize(w, {PaletteMode::KMeans, 2}, nullptr), ValueError);
+}
+
+TEST_CASE("palettize gives the same bytes on one thread and on two", "[compress]") {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> nd(0, 0.05f);
+  std::vector<float> v(64 * 300);
+  for (auto& x : v) x = half_to_float(float_to_half(nd(rng)));
+  WeightView w{v.data(), {64, 300}, DataType::Float16};
+  for (PaletteSpec s :
+       {PaletteSpec{PaletteMode::KMeans, 4, 0, 8}, PaletteSpec{PaletteMode::KMeans, 3, 1, 30},
+        PaletteSpec{PaletteMode::KMeans, 2, 0, 16, 2},
+        PaletteSpec{PaletteMode::Uniform, 6, 0, 4}}) {
+    set_num_threads(1);
+    auto a = palettize(w, s, nullptr);
+    set_num_threads(2);
+    auto b = palettize(w, s, nullptr);
+    set_num_threads(0);
+    REQUIRE(a);
+    REQUIRE(b);
+    REQUIRE(a->lut == b->lut);
+    REQUIRE(a->indices == b->indices);
+  }
+}
+
+TEST_CASE("palettize skips groups that do not divide the channels", "[compress]") {
+  std::vector<float> v(6 * 4, 1.0f);
+  WeightView w{v.data(), {6, 4}, DataType::Float32};
+  std::string why;
+  REQUIRE_FALSE(palettize(w, {PaletteMode::KMeans, 2, 0, 4}, &why));
+  REQUIRE(why.find("not divisible by the group size") != std::string::npos);
+  REQUIRE_FALSE(palettize(w, {PaletteMode::KMeans, 2, 0, 3, 2}, &why));
+  REQUIRE(why.find("cluster_dim") != std::string::npos);
+  auto p = palettize(w, {PaletteMode::Unique, 0, 1, 2}, &why);
+  REQUIRE(p);
+  REQUIRE(p->nbits == 1);
+  REQUIRE(p->lut_shape == std::vector<int64_t>{1, 2, 2, 1});
+}
+
+TEST_CASE("pack_bits packs least significant bit first", "[compress]") {
+  REQUIRE(pack_bits({1, 2, 3}, 2) == std::vector<uint8_t>{0b111001});
+  REQUIRE(pack_bits({5, 7, 1}, 3) == std::vector<uint8_t>{0b01111101, 0b0});
+  REQUIRE_THROWS_AS(pack_bits({4}, 2), ValueError);
+}
+
+TEST_CASE("n:m pruning zeroes the n smallest of every run, earlier first on ties", "[compress]") {
+  std::vector<float> v{0.5f, -0.5f, 0.5f, 2.0f, 1, 1, 1, 1, 3, -1, 2, 1, 9, 9, 9, 9};
+  WeightView w{v.data(), {2, 8}, DataType::Float32};
+  PruneSpec s;
+  s.kind = PruneSpec::NM;
+  s.n = 2;
+  s.m = 4;
+  s.dim = 1;
+  auto out = prune(w, s, nullptr);
+  REQUIRE(out);
+  std::vector<float> want{0, -0.0f, 0.5f, 2, 0, 0, 1, 1, 3, -0.0f, 2, 0, 0, 0, 9, 9};
+  REQUIRE(*out == want);
+  REQUIRE(std::signbit((*out)[1]));
+}
