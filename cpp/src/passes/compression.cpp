@@ -292,6 +292,17 @@ void for_each_const(Program& p, const std::function<void(Function&, Operation*)>
   }
 }
 
+namespace {
+LutFunctionHook& hook_slot() {
+  static LutFunctionHook h;
+  return h;
+}
+}  // namespace
+
+void set_lut_function_hook(LutFunctionHook hook) { hook_slot() = std::move(hook); }
+
+const LutFunctionHook& lut_function_hook() { return hook_slot(); }
+
 void warn(const std::string& message) {
   std::lock_guard<std::mutex> g(warn_mutex);
   warn_queue().push_back(message);

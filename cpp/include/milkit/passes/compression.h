@@ -113,6 +113,35 @@ std::vector<float> floats(const Value& v);
 /// coremltools' passes collect them), ops in program order.
 void for_each_const(Program& p, const std::function<void(Function&, Operation*)>& fn);
 
+/// What a custom LUT function (coremltools' OpPalettizerConfig lut_function) made of a weight:
+/// the iOS18 constexpr_lut_to_dense operands.
+struct CustomLut {
+  /// Index width: ceil(log2(entries)).
+  int nbits = 0;
+  /// LUT values (in the weight's dtype), shape `lut_shape` (rank + 2).
+  std::vector<float> lut;
+  /// The LUT's shape.
+  std::vector<int64_t> lut_shape;
+  /// One index per element (or per vector), shape `indices_shape`.
+  std::vector<uint8_t> indices;
+  /// The indices' shape.
+  std::vector<int64_t> indices_shape;
+  /// The vector axis (-1 for scalar entries).
+  int vector_axis = -1;
+};
+
+/// Calls the custom LUT function `id` on a weight, per group of `group_size` channels along
+/// `channel_axis` (0: one group), as coremltools' grouped_channelwise_compress does.
+using LutFunctionHook =
+    std::function<CustomLut(int64_t id, const std::vector<float>& data, const std::vector<int64_t>& shape,
+                            DataType dtype, int64_t channel_axis, int64_t group_size, int64_t cluster_dim)>;
+
+/// Installs the hook that runs custom LUT functions (the Python bindings install one).
+void set_lut_function_hook(LutFunctionHook hook);
+
+/// The installed hook (empty when none: custom palettization is then a ValueError).
+const LutFunctionHook& lut_function_hook();
+
 /// Records a warning where coremltools logs one and skips a weight (the message names the op).
 /// The Python API re-raises them as Python warnings after the pass.
 void warn(const std::string& message);

@@ -27,6 +27,35 @@ class _LutFunctions:
     current: Dict[int, Callable] = {}
 
 
+def _custom_lut(key: int, weight: Any, channel_axis: int, group_size: int, cluster_dim: int) -> tuple:
+    """Runs the custom LUT function `key` per channel group, as coremltools'
+    grouped_channelwise_compress does: (nbits, lut of rank + 2, indices, vector axis or None)."""
+    import numpy as np
+
+    fn = _LutFunctions.current[key]
+    data = np.swapaxes(weight, 0, channel_axis) if channel_axis != 0 else weight
+    groups = data.shape[0] // group_size if group_size else 1
+    luts, idxs = [], []
+    for part in np.split(data, groups, axis=0):
+        lut, idx = fn(part)
+        if not isinstance(lut, np.ndarray) or not isinstance(idx, np.ndarray):
+            raise ValueError("LUT and indices must be type of numpy array.")
+        luts.append(lut)
+        idxs.append(idx)
+    lut, idx = np.stack(luts, axis=0), np.stack(idxs, axis=0)
+    nbits = int(np.ceil(np.log2(lut.shape[1])))
+    target = list(data.shape)
+    if cluster_dim > 1:
+        target[0] //= cluster_dim
+    idx = idx.reshape(target)
+    lshape = [1] * (data.ndim + 2)
+    lshape[0], lshape[-2], lshape[-1] = groups, 2 ** nbits, cluster_dim
+    lut = lut.reshape(lshape)
+    if channel_axis != 0:
+        lut, idx = np.swapaxes(lut, 0, channel_axis), np.swapaxes(idx, 0, channel_axis)
+    return nbits, lut.astype(np.float32), idx.astype(np.uint8), (None if cluster_dim == 1 else channel_axis)
+
+
 def _check_config(config: Any, allowed: tuple, fn: str) -> None:
     if not isinstance(config, OptimizationConfig):
         raise ValueError(f"config must be of type OptimizationConfig. Got {type(config)}.")

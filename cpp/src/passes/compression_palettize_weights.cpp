@@ -1,0 +1,264 @@
+// compression::palettize_weights, as coremltools.optimize.coreml does it: each const weight its
+// OpPalettizerConfig selects (see passes/compression.h) becomes indices into look-up tables of
+// 2^nbits entries (kmeans, uniform, unique or a custom function; one table per tensor or per group
+// of channels; scalar or vector entries), written as "<const>_palettized":
+// - before iOS18: constexpr_lut_to_dense(lut: [2^nbits], indices packed nbits per element, shape)
+//   (per_grouped_channel, vector entries and a per-channel scale are errors there);
+// - from iOS18: constexpr_lut_to_dense(indices: uint<nbits>, lut: [groups..., 2^nbits,
+//   cluster_dim], vector_axis?), and with enable_per_channel_scale a
+//   constexpr_blockwise_shift_scale "<const>_palettized_pcs" after it.
+// Options: "config" (JSON, see Config::parse) and "joint_compression" ("0" / "1").
+#include <algorithm>
+#include <cmath>
+
+#include "milkit/builder/builder.h"
+#include "milkit/compress/palettize.h"
+#include "milkit/passes/compression.h"
+#include "milkit/passes/pass.h"
+#include "milkit/types/error.h"
+
+namespace milkit {
+
+namespace {
+
+using compression::Granularity;
+using compression::OpConfig;
+
+constexpr const char* kName = "compression::palettize_weights";
+
+DataType uint_of(int nbits) {
+  switch (nbits) {
+    case 1:
+      return DataType::UInt1;
+    case 2:
+      return DataType::UInt2;
+    case 3:
+      return DataType::UInt3;
+    case 4:
+      return DataType::UInt4;
+    case 6:
+      return DataType::UInt6;
+    default:
+      return DataType::UInt8;
+  }
+}
+
+// coremltools' is_cluster_dim_valid: the channel dim of each conv group divides by cluster_dim.
+bool cluster_dim_valid(const Operation* op, int64_t cluster_dim, int64_t axis) {
+  const Var* v = op->output(0);
+  std::vector<int64_t> shape = v->value()->shape();
+  if (axis < 0) axis += static_cast<int64_t>(shape.size());
+  for (const Use& u : v->uses()) {
+    const std::string& t = u.op->op_type();
+    if (t != "conv" && t != "conv_transpose") continue;
+    std::vector<int64_t> eff = shape;
+    const Var* g = u.op->input1("groups");
+    if (g && g->has_value() && g->value()->as_int(0) > 1) eff[0] /= g->value()->as_int(0);
+    if (eff[static_cast<size_t>(axis)] % cluster_dim != 0) return false;
+  }
+  return true;
+}
+
+// The channel axis and group size coremltools' blockwise_compress infers from block sizes.
+std::pair<int64_t, int64_t> grouping(const std::vector<int64_t>& bs,
+                                     const std::vector<int64_t>& shape,
+                                     std::optional<int64_t> channel_axis, const Operation* op) {
+  int64_t group = 0;
+  for (size_t a = 0; a < bs.size(); ++a) {
+    if (bs[a] != 0 && bs[a] != shape[a]) {
+      if (channel_axis && *channel_axis != static_cast<int64_t>(a))
+        throw ValueError("palettize_weights (op " + op->name() +
+                         "): General block-wise palettization is not supported. Please use "
+                         "'per_grouped_channel' or 'per_tensor' for the 'granularity' in config.");
+      channel_axis = static_cast<int64_t>(a);
+      group = bs[a];
+    }
+  }
+  return {channel_axis.value_or(0), group};
+}
+
+Value lut_value(DataType dt, const compress::Palette& pal) {
+  return Value::from_doubles(dt, pal.lut_shape,
+                             std::vector<double>(pal.lut.begin(), pal.lut.end()));
+}
+
+Var* emit(Function& f, Operation* op, const compress::Palette& pal, DataType dt) {
+  Builder b(f);
+  b.set_insertion_point(op->parent(), op);
+  b.set_location(op->location());
+  const std::string name = op->name() + "_palettized";
+  std::vector<int64_t> idx(pal.indices.begin(), pal.indices.end());
+  if (f.opset() < Target::iOS18) {
+    for (size_t d = 0; d + 2 < pal.lut_shape.size(); ++d)
+      if (pal.lut_shape[d] > 1)
+        throw ValueError(
+            "palettize_weights (op " + op->name() +
+            "): The pre-iOS18 palettization only supports per-tensor lut. Please set the "
+            "minimum_deployment_target to iOS18 or later.");
+    const int64_t entries = int64_t{1} << pal.nbits;
+    std::vector<uint8_t> packed = compress::pack_bits(pal.indices, pal.nbits);
+    std::vector<int64_t> pk(packed.begin(), packed.end());
+    std::vector<Arg> args = {
+        Builder::arg("lut",
+                     Value::from_doubles(dt, {entries},
+                                         std::vector<double>(pal.lut.begin(), pal.lut.end()))),
+        Builder::arg("indices",
+                     Value::from_ints(DataType::UInt8, {static_cast<int64_t>(pk.size())}, pk)),
+        Builder::arg("shape", Value::int_list(pal.indices_shape, DataType::UInt32))};
+    return b.create("constexpr_lut_to_dense", args, name).at(0);
+  }
+  std::vector<Arg> args = {
+      Builder::arg("indices", Value::from_ints(uint_of(pal.nbits), pal.indices_shape, idx)),
+      Builder::arg("lut", lut_value(dt, pal))};
+  if (pal.vector_axis >= 0)
+    args.push_back(
+        Builder::arg("vector_axis", Value::scalar_int(DataType::Int32, pal.vector_axis)));
+  return b.create("constexpr_lut_to_dense", args, name).at(0);
+}
+
+compress::PaletteMode mode_of(const std::string& m) {
+  if (m == "KMEANS") return compress::PaletteMode::KMeans;
+  if (m == "UNIFORM") return compress::PaletteMode::Uniform;
+  if (m == "UNIQUE") return compress::PaletteMode::Unique;
+  throw ValueError("palettize_weights: mode " + m + " is not supported here");
+}
+
+// Divides the weight by its per-channel scale (max |w| reduced over the channel axis, 0 -> 1), in
+// the weight's dtype; returns the scale.
+Value per_channel_scale(std::vector<float>& data, const std::vector<int64_t>& shape, int64_t axis,
+                        DataType dt) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (axis < 0) axis += rank;
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < axis; ++a) outer *= shape[a];
+  for (int64_t a = axis + 1; a < rank; ++a) inner *= shape[a];
+  const int64_t n = shape[axis];
+  std::vector<double> scale(static_cast<size_t>(outer * inner), 0.0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t i = 0; i < inner; ++i)
+        scale[o * inner + i] =
+            std::max<double>(scale[o * inner + i], std::fabs(data[(o * n + c) * inner + i]));
+  for (double& s : scale)
+    if (s == 0) s = 1;
+  const bool half = dt == DataType::Float16;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c = 0; c < n; ++c)
+      for (int64_t i = 0; i < inner; ++i) {
+        float& v = data[(o * n + c) * inner + i];
+        v = v / static_cast<float>(scale[o * inner + i]);
+        if (half) v = half_to_float(float_to_half(v));
+      }
+  std::vector<int64_t> sshape = shape;
+  sshape[axis] = 1;
+  return Value::from_doubles(dt, sshape, scale);
+}
+
+// A custom LUT function's palette (run by the hook the Python bindings install).
+compress::Palette custom(const OpConfig& cfg, const std::vector<float>& data, const Value& w, int64_t axis,
+                         int64_t group, const Operation* op) {
+  const auto& hook = compression::lut_function_hook();
+  if (!hook || cfg.lut_function < 0)
+    throw ValueError("palettize_weights (op " + op->name() + "): mode custom needs a Python lut_function");
+  compression::CustomLut r = hook(cfg.lut_function, data, w.shape(), w.dtype(), axis, group, cfg.cluster_dim);
+  compress::Palette p;
+  p.nbits = r.nbits;
+  p.lut = std::move(r.lut);
+  p.lut_shape = std::move(r.lut_shape);
+  p.indices = std::move(r.indices);
+  p.indices_shape = std::move(r.indices_shape);
+  p.vector_axis = r.vector_axis;
+  return p;
+}
+
+bool transform(Function& f, Operation* op, const compression::Config& config) {
+  const OpConfig* cfg = config.for_const(op);
+  if (!cfg || cfg->type != "OpPalettizerConfig") return false;
+  if (!compression::needs_compression(op, *cfg)) return false;
+  if (f.opset() < Target::iOS18) {
+    auto err = [&](const char* what) {
+      throw ValueError(std::string("The ") + what +
+                       " palettization is supported since iOS18. Please re-convert your model with "
+                       "minimum_deployment_target set to at least ct.target.iOS18. (op " +
+                       op->name() + ")");
+    };
+    if (cfg->granularity == Granularity::PerGroupedChannel) err("per_grouped_channel");
+    if (cfg->cluster_dim > 1) err("vector");
+  }
+  const Value& w = *op->output(0)->value();
+  std::vector<float> data = compression::floats(w);
+  auto [bs, axis] = compression::block_sizes(op, *cfg, w.rank());
+  if (!bs) {
+    compression::warn("Cannot perform palettization on " + op->name() +
+                      " as block_sizes is None. Skipped this op.");
+    return false;
+  }
+  if (cfg->cluster_dim > 1 && !cluster_dim_valid(op, cfg->cluster_dim, axis.value_or(0))) {
+    compression::warn("The `cluster_dim` is invalid for " + op->name() + ". Skipped this op.");
+    return false;
+  }
+  std::optional<Value> pcs;
+  if (cfg->enable_per_channel_scale)
+    pcs = per_channel_scale(data, w.shape(), axis.value_or(0), w.dtype());
+  auto [channel_axis, group] = grouping(*bs, w.shape(), axis, op);
+  std::string why;
+  std::optional<compress::Palette> pal;
+  if (cfg->mode == "CUSTOM") {
+    pal = custom(*cfg, data, w, channel_axis, group, op);
+  } else {
+    compress::PaletteSpec spec{mode_of(cfg->mode), cfg->nbits, static_cast<int>(channel_axis), group,
+                               static_cast<int>(cfg->cluster_dim)};
+    pal = compress::palettize({data.data(), w.shape(), w.dtype()}, spec, &why);
+  }
+  if (!pal) {
+    if (!why.empty()) compression::warn(why);
+    compression::warn("Cannot perform palettization on " + op->name() + ". Skipped this op.");
+    return false;
+  }
+  Var* nv = emit(f, op, *pal, w.dtype());
+  if (pcs) {
+    if (f.opset() < Target::iOS18)
+      throw ValueError(
+          "Palettization with per-channel-scale is only supported since iOS18. Please set "
+          "minimum_deployment_target accordingly. (op " +
+          op->name() + ")");
+    Builder b(f);
+    b.set_insertion_point(op->parent(), op);
+    b.set_location(op->location());
+    std::vector<Arg> args = {Builder::arg("data", nv), Builder::arg("scale", *pcs)};
+    nv = b.create("constexpr_blockwise_shift_scale", args, op->name() + "_palettized_pcs").at(0);
+  }
+  compression::replace_const(op, nv);
+  return true;
+}
+
+class PalettizeWeights : public Pass {
+ public:
+  bool run(Program& p, const PassOptions& opts) override {
+    pass_util::check_options(opts, kName, {"config", "joint_compression"});
+    auto it = opts.find("config");
+    if (it == opts.end())
+      throw ValueError(std::string(kName) + ": the \"config\" option is required");
+    const compression::Config config = compression::Config::parse(it->second);
+    bool changed = false;
+    compression::for_each_const(p, [&](Function& f, Operation* op) {
+      if (f.opset() < Target::iOS16) {
+        compression::warn(
+            "The program's opset is not compatible with iOS16. Skipped the compression of " +
+            op->name() + ".");
+        return;
+      }
+      changed = transform(f, op, config) || changed;
+    });
+    return changed;
+  }
+};
+
+}  // namespace
+
+/// Registers compression::palettize_weights.
+void register_compression_palettize_weights(PassRegistry& r) {
+  r.add(kName, [] { return std::make_unique<PalettizeWeights>(); });
+}
+
+}  // namespace milkit

@@ -1,0 +1,145 @@
+// compression::prune_weights, as coremltools.optimize.coreml does it: each const weight its
+// OpThresholdPrunerConfig / OpMagnitudePrunerConfig selects (see passes/compression.h) has its
+// smallest values zeroed (by threshold; by magnitude to a target sparsity, optionally in blocks
+// along a dim; or n of every m along a dim) and is replaced by "<const>_sparsified":
+// - before iOS18: constexpr_sparse_to_dense(nonzero_data, mask: the non-zero flags packed 8 per
+//   byte little-endian, shape: uint32);
+// - from iOS18: constexpr_sparse_to_dense(nonzero_data, mask: uint1 of the weight's shape).
+// Block and n:m sparsity apply to conv and linear weights only: another const is skipped with a
+// warning unless its name is in op_name_configs. Where coremltools warns and skips (sparsity
+// under minimum_sparsity_percentile, block or m too large), so does this pass.
+// Options: "config" (JSON, see Config::parse) and "joint_compression" ("0" / "1").
+#include <algorithm>
+
+#include "milkit/builder/builder.h"
+#include "milkit/compress/prune.h"
+#include "milkit/passes/compression.h"
+#include "milkit/passes/pass.h"
+#include "milkit/types/error.h"
+
+namespace milkit {
+
+namespace {
+
+using compression::OpConfig;
+
+constexpr const char* kName = "compression::prune_weights";
+
+// Structural sparsity only applies to conv / linear weights.
+bool structural_target(const Operation* op) {
+  const Var* v = op->output(0);
+  for (const Use& u : v->uses()) {
+    const std::string& t = u.op->op_type();
+    if (t != "conv" && t != "linear") return false;
+    if (u.op->input1("weight") != v) return false;
+  }
+  return true;
+}
+
+compress::PruneSpec spec_of(const OpConfig& cfg) {
+  compress::PruneSpec s;
+  if (cfg.type == "OpThresholdPrunerConfig") {
+    s.kind = compress::PruneSpec::Threshold;
+    s.threshold = cfg.threshold;
+    s.minimum_sparsity = cfg.minimum_sparsity_percentile;
+  } else if (cfg.n_m_ratio) {
+    s.kind = compress::PruneSpec::NM;
+    s.n = static_cast<int>(cfg.n_m_ratio->first);
+    s.m = static_cast<int>(cfg.n_m_ratio->second);
+    s.dim = static_cast<int>(cfg.dim.value_or(1));
+  } else {
+    s.kind = compress::PruneSpec::Magnitude;
+    s.target_sparsity = cfg.target_sparsity.value_or(0.0);
+    s.block_size = cfg.prune_block_size.value_or(0);
+    s.dim = static_cast<int>(cfg.dim.value_or(0));
+  }
+  return s;
+}
+
+// The pruned values as a Value of the weight's dtype.
+Value values_of(const Value& w, const std::vector<float>& v, const std::vector<int64_t>& shape) {
+  return Value::from_doubles(w.dtype(), shape, std::vector<double>(v.begin(), v.end()));
+}
+
+Var* emit(Function& f, Operation* op, const Value& w, const std::vector<float>& pruned) {
+  std::vector<float> nonzero;
+  std::vector<int64_t> flags(pruned.size());
+  for (size_t i = 0; i < pruned.size(); ++i) {
+    flags[i] = pruned[i] != 0.0f;
+    if (flags[i]) nonzero.push_back(pruned[i]);
+  }
+  Builder b(f);
+  b.set_insertion_point(op->parent(), op);
+  b.set_location(op->location());
+  Value nz = values_of(w, nonzero, {static_cast<int64_t>(nonzero.size())});
+  std::vector<Arg> args = {Builder::arg("nonzero_data", nz)};
+  if (f.opset() < Target::iOS18) {
+    std::vector<int64_t> packed((flags.size() + 7) / 8, 0);
+    for (size_t i = 0; i < flags.size(); ++i)
+      if (flags[i]) packed[i / 8] |= int64_t{1} << (i % 8);
+    args.push_back(Builder::arg(
+        "mask", Value::from_ints(DataType::UInt8, {static_cast<int64_t>(packed.size())}, packed)));
+    args.push_back(Builder::arg("shape", Value::int_list(w.shape(), DataType::UInt32)));
+  } else {
+    args.push_back(Builder::arg("mask", Value::from_ints(DataType::UInt1, w.shape(), flags)));
+  }
+  return b.create("constexpr_sparse_to_dense", args, op->name() + "_sparsified").at(0);
+}
+
+bool transform(Function& f, Operation* op, const compression::Config& config) {
+  const OpConfig* cfg = config.for_const(op);
+  if (!cfg) return false;
+  if (cfg->type != "OpThresholdPrunerConfig" && cfg->type != "OpMagnitudePrunerConfig")
+    return false;
+  if (!compression::needs_compression(op, *cfg)) return false;
+  const Value& w = *op->output(0)->value();
+  const std::string skip =
+      "op named " + op->name() + " not applicable for " + cfg->text + " configuration. Skipped.";
+  const bool structural =
+      cfg->type == "OpMagnitudePrunerConfig" && (cfg->n_m_ratio || cfg->prune_block_size);
+  if (structural && !structural_target(op) && !config.op_name.count(op->name())) {
+    compression::warn(skip);
+    return false;
+  }
+  std::vector<float> data = compression::floats(w);
+  std::string why;
+  auto pruned = compress::prune({data.data(), w.shape(), w.dtype()}, spec_of(*cfg), &why);
+  if (!pruned) {
+    if (!why.empty()) compression::warn(why);
+    compression::warn(skip);
+    return false;
+  }
+  compression::replace_const(op, emit(f, op, w, *pruned));
+  return true;
+}
+
+class PruneWeights : public Pass {
+ public:
+  bool run(Program& p, const PassOptions& opts) override {
+    pass_util::check_options(opts, kName, {"config", "joint_compression"});
+    auto it = opts.find("config");
+    if (it == opts.end())
+      throw ValueError(std::string(kName) + ": the \"config\" option is required");
+    const compression::Config config = compression::Config::parse(it->second);
+    bool changed = false;
+    compression::for_each_const(p, [&](Function& f, Operation* op) {
+      if (f.opset() < Target::iOS16) {
+        compression::warn(
+            "The program's opset is not compatible with iOS16. Skipped the compression of " +
+            op->name() + ".");
+        return;
+      }
+      changed = transform(f, op, config) || changed;
+    });
+    return changed;
+  }
+};
+
+}  // namespace
+
+/// Registers compression::prune_weights.
+void register_compression_prune_weights(PassRegistry& r) {
+  r.add(kName, [] { return std::make_unique<PruneWeights>(); });
+}
+
+}  // namespace milkit
