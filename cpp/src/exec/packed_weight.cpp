@@ -111,6 +111,19 @@ class Bits {
     if (signed_ && (v >> (nbits_ - 1)) & 1u) r -= 1 << nbits_;
     return r;
   }
+  /// Unsigned elements [first, first + n) looked up in `table` (a fast path for 4-bit indices).
+  void lookup(int64_t first, int64_t n, const float* table, float* out) const {
+    int64_t j = 0;
+    if (nbits_ == 4 && !signed_) {
+      if (first & 1 && n > 0) out[j++] = table[p_[first >> 1] >> 4];
+      const uint8_t* b = p_ + ((first + j) >> 1);
+      for (; j + 2 <= n; j += 2, ++b) {
+        out[j] = table[*b & 15u];
+        out[j + 1] = table[*b >> 4];
+      }
+    }
+    for (; j < n; ++j) out[j] = table[get(first + j)];
+  }
   /// Elements the bytes hold.
   int64_t capacity() const { return static_cast<int64_t>(nbytes_) * 8 / nbits_; }
   /// Bytes held.
@@ -320,7 +333,7 @@ class Lut18Node : public PackedWeight {
     for_runs<1>(shape(), ps, first, n, [&](int64_t i, int64_t run, const int64_t* offs) {
       const float* table = lut_.v.data() + offs[0] * palettes_;
       float* o = out + (i - first);
-      for (int64_t j = 0; j < run; ++j) o[j] = table[idx_.get(i + j)];
+      idx_.lookup(i, run, table, o);
     });
   }
   size_t packed_bytes() const override { return idx_.bytes() + lut_.bytes(); }
