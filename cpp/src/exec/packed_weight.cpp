@@ -235,6 +235,7 @@ Param param_of(const Tensor& t, std::vector<int64_t> pshape) {
 template <size_t N, typename Body>
 void for_runs(const std::vector<int64_t>& shape, const Param* const (&ps)[N], int64_t first,
               int64_t n, Body body) {
+  if (n <= 0) return;
   Cursor cs[N];
   for (size_t j = 0; j < N; ++j) {
     cs[j] = ps[j] && ps[j]->present ? Cursor(shape, ps[j]->shape)
@@ -421,6 +422,7 @@ class SparseNode : public PackedWeight {
   /// Set bits of the mask.
   int64_t set_bits() const { return set_; }
   void decode(int64_t first, int64_t n, float* out) const override {
+    if (n <= 0) return;
     const int64_t c = first / kChunk;
     int64_t j = before_[static_cast<size_t>(c)];
     for (int64_t i = c * kChunk; i < first; ++i) j += mask_.get(i) != 0;
