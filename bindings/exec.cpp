@@ -118,11 +118,15 @@ void init_exec(py::module_& m) {
            py::arg("name"), py::arg("value"), "Sets a state's value (copied).");
 
   py::class_<Plan, std::shared_ptr<Plan>>(m, "Plan", "A function planned for the interpreter.")
-      .def(py::init([](std::shared_ptr<Function> f) {
+      .def(py::init([](std::shared_ptr<Function> f, bool packed_weights) {
              py::gil_scoped_release nogil;
-             return std::make_shared<Plan>(std::const_pointer_cast<const Function>(f));
+             return std::make_shared<Plan>(std::const_pointer_cast<const Function>(f), nullptr,
+                                           packed_weights);
            }),
-           py::arg("function"))
+           py::arg("function"), py::arg("packed_weights") = true,
+           "Plans a function; packed_weights=False decompresses every constexpr op when the plan "
+           "is made "
+           "(also MILKIT_DENSE_WEIGHTS=1).")
       .def(
           "run",
           [](const Plan& p, py::dict inputs, std::shared_ptr<State> state) {
@@ -142,13 +146,22 @@ void init_exec(py::module_& m) {
             return r;
           },
           py::arg("inputs"), py::arg("state") = nullptr,
-          "Runs the function; returns [(output name, array)] (a classifier's label is a str or int, its "
+          "Runs the function; returns [(output name, array)] (a classifier's label is a str or "
+          "int, its "
           "probabilities a dict).")
       .def("make_state", &Plan::make_state, "A zero-filled state object.")
       .def_property_readonly("input_names", &Plan::input_names)
       .def_property_readonly("has_states", &Plan::has_states)
       .def_property_readonly("last_peak_bytes", &Plan::last_peak_bytes)
-      .def_property_readonly("const_bytes", &Plan::const_bytes);
+      .def_property_readonly("const_bytes", &Plan::const_bytes)
+      .def_property_readonly(
+          "packed_weight_bytes", &Plan::packed_weight_bytes,
+          "Bytes of the weights kept packed (indices, quantized data, masks, tables).")
+      .def_property_readonly(
+          "packed_weight_dense_bytes", &Plan::packed_weight_dense_bytes,
+          "Bytes the weights kept packed would take decompressed, in their dtypes.")
+      .def_property_readonly("packed_weight_count", &Plan::packed_weight_count,
+                             "Number of weights kept packed.");
 
   m.def("num_threads", &num_threads, "Threads the interpreter's kernels use.");
   m.def("set_num_threads", &set_num_threads, py::arg("n"),

@@ -7,6 +7,7 @@
 #include "milkit/exec/kernel.h"
 #include "milkit/ops/registry.h"
 #include "milkit/types/error.h"
+#include "plan_steps.h"
 
 namespace milkit {
 
@@ -30,6 +31,15 @@ const Tensor& KernelCtx::in(std::string_view name) const {
   if (op_->input(static_cast<size_t>(i)).empty())
     fail("input '" + std::string(name) + "' is absent");
   return in(static_cast<size_t>(i));
+}
+
+const PackedWeight* KernelCtx::packed(std::string_view name) const {
+  int i = op_->input_index(name);
+  if (i < 0 || !step_) return nullptr;
+  const auto& st = op_->starts();
+  const Step& step = *static_cast<const Step*>(step_);
+  if (st[i] == st[i + 1] || step.packed.size() <= st[i]) return nullptr;
+  return step.packed[st[i]];
 }
 
 std::vector<const Tensor*> KernelCtx::tuple(std::string_view name) const {

@@ -3,6 +3,8 @@
 #include "milkit/exec/plan.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <set>
 #include <unordered_map>
@@ -12,6 +14,7 @@
 #include "frame.h"
 #include "milkit/ops/registry.h"
 #include "milkit/types/error.h"
+#include "packed_weight.h"
 #include "plan_steps.h"
 
 namespace milkit {
@@ -46,13 +49,78 @@ Plan::~Plan() = default;
 
 namespace {
 
+/// Whether flat arg `slot` of `op` is the weight of a kernel that reads packed weights.
+bool weight_slot(const Operation* op, size_t slot) {
+  static const char* const kSlots[][2] = {
+      {"linear", "weight"}, {"matmul", "y"}, {"conv", "weight"}, {"conv_transpose", "weight"}};
+  for (const auto& ts : kSlots) {
+    if (op->op_type() != ts[0]) continue;
+    int i = op->input_index(ts[1]);
+    return i >= 0 && op->starts()[i] == slot && op->starts()[i + 1] == slot + 1;
+  }
+  return false;
+}
+
+/// Whether flat arg `slot` of `op` is the input a packed stage decompresses on the fly (the data
+/// of blockwise_shift_scale, the source of a cast).
+bool chain_slot(const Operation* op, size_t slot) {
+  const std::string& t = op->op_type();
+  const char* name = t == "cast"                              ? "x"
+                     : t == "constexpr_cast"                  ? "source_val"
+                     : t == "constexpr_blockwise_shift_scale" ? "data"
+                                                              : nullptr;
+  if (!name) return false;
+  int i = op->input_index(name);
+  return i >= 0 && op->starts()[i] == slot;
+}
+
+void collect_packable_ops(const Block& b, std::vector<const Operation*>& out) {
+  for (const Operation* op : b.ops()) {
+    if (packable_op_type(op->op_type()) && op->outputs().size() == 1) out.push_back(op);
+    for (const Block* nb : op->blocks()) collect_packable_ops(*nb, out);
+  }
+}
+
+/// Outputs of constexpr ops (and casts) read only as packed-kernel weights or by further stages
+/// of such a chain: the plan keeps them packed.
+std::unordered_set<const Var*> packable_vars(const Function& fn) {
+  std::vector<const Operation*> ops;
+  collect_packable_ops(fn.body(), ops);
+  std::unordered_set<const Var*> r;
+  for (const Operation* op : ops) r.insert(op->output(0));
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = r.begin(); it != r.end();) {
+      const Var* v = *it;
+      bool ok = !v->uses().empty() && v->block_uses().empty();
+      for (const Use& u : v->uses())
+        ok = ok &&
+             (weight_slot(u.op, u.slot) || (chain_slot(u.op, u.slot) && r.count(u.op->output(0))));
+      if (ok) {
+        ++it;
+      } else {
+        it = r.erase(it);
+        changed = true;
+      }
+    }
+  }
+  return r;
+}
+
 struct Planner {
   Plan& plan;
   std::vector<Tensor>& consts;
   size_t& const_bytes;
   const KernelRegistry& reg;
-  Planner(Plan& p, std::vector<Tensor>& c, size_t& cb, const KernelRegistry& r)
-      : plan(p), consts(c), const_bytes(cb), reg(r) {}
+  std::vector<std::shared_ptr<const PackedWeight>>& packed_list;
+  Planner(Plan& p, std::vector<Tensor>& c, size_t& cb, const KernelRegistry& r,
+          std::vector<std::shared_ptr<const PackedWeight>>& pl)
+      : plan(p), consts(c), const_bytes(cb), reg(r), packed_list(pl) {}
+  // vars kept packed, the packed stage of their placeholder const refs, their dense copies
+  std::unordered_set<const Var*> packable;
+  std::unordered_map<int32_t, std::shared_ptr<const PackedWeight>> packed_of;
+  std::unordered_map<int32_t, int32_t> dense_of;
+  std::unordered_set<const PackedWeight*> listed;
   std::unordered_map<const Var*, int32_t> refs;  // var -> ref
   std::unordered_map<int32_t, int32_t> fp32_of;  // const index -> fp32 copy index
   int32_t next_slot = 0;
@@ -111,6 +179,14 @@ struct Planner {
   // Runs `op` in a throwaway frame and makes its outputs consts; `own_dtypes`: compute in the
   // op's dtypes (constexpr ops), else as the kernel computes at run time.
   void fold(const Operation* op, const KernelDef* kd, bool own_dtypes);
+
+  // Makes the output of `op` (in `packable`) a packed stage; false when its form is not supported.
+  bool try_pack(const Operation* op);
+  // Replaces packed inputs of `op` by their decompressed tensors, except the weight it reads
+  // packed when `keep_weight`.
+  void densify_args(const Operation* op, bool keep_weight);
+  // Adds the step's args, reading packed weights through st.packed.
+  void add_args(const Operation* op, const KernelDef* kd, Step& st);
 
   std::unique_ptr<BlockPlan> plan_block(const Block& b, bool is_function_body);
 };
@@ -173,6 +249,72 @@ void Planner::fold(const Operation* op, const KernelDef* kd, bool own_dtypes) {
   }
 }
 
+bool Planner::try_pack(const Operation* op) {
+  auto input = [&](std::string_view name) -> PackedInput {
+    PackedInput in;
+    int i = op->input_index(name);
+    if (i < 0 || op->input(static_cast<size_t>(i)).empty()) return in;
+    auto it = refs.find(op->input(static_cast<size_t>(i))[0]);
+    if (it == refs.end() || it->second == kAbsent || !is_const_ref(it->second)) return in;
+    auto pk = packed_of.find(it->second);
+    if (pk != packed_of.end())
+      in.packed = pk->second;
+    else
+      in.tensor = &consts[const_index(it->second)];
+    return in;
+  };
+  std::shared_ptr<const PackedWeight> pw = pack_op(*op, input);
+  if (!pw) return false;
+  if (pw->dtype() != DataType::Float16 && pw->dtype() != DataType::Float32)
+    for (const Use& u : op->output(0)->uses())
+      if (weight_slot(u.op, u.slot)) return false;  // the packed kernels read float weights
+  int32_t r = add_const(Tensor(), false);           // a placeholder: kernels read st.packed
+  refs[op->output(0)] = r;
+  packed_of[r] = std::move(pw);
+  from_constexpr.insert(r);
+  return true;
+}
+
+void Planner::densify_args(const Operation* op, bool keep_weight) {
+  const auto& args = op->args();
+  for (size_t a = 0; a < args.size(); ++a) {
+    auto it = refs.find(args[a]);
+    if (it == refs.end() || !packed_of.count(it->second)) continue;
+    if (keep_weight && weight_slot(op, a)) continue;
+    auto d = dense_of.find(it->second);
+    if (d == dense_of.end()) {
+      const PackedWeight& pw = *packed_of[it->second];
+      int32_t c = add_const(pw.materialize(pw.dtype()), true);
+      from_constexpr.insert(c);
+      d = dense_of.emplace(it->second, c).first;
+    }
+    it->second = d->second;  // later readers get the decompressed tensor too
+  }
+}
+
+void Planner::add_args(const Operation* op, const KernelDef* kd, Step& st) {
+  const auto& args = op->args();
+  for (size_t a = 0; a < args.size(); ++a) {
+    int32_t r = ref(args[a]);
+    auto pk = r == kAbsent ? packed_of.end() : packed_of.find(r);
+    if (pk != packed_of.end()) {
+      st.packed.resize(args.size(), nullptr);
+      st.packed[a] = pk->second.get();
+      if (listed.insert(pk->second.get()).second) packed_list.push_back(pk->second);
+    } else if (r != kAbsent && is_const_ref(r) && kd->float_compute &&
+               consts[const_index(r)].dtype() == DataType::Float16) {
+      // a weight in fp16 read by an fp32-computing kernel: convert once now
+      auto it = fp32_of.find(r);
+      if (it == fp32_of.end()) {
+        int32_t c = add_const(cast_tensor(consts[const_index(r)], DataType::Float32), true);
+        it = fp32_of.emplace(r, c).first;
+      }
+      r = it->second;
+    }
+    st.args.push_back(r);
+  }
+}
+
 std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_body) {
   auto bp = std::make_unique<BlockPlan>();
   bp->block = &b;
@@ -192,6 +334,8 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
       continue;
     }
     const KernelDef* kd = reg.find(type);
+    if (!op->outputs().empty() && packable.count(op->output(0)) && try_pack(op)) continue;
+    densify_args(op, !op->schema().is_constexpr && !over_constexpr(op));
     if (op->schema().is_constexpr) {
       fold_constexpr(op, kd);
       continue;
@@ -212,20 +356,7 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
     Step st;
     st.op = op;
     st.kd = kd;
-    for (Var* v : op->args()) {
-      int32_t r = ref(v);
-      if (r != kAbsent && is_const_ref(r) && kd->float_compute &&
-          consts[const_index(r)].dtype() == DataType::Float16) {
-        // a weight in fp16 read by an fp32-computing kernel: convert once now
-        auto it = fp32_of.find(r);
-        if (it == fp32_of.end()) {
-          int32_t c = add_const(cast_tensor(consts[const_index(r)], DataType::Float32), true);
-          it = fp32_of.emplace(r, c).first;
-        }
-        r = it->second;
-      }
-      st.args.push_back(r);
-    }
+    add_args(op, kd, st);
     for (Var* v : op->outputs()) {
       st.outs.push_back(new_slot(v));
       DataType dt = v->type()->is_tensor() ? v->type()->dtype() : DataType::Unused;
@@ -271,8 +402,12 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
 
 }  // namespace
 
-Plan::Plan(std::shared_ptr<const Function> fn, const KernelRegistry* kernels) : fn_(std::move(fn)) {
-  Planner pl(*this, consts_, const_bytes_, kernels ? *kernels : KernelRegistry::instance());
+Plan::Plan(std::shared_ptr<const Function> fn, const KernelRegistry* kernels, bool packed_weights)
+    : fn_(std::move(fn)) {
+  Planner pl(*this, consts_, const_bytes_, kernels ? *kernels : KernelRegistry::instance(),
+             packed_);
+  const char* dense = std::getenv("MILKIT_DENSE_WEIGHTS");
+  if (packed_weights && !(dense && std::strcmp(dense, "1") == 0)) pl.packable = packable_vars(*fn_);
   pl.collect_missing(fn_->body());
   if (!pl.missing.empty()) {
     std::string msg =
@@ -288,6 +423,10 @@ Plan::Plan(std::shared_ptr<const Function> fn, const KernelRegistry* kernels) : 
   for (Var* v : fn_->inputs()) pl.new_slot(v);
   body_ = pl.plan_block(fn_->body(), true);
   num_slots_ = static_cast<size_t>(pl.next_slot);
+  for (const auto& pw : packed_) {
+    packed_bytes_ += pw->packed_bytes();
+    packed_dense_bytes_ += pw->dense_bytes();
+  }
 }
 
 std::vector<std::string> Plan::input_names() const {

@@ -12,6 +12,8 @@
 
 namespace milkit {
 
+class PackedWeight;
+
 /// The ref of an absent optional input.
 inline constexpr int32_t kAbsent = INT32_MIN;
 /// Whether a ref names a constant of the plan (< 0) rather than a frame slot (>= 0).
@@ -23,10 +25,11 @@ inline int32_t const_index(int32_t r) { return ~r; }
 struct Step {
   const Operation* op = nullptr;
   const KernelDef* kd = nullptr;
-  std::vector<int32_t> args;         // per flat arg: >= 0 frame slot, < 0 const (~index)
-  std::vector<int32_t> outs;         // frame slots
-  std::vector<DataType> out_dtypes;  // compute dtypes
-  std::vector<int32_t> frees;        // frame slots released after the step
+  std::vector<int32_t> args;                // per flat arg: >= 0 frame slot, < 0 const (~index)
+  std::vector<int32_t> outs;                // frame slots
+  std::vector<DataType> out_dtypes;         // compute dtypes
+  std::vector<int32_t> frees;               // frame slots released after the step
+  std::vector<const PackedWeight*> packed;  // per flat arg: the packed weight it reads, or null
   std::vector<std::unique_ptr<BlockPlan>> blocks;
 };
 

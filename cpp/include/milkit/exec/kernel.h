@@ -16,6 +16,7 @@ namespace milkit {
 
 class State;
 class KernelCtx;
+class PackedWeight;
 
 /// A kernel computes an op's outputs from its input tensors.
 using KernelFn = void (*)(KernelCtx&);
@@ -42,6 +43,9 @@ class KernelCtx {
   const Tensor& in(std::string_view name) const;
   /// Tensor of schema input i (first element).
   const Tensor& in(size_t i) const;
+  /// The packed weight the plan keeps for a named input (a constexpr chain read by a kernel
+  /// that decompresses it while computing), or nullptr when the input is a tensor.
+  const PackedWeight* packed(std::string_view name) const;
   /// All tensors of a tuple input.
   std::vector<const Tensor*> tuple(std::string_view name) const;
   /// The compile-time value of a named input, or nullptr (for string and const parameters).

@@ -37,17 +37,24 @@ class State {
 };
 
 struct BlockPlan;
+class PackedWeight;
 
-/// A function compiled for execution: every op resolved to a kernel, constants (and constexpr
-/// ops, decompressed once) turned into tensors that read weights in place, each value's last use
-/// computed so its buffer is freed right after it (peak memory is the largest live set).
+/// A function compiled for execution: every op resolved to a kernel, constants turned into
+/// tensors that read weights in place, each value's last use computed so its buffer is freed
+/// right after it (peak memory is the largest live set). Compressed weights (constexpr ops, and
+/// casts over them) read only as the weight of linear, matmul (y), conv or conv_transpose stay
+/// packed and are decompressed tile by tile inside those kernels; other constexpr outputs are
+/// decompressed once, when the plan is made.
 /// Symbolic dims are bound from the input shapes at each run. A plan is immutable: several
 /// threads may run it at once.
 class Plan {
  public:
   /// Plans `fn` with the kernels of `kernels` (default: every registered kernel); throws
-  /// ValueError listing every op that has no kernel.
-  explicit Plan(std::shared_ptr<const Function> fn, const KernelRegistry* kernels = nullptr);
+  /// ValueError listing every op that has no kernel. With `packed_weights` false (or the
+  /// environment variable MILKIT_DENSE_WEIGHTS=1) every constexpr op is decompressed when the
+  /// plan is made, as a reference for the packed path (same numbers, more memory).
+  explicit Plan(std::shared_ptr<const Function> fn, const KernelRegistry* kernels = nullptr,
+                bool packed_weights = true);
   ~Plan();
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
@@ -71,6 +78,13 @@ class Plan {
   /// Bytes of constants the plan made (decompressed constexpr ops, fp32 copies of fp16
   /// weights read by fp32-computing kernels); weights read in place are not counted.
   size_t const_bytes() const { return const_bytes_; }
+  /// Bytes of the weights the plan keeps packed (packed indices, quantized data, sparse masks and
+  /// values, their tables), whether borrowed from the weight file or packed by the plan.
+  size_t packed_weight_bytes() const { return packed_bytes_; }
+  /// Bytes the weights kept packed would take decompressed, in their dtypes.
+  size_t packed_weight_dense_bytes() const { return packed_dense_bytes_; }
+  /// Number of weights kept packed.
+  size_t packed_weight_count() const { return packed_.size(); }
 
  private:
   friend class Frame;
@@ -79,6 +93,8 @@ class Plan {
   std::vector<Tensor> consts_;
   size_t num_slots_ = 0;
   size_t const_bytes_ = 0;
+  std::vector<std::shared_ptr<const PackedWeight>> packed_;
+  size_t packed_bytes_ = 0, packed_dense_bytes_ = 0;
   mutable std::atomic<size_t> last_peak_{0};
 };
 

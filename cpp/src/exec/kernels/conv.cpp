@@ -20,10 +20,11 @@
 #include <cmath>
 
 #include "../dispatch.h"
+#include "../packed_weight.h"
 #include "gemm.h"
 #include "kernels.h"
-#include "milkit/ops/conv_util.h"
 #include "milkit/exec/threads.h"
+#include "milkit/ops/conv_util.h"
 
 namespace milkit {
 
@@ -320,7 +321,8 @@ const float* bias_of(KernelCtx& k, int64_t cout, Tensor& keep) {
 
 void conv_kernel(KernelCtx& k) {
   const Tensor& x = k.in("x");
-  const Tensor& w = k.in("weight");
+  Tensor wkeep;  // a packed weight, decompressed for this run only
+  const Tensor& w = weight_tensor(k, "weight", wkeep);
   if (w.dtype() != DataType::Float32) k.fail("weight must be fp16 or fp32, got " + w.describe());
   if (w.rank() < 2) k.fail("weight must have rank >= 2, got " + w.describe());
   Tensor bkeep;
@@ -372,7 +374,8 @@ void conv_quantized_kernel(KernelCtx& k) {
 
 void conv_transpose_kernel(KernelCtx& k) {
   const Tensor& x = k.in("x");
-  const Tensor& w = k.in("weight");
+  Tensor wkeep;  // a packed weight, decompressed for this run only
+  const Tensor& w = weight_tensor(k, "weight", wkeep);
   if (x.dtype() != DataType::Float32 || w.dtype() != DataType::Float32)
     k.fail("x and weight must be fp16 or fp32, got " + x.describe() + " and " + w.describe());
   if (x.rank() < 3 || x.rank() > 5) k.fail("x must have rank 3 to 5, got " + x.describe());

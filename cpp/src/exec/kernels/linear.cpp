@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "../dispatch.h"
+#include "../packed_weight.h"
 #include "gemm.h"
 #include "kernels.h"
 #include "milkit/exec/threads.h"
@@ -218,11 +219,106 @@ void finish_out(KernelCtx& k, const Tensor& tmp) {
 }
 
 // ------------------------------------------------------------------------------------------
+// products with a packed weight
+
+/// Output rows per weight panel: about 256 KB of fp32 weights, a multiple of 16.
+int64_t panel_rows(int64_t K) {
+  return std::clamp<int64_t>(65536 / std::max<int64_t>(K, 1) / 16 * 16, 16, 512);
+}
+
+/// C[M, N] = A[M, K] * B (+ beta * C) with B packed, stored [N, K] (g.tb) or [K, N]. A
+/// matrix-vector product (M = 1, B [N, K]) decompresses B panel by panel of output rows into a
+/// per-thread scratch, each panel one sgemv on the pool: OpenBLAS's sgemv gives each output the
+/// same bits whatever rows it is given. Other products decompress B whole for the call and make
+/// the very BLAS calls of an unpacked weight (sgemm's and the transposed sgemv's results depend
+/// on how the columns are split, so panels would change the last bits).
+void packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, float beta, float* C) {
+  const int64_t P = panel_rows(g.K);
+  if (g.M != 1 || !g.tb || g.N <= P) {
+    std::vector<float> buf(static_cast<size_t>(g.N * g.K));
+    w.decode(0, g.N * g.K, buf.data());
+    blas_gemm<float>(g, A, buf.data(), beta, C);
+    return;
+  }
+  const int64_t panels = (g.N + P - 1) / P;
+  const int K = static_cast<int>(g.K);
+  parallel_for(panels, 1, [&](int64_t s, int64_t e) {
+    std::vector<float> buf(static_cast<size_t>(P * g.K));
+    for (int64_t p = s; p < e; ++p) {
+      const int64_t n0 = p * P;
+      const int nb = static_cast<int>(std::min(P, g.N - n0));
+      w.decode(n0 * g.K, nb * g.K, buf.data());
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, nb, K, 1.0f, buf.data(), K, A, 1, beta, C + n0, 1);
+    }
+  });
+}
+
+/// matmul of fp32 x [..., M, K] by a packed rank-2 y (x's batch folds into M); false for the
+/// forms it does not take (the kernel then decompresses y whole).
+bool matmul_packed(KernelCtx& k, const PackedWeight& w) {
+  const Tensor& x = k.in("x");
+  const bool tx = k.bool_or("transpose_x", false), ty = k.bool_or("transpose_y", false);
+  if (x.dtype() != DataType::Float32 || k.out_dtype(0) != DataType::Float32 || tx || x.rank() < 2 ||
+      w.shape().size() != 2)
+    return false;
+  GemmShape g;
+  g.K = x.dim(-1);
+  g.N = ty ? w.shape()[0] : w.shape()[1];
+  if ((ty ? w.shape()[1] : w.shape()[0]) != g.K || g.K == 0 || g.N == 0) return false;
+  g.M = x.numel() / g.K;
+  g.tb = ty;
+  g.lda = g.K;
+  g.ldb = ty ? g.K : g.N;
+  g.ldc = g.N;
+  if (!fits_int(g)) return false;
+  std::vector<int64_t> oshape = x.shape();
+  oshape.back() = g.N;
+  Tensor& out = k.alloc(0, oshape);
+  if (g.M) packed_gemm(g, x.data<float>(), w, 0.0f, out.mutable_data<float>());
+  return true;
+}
+
+/// linear of fp32 x by a packed weight [D_out, D_in]; false for the forms it does not take.
+bool linear_packed(KernelCtx& k, const PackedWeight& w) {
+  const Tensor& x = k.in("x");
+  if (x.dtype() != DataType::Float32 || k.out_dtype(0) != DataType::Float32 || x.rank() < 1 ||
+      w.shape().size() != 2)
+    return false;
+  const int64_t din = x.dim(-1), dout = w.shape()[0];
+  if (w.shape()[1] != din || din == 0 || dout == 0) return false;
+  const Tensor* b0 = k.has("bias") ? &k.in("bias") : nullptr;
+  if (b0 && (b0->dtype() != DataType::Float32 || b0->numel() != dout)) return false;
+  GemmShape g;
+  g.M = x.numel() / din;
+  g.N = dout;
+  g.K = din;
+  g.tb = true;
+  g.lda = g.ldb = din;
+  g.ldc = dout;
+  if (!fits_int(g)) return false;
+  std::vector<int64_t> oshape = x.shape();
+  oshape.back() = dout;
+  float* c = k.alloc(0, oshape).mutable_data<float>();
+  const float* bias = b0 ? b0->data<float>() : nullptr;
+  bool any_bias = false;
+  for (int64_t j = 0; bias && j < dout && !any_bias; ++j) any_bias = bias[j] != 0.0f;
+  if (any_bias)
+    parallel_for(g.M, std::max<int64_t>(1, 65536 / dout), [&](int64_t s, int64_t e) {
+      for (int64_t m = s; m < e; ++m) std::copy(bias, bias + dout, c + m * dout);
+    });
+  if (g.M) packed_gemm(g, x.data<float>(), w, any_bias ? 1.0f : 0.0f, c);
+  return true;
+}
+
+// ------------------------------------------------------------------------------------------
 // matmul
 
 void matmul_kernel(KernelCtx& k) {
+  const PackedWeight* pw = k.packed("y");
+  if (pw && matmul_packed(k, *pw)) return;
   const Tensor& x0 = k.in("x");
-  const Tensor& y0 = k.in("y");
+  Tensor ykeep;  // a packed y, decompressed for this run only
+  const Tensor& y0 = weight_tensor(k, "y", ykeep);
   bool tx = k.bool_or("transpose_x", false), ty = k.bool_or("transpose_y", false);
   if (x0.rank() < 1 || y0.rank() < 1)
     k.fail("x and y must have rank >= 1, got " + x0.describe() + " and " + y0.describe());
@@ -290,8 +386,11 @@ void matmul_kernel(KernelCtx& k) {
 // linear
 
 void linear_kernel(KernelCtx& k) {
+  const PackedWeight* pw = k.packed("weight");
+  if (pw && linear_packed(k, *pw)) return;
   const Tensor& x0 = k.in("x");
-  const Tensor& w0 = k.in("weight");
+  Tensor wkeep;  // a packed weight, decompressed for this run only
+  const Tensor& w0 = weight_tensor(k, "weight", wkeep);
   if (x0.rank() < 1) k.fail("x must have rank >= 1, got a scalar");
   if (w0.rank() != 2) k.fail("weight must have rank 2, got " + w0.describe());
   const int64_t din = x0.dim(-1), dout = w0.dim(0);

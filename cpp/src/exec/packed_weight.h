@@ -1,0 +1,73 @@
+// Weights kept compressed in a plan: the output of a chain of constexpr ops (and casts over
+// them) read by a kernel that decompresses it range by range while packing its GEMM panels.
+// Private to cpp/src/exec.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "milkit/exec/kernel.h"
+#include "milkit/exec/tensor.h"
+#include "milkit/ir/ir.h"
+
+namespace milkit {
+
+/// A tensor held compressed (packed indices, quantized data, sparse masks and their small
+/// tables). decode() gives any run of flat elements as fp32: the values the constexpr kernels
+/// would have computed in the tensor's dtype, widened to fp32 (exactly what a plan made before
+/// with the decompressed tensor and its fp32 copy). Immutable, so runs share it across threads.
+class PackedWeight {
+ public:
+  /// A packed tensor of `dt` (the dtype of the op output it stands for) and `shape`.
+  PackedWeight(DataType dt, std::vector<int64_t> shape);
+  virtual ~PackedWeight();
+  PackedWeight(const PackedWeight&) = delete;
+  PackedWeight& operator=(const PackedWeight&) = delete;
+
+  /// The dtype of the decompressed tensor.
+  DataType dtype() const { return dtype_; }
+  /// The shape of the decompressed tensor.
+  const std::vector<int64_t>& shape() const { return shape_; }
+  /// Number of elements.
+  int64_t numel() const { return numel_; }
+  /// Writes elements [first, first + n) (flat, row-major) to `out` as fp32.
+  virtual void decode(int64_t first, int64_t n, float* out) const = 0;
+  /// Bytes the packed form holds (its own and borrowed weight bytes, tables, upstream stages).
+  virtual size_t packed_bytes() const = 0;
+  /// Bytes of the decompressed tensor in its dtype.
+  size_t dense_bytes() const;
+  /// The whole tensor decompressed, in `dt` (its own dtype or fp32).
+  Tensor materialize(DataType dt) const;
+
+ private:
+  DataType dtype_;
+  std::vector<int64_t> shape_;
+  int64_t numel_ = 0;
+};
+
+/// An input of a constexpr op as the packer sees it: a plan constant, or the packed output of an
+/// earlier op of the chain; both empty when the input is absent.
+struct PackedInput {
+  const Tensor* tensor = nullptr;              ///< A plan constant (a weight, a folded table).
+  std::shared_ptr<const PackedWeight> packed;  ///< An upstream packed stage.
+};
+
+/// The packed form of output 0 of `op` (a constexpr op, or a float cast over a packed tensor),
+/// or nullptr when this form is not supported (vector LUTs, integer outputs, inputs that do not
+/// match: the caller then decompresses the op at plan time as before, raising its errors).
+/// `input` gives each schema input by name.
+std::shared_ptr<const PackedWeight> pack_op(
+    const Operation& op, const std::function<PackedInput(std::string_view)>& input);
+
+/// A kernel's weight input as a tensor: the input itself, or, when the plan keeps it packed, the
+/// whole weight decompressed to fp32 into `keep` (for kernels or shapes without a panel path).
+const Tensor& weight_tensor(const KernelCtx& k, std::string_view name, Tensor& keep);
+
+/// Whether pack_op handles ops of this type at all (the planner keeps such chains packed).
+bool packable_op_type(const std::string& op_type);
+
+}  // namespace milkit

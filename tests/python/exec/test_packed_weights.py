@@ -1,0 +1,334 @@
+"""Compressed weights kept packed by the interpreter: linear, matmul and conv read constexpr
+chains (palettized, quantized, sparse, cast) packed and decompress them tile by tile. The numbers
+must be the ones of a plan that decompresses every constexpr op when it is made."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import milkit as ct
+import numpy as np
+import pytest
+from coremltools.converters.mil.mil import types as ctypes
+from milkit import Builder as mb
+from milkit import _core, types
+
+IOS16, IOS18 = ct.target.iOS16, ct.target.iOS18
+
+
+def _u(dtype_name: str, values: Any, shape: tuple | None = None) -> np.ndarray:
+    np_dt = getattr(np, dtype_name) if dtype_name in ("int8", "uint8") else getattr(ctypes, f"np_{dtype_name}_dtype")
+    a = np.array(np.asarray(values).tolist(), dtype=np_dt)
+    return a if shape is None else a.reshape(shape)
+
+
+def _pack_bits(values: np.ndarray, nbits: int) -> np.ndarray:
+    """LSB-first bit packing (iOS16 indices and masks)."""
+    bits = ((values.reshape(-1, 1).astype(np.int64) >> np.arange(nbits)) & 1).astype(np.uint8).reshape(-1)
+    return np.packbits(bits, bitorder="little")
+
+
+# ---- weight makers: (shape, dtype, rng) -> a var of that shape and dtype ----------------------------
+
+def _lut16(nbits: int) -> Callable[..., Any]:
+    def make(shape: tuple, dt: Any, rng: Any) -> Any:
+        idx = rng.integers(0, 2**nbits, size=int(np.prod(shape)))
+        lut = rng.uniform(-1, 1, size=2**nbits).astype(dt)
+        return mb.constexpr_lut_to_dense(indices=_pack_bits(idx, nbits), lut=lut, shape=np.array(shape, np.uint32))
+    return make
+
+
+def _affine16(qdt: Any, axis: int | None) -> Callable[..., Any]:
+    def make(shape: tuple, dt: Any, rng: Any) -> Any:
+        lo = -100 if qdt == np.int8 else 0
+        q = rng.integers(lo, 100, size=shape).astype(qdt)
+        if axis is None:
+            zp, scale, ax = qdt(3), dt(0.0125), 0
+        else:
+            zp = rng.integers(0, 10, size=shape[axis]).astype(qdt)
+            scale, ax = rng.uniform(0.001, 0.05, size=shape[axis]).astype(dt), axis
+        return mb.constexpr_affine_dequantize(quantized_data=q, zero_point=zp, scale=scale, axis=ax)
+    return make
+
+
+def _lut18_table(shape: tuple, dt: Any, rng: Any, nbits: int, blocks: tuple, vector: int = 1) -> tuple:
+    kind = "uint8" if nbits == 8 else f"uint{nbits}"
+    idx = _u(kind, rng.integers(0, 2**nbits, size=int(np.prod(shape))), shape)
+    lut = rng.uniform(-1, 1, size=(*blocks, 2**nbits, vector)).astype(dt)
+    return idx, lut
+
+
+def _lut18(nbits: int, granularity: str) -> Callable[..., Any]:
+    def make(shape: tuple, dt: Any, rng: Any) -> Any:
+        blocks = [1] * len(shape)
+        if granularity == "per_channel":
+            blocks[0] = shape[0]
+        elif granularity == "per_grouped_channel":
+            blocks[0] = shape[0] // 4
+        elif granularity == "blockwise":
+            blocks[0], blocks[1] = shape[0] // 2, shape[1] // 4
+        idx, lut = _lut18_table(shape, dt, rng, nbits, tuple(blocks))
+        return mb.constexpr_lut_to_dense(indices=idx, lut=lut)
+    return make
+
+
+def _vector_lut(shape: tuple, dt: Any, rng: Any) -> Any:
+    ishape = (shape[0] // 2, *shape[1:])
+    idx, lut = _lut18_table(ishape, dt, rng, 2, (1,) * len(shape), vector=2)
+    return mb.constexpr_lut_to_dense(indices=idx, lut=lut, vector_axis=np.int32(0))
+
+
+def _shift_scale(kind: str, with_offset: bool, block: int) -> Callable[..., Any]:
+    def make(shape: tuple, dt: Any, rng: Any) -> Any:
+        lo, hi = {"int4": (-8, 8), "uint4": (0, 16), "int8": (-128, 128), "uint8": (0, 256)}[kind]
+        data = _u(kind, rng.integers(lo, hi, size=int(np.prod(shape))), shape)
+        sshape = [1] * len(shape)
+        sshape[0] = shape[0]
+        sshape[1] = shape[1] // block if block else 1  # blocks along the inner dim, or per channel
+        scale = rng.uniform(0.001, 0.05, size=sshape).astype(dt)
+        kw: dict[str, Any] = {"data": data, "scale": scale}
+        if with_offset:
+            kw["offset"] = _u(kind, rng.integers(lo // 2, hi // 2, size=int(np.prod(sshape))), tuple(sshape))
+        return mb.constexpr_blockwise_shift_scale(**kw)
+    return make
+
+
+def _quantized_lut(shape: tuple, dt: Any, rng: Any) -> Any:
+    """A palettized weight whose per-channel table is itself int8-quantized."""
+    blocks = (shape[0],) + (1,) * (len(shape) - 1)
+    idx, _ = _lut18_table(shape, dt, rng, 4, blocks)
+    qlut = _u("int8", rng.integers(-128, 128, size=shape[0] * 16), (*blocks, 16, 1))
+    lut = mb.constexpr_blockwise_shift_scale(
+        data=qlut, scale=rng.uniform(0.001, 0.01, size=(*blocks, 1, 1)).astype(dt))
+    return mb.constexpr_lut_to_dense(indices=idx, lut=lut)
+
+
+def _lut_then_scale(shape: tuple, dt: Any, rng: Any) -> Any:
+    """A per-tensor palettized weight with a per-channel scale after it."""
+    idx, lut = _lut18_table(shape, dt, rng, 4, (1,) * len(shape))
+    dense = mb.constexpr_lut_to_dense(indices=idx, lut=lut)
+    scale = rng.uniform(0.5, 2, size=(shape[0],) + (1,) * (len(shape) - 1)).astype(dt)
+    return mb.constexpr_blockwise_shift_scale(data=dense, scale=scale)
+
+
+def _sparse16(shape: tuple, dt: Any, rng: Any) -> Any:
+    n = int(np.prod(shape))
+    bits = (rng.uniform(size=n) < 0.4).astype(np.uint8)
+    nz = rng.uniform(-1, 1, size=int(bits.sum())).astype(dt)
+    return mb.constexpr_sparse_to_dense(nonzero_data=nz, mask=_pack_bits(bits, 1), shape=np.array(shape, np.uint32))
+
+
+def _sparse18(shape: tuple, dt: Any, rng: Any) -> Any:
+    mask = _u("uint1", (rng.uniform(size=int(np.prod(shape))) < 0.5).astype(np.uint8), shape)
+    nz = rng.uniform(-1, 1, size=int(mask.astype(np.int64).sum())).astype(dt)
+    return mb.constexpr_sparse_to_dense(nonzero_data=nz, mask=mask)
+
+
+def _sparse_shift_scale(shape: tuple, dt: Any, rng: Any) -> Any:
+    mask = _u("uint1", (rng.uniform(size=int(np.prod(shape))) < 0.5).astype(np.uint8), shape)
+    q = _u("int8", rng.integers(-128, 128, size=int(mask.astype(np.int64).sum())))
+    scale = rng.uniform(0.001, 0.05, size=(shape[0],) + (1,) * (len(shape) - 1)).astype(dt)
+    m, v = mb.constexpr_sparse_blockwise_shift_scale(data_mask=mask, nonzero_data=q, scale=scale)
+    return mb.constexpr_sparse_to_dense(nonzero_data=v, mask=m)
+
+
+def _lut_sparse(shape: tuple, dt: Any, rng: Any) -> Any:
+    mask = _u("uint1", (rng.uniform(size=int(np.prod(shape))) < 0.5).astype(np.uint8), shape)
+    idx = _u("uint4", rng.integers(0, 16, size=int(mask.astype(np.int64).sum())))
+    lut = rng.uniform(-1, 1, size=(1,) * len(shape) + (16, 1)).astype(dt)
+    m, v = mb.constexpr_lut_to_sparse(indices_mask=mask, indices_nonzero_data=idx, lut=lut)
+    return mb.constexpr_sparse_to_dense(nonzero_data=v, mask=m)
+
+
+def _cast16(shape: tuple, dt: Any, rng: Any) -> Any:
+    src = rng.uniform(-1, 1, size=shape).astype(np.float16)
+    w = mb.constexpr_cast(source_val=src, output_dtype="fp32")
+    return w if dt == np.float32 else mb.cast(x=w, dtype="fp16")
+
+
+MAKERS: dict[str, tuple[Any, Callable[..., Any]]] = {
+    "lut16_2bit": (IOS16, _lut16(2)),
+    "lut16_4bit": (IOS16, _lut16(4)),
+    "lut16_8bit": (IOS16, _lut16(8)),
+    "affine16_uint8_axis0": (IOS16, _affine16(np.uint8, 0)),
+    "affine16_int8_axis1": (IOS16, _affine16(np.int8, 1)),
+    "affine16_int8_scalar": (IOS16, _affine16(np.int8, None)),
+    "sparse16": (IOS16, _sparse16),
+    "cast16": (IOS16, _cast16),
+    "lut18_4bit_per_tensor": (IOS18, _lut18(4, "per_tensor")),
+    "lut18_2bit_per_channel": (IOS18, _lut18(2, "per_channel")),
+    "lut18_4bit_per_grouped_channel": (IOS18, _lut18(4, "per_grouped_channel")),
+    "lut18_3bit_blockwise": (IOS18, _lut18(3, "blockwise")),
+    "lut18_6bit_per_channel": (IOS18, _lut18(6, "per_channel")),
+    "lut18_8bit_per_tensor": (IOS18, _lut18(8, "per_tensor")),
+    "bss_int4": (IOS18, _shift_scale("int4", False, 0)),
+    "bss_int4_offset_block8": (IOS18, _shift_scale("int4", True, 8)),
+    "bss_uint4_offset": (IOS18, _shift_scale("uint4", True, 0)),
+    "bss_uint4_block4": (IOS18, _shift_scale("uint4", False, 4)),
+    "bss_int8_block8": (IOS18, _shift_scale("int8", False, 8)),
+    "bss_int8_offset": (IOS18, _shift_scale("int8", True, 0)),
+    "bss_uint8_offset_block4": (IOS18, _shift_scale("uint8", True, 4)),
+    "bss_uint8": (IOS18, _shift_scale("uint8", False, 0)),
+    "quantized_lut": (IOS18, _quantized_lut),
+    "lut_then_scale": (IOS18, _lut_then_scale),
+    "sparse18": (IOS18, _sparse18),
+    "sparse_shift_scale": (IOS18, _sparse_shift_scale),
+    "lut_sparse": (IOS18, _lut_sparse),
+}
+
+
+def _plans(prog: Any) -> tuple[Any, Any]:
+    fn = prog.functions[prog.default_function_name]
+    return _core.Plan(fn), _core.Plan(fn, packed_weights=False)
+
+
+def _check(prog: Any, inputs: dict, packed: bool = True) -> None:
+    """Packed and decompress-at-plan-time plans give the same bits."""
+    fast, ref = _plans(prog)
+    assert ref.packed_weight_count == 0
+    assert (fast.packed_weight_count > 0) == packed
+    if packed:
+        assert fast.const_bytes < ref.const_bytes
+    got = dict(fast.run(inputs))
+    want = dict(ref.run(inputs))
+    for k, v in want.items():
+        assert got[k].dtype == v.dtype
+        np.testing.assert_array_equal(got[k], v)
+
+
+def _mil(dt: Any) -> Any:
+    return types.fp16 if dt == np.float16 else types.fp32
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize("name", sorted(MAKERS))
+def test_linear(name: str, dt: Any) -> None:
+    opset, make = MAKERS[name]
+    rng = np.random.default_rng(abs(hash(name)) % 1000)
+    bias = rng.uniform(-1, 1, size=48).astype(dt)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(3, 40), dtype=_mil(dt))], opset_version=opset)
+    def prog(x: Any) -> Any:
+        return mb.linear(x=x, weight=make((48, 40), dt, rng), bias=bias)
+
+    _check(prog, {"x": rng.uniform(-1, 1, size=(3, 40)).astype(dt)})
+
+
+@pytest.mark.parametrize("transpose_y", [False, True])
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize("name", ["lut16_4bit", "affine16_int8_axis1", "lut18_4bit_per_grouped_channel",
+                                  "bss_int4_offset_block8", "quantized_lut", "sparse18", "lut_sparse"])
+def test_matmul(name: str, dt: Any, transpose_y: bool) -> None:
+    opset, make = MAKERS[name]
+    rng = np.random.default_rng(abs(hash(name)) % 1000)
+    wshape = (56, 32) if transpose_y else (32, 56)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(2, 5, 32), dtype=_mil(dt))], opset_version=opset)
+    def prog(x: Any) -> Any:
+        return mb.matmul(x=x, y=make(wshape, dt, rng), transpose_y=transpose_y)
+
+    _check(prog, {"x": rng.uniform(-1, 1, size=(2, 5, 32)).astype(dt)})
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize("name", ["lut16_4bit", "affine16_uint8_axis0", "lut18_4bit_per_tensor",
+                                  "lut18_2bit_per_channel", "bss_uint4_offset", "bss_int8_block8", "lut_then_scale",
+                                  "sparse16", "sparse_shift_scale"])
+def test_conv(name: str, dt: Any) -> None:
+    opset, make = MAKERS[name]
+    rng = np.random.default_rng(abs(hash(name)) % 1000)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 8, 9, 9), dtype=_mil(dt))], opset_version=opset)
+    def prog(x: Any) -> Any:
+        return mb.conv(x=x, weight=make((16, 8, 3, 3), dt, rng), pad_type="same")
+
+    _check(prog, {"x": rng.uniform(-1, 1, size=(1, 8, 9, 9)).astype(dt)})
+
+
+@pytest.mark.parametrize("rows", [1, 37])
+@pytest.mark.parametrize("name", ["lut18_4bit_per_grouped_channel", "bss_int4_offset_block8", "sparse16"])
+def test_panels(name: str, rows: int) -> None:
+    """Weights of several panels (a long inner dim), one row (matrix-vector) and many."""
+    opset, make = MAKERS[name]
+    rng = np.random.default_rng(11)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(rows, 640), dtype=types.fp16)], opset_version=opset)
+    def prog(x: Any) -> Any:
+        h = mb.linear(x=x, weight=make((400, 640), np.float16, rng))
+        return mb.matmul(x=h, y=make((400, 304), np.float16, rng))
+
+    _check(prog, {"x": rng.uniform(-1, 1, size=(rows, 640)).astype(np.float16)})
+
+
+def test_fp32_weight_cast_to_fp16() -> None:
+    """add_fp16_cast's cast between an fp32 constexpr op and the fp16 op reading it."""
+    rng = np.random.default_rng(2)
+    idx, lut = _lut18_table((48, 40), np.float32, rng, 4, (48, 1))
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(3, 40), dtype=types.fp16)], opset_version=IOS18)
+    def prog(x: Any) -> Any:
+        w = mb.cast(x=mb.constexpr_lut_to_dense(indices=idx, lut=lut), dtype="fp16")
+        return mb.linear(x=x, weight=w)
+
+    _check(prog, {"x": rng.uniform(-1, 1, size=(3, 40)).astype(np.float16)})
+
+
+def test_vector_lut_is_decompressed_when_planned() -> None:
+    rng = np.random.default_rng(4)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(3, 40), dtype=types.fp32)], opset_version=IOS18)
+    def prog(x: Any) -> Any:
+        return mb.linear(x=x, weight=_vector_lut((48, 40), np.float32, rng))
+
+    _check(prog, {"x": rng.uniform(-1, 1, size=(3, 40)).astype(np.float32)}, packed=False)
+
+
+def test_other_readers_get_the_decompressed_weight() -> None:
+    """A constexpr output also read by another op is decompressed once; both readers agree."""
+    rng = np.random.default_rng(6)
+    idx, lut = _lut18_table((48, 40), np.float32, rng, 4, (1, 1))
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(48, 40), dtype=types.fp32)], opset_version=IOS18)
+    def prog(x: Any) -> Any:
+        w = mb.constexpr_lut_to_dense(indices=idx, lut=lut)
+        return mb.add(x=mb.linear(x=x, weight=w), y=mb.reduce_sum(x=w, axes=[1], keep_dims=False))
+
+    _check(prog, {"x": rng.uniform(-1, 1, size=(48, 40)).astype(np.float32)}, packed=False)
+
+
+def test_dense_weights_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(8)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(3, 40), dtype=types.fp32)], opset_version=IOS18)
+    def prog(x: Any) -> Any:
+        return mb.linear(x=x, weight=_lut18(4, "per_channel")((48, 40), np.float32, rng))
+
+    fn = prog.functions[prog.default_function_name]
+    assert _core.Plan(fn).packed_weight_count == 1
+    monkeypatch.setenv("MILKIT_DENSE_WEIGHTS", "1")
+    assert _core.Plan(fn).packed_weight_count == 0
+
+
+def test_packed_bytes_of_a_4bit_linear() -> None:
+    """A 4-bit palettized 4096 x 4096 fp16 linear holds a quarter of its dense fp16 bytes."""
+    rng = np.random.default_rng(9)
+    n = 4096
+    idx = _u("uint4", rng.integers(0, 16, size=n * n), (n, n))
+    lut = rng.uniform(-1, 1, size=(n, 1, 16, 1)).astype(np.float16)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, n), dtype=types.fp16)], opset_version=IOS18)
+    def prog(x: Any) -> Any:
+        return mb.linear(x=x, weight=mb.constexpr_lut_to_dense(indices=idx, lut=lut))
+
+    fast, ref = _plans(prog)
+    dense = n * n * 2
+    assert fast.packed_weight_count == 1
+    assert fast.packed_weight_dense_bytes == dense
+    # 4-bit indices plus a per-channel table of 16 entries (held as fp32)
+    assert fast.packed_weight_bytes == n * n // 2 + n * 16 * 4
+    assert dense / 4 <= fast.packed_weight_bytes <= dense / 4 * 1.1
+    # the old path holds the decompressed fp16 weight and its fp32 copy
+    assert ref.const_bytes >= dense * 3
+    assert fast.const_bytes <= fast.packed_weight_bytes
+    x = rng.uniform(-1, 1, size=(1, n)).astype(np.float16)
+    np.testing.assert_array_equal(fast.run({"x": x})[0][1], ref.run({"x": x})[0][1])
