@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "milkit/builder/builder.h"
+#include "milkit/exec/plan.h"
 #include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
@@ -153,15 +155,52 @@ bool uses_weight_file(const Value& v) {
                              d == DataType::UInt8 || d == DataType::Int8);
 }
 
-bool needs_compression(const Operation* const_op, const OpConfig& cfg) {
-  auto children = child_ops(const_op);
-  if (std::any_of(children.begin(), children.end(), is_constexpr)) return false;
+namespace {
+// coremltools' _get_weight_to_compress_size.
+int64_t compress_size(const Operation* op, bool joint) {
+  if (joint) {
+    for (const Use& u : op->output(0)->uses()) {
+      if (is_constexpr(u.op)) return compress_size(u.op, joint);
+      break;
+    }
+  }
+  const Type* t = op->output(0)->type();
+  if (!t->is_tensor() || !t->is_static()) return 0;
+  int64_t n = 1;
+  for (Dim d : t->shape()) n *= d->value();
+  return n;
+}
+}  // namespace
+
+bool needs_compression(const Operation* op, const OpConfig& cfg, bool joint, bool constexpr_child_ok) {
+  auto children = child_ops(op);
+  if (!constexpr_child_ok && std::any_of(children.begin(), children.end(), is_constexpr)) return false;
   if (!cfg.weight_threshold) throw ValueError("weight_threshold cannot be None");
-  const Var* out = const_op->output(0);
-  if (!out->has_value()) return false;
-  const Value& v = *out->value();
-  if (!children.empty() && !is_constexpr(children[0]) && v.rank() <= 1) return false;
-  return uses_weight_file(v) && v.numel() > *cfg.weight_threshold;
+  const Var* out = op->output(0);
+  if (!out->type()->is_tensor()) return false;
+  if (!children.empty() && !is_constexpr(children[0]) && out->type()->rank() <= 1) return false;
+  if (op->op_type() == "const") {
+    if (!out->has_value() || !uses_weight_file(*out->value())) return false;
+  }
+  return compress_size(op, joint) > *cfg.weight_threshold;
+}
+
+Operation* single_child(const Operation* op) {
+  const auto& uses = op->output(0)->uses();
+  return uses.size() == 1 && op->output(0)->block_uses().empty() ? uses[0].op : nullptr;
+}
+
+std::vector<float> sparse_to_dense(const Value& nonzero, const Value& mask) {
+  std::vector<float> nz = floats(nonzero);
+  std::vector<int64_t> m = mask.to_ints();
+  std::vector<float> out(m.size(), 0.0f);
+  size_t k = 0;
+  for (size_t i = 0; i < m.size(); ++i)
+    if (m[i] != 0) {
+      if (k >= nz.size()) throw ValueError("sparse weight: the mask has more ones than non-zero values");
+      out[i] = nz[k++];
+    }
+  return out;
 }
 
 std::pair<std::optional<int64_t>, std::optional<int64_t>> channel_axes(const Operation* const_op) {
@@ -270,6 +309,63 @@ std::vector<float> floats(const Value& v) {
     for (int64_t i = 0; i < v.numel(); ++i)
       r[static_cast<size_t>(i)] = static_cast<float>(v.as_double(i));
   }
+  return r;
+}
+
+std::map<const Var*, std::shared_ptr<const Value>> materialize_all(const Function& f,
+                                                                  const std::vector<Operation*>& ops) {
+  // the ops rebuilt in a function of their own whose outputs are every constexpr output, run once
+  auto g = std::make_shared<Function>(f.opset());
+  Builder b(*g);
+  std::unordered_map<const Var*, Var*> map;
+  std::vector<const Var*> outs;
+  std::vector<Var*> new_outs;
+  for (Operation* op : ops) {
+    std::vector<Arg> args;
+    const auto& schema = op->schema();
+    for (size_t i = 0; i < op->num_inputs(); ++i) {
+      VarSpan in = op->input(i);
+      if (in.size() == 0) continue;
+      Var* v = in[0];
+      auto it = map.find(v);
+      if (it != map.end())
+        args.push_back(Builder::arg(schema.inputs[i].name, it->second));
+      else
+        args.push_back(Builder::arg(schema.inputs[i].name, *v->value()));
+    }
+    auto results = b.create(op->op_type(), args, op->name());
+    for (size_t k = 0; k < op->num_outputs(); ++k) {
+      map[op->output(k)] = results.at(k);
+      outs.push_back(op->output(k));
+      new_outs.push_back(results.at(k));
+    }
+  }
+  g->body().set_outputs(new_outs);
+  Plan plan(g);
+  auto res = plan.run({});
+  std::map<const Var*, std::shared_ptr<const Value>> values;
+  for (size_t k = 0; k < outs.size(); ++k)
+    values[outs[k]] = std::make_shared<const Value>(res.at(k).second.to_value());
+  return values;
+}
+
+
+namespace {
+void ancestors(const Operation* op, std::vector<Operation*>& out, std::set<const Operation*>& seen) {
+  if (!seen.insert(op).second) return;
+  for (Var* v : op->args())
+    if (v && v->op() && is_constexpr(v->op())) ancestors(v->op(), out, seen);
+  out.push_back(const_cast<Operation*>(op));
+}
+}  // namespace
+
+std::vector<std::shared_ptr<const Value>> materialize(const Function& f, const Operation* op) {
+  std::vector<Operation*> ops;
+  std::set<const Operation*> seen;
+  ancestors(op, ops, seen);
+  auto all = materialize_all(f, ops);
+  std::vector<std::shared_ptr<const Value>> r;
+  for (size_t k = 0; k < op->num_outputs(); ++k) r.push_back(all.at(op->output(k)));
   return r;
 }
 

@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "milkit/builder/builder.h"
-#include "milkit/exec/plan.h"
+#include "milkit/passes/compression.h"
 #include "milkit/passes/pass.h"
 #include "milkit/passes/rewrite.h"
 
@@ -25,49 +25,11 @@ void collect(Block& b, std::vector<Operation*>& out) {
   }
 }
 
-// The constexpr ops of `ops` rebuilt in a function of their own whose outputs are every constexpr
-// output, then run once: returns the values by var.
-std::unordered_map<const Var*, std::shared_ptr<const Value>> evaluate(
-    const Function& f, const std::vector<Operation*>& ops) {
-  auto g = std::make_shared<Function>(f.opset());
-  Builder b(*g);
-  std::unordered_map<const Var*, Var*> map;
-  std::vector<const Var*> outs;
-  std::vector<Var*> new_outs;
-  for (Operation* op : ops) {
-    std::vector<Arg> args;
-    const auto& schema = op->schema();
-    for (size_t i = 0; i < op->num_inputs(); ++i) {
-      VarSpan in = op->input(i);
-      if (in.size() == 0) continue;
-      Var* v = in[0];
-      auto it = map.find(v);
-      if (it != map.end())
-        args.push_back(Builder::arg(schema.inputs[i].name, it->second));
-      else
-        args.push_back(Builder::arg(schema.inputs[i].name, *v->value()));
-    }
-    auto results = b.create(op->op_type(), args, op->name());
-    for (size_t k = 0; k < op->num_outputs(); ++k) {
-      map[op->output(k)] = results.at(k);
-      outs.push_back(op->output(k));
-      new_outs.push_back(results.at(k));
-    }
-  }
-  g->body().set_outputs(new_outs);
-  Plan plan(g);
-  auto res = plan.run({});
-  std::unordered_map<const Var*, std::shared_ptr<const Value>> values;
-  for (size_t k = 0; k < outs.size(); ++k)
-    values[outs[k]] = std::make_shared<const Value>(res.at(k).second.to_value());
-  return values;
-}
-
 bool decompress(Function& f) {
   std::vector<Operation*> ops;
   collect(f.body(), ops);
   if (ops.empty()) return false;
-  auto values = evaluate(f, ops);
+  auto values = compression::materialize_all(f, ops);
   for (Operation* op : ops) {
     Builder b(f);
     b.set_insertion_point(op->parent(), op);

@@ -88,10 +88,28 @@ struct Config {
 /// iOS15: fp16, fp32, uint8 or int8 with at least 10 elements).
 bool uses_weight_file(const Value& v);
 
-/// coremltools' need_compress_const for a const op that is not chained into a constexpr op:
-/// rank >= 2 (unless it feeds a constexpr op), stored in the weight file, and more elements than
-/// the config's weight_threshold (ValueError naming the op when that is unset).
-bool needs_compression(const Operation* const_op, const OpConfig& cfg);
+/// coremltools' need_compress_const: no constexpr op reads the const (unless
+/// `constexpr_child_ok`: the pass accepted that joint-compression pattern), rank >= 2 (unless it
+/// feeds a constexpr op), stored in the weight file, and more elements than the config's
+/// weight_threshold (ValueError naming the op when that is unset). With `joint`, the size is the
+/// dense weight's at the end of the constexpr chain the op feeds.
+bool needs_compression(const Operation* op, const OpConfig& cfg, bool joint = false,
+                       bool constexpr_child_ok = false);
+
+/// The only op reading `op`'s first output when exactly one does, else nullptr.
+Operation* single_child(const Operation* op);
+
+/// The value of a constexpr op's outputs, computed with the interpreter's kernels (its constexpr
+/// inputs first); coremltools' materialized_val_inference.
+std::vector<std::shared_ptr<const Value>> materialize(const Function& f, const Operation* op);
+
+/// The values of many constexpr ops at once (program order; the ones they read are computed too):
+/// by output var.
+std::map<const Var*, std::shared_ptr<const Value>> materialize_all(const Function& f,
+                                                                  const std::vector<Operation*>& ops);
+
+/// The dense values of sparse data: `nonzero` laid out where `mask` (uint1, the dense shape) is 1.
+std::vector<float> sparse_to_dense(const Value& nonzero, const Value& mask);
 
 /// The input and output channel axes of a weight from the ops reading it (coremltools'
 /// select_input_output_channel_axis); nullopt where readers disagree.
