@@ -172,9 +172,11 @@ int64_t compress_size(const Operation* op, bool joint) {
 }
 }  // namespace
 
-bool needs_compression(const Operation* op, const OpConfig& cfg, bool joint, bool constexpr_child_ok) {
+bool needs_compression(const Operation* op, const OpConfig& cfg, bool joint,
+                       bool constexpr_child_ok) {
   auto children = child_ops(op);
-  if (!constexpr_child_ok && std::any_of(children.begin(), children.end(), is_constexpr)) return false;
+  if (!constexpr_child_ok && std::any_of(children.begin(), children.end(), is_constexpr))
+    return false;
   if (!cfg.weight_threshold) throw ValueError("weight_threshold cannot be None");
   const Var* out = op->output(0);
   if (!out->type()->is_tensor()) return false;
@@ -183,6 +185,20 @@ bool needs_compression(const Operation* op, const OpConfig& cfg, bool joint, boo
     if (!out->has_value() || !uses_weight_file(*out->value())) return false;
   }
   return compress_size(op, joint) > *cfg.weight_threshold;
+}
+
+bool joint_option(const Program& p, const PassOptions& opts) {
+  auto it = opts.find("joint_compression");
+  if (it == opts.end() || it->second == "0" || it->second == "false" || it->second == "False")
+    return false;
+  if (it->second != "1" && it->second != "true" && it->second != "True")
+    throw ValueError("joint_compression only supports bool, but got " + it->second);
+  for (const auto& [name, f] : p.functions())
+    if (f->opset() < Target::iOS18)
+      throw ValueError(
+          "Joint compression is only supported since iOS18. Please re-convert your model with "
+          "minimum_deployment_target set to at least ct.target.iOS18.");
+  return true;
 }
 
 Operation* single_child(const Operation* op) {
@@ -197,7 +213,8 @@ std::vector<float> sparse_to_dense(const Value& nonzero, const Value& mask) {
   size_t k = 0;
   for (size_t i = 0; i < m.size(); ++i)
     if (m[i] != 0) {
-      if (k >= nz.size()) throw ValueError("sparse weight: the mask has more ones than non-zero values");
+      if (k >= nz.size())
+        throw ValueError("sparse weight: the mask has more ones than non-zero values");
       out[i] = nz[k++];
     }
   return out;
@@ -250,7 +267,8 @@ std::pair<std::optional<int64_t>, std::optional<int64_t>> channel_axes(const Ope
 }
 
 std::pair<std::optional<std::vector<int64_t>>, std::optional<int64_t>> block_sizes(
-    const Operation* const_op, const OpConfig& cfg, int rank) {
+    const Operation* const_op, const OpConfig& cfg, const std::vector<int64_t>& shape) {
+  const int rank = static_cast<int>(shape.size());
   auto [in, out] = channel_axes(const_op);
   if (cfg.granularity == Granularity::PerBlock && cfg.block_sizes) {
     const auto& bs = *cfg.block_sizes;
@@ -260,7 +278,6 @@ std::pair<std::optional<std::vector<int64_t>>, std::optional<int64_t>> block_siz
           const_op->name() + ", there are " + std::to_string(bs.size()) +
           " elements in block_size, but there are " + std::to_string(rank) +
           " axes in the weight.");
-    const auto& shape = const_op->output(0)->value()->shape();
     std::vector<int64_t> cand;
     for (int a = 0; a < rank; ++a)
       if (bs[a] != 0 && bs[a] != shape[a]) cand.push_back(a);
@@ -312,8 +329,8 @@ std::vector<float> floats(const Value& v) {
   return r;
 }
 
-std::map<const Var*, std::shared_ptr<const Value>> materialize_all(const Function& f,
-                                                                  const std::vector<Operation*>& ops) {
+std::map<const Var*, std::shared_ptr<const Value>> materialize_all(
+    const Function& f, const std::vector<Operation*>& ops) {
   // the ops rebuilt in a function of their own whose outputs are every constexpr output, run once
   auto g = std::make_shared<Function>(f.opset());
   Builder b(*g);
@@ -349,9 +366,9 @@ std::map<const Var*, std::shared_ptr<const Value>> materialize_all(const Functio
   return values;
 }
 
-
 namespace {
-void ancestors(const Operation* op, std::vector<Operation*>& out, std::set<const Operation*>& seen) {
+void ancestors(const Operation* op, std::vector<Operation*>& out,
+               std::set<const Operation*>& seen) {
   if (!seen.insert(op).second) return;
   for (Var* v : op->args())
     if (v && v->op() && is_constexpr(v->op())) ancestors(v->op(), out, seen);

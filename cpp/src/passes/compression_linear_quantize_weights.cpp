@@ -85,22 +85,58 @@ bool small_int_range(const Value& w) {
   return *hi - *lo < 2;
 }
 
-bool transform(Function& f, Operation* op, const compression::Config& config) {
-  const OpConfig* cfg = config.for_const(op);
-  if (!cfg) return false;
-  if (cfg->type != "OpLinearQuantizerConfig") return false;
-  if (!compression::needs_compression(op, *cfg)) return false;
-  if (f.opset() < Target::iOS18) {
-    const char* what = cfg->granularity == Granularity::PerBlock ? "per_block"
-                       : (cfg->dtype == DataType::Int4 || cfg->dtype == DataType::UInt4) ? "4-bit"
-                                                                                         : nullptr;
-    if (what)
-      throw ValueError(std::string("The ") + what +
-                       " quantization is supported since iOS18. Please re-convert your model with "
-                       "minimum_deployment_target set to at least ct.target.iOS18. (op " +
-                       op->name() + ")");
-  }
-  const Value& w = *op->output(0)->value();
+// The joint-compression patterns coremltools quantizes further (iOS18): a const that is the only
+// input `lut` of constexpr_lut_to_dense / constexpr_lut_to_sparse, or `nonzero_data` of
+// constexpr_sparse_to_dense, read by nothing else.
+Operation* joint_child(const Function& f, const Operation* op, bool joint) {
+  if (!joint || f.opset() < Target::iOS18) return nullptr;
+  Operation* c = compression::single_child(op);
+  if (!c) return nullptr;
+  const Var* v = op->output(0);
+  const std::string& t = c->op_type();
+  if ((t == "constexpr_lut_to_dense" || t == "constexpr_lut_to_sparse") && c->input1("lut") == v)
+    return c;
+  if (t == "constexpr_sparse_to_dense" && c->input1("nonzero_data") == v) return c;
+  return nullptr;
+}
+
+void check_target(const Function& f, const Operation* op, const OpConfig& cfg) {
+  if (f.opset() >= Target::iOS18) return;
+  const char* what = cfg.granularity == Granularity::PerBlock                        ? "per_block"
+                     : (cfg.dtype == DataType::Int4 || cfg.dtype == DataType::UInt4) ? "4-bit"
+                                                                                     : nullptr;
+  if (what)
+    throw ValueError(std::string("The ") + what +
+                     " quantization is supported since iOS18. Please re-convert your model with "
+                     "minimum_deployment_target set to at least ct.target.iOS18. (op " +
+                     op->name() + ")");
+}
+
+// The quantized non-zero values of a sparse weight replace the const feeding `child`
+// (constexpr_sparse_blockwise_shift_scale over the child's mask).
+Var* emit_sparse(Function& f, Operation* op, Operation* child, const compress::Quantized& q,
+                 const OpConfig& cfg, DataType wdt) {
+  const Var* mask = child->input1("mask");
+  std::vector<int64_t> m = mask->value()->to_ints();
+  std::vector<int64_t> nz;
+  for (size_t i = 0; i < m.size(); ++i)
+    if (m[i] != 0) nz.push_back(q.data[i]);
+  Builder b(f);
+  b.set_insertion_point(child->parent(), child);
+  b.set_location(op->location());
+  std::vector<Arg> args = {
+      Builder::arg("data_mask", const_cast<Var*>(mask)),
+      Builder::arg("nonzero_data",
+                   Value::from_ints(cfg.dtype, {static_cast<int64_t>(nz.size())}, nz)),
+      Builder::arg("scale", float_value(wdt, q.param_shape, q.scale))};
+  if (!q.zero_point.empty())
+    args.push_back(Builder::arg("offset", int_value(cfg.dtype, q.param_shape, q.zero_point)));
+  return b.create("constexpr_sparse_blockwise_shift_scale", args, op->name() + "_quantized").at(1);
+}
+
+// coremltools' checks on the values it would quantize: false (left alone) for bool consts, small
+// integer masks and weights with inf.
+bool quantizable(const Operation* op, const Value& w, const std::vector<float>& data) {
   if (w.dtype() == DataType::Bool) return false;
   if (is_int(w.dtype())) {
     if (small_int_range(w)) return false;
@@ -109,13 +145,40 @@ bool transform(Function& f, Operation* op, const compression::Config& config) {
                      " values; only floating weights can be quantized (Only floating numpy arrays "
                      "are supported.)");
   }
-  std::vector<float> data = compression::floats(w);
   if (std::any_of(data.begin(), data.end(), [](float v) { return std::isinf(v); })) {
     compression::warn("The const " + op->name() +
                       " has inf/-inf, which is not supported by quantization. Skipped.");
     return false;
   }
-  auto [bs, axis] = compression::block_sizes(op, *cfg, w.rank());
+  return true;
+}
+
+bool transform(Function& f, Operation* op, const compression::Config& config, bool joint) {
+  const OpConfig* cfg = config.for_const(op);
+  if (!cfg) return false;
+  if (cfg->type != "OpLinearQuantizerConfig") return false;
+  Operation* child = joint_child(f, op, joint);
+  if (!compression::needs_compression(op, *cfg, joint, child != nullptr)) return false;
+  check_target(f, op, *cfg);
+  const Value& w = *op->output(0)->value();
+  std::vector<float> data = is_int(w.dtype()) || w.dtype() == DataType::Bool
+                                ? std::vector<float>{}
+                                : compression::floats(w);
+  if (!quantizable(op, w, data)) return false;
+  std::vector<int64_t> shape = w.shape();
+  const bool sparse = child && child->op_type() == "constexpr_sparse_to_dense";
+  if (sparse) {
+    const Value& mask = *child->input1("mask")->value();
+    data = compression::sparse_to_dense(w, mask);
+    shape = mask.shape();
+  } else if (child && cfg->granularity != Granularity::PerTensor) {
+    throw ValueError(
+        "When use joint compression for palettization-quantization, please make sure to use "
+        "per-tensor quantization, because the axis for the data to be quantized (palettization's "
+        "lut) is different from the original weight. (op " +
+        op->name() + ")");
+  }
+  auto [bs, axis] = compression::block_sizes(op, *cfg, shape);
   (void)axis;
   if (!bs) {
     compression::warn("Cannot perform quantization on " + op->name() +
@@ -124,13 +187,14 @@ bool transform(Function& f, Operation* op, const compression::Config& config) {
   }
   compress::QuantSpec spec{cfg->mode == "LINEAR_SYMMETRIC", cfg->dtype, *bs};
   std::string why;
-  auto q = compress::quantize(data.data(), w.shape(), w.dtype(), spec, &why);
+  auto q = compress::quantize(data.data(), shape, w.dtype(), spec, &why);
   if (!q) {
     compression::warn(why);
     compression::warn("Cannot perform quantization on " + op->name() + ". Skipped this op.");
     return false;
   }
-  compression::replace_const(op, emit(f, op, *q, *cfg, w));
+  Var* nv = sparse ? emit_sparse(f, op, child, *q, *cfg, w.dtype()) : emit(f, op, *q, *cfg, w);
+  compression::replace_const(op, nv);
   return true;
 }
 
@@ -142,6 +206,7 @@ class LinearQuantizeWeights : public Pass {
     if (it == opts.end())
       throw ValueError(std::string(kName) + ": the \"config\" option is required");
     const compression::Config config = compression::Config::parse(it->second);
+    const bool joint = compression::joint_option(p, opts);
     bool changed = false;
     compression::for_each_const(p, [&](Function& f, Operation* op) {
       if (f.opset() < Target::iOS16) {
@@ -151,7 +216,7 @@ class LinearQuantizeWeights : public Pass {
             op->name() + ".");
         return;
       }
-      changed = transform(f, op, config) || changed;
+      changed = transform(f, op, config, joint) || changed;
     });
     return changed;
   }

@@ -15,6 +15,7 @@
 #include "milkit/compress/palettize.h"
 #include "milkit/passes/compression.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -77,7 +78,13 @@ std::pair<int64_t, int64_t> grouping(const std::vector<int64_t>& bs,
   return {channel_axis.value_or(0), group};
 }
 
+// The LUT as a value of the weight's dtype (integer LUTs truncate, as numpy's astype).
 Value lut_value(DataType dt, const compress::Palette& pal) {
+  if (is_int(dt)) {
+    std::vector<int64_t> v;
+    for (float x : pal.lut) v.push_back(static_cast<int64_t>(std::trunc(x)));
+    return Value::from_ints(dt, pal.lut_shape, v);
+  }
   return Value::from_doubles(dt, pal.lut_shape,
                              std::vector<double>(pal.lut.begin(), pal.lut.end()));
 }
@@ -155,12 +162,14 @@ Value per_channel_scale(std::vector<float>& data, const std::vector<int64_t>& sh
 }
 
 // A custom LUT function's palette (run by the hook the Python bindings install).
-compress::Palette custom(const OpConfig& cfg, const std::vector<float>& data, const Value& w, int64_t axis,
+compress::Palette custom(const OpConfig& cfg, const std::vector<float>& data,
+                         const std::vector<int64_t>& shape, DataType dt, int64_t axis,
                          int64_t group, const Operation* op) {
   const auto& hook = compression::lut_function_hook();
   if (!hook || cfg.lut_function < 0)
-    throw ValueError("palettize_weights (op " + op->name() + "): mode custom needs a Python lut_function");
-  compression::CustomLut r = hook(cfg.lut_function, data, w.shape(), w.dtype(), axis, group, cfg.cluster_dim);
+    throw ValueError("palettize_weights (op " + op->name() +
+                     "): mode custom needs a Python lut_function");
+  compression::CustomLut r = hook(cfg.lut_function, data, shape, dt, axis, group, cfg.cluster_dim);
   compress::Palette p;
   p.nbits = r.nbits;
   p.lut = std::move(r.lut);
@@ -171,23 +180,90 @@ compress::Palette custom(const OpConfig& cfg, const std::vector<float>& data, co
   return p;
 }
 
-bool transform(Function& f, Operation* op, const compression::Config& config) {
+// The joint-compression patterns coremltools palettizes further (iOS18): a const that is the only
+// input `nonzero_data` of constexpr_sparse_to_dense or `data` of constexpr_blockwise_shift_scale.
+Operation* joint_child(const Function& f, const Operation* op, bool joint) {
+  if (!joint || f.opset() < Target::iOS18) return nullptr;
+  Operation* c = compression::single_child(op);
+  if (!c) return nullptr;
+  const Var* v = op->output(0);
+  if (c->op_type() == "constexpr_sparse_to_dense" && c->input1("nonzero_data") == v) return c;
+  if (c->op_type() == "constexpr_blockwise_shift_scale" && c->input1("data") == v) return c;
+  return nullptr;
+}
+
+void check_target(const Function& f, const Operation* op, const OpConfig& cfg) {
+  if (f.opset() >= Target::iOS18) return;
+  auto err = [&](const char* what) {
+    throw ValueError(std::string("The ") + what +
+                     " palettization is supported since iOS18. Please re-convert your model with "
+                     "minimum_deployment_target set to at least ct.target.iOS18. (op " +
+                     op->name() + ")");
+  };
+  if (cfg.granularity == Granularity::PerGroupedChannel) err("per_grouped_channel");
+  if (cfg.cluster_dim > 1) err("vector");
+}
+
+// A palettized sparse weight: constexpr_lut_to_sparse over the child's mask, and a new
+// constexpr_sparse_to_dense (the child's name) in place of the child.
+void emit_sparse(Function& f, Operation* op, Operation* child, const compress::Palette& pal,
+                 DataType dt) {
+  if (pal.vector_axis >= 0)
+    throw ValueError(
+        "palettize_weights (op " + op->name() +
+        "): vector palettization of a pruned weight is not supported (cluster_dim must be 1)");
+  Var* mask = child->input1("mask");
+  std::vector<int64_t> m = mask->value()->to_ints();
+  std::vector<int64_t> nz;
+  for (size_t i = 0; i < m.size(); ++i)
+    if (m[i] != 0) nz.push_back(pal.indices[i]);
+  Builder b(f);
+  b.set_insertion_point(child->parent(), child);
+  b.set_location(op->location());
+  std::vector<Arg> args = {
+      Builder::arg("indices_mask", mask),
+      Builder::arg("indices_nonzero_data",
+                   Value::from_ints(uint_of(pal.nbits), {static_cast<int64_t>(nz.size())}, nz)),
+      Builder::arg("lut", lut_value(dt, pal))};
+  auto outs = b.create("constexpr_lut_to_sparse", args, op->name() + "_palettized");
+  const std::string name = child->name();
+  child->set_name(name + "__replaced");
+  child->output(0)->set_name(child->output(0)->name() + "__replaced");
+  std::vector<Arg> dense = {Builder::arg("nonzero_data", outs.at(1)),
+                            Builder::arg("mask", outs.at(0))};
+  Var* nv = b.create("constexpr_sparse_to_dense", dense, name).at(0);
+  pass_util::replace_var(child->output(0), nv);
+  child->parent()->erase(child);
+  op->parent()->erase(op);
+}
+
+// The values to palettize and their arithmetic dtype: a pruned weight's dense values, int8 data
+// widened to int32 as coremltools does.
+std::pair<std::vector<float>, DataType> values_of(const Value& w, const Operation* child,
+                                                  std::vector<int64_t>* shape) {
+  *shape = w.shape();
+  std::vector<float> data;
+  if (child && child->op_type() == "constexpr_sparse_to_dense") {
+    const Value& mask = *child->input1("mask")->value();
+    data = compression::sparse_to_dense(w, mask);
+    *shape = mask.shape();
+  } else {
+    data = compression::floats(w);
+  }
+  const bool widen = child && is_int(w.dtype()) && dtype_bits(w.dtype()) <= 8;
+  return {std::move(data), widen ? DataType::Int32 : w.dtype()};
+}
+
+bool transform(Function& f, Operation* op, const compression::Config& config, bool joint) {
   const OpConfig* cfg = config.for_const(op);
   if (!cfg || cfg->type != "OpPalettizerConfig") return false;
-  if (!compression::needs_compression(op, *cfg)) return false;
-  if (f.opset() < Target::iOS18) {
-    auto err = [&](const char* what) {
-      throw ValueError(std::string("The ") + what +
-                       " palettization is supported since iOS18. Please re-convert your model with "
-                       "minimum_deployment_target set to at least ct.target.iOS18. (op " +
-                       op->name() + ")");
-    };
-    if (cfg->granularity == Granularity::PerGroupedChannel) err("per_grouped_channel");
-    if (cfg->cluster_dim > 1) err("vector");
-  }
+  Operation* child = joint_child(f, op, joint);
+  if (!compression::needs_compression(op, *cfg, joint, child != nullptr)) return false;
+  check_target(f, op, *cfg);
   const Value& w = *op->output(0)->value();
-  std::vector<float> data = compression::floats(w);
-  auto [bs, axis] = compression::block_sizes(op, *cfg, w.rank());
+  std::vector<int64_t> shape;
+  auto [data, arith] = values_of(w, child, &shape);
+  auto [bs, axis] = compression::block_sizes(op, *cfg, shape);
   if (!bs) {
     compression::warn("Cannot perform palettization on " + op->name() +
                       " as block_sizes is None. Skipped this op.");
@@ -199,21 +275,25 @@ bool transform(Function& f, Operation* op, const compression::Config& config) {
   }
   std::optional<Value> pcs;
   if (cfg->enable_per_channel_scale)
-    pcs = per_channel_scale(data, w.shape(), axis.value_or(0), w.dtype());
-  auto [channel_axis, group] = grouping(*bs, w.shape(), axis, op);
+    pcs = per_channel_scale(data, shape, axis.value_or(0), w.dtype());
+  auto [channel_axis, group] = grouping(*bs, shape, axis, op);
   std::string why;
   std::optional<compress::Palette> pal;
   if (cfg->mode == "CUSTOM") {
-    pal = custom(*cfg, data, w, channel_axis, group, op);
+    pal = custom(*cfg, data, shape, arith, channel_axis, group, op);
   } else {
-    compress::PaletteSpec spec{mode_of(cfg->mode), cfg->nbits, static_cast<int>(channel_axis), group,
-                               static_cast<int>(cfg->cluster_dim)};
-    pal = compress::palettize({data.data(), w.shape(), w.dtype()}, spec, &why);
+    compress::PaletteSpec spec{mode_of(cfg->mode), cfg->nbits, static_cast<int>(channel_axis),
+                               group, static_cast<int>(cfg->cluster_dim)};
+    pal = compress::palettize({data.data(), shape, arith}, spec, &why);
   }
   if (!pal) {
     if (!why.empty()) compression::warn(why);
     compression::warn("Cannot perform palettization on " + op->name() + ". Skipped this op.");
     return false;
+  }
+  if (child && child->op_type() == "constexpr_sparse_to_dense") {
+    emit_sparse(f, op, child, *pal, w.dtype());
+    return true;
   }
   Var* nv = emit(f, op, *pal, w.dtype());
   if (pcs) {
@@ -240,6 +320,7 @@ class PalettizeWeights : public Pass {
     if (it == opts.end())
       throw ValueError(std::string(kName) + ": the \"config\" option is required");
     const compression::Config config = compression::Config::parse(it->second);
+    const bool joint = compression::joint_option(p, opts);
     bool changed = false;
     compression::for_each_const(p, [&](Function& f, Operation* op) {
       if (f.opset() < Target::iOS16) {
@@ -248,7 +329,7 @@ class PalettizeWeights : public Pass {
             op->name() + ".");
         return;
       }
-      changed = transform(f, op, config) || changed;
+      changed = transform(f, op, config, joint) || changed;
     });
     return changed;
   }

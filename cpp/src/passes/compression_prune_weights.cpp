@@ -15,6 +15,7 @@
 #include "milkit/compress/prune.h"
 #include "milkit/passes/compression.h"
 #include "milkit/passes/pass.h"
+#include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -86,13 +87,50 @@ Var* emit(Function& f, Operation* op, const Value& w, const std::vector<float>& 
   return b.create("constexpr_sparse_to_dense", args, op->name() + "_sparsified").at(0);
 }
 
-bool transform(Function& f, Operation* op, const compression::Config& config) {
+// The sparse form of an already compressed weight (joint compression): the op's own data kept
+// where the pruned weight is non-zero, then constexpr_sparse_to_dense "<op>_sparsified".
+Var* emit_joint(Function& f, Operation* op, const std::vector<int64_t>& shape,
+                const std::vector<float>& pruned) {
+  std::vector<int64_t> flags(pruned.size());
+  for (size_t i = 0; i < pruned.size(); ++i) flags[i] = pruned[i] != 0.0f;
+  const bool quant = op->op_type() == "constexpr_blockwise_shift_scale";
+  const Value& data = *op->input1(quant ? "data" : "indices")->value();
+  std::vector<int64_t> all = data.to_ints(), kept;
+  if (all.size() != flags.size())
+    throw ValueError("prune_weights (op " + op->name() +
+                     "): joint pruning of a vector palettized weight is not supported");
+  for (size_t i = 0; i < flags.size(); ++i)
+    if (flags[i]) kept.push_back(all[i]);
+  Builder b(f);
+  b.set_insertion_point(op->parent(), op);
+  b.set_location(op->location());
+  Value mask = Value::from_ints(DataType::UInt1, shape, flags);
+  Value nz = Value::from_ints(data.dtype(), {static_cast<int64_t>(kept.size())}, kept);
+  std::vector<Arg> args;
+  if (quant) {
+    args = {Builder::arg("data_mask", mask), Builder::arg("nonzero_data", nz),
+            Builder::arg("scale", op->input1("scale"))};
+    if (Var* off = op->input1("offset")) args.push_back(Builder::arg("offset", off));
+  } else {
+    args = {Builder::arg("indices_mask", mask), Builder::arg("indices_nonzero_data", nz),
+            Builder::arg("lut", op->input1("lut"))};
+    if (Var* va = op->input1("vector_axis")) args.push_back(Builder::arg("vector_axis", va));
+  }
+  auto outs = b.create(quant ? "constexpr_sparse_blockwise_shift_scale" : "constexpr_lut_to_sparse",
+                       args, "");
+  std::vector<Arg> dense = {Builder::arg("nonzero_data", outs.at(1)),
+                            Builder::arg("mask", outs.at(0))};
+  return b.create("constexpr_sparse_to_dense", dense, op->name() + "_sparsified").at(0);
+}
+
+bool transform(Function& f, Operation* op, const compression::Config& config,
+               const Value* joint_value) {
   const OpConfig* cfg = config.for_const(op);
   if (!cfg) return false;
   if (cfg->type != "OpThresholdPrunerConfig" && cfg->type != "OpMagnitudePrunerConfig")
     return false;
-  if (!compression::needs_compression(op, *cfg)) return false;
-  const Value& w = *op->output(0)->value();
+  if (!compression::needs_compression(op, *cfg, joint_value != nullptr)) return false;
+  const Value& w = joint_value ? *joint_value : *op->output(0)->value();
   const std::string skip =
       "op named " + op->name() + " not applicable for " + cfg->text + " configuration. Skipped.";
   const bool structural =
@@ -109,8 +147,34 @@ bool transform(Function& f, Operation* op, const compression::Config& config) {
     compression::warn(skip);
     return false;
   }
-  compression::replace_const(op, emit(f, op, w, *pruned));
+  if (!joint_value) {
+    compression::replace_const(op, emit(f, op, w, *pruned));
+    return true;
+  }
+  Var* nv = emit_joint(f, op, w.shape(), *pruned);
+  pass_util::replace_var(op->output(0), nv);
+  op->parent()->erase(op);
   return true;
+}
+
+// Joint compression: the quantized and palettized weights (nested blocks first), with their
+// dense values.
+bool joint_block(Function& f, Block& blk, const compression::Config& config) {
+  bool changed = false;
+  std::vector<Operation*> ops;
+  for (Operation* op : blk.ops()) {
+    for (Block* nb : op->blocks()) changed = joint_block(f, *nb, config) || changed;
+    const std::string& t = op->op_type();
+    if (t == "constexpr_blockwise_shift_scale" || t == "constexpr_lut_to_dense") ops.push_back(op);
+  }
+  if (ops.empty()) return changed;
+  auto values = compression::materialize_all(f, ops);
+  for (Operation* op : ops) {
+    const Value& v = *values.at(op->output(0));
+    if (!compression::uses_weight_file(v)) continue;
+    changed = transform(f, op, config, &v) || changed;
+  }
+  return changed;
 }
 
 class PruneWeights : public Pass {
@@ -122,6 +186,10 @@ class PruneWeights : public Pass {
       throw ValueError(std::string(kName) + ": the \"config\" option is required");
     const compression::Config config = compression::Config::parse(it->second);
     bool changed = false;
+    if (compression::joint_option(p, opts)) {
+      for (auto& [name, f] : p.functions()) changed = joint_block(*f, f->body(), config) || changed;
+      return changed;
+    }
     compression::for_each_const(p, [&](Function& f, Operation* op) {
       if (f.opset() < Target::iOS16) {
         compression::warn(
@@ -129,7 +197,7 @@ class PruneWeights : public Pass {
             op->name() + ".");
         return;
       }
-      changed = transform(f, op, config) || changed;
+      changed = transform(f, op, config, nullptr) || changed;
     });
     return changed;
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "milkit/ir/ir.h"
+#include "milkit/passes/pass.h"
 #include "milkit/types/datatype.h"
 
 namespace milkit::compression {
@@ -96,6 +97,10 @@ bool uses_weight_file(const Value& v);
 bool needs_compression(const Operation* op, const OpConfig& cfg, bool joint = false,
                        bool constexpr_child_ok = false);
 
+/// The "joint_compression" option ("0" / "1", default "0"); ValueError when it is set and a
+/// function is older than iOS18 (coremltools' message).
+bool joint_option(const Program& p, const PassOptions& opts);
+
 /// The only op reading `op`'s first output when exactly one does, else nullptr.
 Operation* single_child(const Operation* op);
 
@@ -105,8 +110,8 @@ std::vector<std::shared_ptr<const Value>> materialize(const Function& f, const O
 
 /// The values of many constexpr ops at once (program order; the ones they read are computed too):
 /// by output var.
-std::map<const Var*, std::shared_ptr<const Value>> materialize_all(const Function& f,
-                                                                  const std::vector<Operation*>& ops);
+std::map<const Var*, std::shared_ptr<const Value>> materialize_all(
+    const Function& f, const std::vector<Operation*>& ops);
 
 /// The dense values of sparse data: `nonzero` laid out where `mask` (uint1, the dense shape) is 1.
 std::vector<float> sparse_to_dense(const Value& nonzero, const Value& mask);
@@ -115,11 +120,12 @@ std::vector<float> sparse_to_dense(const Value& nonzero, const Value& mask);
 /// select_input_output_channel_axis); nullopt where readers disagree.
 std::pair<std::optional<int64_t>, std::optional<int64_t>> channel_axes(const Operation* const_op);
 
-/// Block sizes per axis for a weight of `rank` (coremltools' infer_block_sizes) and the channel
-/// axis; block sizes nullopt when the axes cannot be decided. ValueError (naming the op) for a
-/// per-axis block_size list of the wrong length.
+/// Block sizes per axis for the weight of `shape` that `const_op` holds (coremltools'
+/// infer_block_sizes; for joint compression the dense weight) and the channel axis; block sizes
+/// nullopt when the axes cannot be decided. ValueError (naming the op) for a per-axis block_size
+/// list of the wrong length.
 std::pair<std::optional<std::vector<int64_t>>, std::optional<int64_t>> block_sizes(
-    const Operation* const_op, const OpConfig& cfg, int rank);
+    const Operation* const_op, const OpConfig& cfg, const std::vector<int64_t>& shape);
 
 /// Replaces every use of `const_op`'s output by `v` and erases the const.
 void replace_const(Operation* const_op, Var* v);
@@ -150,9 +156,9 @@ struct CustomLut {
 
 /// Calls the custom LUT function `id` on a weight, per group of `group_size` channels along
 /// `channel_axis` (0: one group), as coremltools' grouped_channelwise_compress does.
-using LutFunctionHook =
-    std::function<CustomLut(int64_t id, const std::vector<float>& data, const std::vector<int64_t>& shape,
-                            DataType dtype, int64_t channel_axis, int64_t group_size, int64_t cluster_dim)>;
+using LutFunctionHook = std::function<CustomLut(
+    int64_t id, const std::vector<float>& data, const std::vector<int64_t>& shape, DataType dtype,
+    int64_t channel_axis, int64_t group_size, int64_t cluster_dim)>;
 
 /// Installs the hook that runs custom LUT functions (the Python bindings install one).
 void set_lut_function_hook(LutFunctionHook hook);
