@@ -8,6 +8,8 @@
 #include <cmath>
 #include <limits>
 
+#include "numerics.h"
+#include "milkit/exec/threads.h"
 #include "milkit/types/error.h"
 
 namespace milkit::compress {
@@ -17,7 +19,7 @@ namespace {
 /// Rounds a float to the arithmetic dtype (fp16 or fp32).
 struct Rounder {
   bool half;
-  float operator()(float v) const { return half ? half_to_float(float_to_half(v)) : v; }
+  float operator()(float v) const { return half ? detail::r16(v) : v; }
 };
 
 /// Maps each element to its block (scale cell) index.
@@ -49,22 +51,41 @@ std::optional<Blocks> blocks_of(const std::vector<int64_t>& shape, const std::ve
   return b;
 }
 
-/// Calls fn(element index, cell index) for every element, in order.
+/// Calls fn(first element, count, first cell, elements per cell along the last axis) for each run
+/// of the last axis (every row of the weight), rows split over the thread pool when `parallel`.
 template <class Fn>
-void for_each_cell(const Blocks& b, Fn fn) {
+void for_each_row(const Blocks& b, bool parallel, Fn fn) {
   const size_t rank = b.shape.size();
-  std::vector<int64_t> idx(rank, 0);
-  int64_t n = 1;
-  for (int64_t d : b.shape) n *= d;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t cell = 0;
-    for (size_t a = 0; a < rank; ++a) cell = cell * b.pshape[a] + idx[a] / b.block[a];
-    fn(i, cell);
-    for (size_t a = rank; a-- > 0;) {
-      if (++idx[a] < b.shape[a]) break;
-      idx[a] = 0;
-    }
+  if (rank == 0) {
+    fn(0, 1, 0, 1);
+    return;
   }
+  const int64_t last = b.shape.back(), lblock = b.block.back();
+  int64_t rows = 1;
+  for (size_t a = 0; a + 1 < rank; ++a) rows *= b.shape[a];
+  auto run = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t rem = r, cell = 0;
+      int64_t stride = b.pshape.back();
+      for (size_t a = rank - 1; a-- > 0;) {
+        const int64_t x = rem % b.shape[a];
+        rem /= b.shape[a];
+        cell += (x / b.block[a]) * stride;
+        stride *= b.pshape[a];
+      }
+      fn(r * last, last, cell, lblock);
+    }
+  };
+  if (parallel && rows > 1)
+    parallel_for(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, last)), run);
+  else
+    run(0, rows);
+}
+
+/// Rounds to the nearest integer, ties to even (np.round / rint in the default rounding mode).
+inline float round_even(float v) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it leaves no fraction bits
+  return std::fabs(v) < 4194304.0f ? (v + kMagic) - kMagic : v;
 }
 
 float nan_min(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
@@ -101,10 +122,29 @@ std::optional<Quantized> quantize(const float* data, const std::vector<int64_t>&
   const int64_t cells = blocks->cells;
   std::vector<float> mn(cells, std::numeric_limits<float>::infinity());
   std::vector<float> mx(cells, -std::numeric_limits<float>::infinity());
-  for_each_cell(*blocks, [&](int64_t i, int64_t c) {
-    mn[c] = nan_min(mn[c], data[i]);
-    mx[c] = nan_max(mx[c], data[i]);
+  // rows share cells unless every leading axis has blocks of 1 (per channel, per block): only then
+  // are rows reduced in parallel
+  bool rows_own_cells = true;
+  for (size_t a = 0; a + 1 < shape.size(); ++a) rows_own_cells = rows_own_cells && blocks->block[a] == 1;
+  std::vector<uint8_t> has_nan(cells, 0);
+  for_each_row(*blocks, rows_own_cells, [&](int64_t i0, int64_t n, int64_t c0, int64_t lb) {
+    for (int64_t j0 = 0, c = c0; j0 < n; j0 += lb, ++c) {
+      float lo = mn[c], hi = mx[c];
+      bool nan = false;
+      const float* p = data + i0;
+      for (int64_t j = j0, e = std::min(j0 + lb, n); j < e; ++j) {
+        const float v = p[j];
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        nan = nan || v != v;
+      }
+      mn[c] = lo;
+      mx[c] = hi;
+      if (nan) has_nan[c] = 1;
+    }
   });
+  for (int64_t c = 0; c < cells; ++c)
+    if (has_nan[c]) mn[c] = mx[c] = NAN;  // numpy's amin / amax propagate NaN
   Quantized q;
   q.param_shape = blocks->pshape;
   q.scale.resize(cells);
@@ -131,16 +171,37 @@ std::optional<Quantized> quantize(const float* data, const std::vector<int64_t>&
       zp[c] = z;
     }
   }
-  q.data.resize(static_cast<size_t>(std::max<int64_t>(0, [&] {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  }())));
-  for_each_cell(*blocks, [&](int64_t i, int64_t c) {
-    float v = r(std::nearbyint(r(data[i] / q.scale[c])));
-    if (has_zp) v = r(v + zp[c]);
-    if (!std::isnan(v)) v = std::min(std::max(v, static_cast<float>(qmin)), static_cast<float>(qmax));
-    q.data[static_cast<size_t>(i)] = to_int(v);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  q.data.resize(static_cast<size_t>(std::max<int64_t>(0, n)));
+  const float lo_q = static_cast<float>(qmin), hi_q = static_cast<float>(qmax);
+  // w / scale is rounded to the dtype (for fp16 in chunks, with the CPU's conversion); after it
+  // numpy's further fp16 roundings (of the rounded integer, and of it plus the zero point) only
+  // change values beyond 2048 in magnitude, which the clip to the 8-bit range maps the same way
+  const bool half = dtype == DataType::Float16;
+  for_each_row(*blocks, true, [&](int64_t i0, int64_t cnt, int64_t c0, int64_t lb) {
+    uint8_t* out = q.data.data() + i0;
+    const float* p = data + i0;
+    constexpr int64_t kChunk = 1024;
+    float t[kChunk];
+    uint16_t h[kChunk];
+    for (int64_t j0 = 0, c = c0; j0 < cnt; j0 += lb, ++c) {
+      const float sc = q.scale[c], z = zp[c];
+      for (int64_t k0 = j0, e = std::min(j0 + lb, cnt); k0 < e; k0 += kChunk) {
+        const int64_t m = std::min(kChunk, e - k0);
+        for (int64_t k = 0; k < m; ++k) t[k] = p[k0 + k] / sc;
+        if (half) {
+          floats_to_halves(t, h, static_cast<size_t>(m));
+          halves_to_floats(h, t, static_cast<size_t>(m));
+        }
+        for (int64_t k = 0; k < m; ++k) {
+          float v = round_even(t[k]);
+          if (has_zp) v += z;
+          v = std::min(std::max(v, lo_q), hi_q);  // NaN stays NaN
+          out[k0 + k] = static_cast<uint8_t>(v == v ? static_cast<int32_t>(v) : 0);
+        }
+      }
+    }
   });
   if (has_zp) {
     q.zero_point.resize(cells);

@@ -29,6 +29,14 @@ using compression::OpConfig;
 
 constexpr const char* kName = "compression::linear_quantize_weights";
 
+// Quantized bytes (milkit's unpacked layout of the dtype) as a value, without a copy.
+Value byte_value(DataType dt, const std::vector<int64_t>& shape, std::vector<uint8_t> bytes) {
+  return Value(dt, shape, Buffer::take(std::move(bytes)));
+}
+
+// A quantized byte as the integer it holds.
+int64_t int_of(DataType dt, uint8_t b) { return is_signed_int(dt) ? static_cast<int8_t>(b) : b; }
+
 Value int_value(DataType dt, const std::vector<int64_t>& shape, const std::vector<int32_t>& v) {
   return Value::from_ints(dt, shape, std::vector<int64_t>(v.begin(), v.end()));
 }
@@ -47,7 +55,7 @@ std::vector<int64_t> squeezed(const std::vector<int64_t>& s) {
 
 // The data dtype written: int4 / uint4 data is stored as 4-bit elements (one per byte in milkit's
 // unpacked layout) from iOS18, int8 / uint8 otherwise.
-Var* emit(Function& f, Operation* op, const compress::Quantized& q, const OpConfig& cfg,
+Var* emit(Function& f, Operation* op, compress::Quantized& q, const OpConfig& cfg,
           const Value& w) {
   Builder b(f);
   b.set_insertion_point(op->parent(), op);
@@ -64,13 +72,13 @@ Var* emit(Function& f, Operation* op, const compress::Quantized& q, const OpConf
     std::vector<int32_t> zp = q.zero_point;
     if (zp.empty()) zp.assign(q.scale.size(), 0);
     std::vector<Arg> args = {
-        Builder::arg("quantized_data", int_value(cfg.dtype, w.shape(), q.data)),
+        Builder::arg("quantized_data", byte_value(cfg.dtype, w.shape(), std::move(q.data))),
         Builder::arg("zero_point", int_value(cfg.dtype, ps, zp)),
         Builder::arg("scale", float_value(w.dtype(), ps, q.scale)),
         Builder::arg("axis", Value::scalar_int(DataType::Int32, axis))};
     return b.create("constexpr_affine_dequantize", args, name).at(0);
   }
-  std::vector<Arg> args = {Builder::arg("data", int_value(cfg.dtype, w.shape(), q.data)),
+  std::vector<Arg> args = {Builder::arg("data", byte_value(cfg.dtype, w.shape(), std::move(q.data))),
                            Builder::arg("scale", float_value(w.dtype(), q.param_shape, q.scale))};
   if (!q.zero_point.empty())
     args.push_back(Builder::arg("offset", int_value(cfg.dtype, q.param_shape, q.zero_point)));
@@ -120,7 +128,7 @@ Var* emit_sparse(Function& f, Operation* op, Operation* child, const compress::Q
   std::vector<int64_t> m = mask->value()->to_ints();
   std::vector<int64_t> nz;
   for (size_t i = 0; i < m.size(); ++i)
-    if (m[i] != 0) nz.push_back(q.data[i]);
+    if (m[i] != 0) nz.push_back(int_of(cfg.dtype, q.data[i]));
   Builder b(f);
   b.set_insertion_point(child->parent(), child);
   b.set_location(op->location());

@@ -23,8 +23,9 @@ struct QuantSpec {
 
 /// A quantized weight: dequantized value = (data - zero_point) * scale, per block.
 struct Quantized {
-  /// The quantized integers, in the weight's element order.
-  std::vector<int32_t> data;
+  /// The quantized integers, in the weight's element order, one byte each (two's complement for
+  /// signed dtypes): milkit's unpacked layout of int8 / uint8 / int4 / uint4 values.
+  std::vector<uint8_t> data;
   /// Scale per block, in the weight's dtype (fp16 values are exact fp16 numbers); shape
   /// `param_shape`.
   std::vector<float> scale;
