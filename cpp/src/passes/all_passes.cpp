@@ -26,6 +26,8 @@ void register_nullify_redundant_quantization_zero_point(PassRegistry& r);
 void register_dequantize_to_constexpr(PassRegistry& r);
 void register_compression_linear_quantize_weights(PassRegistry& r);
 void register_compression_decompress_weights(PassRegistry& r);
+void register_compression_insert_prefix_quantize_dequantize_pair(PassRegistry& r);
+void register_compression_insert_suffix_quantize_dequantize_pair(PassRegistry& r);
 void register_merge_affine_dequantize_with_consecutive_ops(PassRegistry& r);
 void register_image_input_preprocess(PassRegistry& r);
 void register_insert_image_preprocessing_ops(PassRegistry& r);
@@ -99,6 +101,8 @@ void register_all_passes(PassRegistry& r) {
   register_dequantize_to_constexpr(r);
   register_compression_linear_quantize_weights(r);
   register_compression_decompress_weights(r);
+  register_compression_insert_prefix_quantize_dequantize_pair(r);
+  register_compression_insert_suffix_quantize_dequantize_pair(r);
   register_merge_affine_dequantize_with_consecutive_ops(r);
   register_prelu_to_lrelu(r);
   register_select_optimization(r);
