@@ -53,7 +53,10 @@ def _load(model: Any, what: str, minimum: int = _IOS16) -> tuple:
         raise TypeError(f"{what} takes an MLModel (an mlprogram) or a milkit Program, got {type(model).__name__}")
     from ...io import load
 
-    prog = load(model.package_path)
+    if minimum > _IOS16:  # read at the raised target, each op at its version there, as coremltools
+        prog = _core.load_mlpackage(model.package_path, minimum)
+    else:
+        prog = load(model.package_path)
     if len(prog.functions) > 1:
         raise ValueError(f"{what} is not supported for a multifunction model.")
     target = max(minimum, max(f.opset for f in prog.functions.values()))
