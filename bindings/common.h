@@ -66,6 +66,8 @@ void init_serde(py::module_& m);
 void init_text(py::module_& m);
 /// The interpreter: plans, runs, states, threads.
 void init_exec(py::module_& m);
+/// Activation calibration.
+void init_calibrate(py::module_& m);
 /// Importers (ONNX).
 void init_frontends(py::module_& m);
 /// Compression numerics for tests: the private submodule _core._compress.

@@ -81,6 +81,7 @@ PYBIND11_MODULE(_core, m) {
   init_serde(m);
   init_text(m);
   init_exec(m);
+  init_calibrate(m);
   init_frontends(m);
   init_compress(m);
 }

@@ -31,15 +31,19 @@ void init_serde(py::module_& m) {
       "`enumerated_shapes` maps input names to (shapes, default shape).");
   m.def(
       "load_mlpackage",
-      [](const std::string& path) {
+      [](const std::string& path, std::optional<int> minimum_target) {
+        std::optional<Target> t;
+        if (minimum_target) t = static_cast<Target>(*minimum_target);
         std::shared_ptr<Program> p;
         {
           py::gil_scoped_release release;
-          p = read_mlpackage(path);
+          p = read_mlpackage(path, t);
         }
         return p;
       },
-      py::arg("path"), "Reads an .mlpackage (or a model.mlmodel beside its weights folder).");
+      py::arg("path"), py::arg("minimum_target") = std::nullopt,
+      "Reads an .mlpackage (or a model.mlmodel beside its weights folder); a model older than "
+      "minimum_target (a milkit.target value) is read at that target.");
   m.def("default_package_target", [](std::shared_ptr<Program> p) {
     return static_cast<int>(default_package_target(*p));
   });

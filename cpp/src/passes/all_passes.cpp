@@ -28,6 +28,8 @@ void register_compression_linear_quantize_weights(PassRegistry& r);
 void register_compression_decompress_weights(PassRegistry& r);
 void register_compression_palettize_weights(PassRegistry& r);
 void register_compression_prune_weights(PassRegistry& r);
+void register_compression_insert_prefix_quantize_dequantize_pair(PassRegistry& r);
+void register_compression_insert_suffix_quantize_dequantize_pair(PassRegistry& r);
 void register_merge_affine_dequantize_with_consecutive_ops(PassRegistry& r);
 void register_image_input_preprocess(PassRegistry& r);
 void register_insert_image_preprocessing_ops(PassRegistry& r);
@@ -103,6 +105,8 @@ void register_all_passes(PassRegistry& r) {
   register_compression_decompress_weights(r);
   register_compression_palettize_weights(r);
   register_compression_prune_weights(r);
+  register_compression_insert_prefix_quantize_dequantize_pair(r);
+  register_compression_insert_suffix_quantize_dequantize_pair(r);
   register_merge_affine_dequantize_with_consecutive_ops(r);
   register_prelu_to_lrelu(r);
   register_select_optimization(r);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
@@ -357,13 +358,15 @@ std::string printable(const std::string& s) {
   return out;
 }
 
-std::shared_ptr<Program> read_mlpackage_impl(const std::string& path);
+std::shared_ptr<Program> read_mlpackage_impl(const std::string& path,
+                                             std::optional<Target> minimum_target);
 
 }  // namespace
 
-std::shared_ptr<Program> read_mlpackage(const std::string& path) {
+std::shared_ptr<Program> read_mlpackage(const std::string& path,
+                                        std::optional<Target> minimum_target) {
   try {
-    return read_mlpackage_impl(path);
+    return read_mlpackage_impl(path, minimum_target);
   } catch (const FormatError& e) {
     throw FormatError(printable(e.what()));
   } catch (const IOError& e) {
@@ -375,7 +378,8 @@ std::shared_ptr<Program> read_mlpackage(const std::string& path) {
 
 namespace {
 
-std::shared_ptr<Program> read_mlpackage_impl(const std::string& path) {
+std::shared_ptr<Program> read_mlpackage_impl(const std::string& path,
+                                             std::optional<Target> minimum_target) {
   Located loc = locate(path);
   std::string bytes = read_file(loc.model, size_t{1} << 31, "model");
   std::map<std::string, std::shared_ptr<BlobReader>> readers;
@@ -394,7 +398,7 @@ std::shared_ptr<Program> read_mlpackage_impl(const std::string& path) {
     readers[base] = r;
     return r;
   };
-  return read_model_proto(bytes, resolver, loc.model.string());
+  return read_model_proto(bytes, resolver, loc.model.string(), minimum_target);
 }
 
 }  // namespace

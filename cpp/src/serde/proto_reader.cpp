@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -693,7 +694,8 @@ class Reader {
 }  // namespace
 
 std::shared_ptr<Program> read_model_proto(const std::string& bytes, const BlobResolver& blobs,
-                                          const std::string& source) {
+                                          const std::string& source,
+                                          std::optional<Target> minimum_target) {
   spec::Model model;
   if (!model.ParseFromString(bytes)) throw FormatError(source + ": not a valid Core ML model protobuf");
   if (model.Type_case() != spec::Model::kMlProgram)
@@ -705,6 +707,7 @@ std::shared_ptr<Program> read_model_proto(const std::string& bytes, const BlobRe
   const auto& pp = model.mlprogram();
   if (pp.version() != 1) throw FormatError(source + ": invalid program version " + std::to_string(pp.version()));
   if (pp.functions().empty()) throw FormatError(source + ": program without functions");
+  if (minimum_target && *target < *minimum_target) target = minimum_target;
   Reader r(blobs, source, *target);
 
   auto prog = std::make_shared<Program>();

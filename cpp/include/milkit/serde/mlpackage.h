@@ -49,6 +49,8 @@ std::string random_uuid();
 /// paths that stay inside the package), then parses the model and rebuilds the program (see
 /// read_model_proto). Weight values borrow a memory mapping of weight.bin.
 /// Throws FormatError (malformed content) and IOError (missing / unreadable files).
-std::shared_ptr<Program> read_mlpackage(const std::string& path);
+/// `minimum_target` as in read_model_proto.
+std::shared_ptr<Program> read_mlpackage(const std::string& path,
+                                        std::optional<Target> minimum_target = std::nullopt);
 
 }  // namespace milkit

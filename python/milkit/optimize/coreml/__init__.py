@@ -14,6 +14,7 @@ from ._config import (
 from ._metadata import CoreMLOpMetaData, CoreMLWeightMetaData, get_weights_metadata
 from ._post_training_quantization import (
     decompress_weights,
+    linear_quantize_activations,
     linear_quantize_weights,
     palettize_weights,
     prune_weights,
@@ -31,6 +32,7 @@ __all__ = [
     "OptimizationConfig",
     "decompress_weights",
     "get_weights_metadata",
+    "linear_quantize_activations",
     "linear_quantize_weights",
     "palettize_weights",
     "prune_weights",

@@ -13,12 +13,14 @@ from ._config import OptimizationConfig
 
 __all__ = [
     "decompress_weights",
+    "linear_quantize_activations",
     "linear_quantize_weights",
     "palettize_weights",
     "prune_weights",
 ]
 
 _IOS16 = 7  # milkit.target.iOS16
+_IOS17 = 8  # milkit.target.iOS17
 
 
 class _LutFunctions:
@@ -68,8 +70,9 @@ def _check_config(config: Any, allowed: tuple, fn: str) -> None:
             raise ValueError("const ops cannot be set by the `set_op_type` function. Please use `set_global`")
 
 
-def _load(model: Any, what: str) -> tuple:
-    """(program, the MLModel or None, target)."""
+def _load(model: Any, what: str, minimum: int = _IOS16) -> tuple:
+    """(program, the MLModel or None, target); an MLModel's program is raised to the `minimum`
+    opset (coremltools' _apply_graph_pass spec_version), a Program is taken as it is."""
     from ... import _core
     from ...mlmodel import MLModel
 
@@ -79,10 +82,13 @@ def _load(model: Any, what: str) -> tuple:
         raise TypeError(f"{what} takes an MLModel (an mlprogram) or a milkit Program, got {type(model).__name__}")
     from ...io import load
 
-    prog = load(model.package_path)
+    if minimum > _IOS16:  # read at the raised target, each op at its version there, as coremltools
+        prog = _core.load_mlpackage(model.package_path, minimum)
+    else:
+        prog = load(model.package_path)
     if len(prog.functions) > 1:
         raise ValueError(f"{what} is not supported for a multifunction model.")
-    target = max(_IOS16, max(f.opset for f in prog.functions.values()))
+    target = max(minimum, max(f.opset for f in prog.functions.values()))
     for f in prog.functions.values():
         if f.opset < target:
             f.opset = target
@@ -153,10 +159,115 @@ def prune_weights(mlmodel: Any, config: OptimizationConfig, joint_compression: b
     return _run(mlmodel, "compression::prune_weights", config, joint_compression, "prune_weights")
 
 
-
-
 def decompress_weights(mlmodel: Any) -> Any:
     """Turns every compressed weight (``constexpr_*`` ops: quantized, palettized, sparse, chained)
     back into a plain const (coremltools' ``decompress_weights``); works on packages coremltools
     wrote as well."""
     return _run(mlmodel, "compression::decompress_weights", None, False, "decompress_weights")
+
+
+def _samples(fn: Any, sample_data: Any) -> list:
+    """coremltools' sample_data (a list of dicts input name -> array; the key None names the only
+    input of a single-input model) checked against the function's inputs and cast to their
+    dtypes. The caller's dicts are not changed."""
+    from ...runtime import coerce_inputs
+
+    if not isinstance(sample_data, (list, tuple)):
+        raise ValueError(f"sample_data must be a list of dicts (input name -> array), got {type(sample_data).__name__}")
+    if len(sample_data) == 0:
+        raise ValueError("sample_data is empty: calibration needs at least one sample")
+    names = list(fn.inputs)
+    out = []
+    for i, sample in enumerate(sample_data):
+        if not isinstance(sample, dict):
+            raise ValueError(f"sample_data[{i}] must be a dict (input name -> array), got {type(sample).__name__}")
+        sample = dict(sample)
+        if None in sample:
+            if len(sample) > 1 or len(names) > 1:
+                raise ValueError("When the model has multiple inputs, please provide the name for each data in "
+                                 "`sample_data`")
+            sample = {names[0]: sample[None]}
+        for name in names:
+            if name not in sample:
+                raise ValueError(f"sample_data[{i}] has no data for the model input {name!r} (the model's inputs "
+                                 f"are {names})")
+        for name in sample:
+            if name not in names:
+                raise ValueError(f"sample_data[{i}] names {name!r}, which is not an input of the model (the model's "
+                                 f"inputs are {names})")
+        out.append(coerce_inputs(fn, sample))
+    return out
+
+
+def _calibration_stats(model: Any, sample_data: Any,
+                       calibration_op_group_size: int = -1) -> Dict[str, Dict[str, float]]:
+    """The calibrated range of each activation as coremltools' stats dict ``{var name: {"rmin": ..,
+    "rmax": ..}}`` (see :func:`linear_quantize_activations`)."""
+    prog, _, _ = _load(model, "linear_quantize_activations", _IOS17)
+    return _stats_of(prog, sample_data, calibration_op_group_size)
+
+
+def _stats_of(prog: Any, sample_data: Any, group_size: Any) -> Dict[str, Dict[str, float]]:
+    from ... import _core
+
+    if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size == 0 or group_size < -1:
+        raise ValueError(f"calibration_op_group_size must be -1 or a positive int, got {group_size!r}")
+    if len(prog.functions) != 1:
+        raise ValueError("linear_quantize_activations is not supported for a multifunction model.")
+    fn = prog.functions[prog.default_function_name]
+    ranges = _core.calibrate_activations(fn, _samples(fn, sample_data), group_size)
+    return {name: {"rmin": lo, "rmax": hi} for name, (lo, hi) in ranges.items()}
+
+
+def _stats_json(stats: Dict[str, Dict[str, float]]) -> str:
+    import json
+    import math
+
+    def bound(v: float) -> Any:
+        v = float(v)
+        return v if math.isfinite(v) else ("nan" if math.isnan(v) else ("inf" if v > 0 else "-inf"))
+
+    return json.dumps({k: [bound(r["rmin"]), bound(r["rmax"])] for k, r in stats.items()}, sort_keys=True)
+
+
+def linear_quantize_activations(mlmodel: Any, config: OptimizationConfig, sample_data: Any,
+                                calibration_op_group_size: int = -1) -> Any:
+    """Quantizes activations to 8 bits (coremltools' ``linear_quantize_activations``): the model
+    runs every sample of `sample_data` with milkit's interpreter (any OS, no temporary package) to
+    calibrate the range of each activation, then ``quantize`` -> ``dequantize`` pairs with those
+    ranges go before the inputs of each conv, linear, avg_pool, max_pool and add (both inputs
+    non-const) and after each such op (or the activation that follows it), as configured by
+    `config` (an ``OptimizationConfig`` of ``OpLinearQuantizerConfig``: mode, int8 / uint8), and
+    redundant pairs are removed. The model is raised to iOS17 (where quantize / dequantize exist);
+    a Program older than that is left alone with a warning.
+
+    `sample_data` is a list of dicts input name -> array (the key ``None`` names the only input of
+    a single-input model). `calibration_op_group_size` (-1: all) bounds how many activations one
+    calibration run keeps, i.e. its memory; every group runs each sample.
+
+    Deliberate differences from coremltools: the range of an activation is the union over all
+    samples (coremltools' calibration keeps only the last sample's range); concat groups that share
+    a tensor are merged transitively (coremltools' greedy merge depends on set order); activations
+    that are model outputs are calibrated too, so an op reading one is quantized (coremltools
+    raises KeyError); an fp32 model gets fp32 scales after ops (coremltools raises).
+
+    Returns a new ``MLModel`` (or the Program, rewritten in place)."""
+    import warnings as _warnings
+
+    from ... import _core
+    from ._config import OpLinearQuantizerConfig
+
+    _check_config(config, (OpLinearQuantizerConfig,), "insert_prefix_quantize_dequantize_pair")
+    prog, mlmodel, target = _load(mlmodel, "linear_quantize_activations", _IOS17)
+    stats = _stats_of(prog, sample_data, calibration_op_group_size)
+    text, _ = config._to_json()
+    options = {"config": text, "activation_stats": _stats_json(stats)}
+    try:
+        for name in ("compression::insert_prefix_quantize_dequantize_pair",
+                     "compression::insert_suffix_quantize_dequantize_pair"):
+            _core.run_pass(prog, name, options)
+        _core.run_pass(prog, "common::dequantize_quantize_pair_elimination", {})
+    finally:
+        for message in _core.take_compression_warnings():
+            _warnings.warn(message, UserWarning, stacklevel=2)
+    return prog if mlmodel is None else _reconvert(prog, mlmodel, target)
