@@ -81,7 +81,8 @@ std::vector<float> block_magnitudes(const WeightView& w, int64_t block, int dim)
 
 // np.percentile(x, q) with the default linear method, in the dtype's arithmetic (q a Python
 // float: the interpolation weight is cast to the dtype).
-float percentile(std::vector<float> x, double q, DataType dt) {
+float percentile(const std::vector<float>& xs, double q, DataType dt) {
+  const std::vector<float>& x = xs;
   const int64_t n = static_cast<int64_t>(x.size());
   for (float v : x)
     if (std::isnan(v)) return NAN;
@@ -91,9 +92,34 @@ float percentile(std::vector<float> x, double q, DataType dt) {
   if (virt >= static_cast<double>(n - 1)) lo = n - 1;
   if (virt < 0) lo = 0;
   const int64_t hi = virt >= static_cast<double>(n - 1) ? n - 1 : (virt < 0 ? 0 : lo + 1);
-  std::nth_element(x.begin(), x.begin() + lo, x.end());
-  const float a = x[lo];
-  const float b = hi == lo ? a : *std::min_element(x.begin() + lo + 1, x.end());
+  float a, b;
+  if (dt == DataType::Float16 &&
+      std::all_of(x.begin(), x.end(), [](float v) { return !(v < 0); })) {
+    // magnitudes of fp16 values: their bit patterns sort like the values, so the two order
+    // statistics come from a count over the 31744 finite patterns (and inf) instead of a selection
+    std::vector<int64_t> hist(0x8000, 0);
+    uint16_t h[1024];
+    for (size_t i0 = 0; i0 < x.size(); i0 += 1024) {
+      const size_t m = std::min<size_t>(1024, x.size() - i0);
+      floats_to_halves(x.data() + i0, h, m);
+      for (size_t k = 0; k < m; ++k) ++hist[h[k] & 0x7FFF];
+    }
+    auto kth = [&](int64_t k) {
+      int64_t seen = 0;
+      for (uint32_t h = 0; h < 0x8000; ++h) {
+        seen += hist[h];
+        if (seen > k) return half_to_float(static_cast<uint16_t>(h));
+      }
+      return half_to_float(0x7C00);
+    };
+    a = kth(lo);
+    b = hi == lo ? a : kth(hi);
+  } else {
+    std::vector<float> y(xs);
+    std::nth_element(y.begin(), y.begin() + lo, y.end());
+    a = y[lo];
+    b = hi == lo ? a : *std::min_element(y.begin() + lo + 1, y.end());
+  }
   if (dt == DataType::Int32) {
     double d = static_cast<double>(b) - a;
     return static_cast<float>(gamma >= 0.5 ? b - d * (1 - gamma) : a + d * gamma);

@@ -71,6 +71,11 @@ OpSchema constexpr_schema(std::string name, Target since) {
 /// Number of non-zero elements of a known value.
 int64_t count_nonzero(const Value& v) {
   int64_t n = 0;
+  if (v.raw() && dtype_storage_bytes(v.dtype()) == 1) {  // bool, uint1 masks, 8-bit: the bytes
+    const uint8_t* p = v.raw();
+    for (int64_t i = 0; i < v.numel(); ++i) n += p[i] != 0;
+    return n;
+  }
   for (int64_t x : v.to_ints()) n += x != 0;
   return n;
 }

@@ -10,6 +10,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/exec/plan.h"
+#include "milkit/exec/threads.h"
 #include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
@@ -316,6 +317,21 @@ void replace_const(Operation* const_op, Var* v) {
   const_op->parent()->erase(const_op);
 }
 
+Value value_from_floats(DataType dt, std::vector<int64_t> shape, const float* data, size_t n) {
+  if (dt == DataType::Float16) {
+    std::vector<uint8_t> b(n * 2);
+    floats_to_halves(data, reinterpret_cast<uint16_t*>(b.data()), n);
+    return Value(dt, std::move(shape), Buffer::take(std::move(b)));
+  }
+  if (dt == DataType::Float32)
+    return Value(dt, std::move(shape), Buffer::copy(data, n * sizeof(float)));
+  return Value::from_doubles(dt, std::move(shape), std::vector<double>(data, data + n));
+}
+
+Value value_from_bytes(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+  return Value(dt, std::move(shape), Buffer::take(std::move(bytes)));
+}
+
 std::vector<float> floats(const Value& v) {
   std::vector<float> r(static_cast<size_t>(v.numel()));
   if (v.dtype() == DataType::Float16) {
@@ -415,6 +431,34 @@ LutFunctionHook& hook_slot() {
 void set_lut_function_hook(LutFunctionHook hook) { hook_slot() = std::move(hook); }
 
 const LutFunctionHook& lut_function_hook() { return hook_slot(); }
+
+bool for_each_const_parallel(
+    Program& p, const std::function<std::optional<Job>(Function&, Operation*)>& prepare) {
+  const size_t window = static_cast<size_t>(std::max(1, num_threads()));
+  bool changed = false;
+  std::vector<Job> jobs;
+  auto flush = [&] {
+    parallel_for(static_cast<int64_t>(jobs.size()), 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) jobs[static_cast<size_t>(i)].compute();
+    });
+    for (Job& j : jobs) {
+      for (const std::string& w : *j.warnings) warn(w);
+      changed = j.apply() || changed;
+    }
+    jobs.clear();
+  };
+  for (auto& [name, f] : p.functions()) {
+    std::vector<Operation*> consts;
+    collect(f->body(), consts);
+    for (Operation* op : consts) {
+      if (op->erased()) continue;
+      if (auto j = prepare(*f, op)) jobs.push_back(std::move(*j));
+      if (jobs.size() >= window) flush();
+    }
+    flush();
+  }
+  return changed;
+}
 
 void warn(const std::string& message) {
   std::lock_guard<std::mutex> g(warn_mutex);

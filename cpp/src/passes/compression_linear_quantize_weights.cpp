@@ -55,8 +55,7 @@ std::vector<int64_t> squeezed(const std::vector<int64_t>& s) {
 
 // The data dtype written: int4 / uint4 data is stored as 4-bit elements (one per byte in milkit's
 // unpacked layout) from iOS18, int8 / uint8 otherwise.
-Var* emit(Function& f, Operation* op, compress::Quantized& q, const OpConfig& cfg,
-          const Value& w) {
+Var* emit(Function& f, Operation* op, compress::Quantized& q, const OpConfig& cfg, const Value& w) {
   Builder b(f);
   b.set_insertion_point(op->parent(), op);
   b.set_location(op->location());
@@ -78,8 +77,9 @@ Var* emit(Function& f, Operation* op, compress::Quantized& q, const OpConfig& cf
         Builder::arg("axis", Value::scalar_int(DataType::Int32, axis))};
     return b.create("constexpr_affine_dequantize", args, name).at(0);
   }
-  std::vector<Arg> args = {Builder::arg("data", byte_value(cfg.dtype, w.shape(), std::move(q.data))),
-                           Builder::arg("scale", float_value(w.dtype(), q.param_shape, q.scale))};
+  std::vector<Arg> args = {
+      Builder::arg("data", byte_value(cfg.dtype, w.shape(), std::move(q.data))),
+      Builder::arg("scale", float_value(w.dtype(), q.param_shape, q.scale))};
   if (!q.zero_point.empty())
     args.push_back(Builder::arg("offset", int_value(cfg.dtype, q.param_shape, q.zero_point)));
   return b.create("constexpr_blockwise_shift_scale", args, name).at(0);

@@ -57,33 +57,42 @@ compress::PruneSpec spec_of(const OpConfig& cfg) {
   return s;
 }
 
-// The pruned values as a Value of the weight's dtype.
-Value values_of(const Value& w, const std::vector<float>& v, const std::vector<int64_t>& shape) {
-  return Value::from_doubles(w.dtype(), shape, std::vector<double>(v.begin(), v.end()));
+// The operands of constexpr_sparse_to_dense for pruned values: the non-zero values and the mask
+// (iOS18: uint1 of the weight's shape; before: the flags packed 8 per byte, little-endian).
+std::vector<Arg> sparse_args(const Value& w, const std::vector<float>& pruned, bool ios18) {
+  const size_t n = pruned.size();
+  size_t nnz = 0;
+  for (float v : pruned) nnz += v != 0.0f;
+  std::vector<float> nonzero;
+  nonzero.reserve(nnz);
+  std::vector<uint8_t> flags(ios18 ? n : (n + 7) / 8, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (pruned[i] == 0.0f) continue;
+    nonzero.push_back(pruned[i]);
+    if (ios18)
+      flags[i] = 1;
+    else
+      flags[i / 8] = static_cast<uint8_t>(flags[i / 8] | (1u << (i % 8)));
+  }
+  std::vector<Arg> args = {Builder::arg(
+      "nonzero_data",
+      compression::value_from_floats(w.dtype(), {static_cast<int64_t>(nnz)}, nonzero.data(), nnz))};
+  if (ios18) {
+    args.push_back(Builder::arg(
+        "mask", compression::value_from_bytes(DataType::UInt1, w.shape(), std::move(flags))));
+  } else {
+    const auto len = static_cast<int64_t>(flags.size());
+    args.push_back(Builder::arg(
+        "mask", compression::value_from_bytes(DataType::UInt8, {len}, std::move(flags))));
+    args.push_back(Builder::arg("shape", Value::int_list(w.shape(), DataType::UInt32)));
+  }
+  return args;
 }
 
-Var* emit(Function& f, Operation* op, const Value& w, const std::vector<float>& pruned) {
-  std::vector<float> nonzero;
-  std::vector<int64_t> flags(pruned.size());
-  for (size_t i = 0; i < pruned.size(); ++i) {
-    flags[i] = pruned[i] != 0.0f;
-    if (flags[i]) nonzero.push_back(pruned[i]);
-  }
+Var* emit(Function& f, Operation* op, std::vector<Arg>& args) {
   Builder b(f);
   b.set_insertion_point(op->parent(), op);
   b.set_location(op->location());
-  Value nz = values_of(w, nonzero, {static_cast<int64_t>(nonzero.size())});
-  std::vector<Arg> args = {Builder::arg("nonzero_data", nz)};
-  if (f.opset() < Target::iOS18) {
-    std::vector<int64_t> packed((flags.size() + 7) / 8, 0);
-    for (size_t i = 0; i < flags.size(); ++i)
-      if (flags[i]) packed[i / 8] |= int64_t{1} << (i % 8);
-    args.push_back(Builder::arg(
-        "mask", Value::from_ints(DataType::UInt8, {static_cast<int64_t>(packed.size())}, packed)));
-    args.push_back(Builder::arg("shape", Value::int_list(w.shape(), DataType::UInt32)));
-  } else {
-    args.push_back(Builder::arg("mask", Value::from_ints(DataType::UInt1, w.shape(), flags)));
-  }
   return b.create("constexpr_sparse_to_dense", args, op->name() + "_sparsified").at(0);
 }
 
@@ -123,38 +132,54 @@ Var* emit_joint(Function& f, Operation* op, const std::vector<int64_t>& shape,
   return b.create("constexpr_sparse_to_dense", dense, op->name() + "_sparsified").at(0);
 }
 
-bool transform(Function& f, Operation* op, const compression::Config& config,
-               const Value* joint_value) {
+// The job of a weight its config prunes (nullopt: left alone). `joint_value` is the dense value of
+// an already compressed weight (joint compression), else the const's own value is pruned.
+std::optional<compression::Job> prepare(Function& f, Operation* op,
+                                        const compression::Config& config,
+                                        std::shared_ptr<const Value> joint_value) {
   const OpConfig* cfg = config.for_const(op);
-  if (!cfg) return false;
+  if (!cfg) return std::nullopt;
   if (cfg->type != "OpThresholdPrunerConfig" && cfg->type != "OpMagnitudePrunerConfig")
-    return false;
-  if (!compression::needs_compression(op, *cfg, joint_value != nullptr)) return false;
-  const Value& w = joint_value ? *joint_value : *op->output(0)->value();
+    return std::nullopt;
+  if (!compression::needs_compression(op, *cfg, joint_value != nullptr)) return std::nullopt;
+  std::shared_ptr<const Value> w = joint_value ? joint_value : op->output(0)->value();
   const std::string skip =
       "op named " + op->name() + " not applicable for " + cfg->text + " configuration. Skipped.";
   const bool structural =
       cfg->type == "OpMagnitudePrunerConfig" && (cfg->n_m_ratio || cfg->prune_block_size);
   if (structural && !structural_target(op) && !config.op_name.count(op->name())) {
     compression::warn(skip);
-    return false;
+    return std::nullopt;
   }
-  std::vector<float> data = compression::floats(w);
-  std::string why;
-  auto pruned = compress::prune({data.data(), w.shape(), w.dtype()}, spec_of(*cfg), &why);
-  if (!pruned) {
-    if (!why.empty()) compression::warn(why);
-    compression::warn(skip);
-    return false;
-  }
-  if (!joint_value) {
-    compression::replace_const(op, emit(f, op, w, *pruned));
+  compression::Job job;
+  auto result = std::make_shared<std::optional<std::vector<float>>>();
+  auto warnings = job.warnings;
+  const compress::PruneSpec spec = spec_of(*cfg);
+  const bool joint = joint_value != nullptr, ios18 = f.opset() >= Target::iOS18;
+  auto args = std::make_shared<std::vector<Arg>>();
+  job.compute = [w, spec, result, warnings, skip, joint, ios18, args] {
+    std::vector<float> data = compression::floats(*w);
+    std::string why;
+    *result = compress::prune({data.data(), w->shape(), w->dtype()}, spec, &why);
+    if (!*result) {
+      if (!why.empty()) warnings->push_back(why);
+      warnings->push_back(skip);
+    } else if (!joint) {
+      *args = sparse_args(*w, **result, ios18);
+    }
+  };
+  job.apply = [&f, op, w, result, joint, args] {
+    if (!*result) return false;
+    if (!joint) {
+      compression::replace_const(op, emit(f, op, *args));
+      return true;
+    }
+    Var* nv = emit_joint(f, op, w->shape(), **result);
+    pass_util::replace_var(op->output(0), nv);
+    op->parent()->erase(op);
     return true;
-  }
-  Var* nv = emit_joint(f, op, w.shape(), *pruned);
-  pass_util::replace_var(op->output(0), nv);
-  op->parent()->erase(op);
-  return true;
+  };
+  return job;
 }
 
 // Joint compression: the quantized and palettized weights (nested blocks first), with their
@@ -170,9 +195,13 @@ bool joint_block(Function& f, Block& blk, const compression::Config& config) {
   if (ops.empty()) return changed;
   auto values = compression::materialize_all(f, ops);
   for (Operation* op : ops) {
-    const Value& v = *values.at(op->output(0));
-    if (!compression::uses_weight_file(v)) continue;
-    changed = transform(f, op, config, &v) || changed;
+    auto v = values.at(op->output(0));
+    if (!compression::uses_weight_file(*v)) continue;
+    auto job = prepare(f, op, config, v);
+    if (!job) continue;
+    job->compute();
+    for (const std::string& w : *job->warnings) compression::warn(w);
+    changed = job->apply() || changed;
   }
   return changed;
 }
@@ -190,15 +219,16 @@ class PruneWeights : public Pass {
       for (auto& [name, f] : p.functions()) changed = joint_block(*f, f->body(), config) || changed;
       return changed;
     }
-    compression::for_each_const(p, [&](Function& f, Operation* op) {
-      if (f.opset() < Target::iOS16) {
-        compression::warn(
-            "The program's opset is not compatible with iOS16. Skipped the compression of " +
-            op->name() + ".");
-        return;
-      }
-      changed = transform(f, op, config, nullptr) || changed;
-    });
+    changed = compression::for_each_const_parallel(
+        p, [&](Function& f, Operation* op) -> std::optional<compression::Job> {
+          if (f.opset() < Target::iOS16) {
+            compression::warn(
+                "The program's opset is not compatible with iOS16. Skipped the compression of " +
+                op->name() + ".");
+            return std::nullopt;
+          }
+          return prepare(f, op, config, nullptr);
+        });
     return changed;
   }
 };

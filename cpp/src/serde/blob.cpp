@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "full_fsync.h"
 #include "milkit/types/error.h"
@@ -232,6 +234,29 @@ struct Mapping {
 };
 }  // namespace
 
+namespace {
+// A blob's bytes in the mapping, borrowed by a value. When the last value over them goes (a weight
+// a pass replaced, a const removed), the whole pages inside the blob are given back to the system
+// (madvise DONTNEED): the mapping is private and read-only, so a later read just faults the same
+// bytes in again from the file, while a compressor walking a model weight by weight never holds
+// more than a few of its weights in memory at once.
+struct MappedRange {
+  std::shared_ptr<BlobReader> keep;
+  const uint8_t* p;
+  size_t n;
+  MappedRange(std::shared_ptr<BlobReader> k, const uint8_t* q, size_t len) : keep(std::move(k)), p(q), n(len) {}
+  MappedRange(const MappedRange&) = delete;
+  MappedRange& operator=(const MappedRange&) = delete;
+  ~MappedRange() {
+    static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p), e = a + n;
+    const uintptr_t first = (a + page - 1) / page * page, last = e / page * page;
+    if (page > 0 && last > first)
+      ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);  // a hint: errors are harmless
+  }
+};
+}  // namespace
+
 BlobReader::~BlobReader() = default;
 
 void BlobReader::fail(uint64_t offset, const std::string& what) const {
@@ -323,7 +348,8 @@ Value BlobReader::read(uint64_t offset, DataType dt, const std::vector<int64_t>&
   const uint8_t* p = data_ + data_off;
   auto self = self_.lock();
   if (!sub) {
-    auto buf = Buffer::borrow(p, static_cast<size_t>(nbytes), std::shared_ptr<const void>(self));
+    auto owner = std::make_shared<MappedRange>(self, p, static_cast<size_t>(nbytes));
+    auto buf = Buffer::borrow(p, static_cast<size_t>(nbytes), std::shared_ptr<const void>(owner));
     return Value(dt, shape, buf);
   }
   std::vector<uint8_t> out(static_cast<size_t>(numel));

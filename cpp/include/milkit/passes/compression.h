@@ -130,6 +130,12 @@ std::pair<std::optional<std::vector<int64_t>>, std::optional<int64_t>> block_siz
 /// Replaces every use of `const_op`'s output by `v` and erases the const.
 void replace_const(Operation* const_op, Var* v);
 
+/// A value of dtype `dt` (fp16 / fp32 written directly, others through doubles) from floats.
+Value value_from_floats(DataType dt, std::vector<int64_t> shape, const float* data, size_t n);
+
+/// A value over bytes already in milkit's unpacked layout of `dt` (no copy).
+Value value_from_bytes(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
+
 /// Every element of a numeric value as float (for fp16: the exact fp16 numbers).
 std::vector<float> floats(const Value& v);
 
@@ -165,6 +171,25 @@ void set_lut_function_hook(LutFunctionHook hook);
 
 /// The installed hook (empty when none: custom palettization is then a ValueError).
 const LutFunctionHook& lut_function_hook();
+
+/// One weight's compression, in three steps: chosen (serially, reading the IR), computed (on the
+/// thread pool, touching no IR), applied (serially, in program order).
+struct Job {
+  /// The numerical work; runs beside other jobs' (warnings go to `warnings`).
+  std::function<void()> compute;
+  /// Rewrites the IR with the result; false when the weight was left as it was.
+  std::function<bool()> apply;
+  /// Warnings the computation made, recorded when the job is applied.
+  std::shared_ptr<std::vector<std::string>> warnings = std::make_shared<std::vector<std::string>>();
+};
+
+/// for_each_const with the numerical work of up to num_threads() weights at once: `prepare`
+/// returns the job of a const (or nullopt to leave it), jobs are computed in parallel a window at
+/// a time and applied in program order, so the result and the warnings do not depend on the
+/// thread count, and no more than a window of weights is held decompressed. Returns whether any
+/// job was applied.
+bool for_each_const_parallel(
+    Program& p, const std::function<std::optional<Job>(Function&, Operation*)>& prepare);
 
 /// Records a warning where coremltools logs one and skips a weight (the message names the op).
 /// The Python API re-raises them as Python warnings after the pass.
