@@ -237,65 +237,23 @@ void emit_sparse(Function& f, Operation* op, Operation* child, const compress::P
   op->parent()->erase(op);
 }
 
-// The values to palettize and their arithmetic dtype: a pruned weight's dense values, int8 data
-// widened to int32 as coremltools does.
-std::pair<std::vector<float>, DataType> values_of(const Value& w, const Operation* child,
-                                                  std::vector<int64_t>* shape) {
-  *shape = w.shape();
-  std::vector<float> data;
-  if (child && child->op_type() == "constexpr_sparse_to_dense") {
-    const Value& mask = *child->input1("mask")->value();
-    data = compression::sparse_to_dense(w, mask);
-    *shape = mask.shape();
-  } else {
-    data = compression::floats(w);
-  }
-  const bool widen = child && is_int(w.dtype()) && dtype_bits(w.dtype()) <= 8;
+// The values to palettize and their arithmetic dtype: a pruned weight's dense values (over
+// `mask`), int8 data widened to int32 as coremltools does.
+std::pair<std::vector<float>, DataType> values_of(const Value& w, const Value* mask,
+                                                  bool joint_child) {
+  std::vector<float> data = mask ? compression::sparse_to_dense(w, *mask) : compression::floats(w);
+  const bool widen = joint_child && is_int(w.dtype()) && dtype_bits(w.dtype()) <= 8;
   return {std::move(data), widen ? DataType::Int32 : w.dtype()};
 }
 
-bool transform(Function& f, Operation* op, const compression::Config& config, bool joint) {
-  const OpConfig* cfg = config.for_const(op);
-  if (!cfg || cfg->type != "OpPalettizerConfig") return false;
-  Operation* child = joint_child(f, op, joint);
-  if (!compression::needs_compression(op, *cfg, joint, child != nullptr)) return false;
-  check_target(f, op, *cfg);
-  const Value& w = *op->output(0)->value();
-  std::vector<int64_t> shape;
-  auto [data, arith] = values_of(w, child, &shape);
-  auto [bs, axis] = compression::block_sizes(op, *cfg, shape);
-  if (!bs) {
-    compression::warn("Cannot perform palettization on " + op->name() +
-                      " as block_sizes is None. Skipped this op.");
-    return false;
-  }
-  if (cfg->cluster_dim > 1 && !cluster_dim_valid(op, cfg->cluster_dim, axis.value_or(0))) {
-    compression::warn("The `cluster_dim` is invalid for " + op->name() + ". Skipped this op.");
-    return false;
-  }
-  std::optional<Value> pcs;
-  if (cfg->enable_per_channel_scale)
-    pcs = per_channel_scale(data, shape, axis.value_or(0), w.dtype());
-  auto [channel_axis, group] = grouping(*bs, shape, axis, op);
-  std::string why;
-  std::optional<compress::Palette> pal;
-  if (cfg->mode == "CUSTOM") {
-    pal = custom(*cfg, data, shape, arith, channel_axis, group, op);
-  } else {
-    compress::PaletteSpec spec{mode_of(cfg->mode), cfg->nbits, static_cast<int>(channel_axis),
-                               group, static_cast<int>(cfg->cluster_dim)};
-    pal = compress::palettize({data.data(), shape, arith}, spec, &why);
-  }
-  if (!pal) {
-    if (!why.empty()) compression::warn(why);
-    compression::warn("Cannot perform palettization on " + op->name() + ". Skipped this op.");
-    return false;
-  }
+// Writes a palette (and the per-channel scale after it) in place of the const.
+bool apply(Function& f, Operation* op, Operation* child, const compress::Palette& pal,
+           const std::optional<Value>& pcs, DataType dt) {
   if (child && child->op_type() == "constexpr_sparse_to_dense") {
-    emit_sparse(f, op, child, *pal, w.dtype());
+    emit_sparse(f, op, child, pal, dt);
     return true;
   }
-  Var* nv = emit(f, op, *pal, w.dtype());
+  Var* nv = emit(f, op, pal, dt);
   if (pcs) {
     if (f.opset() < Target::iOS18)
       throw ValueError(
@@ -312,6 +270,60 @@ bool transform(Function& f, Operation* op, const compression::Config& config, bo
   return true;
 }
 
+// The job of a weight its config palettizes (nullopt: left alone).
+std::optional<compression::Job> prepare(Function& f, Operation* op,
+                                        const compression::Config& config, bool joint) {
+  const OpConfig* cfg = config.for_const(op);
+  if (!cfg || cfg->type != "OpPalettizerConfig") return std::nullopt;
+  Operation* child = joint_child(f, op, joint);
+  if (!compression::needs_compression(op, *cfg, joint, child != nullptr)) return std::nullopt;
+  check_target(f, op, *cfg);
+  std::shared_ptr<const Value> w = op->output(0)->value();
+  std::shared_ptr<const Value> mask;
+  if (child && child->op_type() == "constexpr_sparse_to_dense")
+    mask = child->input1("mask")->value();
+  const std::vector<int64_t> shape = mask ? mask->shape() : w->shape();
+  auto [bs, axis] = compression::block_sizes(op, *cfg, shape);
+  if (!bs) {
+    compression::warn("Cannot perform palettization on " + op->name() +
+                      " as block_sizes is None. Skipped this op.");
+    return std::nullopt;
+  }
+  if (cfg->cluster_dim > 1 && !cluster_dim_valid(op, cfg->cluster_dim, axis.value_or(0))) {
+    compression::warn("The `cluster_dim` is invalid for " + op->name() + ". Skipped this op.");
+    return std::nullopt;
+  }
+  const auto [channel_axis, group] = grouping(*bs, shape, axis, op);
+  const int64_t scale_axis = axis.value_or(0);
+  compression::Job job;
+  auto pal = std::make_shared<std::optional<compress::Palette>>();
+  auto pcs = std::make_shared<std::optional<Value>>();
+  auto warnings = job.warnings;
+  const OpConfig c = *cfg;
+  const bool in_chain = child != nullptr;
+  job.compute = [w, mask, shape, c, channel_axis = channel_axis, group = group, scale_axis, pal,
+                 pcs, warnings, in_chain, op] {
+    auto [data, arith] = values_of(*w, mask.get(), in_chain);
+    if (c.enable_per_channel_scale) *pcs = per_channel_scale(data, shape, scale_axis, w->dtype());
+    std::string why;
+    if (c.mode == "CUSTOM") {
+      *pal = custom(c, data, shape, arith, channel_axis, group, op);
+    } else {
+      compress::PaletteSpec spec{mode_of(c.mode), c.nbits, static_cast<int>(channel_axis), group,
+                                 static_cast<int>(c.cluster_dim)};
+      *pal = compress::palettize({data.data(), shape, arith}, spec, &why);
+    }
+    if (!*pal) {
+      if (!why.empty()) warnings->push_back(why);
+      warnings->push_back("Cannot perform palettization on " + op->name() + ". Skipped this op.");
+    }
+  };
+  job.apply = [&f, op, child, pal, pcs, dt = w->dtype()] {
+    return *pal && apply(f, op, child, **pal, *pcs, dt);
+  };
+  return job;
+}
+
 class PalettizeWeights : public Pass {
  public:
   bool run(Program& p, const PassOptions& opts) override {
@@ -322,15 +334,16 @@ class PalettizeWeights : public Pass {
     const compression::Config config = compression::Config::parse(it->second);
     const bool joint = compression::joint_option(p, opts);
     bool changed = false;
-    compression::for_each_const(p, [&](Function& f, Operation* op) {
-      if (f.opset() < Target::iOS16) {
-        compression::warn(
-            "The program's opset is not compatible with iOS16. Skipped the compression of " +
-            op->name() + ".");
-        return;
-      }
-      changed = transform(f, op, config, joint) || changed;
-    });
+    changed = compression::for_each_const_parallel(
+        p, [&](Function& f, Operation* op) -> std::optional<compression::Job> {
+          if (f.opset() < Target::iOS16) {
+            compression::warn(
+                "The program's opset is not compatible with iOS16. Skipped the compression of " +
+                op->name() + ".");
+            return std::nullopt;
+          }
+          return prepare(f, op, config, joint);
+        });
     return changed;
   }
 };
