@@ -53,8 +53,31 @@ std::optional<Blocks> blocks_of(const std::vector<int64_t>& shape, const std::ve
 
 /// Calls fn(first element, count, first cell, elements per cell along the last axis) for each run
 /// of the last axis (every row of the weight), rows split over the thread pool when `parallel`.
+/// The same blocks with the trailing axes that are not blocked (one block along each) merged into
+/// one axis: rows become as long as they can be, cells keep their indices.
+Blocks merged(const Blocks& b) {
+  size_t keep = b.shape.size();
+  while (keep > 0 && b.pshape[keep - 1] == 1) --keep;
+  if (keep + 1 >= b.shape.size()) return b;
+  Blocks m;
+  m.cells = b.cells;
+  m.shape.assign(b.shape.begin(), b.shape.begin() + static_cast<std::ptrdiff_t>(keep));
+  m.block.assign(b.block.begin(), b.block.begin() + static_cast<std::ptrdiff_t>(keep));
+  m.pshape.assign(b.pshape.begin(), b.pshape.begin() + static_cast<std::ptrdiff_t>(keep));
+  int64_t tail = 1;
+  for (size_t a = keep; a < b.shape.size(); ++a) tail *= b.shape[a];
+  m.shape.push_back(tail);
+  m.block.push_back(tail);
+  m.pshape.push_back(1);
+  return m;
+}
+
+/// Calls fn(first element, count, first cell, elements per cell along the run) for runs along
+/// the last axis, in order when serial. `parallel`: rows over the thread pool; `split`: long rows
+/// cut into pieces too (at block boundaries, or anywhere inside a single block), for callers whose
+/// pieces may write the same cell's outputs but not its reductions.
 template <class Fn>
-void for_each_row(const Blocks& b, bool parallel, Fn fn) {
+void for_each_row(const Blocks& b, bool parallel, bool split, Fn fn) {
   const size_t rank = b.shape.size();
   if (rank == 0) {
     fn(0, 1, 0, 1);
@@ -63,8 +86,13 @@ void for_each_row(const Blocks& b, bool parallel, Fn fn) {
   const int64_t last = b.shape.back(), lblock = b.block.back();
   int64_t rows = 1;
   for (size_t a = 0; a + 1 < rank; ++a) rows *= b.shape[a];
-  auto run = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
+  constexpr int64_t kPiece = 65536;
+  // piece length: any cut inside one block, else whole blocks
+  const int64_t piece = !split ? last : lblock >= last ? kPiece : lblock * std::max<int64_t>(1, kPiece / lblock);
+  const int64_t pieces = std::max<int64_t>(1, (last + piece - 1) / piece);
+  auto run = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t r = t / pieces, s = (t % pieces) * piece;
       int64_t rem = r, cell = 0;
       int64_t stride = b.pshape.back();
       for (size_t a = rank - 1; a-- > 0;) {
@@ -73,13 +101,14 @@ void for_each_row(const Blocks& b, bool parallel, Fn fn) {
         cell += (x / b.block[a]) * stride;
         stride *= b.pshape[a];
       }
-      fn(r * last, last, cell, lblock);
+      fn(r * last + s, std::min(piece, last - s), cell + (lblock >= last ? 0 : s / lblock), lblock);
     }
   };
-  if (parallel && rows > 1)
-    parallel_for(rows, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, last)), run);
+  const int64_t tasks = rows * pieces;
+  if (parallel && tasks > 1)
+    parallel_for(tasks, std::max<int64_t>(1, kPiece / std::max<int64_t>(1, std::min(piece, last))), run);
   else
-    run(0, rows);
+    run(0, tasks);
 }
 
 /// Rounds to the nearest integer, ties to even (np.round / rint in the default rounding mode).
@@ -124,10 +153,11 @@ std::optional<Quantized> quantize(const float* data, const std::vector<int64_t>&
   std::vector<float> mx(cells, -std::numeric_limits<float>::infinity());
   // rows share cells unless every leading axis has blocks of 1 (per channel, per block): only then
   // are rows reduced in parallel
+  const Blocks runs = merged(*blocks);
   bool rows_own_cells = true;
-  for (size_t a = 0; a + 1 < shape.size(); ++a) rows_own_cells = rows_own_cells && blocks->block[a] == 1;
+  for (size_t a = 0; a + 1 < runs.shape.size(); ++a) rows_own_cells = rows_own_cells && runs.block[a] == 1;
   std::vector<uint8_t> has_nan(cells, 0);
-  for_each_row(*blocks, rows_own_cells, [&](int64_t i0, int64_t n, int64_t c0, int64_t lb) {
+  for_each_row(runs, rows_own_cells, false, [&](int64_t i0, int64_t n, int64_t c0, int64_t lb) {
     for (int64_t j0 = 0, c = c0; j0 < n; j0 += lb, ++c) {
       float lo = mn[c], hi = mx[c];
       bool nan = false;
@@ -179,7 +209,7 @@ std::optional<Quantized> quantize(const float* data, const std::vector<int64_t>&
   // numpy's further fp16 roundings (of the rounded integer, and of it plus the zero point) only
   // change values beyond 2048 in magnitude, which the clip to the 8-bit range maps the same way
   const bool half = dtype == DataType::Float16;
-  for_each_row(*blocks, true, [&](int64_t i0, int64_t cnt, int64_t c0, int64_t lb) {
+  for_each_row(runs, true, true, [&](int64_t i0, int64_t cnt, int64_t c0, int64_t lb) {
     uint8_t* out = q.data.data() + i0;
     const float* p = data + i0;
     constexpr int64_t kChunk = 1024;

@@ -102,6 +102,7 @@ def test_from_dict_and_yaml(tmp_path):
     assert cfg.global_config == mto.coreml.OpThresholdPrunerConfig(threshold=0.01)
     assert cfg.op_type_configs["conv"].n_m_ratio == (3, 4) and cfg.op_type_configs["conv"].dim == 1
     assert cfg.op_name_configs == {"lin": None}
+    pytest.importorskip("yaml")
     y = tmp_path / "c.yaml"
     y.write_text("config_type: OpPalettizerConfig\nglobal_config:\n  mode: kmeans\n  nbits: 4\n"
                  "  granularity: per_grouped_channel\n  group_size: 16\nop_type_configs:\n  conv:\n"
@@ -110,6 +111,9 @@ def test_from_dict_and_yaml(tmp_path):
     assert cfg.global_config.group_size == 16 and cfg.op_type_configs["conv"].mode == "UNIFORM"
     with open(y) as f:
         assert mto.coreml.OptimizationConfig.from_yaml(f) == cfg
+
+
+def test_from_dict_refuses_bad_structures():
     for bad, match in [({"global_config": {}}, "config_type must be provided"),
                        ({"config_type": "OpPalettizerConfig", "extra": 1}, "Invalid key extra"),
                        ({"config_type": "OpPalettizerConfig", "global_config": {"nbits": 4, "typo": 1}}, "typo"),

@@ -60,6 +60,7 @@ def test_compress_from_flags(capsys, tmp_path, pkg, flags, op, bits):
 
 
 def test_compress_from_yaml(capsys, tmp_path, pkg):
+    pytest.importorskip("yaml")
     y = tmp_path / "c.yaml"
     y.write_text("config_type: OpPalettizerConfig\nglobal_config:\n  mode: uniform\n  nbits: 6\n")
     code, text, err = cli(capsys, "compress", pkg, "-o", tmp_path / "c.mlpackage", "--config", y)
@@ -77,6 +78,7 @@ def test_bad_input(capsys, tmp_path, pkg):
     assert code == 2
     code, _, err = cli(capsys, "compress", pkg, "-o", tmp_path / "o.mlpackage", "--n-m", "2-4")
     assert code == 1 and "--n-m: expected N:M" in err
+    pytest.importorskip("yaml")
     y = tmp_path / "mixed.yaml"
     y.write_text("config_type: OpPalettizerConfig\nglobal_config:\n  nbits: 4\nop_type_configs:\n  linear:\n"
                  "    config_type: OpLinearQuantizerConfig\n")

@@ -437,8 +437,10 @@ class OptimizationConfig:
     def from_yaml(cls, yml: Union[IO, str]) -> "OptimizationConfig":
         """Builds a config from a YAML file (a path or an open file) holding the same structure as
         :meth:`from_dict`."""
-        import yaml
-
+        try:
+            import yaml
+        except ImportError:
+            raise ImportError("OptimizationConfig.from_yaml needs PyYAML (pip install pyyaml)") from None
         if isinstance(yml, str):
             with open(yml) as f:
                 config_dict = yaml.safe_load(f)
