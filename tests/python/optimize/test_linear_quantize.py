@@ -135,3 +135,41 @@ def test_wrong_config_kind_is_refused():
     cfg = c.OptimizationConfig(global_config=c.OpPalettizerConfig(nbits=4))
     with pytest.raises(ValueError, match="only accept OpLinearQuantizerConfig"):
         c.linear_quantize_weights(milkit.Program(), cfg)
+
+
+def test_every_function_of_a_program_is_compressed():
+    W = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    B = milkit.Builder
+
+    def one(name):
+        @B.program(input_specs=[B.TensorSpec(shape=(1, 64))], opset_version=milkit.target.iOS18)
+        def prog(x):
+            return B.linear(x=x, weight=W, name=name)
+        return prog
+
+    prog = one("a")
+    prog.add_function("second", one("b").functions["main"])
+    c = mto.coreml
+    c.linear_quantize_weights(prog, c.OptimizationConfig(global_config=c.OpLinearQuantizerConfig()))
+    for f in prog.functions.values():
+        assert [op.op_type for op in f.operations if op.op_type.startswith("constexpr")] == \
+            ["constexpr_blockwise_shift_scale"]
+
+
+def test_multifunction_packages_are_refused_as_coremltools(tmp_path):
+    W = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    B = milkit.Builder
+
+    @B.program(input_specs=[B.TensorSpec(shape=(1, 64))], opset_version=milkit.target.iOS18)
+    def prog(x):
+        return B.linear(x=x, weight=W, name="a")
+
+    model = milkit.convert(prog, minimum_deployment_target=milkit.target.iOS18)
+    other = milkit.load(model.package_path)
+    other.add_function("second", other.functions["main"])
+    path = str(tmp_path / "multi.mlpackage")
+    milkit.save(other, path)
+    c = mto.coreml
+    with pytest.raises(ValueError, match="not supported for a multifunction model"):
+        c.linear_quantize_weights(milkit.models.MLModel(path), c.OptimizationConfig(
+            global_config=c.OpLinearQuantizerConfig()))
