@@ -51,24 +51,28 @@ std::optional<Blocks> blocks_of(const std::vector<int64_t>& shape, const std::ve
   return b;
 }
 
-/// Calls fn(first element, count, first cell, elements per cell along the last axis) for each run
-/// of the last axis (every row of the weight), rows split over the thread pool when `parallel`.
-/// The same blocks with the trailing axes that are not blocked (one block along each) merged into
-/// one axis: rows become as long as they can be, cells keep their indices.
+/// The same blocks with the trailing axes that are not blocked (one block along each) folded into
+/// the last blocked axis (its length and block size times theirs; one axis for a weight that is
+/// not blocked at all): rows become as long as they can be, cells keep their indices.
 Blocks merged(const Blocks& b) {
   size_t keep = b.shape.size();
   while (keep > 0 && b.pshape[keep - 1] == 1) --keep;
-  if (keep + 1 >= b.shape.size()) return b;
+  if (keep == b.shape.size()) return b;
+  int64_t tail = 1;
+  for (size_t a = keep; a < b.shape.size(); ++a) tail *= b.shape[a];
   Blocks m;
   m.cells = b.cells;
+  if (keep == 0) {
+    m.shape = {tail};
+    m.block = {tail};
+    m.pshape = {1};
+    return m;
+  }
   m.shape.assign(b.shape.begin(), b.shape.begin() + static_cast<std::ptrdiff_t>(keep));
   m.block.assign(b.block.begin(), b.block.begin() + static_cast<std::ptrdiff_t>(keep));
   m.pshape.assign(b.pshape.begin(), b.pshape.begin() + static_cast<std::ptrdiff_t>(keep));
-  int64_t tail = 1;
-  for (size_t a = keep; a < b.shape.size(); ++a) tail *= b.shape[a];
-  m.shape.push_back(tail);
-  m.block.push_back(tail);
-  m.pshape.push_back(1);
+  m.shape.back() *= tail;
+  m.block.back() *= tail;
   return m;
 }
 
