@@ -8,9 +8,9 @@
 #include <cmath>
 #include <limits>
 
-#include "numerics.h"
 #include "milkit/exec/threads.h"
 #include "milkit/types/error.h"
+#include "numerics.h"
 
 namespace milkit::compress {
 
@@ -92,7 +92,9 @@ void for_each_row(const Blocks& b, bool parallel, bool split, Fn fn) {
   for (size_t a = 0; a + 1 < rank; ++a) rows *= b.shape[a];
   constexpr int64_t kPiece = 65536;
   // piece length: any cut inside one block, else whole blocks
-  const int64_t piece = !split ? last : lblock >= last ? kPiece : lblock * std::max<int64_t>(1, kPiece / lblock);
+  const int64_t piece = !split           ? last
+                        : lblock >= last ? kPiece
+                                         : lblock * std::max<int64_t>(1, kPiece / lblock);
   const int64_t pieces = std::max<int64_t>(1, (last + piece - 1) / piece);
   auto run = [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
@@ -110,7 +112,8 @@ void for_each_row(const Blocks& b, bool parallel, bool split, Fn fn) {
   };
   const int64_t tasks = rows * pieces;
   if (parallel && tasks > 1)
-    parallel_for(tasks, std::max<int64_t>(1, kPiece / std::max<int64_t>(1, std::min(piece, last))), run);
+    parallel_for(tasks, std::max<int64_t>(1, kPiece / std::max<int64_t>(1, std::min(piece, last))),
+                 run);
   else
     run(0, tasks);
 }
@@ -159,7 +162,8 @@ std::optional<Quantized> quantize(const float* data, const std::vector<int64_t>&
   // are rows reduced in parallel
   const Blocks runs = merged(*blocks);
   bool rows_own_cells = true;
-  for (size_t a = 0; a + 1 < runs.shape.size(); ++a) rows_own_cells = rows_own_cells && runs.block[a] == 1;
+  for (size_t a = 0; a + 1 < runs.shape.size(); ++a)
+    rows_own_cells = rows_own_cells && runs.block[a] == 1;
   std::vector<uint8_t> has_nan(cells, 0);
   for_each_row(runs, rows_own_cells, false, [&](int64_t i0, int64_t n, int64_t c0, int64_t lb) {
     for (int64_t j0 = 0, c = c0; j0 < n; j0 += lb, ++c) {
@@ -199,9 +203,11 @@ std::optional<Quantized> quantize(const float* data, const std::vector<int64_t>&
     if (spec.symmetric && has_zp) {
       zp[c] = static_cast<float>(qmax / 2);
     } else if (!spec.symmetric) {
-      float z = r(r(r(static_cast<float>(qmin) * hi) - r(static_cast<float>(qmax) * lo)) / r(hi - lo));
+      float z =
+          r(r(r(static_cast<float>(qmin) * hi) - r(static_cast<float>(qmax) * lo)) / r(hi - lo));
       z = std::nearbyint(z);
-      if (!std::isnan(z)) z = std::min(std::max(z, static_cast<float>(qmin)), static_cast<float>(qmax));
+      if (!std::isnan(z))
+        z = std::min(std::max(z, static_cast<float>(qmin)), static_cast<float>(qmax));
       zp[c] = z;
     }
   }

@@ -49,8 +49,8 @@ std::string tuple_str(const std::vector<int64_t>& s) {
 }
 
 DTypeSet sub_byte_and_byte_and_float() {
-  return {DataType::Int4, DataType::UInt4, DataType::Int8, DataType::UInt8, DataType::Float16,
-          DataType::Float32};
+  return {DataType::Int4,  DataType::UInt4,   DataType::Int8,
+          DataType::UInt8, DataType::Float16, DataType::Float32};
 }
 
 DTypeSet lut_indices() {
@@ -58,7 +58,9 @@ DTypeSet lut_indices() {
           DataType::UInt4, DataType::UInt6, DataType::UInt8};
 }
 
-DTypeSet lut_values() { return {DataType::Int8, DataType::UInt8, DataType::Float16, DataType::Float32}; }
+DTypeSet lut_values() {
+  return {DataType::Int8, DataType::UInt8, DataType::Float16, DataType::Float32};
+}
 
 OpSchema constexpr_schema(std::string name, Target since) {
   OpSchema s;
@@ -92,28 +94,36 @@ void validate_sparse(InferCtx& ic, std::string_view nonzero, std::string_view ma
 }
 
 /// constexpr_blockwise_shift_scale._validate_shift_scale_inputs.
-void validate_shift_scale(InferCtx& ic, const std::vector<int64_t>& data_shape, DataType data_dtype) {
+void validate_shift_scale(InferCtx& ic, const std::vector<int64_t>& data_shape,
+                          DataType data_dtype) {
   const auto sc = shape_of(ic, "scale");
   const size_t rank = data_shape.size();
   if (rank != sc.size())
-    ic.fail("Parameter 'data' and 'scale' need to have the same rank, but got " + std::to_string(rank) +
-            " vs " + std::to_string(sc.size()) + ".");
+    ic.fail("Parameter 'data' and 'scale' need to have the same rank, but got " +
+            std::to_string(rank) + " vs " + std::to_string(sc.size()) + ".");
   if (rank < 1) ic.fail("Parameter 'data' needs to have at least rank 1, but got scalar.");
   for (size_t i = 0; i < rank; ++i) {
     if (sc[i] == 0 || data_shape[i] % sc[i] != 0)
-      ic.fail("Number of scales along each dimension should be a factor of corresponding dimension size of "
-              "'data'. However, at dim " + std::to_string(i) + ", the 'data' has " + std::to_string(data_shape[i]) +
-              " while 'scale' has " + std::to_string(sc[i]) + ".");
+      ic.fail(
+          "Number of scales along each dimension should be a factor of corresponding dimension "
+          "size of "
+          "'data'. However, at dim " +
+          std::to_string(i) + ", the 'data' has " + std::to_string(data_shape[i]) +
+          " while 'scale' has " + std::to_string(sc[i]) + ".");
   }
   if (ic.has("offset")) {
     const auto off = shape_of(ic, "offset");
     if (off != sc)
-      ic.fail("Invalid parameter 'offset'; the shape of 'offset' should match the shape of 'scale', but got (" +
-              tuple_str(off) + ") vs (" + tuple_str(sc) + ").");
+      ic.fail(
+          "Invalid parameter 'offset'; the shape of 'offset' should match the shape of 'scale', "
+          "but got (" +
+          tuple_str(off) + ") vs (" + tuple_str(sc) + ").");
     const DataType odt = ic.type("offset")->dtype();
     if (!is_float(odt) && odt != data_dtype)
-      ic.fail("Invalid parameter 'offset'; the dtype of 'offset' should match the dtype of 'data', but got (" +
-              std::string(dtype_name(odt)) + ") vs (" + std::string(dtype_name(data_dtype)) + ").");
+      ic.fail(
+          "Invalid parameter 'offset'; the dtype of 'offset' should match the dtype of 'data', but "
+          "got (" +
+          std::string(dtype_name(odt)) + ") vs (" + std::string(dtype_name(data_dtype)) + ").");
   }
 }
 
@@ -123,13 +133,17 @@ void validate_lut(InferCtx& ic, const std::vector<int64_t>& indices_shape, DataT
   const size_t irank = indices_shape.size();
   if (irank < 1) ic.fail("Parameter 'indices' needs to have at least rank 1, but got scalar.");
   if (lut.size() != irank + 2)
-    ic.fail("Parameter 'lut' need to have 2 more dim than 'indices', but got " + std::to_string(lut.size()) +
-            "-rank 'lut' and " + std::to_string(irank) + "-rank 'indices'.");
+    ic.fail("Parameter 'lut' need to have 2 more dim than 'indices', but got " +
+            std::to_string(lut.size()) + "-rank 'lut' and " + std::to_string(irank) +
+            "-rank 'indices'.");
   for (size_t i = 0; i < irank; ++i) {
     if (lut[i] == 0 || indices_shape[i] % lut[i] != 0)
-      ic.fail("Each dimension of 'indices' should be divisible by each corresponding dimension of the 'lut'. "
-              "However, at dim " + std::to_string(i) + ", the 'indices' has " + std::to_string(indices_shape[i]) +
-              " while 'lut' has " + std::to_string(lut[i]) + ".");
+      ic.fail(
+          "Each dimension of 'indices' should be divisible by each corresponding dimension of the "
+          "'lut'. "
+          "However, at dim " +
+          std::to_string(i) + ", the 'indices' has " + std::to_string(indices_shape[i]) +
+          " while 'lut' has " + std::to_string(lut[i]) + ".");
   }
   const int64_t palettes = lut[lut.size() - 2];
   const int nbits = palettes > 0 ? static_cast<int>(std::log2(static_cast<double>(palettes))) : 0;
@@ -147,10 +161,11 @@ void validate_lut(InferCtx& ic, const std::vector<int64_t>& indices_shape, DataT
     const int64_t ax = ic.int_("vector_axis");
     const auto r = static_cast<int64_t>(irank);
     if (ax < -r || ax >= r)
-      ic.fail("Invalid parameter 'vector_axis'; The valid range is between " + std::to_string(-r) + " and " +
-              std::to_string(r) + ", but got " + std::to_string(ax) + ".");
+      ic.fail("Invalid parameter 'vector_axis'; The valid range is between " + std::to_string(-r) +
+              " and " + std::to_string(r) + ", but got " + std::to_string(ax) + ".");
   } else if (lut.back() > 1) {
-    ic.fail("When lut's last dim (VECTOR_SIZE) > 1, the parameter 'vector_axis' need to be provided.");
+    ic.fail(
+        "When lut's last dim (VECTOR_SIZE) > 1, the parameter 'vector_axis' need to be provided.");
   }
 }
 
@@ -186,25 +201,30 @@ void register_constexpr_ops(OpRegistry& r) {
     // constexpr_affine_dequantize(quantized_data, zero_point, scale, axis) -> scale.dtype with
     // quantized_data's shape; scale / zero_point are scalars or vectors along `axis`.
     OpSchema s = constexpr_schema("constexpr_affine_dequantize", Target::iOS16);
-    s.inputs = {in_const("quantized_data", {DataType::UInt8, DataType::Int8}, "SrcT"),
-                in_const("zero_point", {DataType::UInt8, DataType::Int8, DataType::Float32}, "ZeroPointT"),
-                in_const("scale", dt::floats(), "DstT"), in_const("axis", dt::int32())};
+    s.inputs = {
+        in_const("quantized_data", {DataType::UInt8, DataType::Int8}, "SrcT"),
+        in_const("zero_point", {DataType::UInt8, DataType::Int8, DataType::Float32}, "ZeroPointT"),
+        in_const("scale", dt::floats(), "DstT"), in_const("axis", dt::int32())};
     s.infer = [](InferCtx& ic) -> Types {
       const auto data = shape_of(ic, "quantized_data");
       const auto rank = static_cast<int64_t>(data.size());
       const int64_t axis = ic.int_("axis");
       if (axis < -rank || axis >= rank)
-        ic.fail("Parameter axis needs to be in the range -quantized_data.rank <= axis < quantized_data.rank");
+        ic.fail(
+            "Parameter axis needs to be in the range -quantized_data.rank <= axis < "
+            "quantized_data.rank");
       for (const char* p : {"scale", "zero_point"}) {
         const int pr = ic.type(p)->rank();
-        if (pr != 0 && pr != 1) ic.fail(std::string("Parameter ") + p + " needs to be either a scalar or vector");
+        if (pr != 0 && pr != 1)
+          ic.fail(std::string("Parameter ") + p + " needs to be either a scalar or vector");
       }
       const int64_t axis_dim = data[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
       for (const char* p : {"scale", "zero_point"}) {
         const auto ps = shape_of(ic, p);
         if (ps.size() == 1 && ps[0] != axis_dim)
           ic.fail(std::string("Parameter ") + p +
-                  ", if vector, needs to have same size as the dimension size along the parameter quantized_data");
+                  ", if vector, needs to have same size as the dimension size along the parameter "
+                  "quantized_data");
       }
       return {ic.ctx.tensor(ic.type("scale")->dtype(), data)};
     };
@@ -228,7 +248,8 @@ void register_constexpr_ops(OpRegistry& r) {
       const auto shape = ic.ints("shape");
       const int64_t size = product(shape);
       if (idx[0] != static_cast<int64_t>(std::ceil(nbits * (static_cast<double>(size) / 8.0))))
-        ic.fail("Constraint violated, M = ceil(n_bits * product(shape) / 8) where M = indices.size");
+        ic.fail(
+            "Constraint violated, M = ceil(n_bits * product(shape) / 8) where M = indices.size");
       return {ic.ctx.tensor(ic.type("lut")->dtype(), shape)};
     };
     r.add(std::move(s));
@@ -247,7 +268,9 @@ void register_constexpr_ops(OpRegistry& r) {
       int64_t bits = 0;
       for (int64_t m : mask) bits += __builtin_popcountll(static_cast<uint64_t>(m) & 0xff);
       if (bits != nz[0])
-        ic.fail("Number of set bits in mask needs to be equal to number of elements in parameter nonzero_data");
+        ic.fail(
+            "Number of set bits in mask needs to be equal to number of elements in parameter "
+            "nonzero_data");
       const auto shape = ic.ints("shape");
       const int64_t size = product(shape);
       if (mask_shape[0] != static_cast<int64_t>(std::ceil(static_cast<double>(size) / 8.0)))
@@ -265,7 +288,8 @@ void register_constexpr_ops(OpRegistry& r) {
     // constexpr_blockwise_shift_scale(data, scale, offset?) -> scale.dtype with data's shape:
     // scale * (data - offset), scale / offset repeated in blocks along every dim.
     OpSchema s = constexpr_schema("constexpr_blockwise_shift_scale", Target::iOS18);
-    s.inputs = {in_const("data", sub_byte_and_byte_and_float(), "SrcT"), in_const("scale", dt::floats(), "DstT"),
+    s.inputs = {in_const("data", sub_byte_and_byte_and_float(), "SrcT"),
+                in_const("scale", dt::floats(), "DstT"),
                 in_opt_const("offset", sub_byte_and_byte_and_float(), nullptr, "OffsetT")};
     s.infer = [](InferCtx& ic) -> Types {
       const auto data = shape_of(ic, "data");
@@ -290,7 +314,8 @@ void register_constexpr_ops(OpRegistry& r) {
   {
     // constexpr_sparse_to_dense (iOS18): mask[uint1] has the output shape.
     OpSchema s = constexpr_schema("constexpr_sparse_to_dense", Target::iOS18);
-    s.inputs = {in_const("nonzero_data", sub_byte_and_byte_and_float(), "T"), in_const("mask", {DataType::UInt1})};
+    s.inputs = {in_const("nonzero_data", sub_byte_and_byte_and_float(), "T"),
+                in_const("mask", {DataType::UInt1})};
     s.infer = [](InferCtx& ic) -> Types {
       validate_sparse(ic, "nonzero_data", "mask");
       return {ic.ctx.tensor(ic.type("nonzero_data")->dtype(), shape_of(ic, "mask"))};
@@ -301,7 +326,8 @@ void register_constexpr_ops(OpRegistry& r) {
     // constexpr_lut_to_sparse(indices_mask, indices_nonzero_data, lut, vector_axis?) ->
     // (output_mask, output_nonzero_data): palettizes the non-zero data of a sparse tensor.
     OpSchema s = constexpr_schema("constexpr_lut_to_sparse", Target::iOS18);
-    s.inputs = {in_const("indices_mask", {DataType::UInt1}), in_const("indices_nonzero_data", lut_indices(), "IndicesT"),
+    s.inputs = {in_const("indices_mask", {DataType::UInt1}),
+                in_const("indices_nonzero_data", lut_indices(), "IndicesT"),
                 in_const("lut", lut_values(), "T"), in_opt_const("vector_axis", dt::int32())};
     s.num_outputs = 2;
     s.infer = [](InferCtx& ic) -> Types {
@@ -322,7 +348,8 @@ void register_constexpr_ops(OpRegistry& r) {
     // (data_mask, dequantized nonzero_data).
     OpSchema s = constexpr_schema("constexpr_sparse_blockwise_shift_scale", Target::iOS18);
     s.inputs = {in_const("data_mask", {DataType::UInt1}),
-                in_const("nonzero_data", sub_byte_and_byte_and_float(), "SrcT"), in_const("scale", dt::floats(), "DstT"),
+                in_const("nonzero_data", sub_byte_and_byte_and_float(), "SrcT"),
+                in_const("scale", dt::floats(), "DstT"),
                 in_opt_const("offset", sub_byte_and_byte_and_float(), nullptr, "OffsetT")};
     s.num_outputs = 2;
     s.infer = [](InferCtx& ic) -> Types {

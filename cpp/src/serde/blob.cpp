@@ -48,34 +48,52 @@ std::string errno_text() { return std::strerror(errno); }
 
 uint32_t blob_dtype_code(DataType t) {
   switch (t) {
-    case DataType::Float16: return 1;
-    case DataType::Float32: return 2;
-    case DataType::UInt8: return 3;
-    case DataType::Int8: return 4;
-    case DataType::BFloat16: return 5;
-    case DataType::Int16: return 6;
-    case DataType::UInt16: return 7;
-    case DataType::Int4: return 8;
-    case DataType::UInt1: return 9;
-    case DataType::UInt2: return 10;
-    case DataType::UInt4: return 11;
-    case DataType::UInt3: return 12;
-    case DataType::UInt6: return 13;
-    case DataType::Int32: return 14;
-    case DataType::UInt32: return 15;
-    case DataType::Float8E4M3FN: return 16;
-    case DataType::Float8E5M2: return 17;
-    default: return 0;
+    case DataType::Float16:
+      return 1;
+    case DataType::Float32:
+      return 2;
+    case DataType::UInt8:
+      return 3;
+    case DataType::Int8:
+      return 4;
+    case DataType::BFloat16:
+      return 5;
+    case DataType::Int16:
+      return 6;
+    case DataType::UInt16:
+      return 7;
+    case DataType::Int4:
+      return 8;
+    case DataType::UInt1:
+      return 9;
+    case DataType::UInt2:
+      return 10;
+    case DataType::UInt4:
+      return 11;
+    case DataType::UInt3:
+      return 12;
+    case DataType::UInt6:
+      return 13;
+    case DataType::Int32:
+      return 14;
+    case DataType::UInt32:
+      return 15;
+    case DataType::Float8E4M3FN:
+      return 16;
+    case DataType::Float8E5M2:
+      return 17;
+    default:
+      return 0;
   }
 }
 
 DataType dtype_from_blob_code(uint32_t code) {
-  static const DataType table[] = {
-      DataType::Unused, DataType::Float16, DataType::Float32, DataType::UInt8,
-      DataType::Int8,   DataType::BFloat16, DataType::Int16,  DataType::UInt16,
-      DataType::Int4,   DataType::UInt1,   DataType::UInt2,   DataType::UInt4,
-      DataType::UInt3,  DataType::UInt6,   DataType::Int32,   DataType::UInt32,
-      DataType::Float8E4M3FN, DataType::Float8E5M2};
+  static const DataType table[] = {DataType::Unused, DataType::Float16,      DataType::Float32,
+                                   DataType::UInt8,  DataType::Int8,         DataType::BFloat16,
+                                   DataType::Int16,  DataType::UInt16,       DataType::Int4,
+                                   DataType::UInt1,  DataType::UInt2,        DataType::UInt4,
+                                   DataType::UInt3,  DataType::UInt6,        DataType::Int32,
+                                   DataType::UInt32, DataType::Float8E4M3FN, DataType::Float8E5M2};
   return code < sizeof(table) / sizeof(table[0]) ? table[code] : DataType::Unused;
 }
 
@@ -244,7 +262,8 @@ struct MappedRange {
   std::shared_ptr<BlobReader> keep;
   const uint8_t* p;
   size_t n;
-  MappedRange(std::shared_ptr<BlobReader> k, const uint8_t* q, size_t len) : keep(std::move(k)), p(q), n(len) {}
+  MappedRange(std::shared_ptr<BlobReader> k, const uint8_t* q, size_t len)
+      : keep(std::move(k)), p(q), n(len) {}
   MappedRange(const MappedRange&) = delete;
   MappedRange& operator=(const MappedRange&) = delete;
   ~MappedRange() {
@@ -252,7 +271,8 @@ struct MappedRange {
     const uintptr_t a = reinterpret_cast<uintptr_t>(p), e = a + n;
     const uintptr_t first = (a + page - 1) / page * page, last = e / page * page;
     if (page > 0 && last > first)
-      ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);  // a hint: errors are harmless
+      ::madvise(reinterpret_cast<void*>(first), last - first,
+                MADV_DONTNEED);  // a hint: errors are harmless
   }
 };
 }  // namespace
@@ -297,7 +317,8 @@ std::shared_ptr<BlobReader> BlobReader::open(const std::string& path) {
   r->data_ = static_cast<const uint8_t*>(map->addr);
   r->size_ = map->len;
   r->self_ = r;
-  if (r->size_ < 64) r->fail(0, "file is " + std::to_string(r->size_) + " bytes, shorter than the 64-byte header");
+  if (r->size_ < 64)
+    r->fail(0, "file is " + std::to_string(r->size_) + " bytes, shorter than the 64-byte header");
   uint32_t version = get_u32(r->data_ + 4);
   if (version != kVersion)
     r->fail(4, "unsupported storage version " + std::to_string(version) + " (expected 2)");
@@ -308,20 +329,23 @@ std::shared_ptr<BlobReader> BlobReader::open(const std::string& path) {
 Value BlobReader::read(uint64_t offset, DataType dt, const std::vector<int64_t>& shape) const {
   if (offset < 64 || offset % kAlign != 0)
     fail(offset, "not a metadata record offset (must be a multiple of 64 after the header)");
-  if (offset > size_ || size_ - offset < 64) fail(offset, "metadata record past the end of the file (size " + std::to_string(size_) + ")");
+  if (offset > size_ || size_ - offset < 64)
+    fail(offset, "metadata record past the end of the file (size " + std::to_string(size_) + ")");
   const uint8_t* rec = data_ + offset;
   uint32_t sentinel = get_u32(rec);
   if (sentinel != kSentinel) fail(offset, "bad metadata sentinel (no blob record here)");
   uint32_t code = get_u32(rec + 4);
   DataType stored = dtype_from_blob_code(code);
-  if (stored == DataType::Unused) fail(offset + 4, "unknown blob dtype code " + std::to_string(code));
+  if (stored == DataType::Unused)
+    fail(offset + 4, "unknown blob dtype code " + std::to_string(code));
   if (stored != dt)
-    fail(offset + 4, "blob dtype " + std::string(dtype_name(stored)) + " does not match the declared " +
-                         std::string(dtype_name(dt)));
+    fail(offset + 4, "blob dtype " + std::string(dtype_name(stored)) +
+                         " does not match the declared " + std::string(dtype_name(dt)));
   uint64_t nbytes = get_u64(rec + 8);
   uint64_t data_off = get_u64(rec + 16);
   uint64_t padding = get_u64(rec + 24);
-  if (data_off < offset + 64) fail(offset + 16, "data offset " + std::to_string(data_off) + " overlaps its metadata record");
+  if (data_off < offset + 64)
+    fail(offset + 16, "data offset " + std::to_string(data_off) + " overlaps its metadata record");
   if (data_off > size_ || nbytes > size_ - data_off)
     fail(offset + 8, "data [" + std::to_string(data_off) + ", +" + std::to_string(nbytes) +
                          ") past the end of the file (size " + std::to_string(size_) + ")");
@@ -336,7 +360,8 @@ Value BlobReader::read(uint64_t offset, DataType dt, const std::vector<int64_t>&
   if (padding >= 8) fail(offset + 24, "padding " + std::to_string(padding) + " bits (must be < 8)");
   if (!sub && padding != 0) fail(offset + 24, "padding bits set for a byte-sized dtype");
   if (sub && (bits == 1 || bits == 2 || bits == 4) && padding % bits != 0)
-    fail(offset + 24, "padding " + std::to_string(padding) + " bits is not a multiple of the element width " + std::to_string(bits));
+    fail(offset + 24, "padding " + std::to_string(padding) +
+                          " bits is not a multiple of the element width " + std::to_string(bits));
   // element count check (overflow-safe: numel <= bytes in the file)
   const uint64_t have_bits = nbytes * 8 - padding;  // nbytes <= size_, no overflow
   if (nbytes == 0 && padding != 0) fail(offset + 24, "padding on an empty blob");

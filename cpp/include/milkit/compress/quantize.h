@@ -1,4 +1,5 @@
-// milkit/compress/quantize.h - linear (affine) quantization of a weight, as coremltools computes it.
+// milkit/compress/quantize.h - linear (affine) quantization of a weight, as coremltools computes
+// it.
 #pragma once
 
 #include <cstdint>
