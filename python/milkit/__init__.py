@@ -99,3 +99,12 @@ __all__ = [
     "to_text",
     "types",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # ``milkit.optimize`` (coremltools' ``ct.optimize``) is imported on first use
+    if name == "optimize":
+        import importlib
+
+        return importlib.import_module(".optimize", __name__)
+    raise AttributeError(f"module 'milkit' has no attribute {name!r}")

@@ -122,3 +122,11 @@ def test_from_dict_refuses_bad_structures():
                         "does not support lut_function")]:
         with pytest.raises(ValueError, match=match):
             mto.coreml.OptimizationConfig.from_dict(bad)
+
+
+def test_reachable_as_milkit_optimize():
+    import milkit
+
+    assert milkit.optimize.coreml.OpPalettizerConfig is mto.coreml.OpPalettizerConfig
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        milkit.nonexistent  # noqa: B018
