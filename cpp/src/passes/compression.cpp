@@ -188,6 +188,19 @@ bool needs_compression(const Operation* op, const OpConfig& cfg, bool joint,
   return compress_size(op, joint) > *cfg.weight_threshold;
 }
 
+Config config_option(const PassOptions& opts, const std::string& pass) {
+  auto it = opts.find("config");
+  if (it == opts.end()) throw ValueError(pass + ": the \"config\" option is required");
+  return Config::parse(it->second);
+}
+
+bool before_ios16(const Function& f, const Operation* op) {
+  if (f.opset() >= Target::iOS16) return false;
+  warn("The program's opset is not compatible with iOS16. Skipped the compression of " +
+       op->name() + ".");
+  return true;
+}
+
 bool joint_option(const Program& p, const PassOptions& opts) {
   auto it = opts.find("joint_compression");
   if (it == opts.end() || it->second == "0" || it->second == "false" || it->second == "False")

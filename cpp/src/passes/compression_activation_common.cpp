@@ -83,6 +83,13 @@ void replace_in_block(Block& b, Operation* from, Var* old_var, Var* new_var, boo
 
 }  // namespace
 
+ActivationStats activation_stats_option(const PassOptions& opts, const std::string& pass) {
+  auto s = opts.find("activation_stats");
+  if (s == opts.end())
+    throw ValueError("'activation_stats' is required for calibration in activation quantization.");
+  return parse_activation_stats(s->second, pass);
+}
+
 ActivationStats parse_activation_stats(const std::string& text, const std::string& pass) {
   json j;
   try {

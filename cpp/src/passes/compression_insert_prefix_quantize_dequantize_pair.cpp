@@ -123,15 +123,8 @@ class InsertPrefixPair : public Pass {
  public:
   bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, kName, {"config", "activation_stats"});
-    auto c = opts.find("config");
-    if (c == opts.end())
-      throw ValueError(std::string(kName) + ": the \"config\" option is required");
-    auto s = opts.find("activation_stats");
-    if (s == opts.end())
-      throw ValueError(
-          "'activation_stats' is required for calibration in activation quantization.");
-    const compression::Config config = compression::Config::parse(c->second);
-    const ActivationStats stats = compression::parse_activation_stats(s->second, kName);
+    const compression::Config config = compression::config_option(opts, kName);
+    const ActivationStats stats = compression::activation_stats_option(opts, kName);
     Prefix prefix{config, stats};
     bool changed = false;
     for (auto& [name, f] : p.functions()) {

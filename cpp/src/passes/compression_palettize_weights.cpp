@@ -328,23 +328,13 @@ class PalettizeWeights : public Pass {
  public:
   bool run(Program& p, const PassOptions& opts) override {
     pass_util::check_options(opts, kName, {"config", "joint_compression"});
-    auto it = opts.find("config");
-    if (it == opts.end())
-      throw ValueError(std::string(kName) + ": the \"config\" option is required");
-    const compression::Config config = compression::Config::parse(it->second);
+    const compression::Config config = compression::config_option(opts, kName);
     const bool joint = compression::joint_option(p, opts);
-    bool changed = false;
-    changed = compression::for_each_const_parallel(
+    return compression::for_each_const_parallel(
         p, [&](Function& f, Operation* op) -> std::optional<compression::Job> {
-          if (f.opset() < Target::iOS16) {
-            compression::warn(
-                "The program's opset is not compatible with iOS16. Skipped the compression of " +
-                op->name() + ".");
-            return std::nullopt;
-          }
+          if (compression::before_ios16(f, op)) return std::nullopt;
           return prepare(f, op, config, joint);
         });
-    return changed;
   }
 };
 

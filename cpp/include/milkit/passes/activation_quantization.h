@@ -12,6 +12,7 @@
 
 #include "milkit/builder/builder.h"
 #include "milkit/ir/ir.h"
+#include "milkit/passes/pass.h"
 #include "milkit/types/datatype.h"
 
 namespace milkit::compression {
@@ -23,6 +24,10 @@ using ActivationStats = std::unordered_map<std::string, std::pair<double, double
 /// coremltools' {var name: {"rmin": .., "rmax": ..}}); a bound may be the string "inf", "-inf"
 /// or "nan". Throws ValueError naming `pass` on malformed input.
 ActivationStats parse_activation_stats(const std::string& json, const std::string& pass);
+
+/// The "activation_stats" option of an activation pass, parsed (coremltools' error when it is
+/// missing).
+ActivationStats activation_stats_option(const PassOptions& opts, const std::string& pass);
 
 /// The scale and zero point of a quantize / dequantize pair.
 struct ActivationQParams {

@@ -97,6 +97,13 @@ bool uses_weight_file(const Value& v);
 bool needs_compression(const Operation* op, const OpConfig& cfg, bool joint = false,
                        bool constexpr_child_ok = false);
 
+/// The pass's "config" option parsed (ValueError naming the pass when it is missing).
+Config config_option(const PassOptions& opts, const std::string& pass);
+
+/// Whether a weight pass leaves `op` alone because its function is older than iOS16 (coremltools'
+/// minimum for weight compression): then it records a warning naming the op.
+bool before_ios16(const Function& f, const Operation* op);
+
 /// The "joint_compression" option ("0" / "1", default "0"); ValueError when it is set and a
 /// function is older than iOS18 (coremltools' message).
 bool joint_option(const Program& p, const PassOptions& opts);
