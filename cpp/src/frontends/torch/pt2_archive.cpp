@@ -73,8 +73,13 @@ long ZCALLBACK mem_seek(voidpf, voidpf stream, ZPOS64_T offset, int origin) {
     default:
       return -1;
   }
-  if (base > s->file->size || offset > s->file->size - base) return -1;
-  s->pos = base + offset;
+  // minizip seeks back with a negative offset from the current position (after reading a
+  // central record's extra field): the offset is two's complement
+  auto delta = static_cast<int64_t>(offset);
+  if (base > s->file->size) return -1;
+  if (delta < 0 ? uint64_t(-(delta + 1)) + 1 > base : uint64_t(delta) > s->file->size - base)
+    return -1;
+  s->pos = base + static_cast<uint64_t>(delta);
   return 0;
 }
 int ZCALLBACK mem_close(voidpf, voidpf stream) {
@@ -206,10 +211,14 @@ std::string clean_utf8(const std::string& s) {
 
 struct Entry {
   std::string name;
-  unz64_file_pos pos;
+  uint64_t local = 0;  // offset of the local header
   uint64_t csize = 0, usize = 0;
-  unsigned long method = 0, flag = 0;
+  unsigned long method = 0, flag = 0, crc = 0;
 };
+
+uint16_t le16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+uint32_t le32(const uint8_t* p) { return le16(p) | (static_cast<uint32_t>(le16(p + 2)) << 16); }
+uint64_t le64(const uint8_t* p) { return le32(p) | (static_cast<uint64_t>(le32(p + 4)) << 32); }
 
 // Bytes of one entry: in the mapping (stored) or owned (inflated).
 struct Bytes {
@@ -247,6 +256,9 @@ class Reader {
   void map_file();
   void open_zip();
   void list_entries();
+  void central_sizes(Entry& e, uint64_t record, const uint8_t* extra, size_t extra_len) const;
+  uint64_t data_offset(const Entry& e) const;
+  Bytes inflate_entry(const Entry& e, const std::string& what) const;
   const Entry* find(const std::string& rel) const;
   const Bytes& bytes(const Entry& e);
   std::string text(const Entry& e) {
@@ -344,6 +356,7 @@ void Reader::list_entries() {
     fail("the zip's central directory claims " + std::to_string(gi.number_entry) +
          " entries, more than the file can hold");
   std::vector<char> name(65536 + 1);
+  std::vector<uint8_t> extra(65536);
   int err = unzGoToFirstFile(zip_);
   for (uint64_t i = 0;; ++i) {
     if (err == UNZ_END_OF_LIST_OF_FILE) break;
@@ -351,16 +364,18 @@ void Reader::list_entries() {
       fail("the zip's central directory is damaged (at entry " + std::to_string(i) +
            (entries_.empty() ? std::string() : ", after '" + entries_.back().name + "'") + ")");
     unz_file_info64 fi;
-    if (unzGetCurrentFileInfo64(zip_, &fi, name.data(), name.size() - 1, nullptr, 0, nullptr, 0) !=
-        UNZ_OK)
+    if (unzGetCurrentFileInfo64(zip_, &fi, name.data(), name.size() - 1, extra.data(), extra.size(),
+                                nullptr, 0) != UNZ_OK)
       fail("the zip's central directory is damaged (at entry " + std::to_string(i) + ")");
     Entry e;
     e.name.assign(name.data(), std::min<size_t>(fi.size_filename, name.size() - 1));
-    e.csize = fi.compressed_size;
-    e.usize = fi.uncompressed_size;
     e.method = fi.compression_method;
     e.flag = fi.flag;
-    if (unzGetFilePos64(zip_, &e.pos) != UNZ_OK) fail("cannot locate entry '" + e.name + "'");
+    e.crc = fi.crc;
+    unz64_file_pos pos;
+    if (unzGetFilePos64(zip_, &pos) != UNZ_OK) fail("cannot locate entry '" + e.name + "'");
+    central_sizes(e, pos.pos_in_zip_directory, extra.data(),
+                  std::min<size_t>(fi.size_file_extra, extra.size()));
     if (!by_name_.emplace(e.name, entries_.size()).second)
       fail("entry '" + e.name + "' appears twice in the zip");
     entries_.push_back(std::move(e));
@@ -375,6 +390,108 @@ void Reader::list_entries() {
   root_ = first.substr(0, slash + 1);
 }
 
+// The sizes and local header offset of an entry, from its central directory record at `record`
+// and that record's extra field. minizip 1.1 compares the 32-bit fields with a 64-bit -1, so on
+// LP64 systems it never applies the zip64 extra field: in an archive past 4 GiB (torch writes
+// zip64 offsets for every entry after its first big tensor) it would read at the wrong place.
+// The fields are read here as APPNOTE 4.5.3 gives them: the zip64 extra field (id 1) holds, in
+// this order, each of the uncompressed size, compressed size and local header offset whose
+// 32-bit field is 0xFFFFFFFF.
+void Reader::central_sizes(Entry& e, uint64_t record, const uint8_t* extra,
+                           size_t extra_len) const {
+  if (record > mem_.size || mem_.size - record < 46 || le32(mem_.data + record) != 0x02014b50)
+    fail("the central directory record of entry '" + e.name + "' is damaged");
+  const uint8_t* r = mem_.data + record;
+  e.csize = le32(r + 20);
+  e.usize = le32(r + 24);
+  e.local = le32(r + 42);
+  constexpr uint32_t kFull = 0xFFFFFFFFu;
+  bool need_u = e.usize == kFull, need_c = e.csize == kFull, need_o = e.local == kFull;
+  for (size_t p = 0; p + 4 <= extra_len && (need_u || need_c || need_o);) {
+    uint16_t id = le16(extra + p), len = le16(extra + p + 2);
+    if (len > extra_len - p - 4)
+      fail("entry '" + e.name + "': its central extra field runs past its end");
+    if (id == 1) {
+      const uint8_t* f = extra + p + 4;
+      size_t need = 8 * (size_t(need_u) + size_t(need_c) + size_t(need_o));
+      if (len < need)
+        fail("entry '" + e.name + "': its zip64 extra field holds " + std::to_string(len) +
+             " bytes, its record needs " + std::to_string(need));
+      if (need_u) e.usize = le64(f), f += 8;
+      if (need_c) e.csize = le64(f), f += 8;
+      if (need_o) e.local = le64(f);
+      need_u = need_c = need_o = false;
+    }
+    p += 4 + size_t(len);
+  }
+  // a 0xFFFFFFFF field without a zip64 extra field is taken as its value, as zip readers do
+}
+
+// Where an entry's data starts: after its local header, whose name and extra field lengths are
+// its own (the sizes there may be zero, with a data descriptor after the data, as torch writes).
+uint64_t Reader::data_offset(const Entry& e) const {
+  const std::string what = "entry '" + e.name + "'";
+  if (e.local > mem_.size || mem_.size - e.local < 30 || le32(mem_.data + e.local) != 0x04034b50)
+    fail(what + ": its local header (at offset " + std::to_string(e.local) +
+         ") is missing or damaged");
+  const uint8_t* h = mem_.data + e.local;
+  if (le16(h + 8) != e.method)
+    fail(what + ": its local header names compression method " + std::to_string(le16(h + 8)) +
+         ", the central directory " + std::to_string(e.method));
+  uint64_t pos = e.local + 30 + le16(h + 26) + le16(h + 28);
+  if (pos > mem_.size || e.csize > mem_.size - pos)
+    fail(what + " (" + std::to_string(e.csize) + " bytes at offset " + std::to_string(pos) +
+         ") runs past the end of the file (" + std::to_string(mem_.size) + " bytes): truncated?");
+  return pos;
+}
+
+// A deflated entry, inflated with zlib straight from the mapping into a buffer that grows as the
+// output comes (a declared size is not trusted for an allocation), its CRC checked.
+Bytes Reader::inflate_entry(const Entry& e, const std::string& what) const {
+  uint64_t pos = data_offset(e);
+  z_stream z{};
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) fail(what + ": cannot start inflating");
+  auto out = std::make_shared<std::vector<uint8_t>>();
+  constexpr size_t kChunk = size_t(1) << 20;
+  const uint8_t* in = mem_.data + pos;
+  uint64_t left = e.csize;
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    if (z.avail_in == 0 && left) {
+      auto n = static_cast<uInt>(std::min<uint64_t>(left, kChunk));
+      z.next_in = const_cast<Bytef*>(in);
+      z.avail_in = n;
+      in += n;
+      left -= n;
+    }
+    size_t have = out->size();
+    out->resize(have + kChunk);
+    z.next_out = out->data() + have;
+    z.avail_out = static_cast<uInt>(kChunk);
+    rc = inflate(&z, Z_NO_FLUSH);
+    out->resize(have + kChunk - z.avail_out);
+    if (rc == Z_BUF_ERROR && (z.avail_in || left)) rc = Z_OK;  // no progress this round only
+    if (out->size() > e.usize) break;                          // more than declared: damaged
+  }
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END)
+    fail(what + ": its compressed data is damaged or cut short (zlib: " +
+         (z.msg ? std::string(z.msg) : std::to_string(rc)) + ")");
+  if (out->size() != e.usize)
+    fail(what + " inflates to " + std::to_string(out->size()) + " bytes, the zip says " +
+         std::to_string(e.usize));
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (size_t off = 0; off < out->size(); off += kChunk)
+    crc = crc32(crc, out->data() + off, static_cast<uInt>(std::min(kChunk, out->size() - off)));
+  if (crc != e.crc) fail(what + ": CRC mismatch (damaged data)");
+  out->shrink_to_fit();
+  Bytes b;
+  b.data = out->data();
+  b.size = out->size();
+  b.owner = out;
+  return b;
+}
+
 const Entry* Reader::find(const std::string& rel) const {
   auto it = by_name_.find(root_ + rel);
   return it == by_name_.end() ? nullptr : &entries_[it->second];
@@ -385,45 +502,16 @@ const Bytes& Reader::bytes(const Entry& e) {
   if (hit != cache_.end()) return hit->second;
   const std::string what = "entry '" + e.name + "'";
   if (e.flag & 1) fail(what + " is encrypted");
-  if (unzGoToFilePos64(zip_, &e.pos) != UNZ_OK) fail("cannot locate " + what);
   Bytes b;
   if (e.method == 0) {
     if (e.csize != e.usize)
       fail(what + " is stored uncompressed with two sizes (" + std::to_string(e.csize) + " and " +
            std::to_string(e.usize) + " bytes)");
-    if (unzOpenCurrentFile(zip_) != UNZ_OK) fail(what + ": its local header is missing or damaged");
-    uint64_t pos = unzGetCurrentFileZStreamPos64(zip_);
-    unzCloseCurrentFile(zip_);
-    if (pos > mem_.size || e.usize > mem_.size - pos)
-      fail(what + " (" + std::to_string(e.usize) + " bytes at offset " + std::to_string(pos) +
-           ") runs past the end of the file (" + std::to_string(mem_.size) + " bytes): truncated?");
-    b.data = mem_.data + pos;
+    b.data = mem_.data + data_offset(e);
     b.size = static_cast<size_t>(e.usize);
     b.owner = map_;
   } else if (e.method == Z_DEFLATED) {
-    if (unzOpenCurrentFile(zip_) != UNZ_OK) fail(what + ": its local header is missing or damaged");
-    // read in chunks: a declared size is not trusted for an allocation
-    auto out = std::make_shared<std::vector<uint8_t>>();
-    constexpr size_t kChunk = size_t(1) << 20;
-    int n = 0;
-    for (;;) {
-      size_t have = out->size();
-      out->resize(have + kChunk);
-      n = unzReadCurrentFile(zip_, out->data() + have, static_cast<unsigned>(kChunk));
-      out->resize(have + (n > 0 ? static_cast<size_t>(n) : 0));
-      if (n <= 0) break;
-    }
-    int close = unzCloseCurrentFile(zip_);
-    if (n < 0)
-      fail(what + ": its compressed data is damaged (minizip error " + std::to_string(n) + ")");
-    if (out->size() != e.usize)
-      fail(what + " inflates to " + std::to_string(out->size()) + " bytes, the zip says " +
-           std::to_string(e.usize));
-    if (close == UNZ_CRCERROR) fail(what + ": CRC mismatch (damaged data)");
-    out->shrink_to_fit();
-    b.data = out->data();
-    b.size = out->size();
-    b.owner = out;
+    b = inflate_entry(e, what);
   } else {
     fail(what + " uses zip compression method " + std::to_string(e.method) +
          " (only stored and deflate are read)");

@@ -482,3 +482,59 @@ def test_unreadable_file(tmp_path):
         _core.read_pt2_archive(str(tmp_path / "nope.pt2"))
     with pytest.raises(milkit.MilkitIOError):
         _core.read_pt2_archive(str(tmp_path))
+
+
+def zip64_records(path):
+    """(entries whose central record keeps a size or offset in a zip64 extra field, whether the
+    archive ends with a zip64 end of central directory record)."""
+    raw = path.read_bytes()
+    n, p = 0, raw.find(b"PK\x01\x02")
+    while p >= 0:
+        csize, usize = struct.unpack_from("<II", raw, p + 20)
+        offset = struct.unpack_from("<I", raw, p + 42)[0]
+        n += 0xFFFFFFFF in (csize, usize, offset)
+        p = raw.find(b"PK\x01\x02", p + 4)
+    return n, b"PK\x06\x06" in raw[-200:]
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_zip64_records(mlp_pt2, tmp_path, monkeypatch, compression):
+    # Archives past 4 GiB keep sizes and offsets in zip64 extra fields (central directory and
+    # local headers) and end with a zip64 end record. zipfile writes them for any size once its
+    # limit is lowered to zero: every record then takes its zip64 form.
+    path, ep = mlp_pt2
+    monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 0)
+    big = tmp_path / "zip64.pt2"
+    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(big, "w", compression) as zout:
+        for info in zin.infolist():
+            with zout.open(zipfile.ZipInfo(info.filename, info.date_time), "w", force_zip64=True) as f:
+                f.write(zin.read(info.filename))
+    monkeypatch.undo()
+    entries, end64 = zip64_records(big)
+    assert end64 and entries == len(zipfile.ZipFile(path).infolist())
+    d = _core.read_pt2_archive(str(big))
+    for fqn, t in ep.state_dict.items():
+        assert_same_bits(d["weights"][fqn], t)
+    x = torch.randn(2, 6)
+    m = milkit.convert(str(big), compute_precision=milkit.precision.FLOAT32)
+    got = next(iter(m.predict({"x": x.numpy()}).values()))
+    np.testing.assert_allclose(got, ep.module()(x).detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_zip64_offset_field_too_short(mlp_pt2, tmp_path, monkeypatch):
+    # a central record whose offset is 0xFFFFFFFF must find it in a zip64 extra field
+    path, _ = mlp_pt2
+    monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 0)
+    big = rewrite(path, tmp_path / "zip64.pt2")
+    monkeypatch.undo()
+    raw = bytearray(big.read_bytes())
+    p = raw.rfind(b"PK\x01\x02")
+    name_len, extra_len = struct.unpack_from("<HH", raw, p + 28)
+    extra = p + 46 + name_len
+    assert struct.unpack_from("<HH", raw, extra) == (1, extra_len - 4)
+    struct.pack_into("<H", raw, extra + 2, 0)  # the field claims no bytes
+    name = raw[p + 46:p + 46 + name_len].decode()
+    struct.pack_into("<I", raw, p + 42, 0xFFFFFFFF)
+    bad = tmp_path / "bad.pt2"
+    bad.write_bytes(bytes(raw))
+    raises(bad, milkit.FormatError, name)
