@@ -1,9 +1,10 @@
 // IR, builder and verifier: naming, use lists, erasure, printing, located errors.
+#include <algorithm>
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <set>
 
 #include "milkit/builder/builder.h"
@@ -17,7 +18,8 @@ namespace {
 std::shared_ptr<Function> make_fn(Target t = Target::iOS17) {
   auto f = std::make_shared<Function>(t);
   Context& c = f->ctx();
-  f->add_input("x", c.tensor(DataType::Float32, std::vector<Dim>{c.constant(2), c.symbol(Symbol::create("S"))}));
+  f->add_input("x", c.tensor(DataType::Float32,
+                             std::vector<Dim>{c.constant(2), c.symbol(Symbol::create("S"))}));
   return f;
 }
 }  // namespace
@@ -26,7 +28,8 @@ TEST_CASE("builder: coremltools naming and implicit consts", "[ir]") {
   auto f = make_fn();
   Builder b(*f);
   Var* x = f->inputs()[0];
-  std::vector<Arg> args{Builder::arg("x", x), Builder::arg("y", Value::scalar_float(DataType::Float32, 2.0))};
+  std::vector<Arg> args{Builder::arg("x", x),
+                        Builder::arg("y", Value::scalar_float(DataType::Float32, 2.0))};
   Var* a = b.create("add", args).at(0);
   CHECK(a->name() == "add_0");
   REQUIRE(a->op()->input1("y")->name() == "add_0_y_0");
@@ -40,7 +43,8 @@ TEST_CASE("builder: coremltools naming and implicit consts", "[ir]") {
   f->body().set_outputs({m});
   CHECK_NOTHROW(verify(*f, "main"));
   std::string text = function_to_text(*f, "main");
-  CHECK(text.find("%add_0: (2, S, fp32)(Tensor) = add(x=%x, y=2.0, name=\"add_0\")") != std::string::npos);
+  CHECK(text.find("%add_0: (2, S, fp32)(Tensor) = add(x=%x, y=2.0, name=\"add_0\")") !=
+        std::string::npos);
   CHECK(text.find("} -> (%scaled)") != std::string::npos);
 }
 
@@ -48,7 +52,8 @@ TEST_CASE("builder: errors name op type, op name and input", "[ir]") {
   auto f = make_fn();
   Builder b(*f);
   Var* x = f->inputs()[0];
-  std::vector<Arg> args{Builder::arg("x", x), Builder::arg("y", Value::scalar_float(DataType::Float16, 2.0))};
+  std::vector<Arg> args{Builder::arg("x", x),
+                        Builder::arg("y", Value::scalar_float(DataType::Float16, 2.0))};
   try {
     b.create("add", args);
     FAIL("expected a TypeError");
@@ -60,7 +65,8 @@ TEST_CASE("builder: errors name op type, op name and input", "[ir]") {
   // the failed op's implicit const was rolled back, its name number was consumed
   CHECK(f->body().size() == 0);
   std::vector<Arg> unknown{Builder::arg("x", x), Builder::arg("z", x)};
-  CHECK_THROWS_WITH(b.create("add", unknown), Catch::Contains("Unknown input 'z'") && Catch::Contains("x, y"));
+  CHECK_THROWS_WITH(b.create("add", unknown),
+                    Catch::Contains("Unknown input 'z'") && Catch::Contains("x, y"));
   std::vector<Arg> missing{Builder::arg("x", x)};
   CHECK_THROWS_WITH(b.create("add", missing), Catch::Contains("missing required input 'y'"));
   std::vector<Arg> none;
@@ -90,7 +96,8 @@ TEST_CASE("ir: replace_all_uses_with, erase, verifier", "[ir]") {
   CHECK_NOTHROW(verify(*f, "main"));
   // a declared type that disagrees with inference is caught
   m->set_type(f->ctx().tensor(DataType::Float32, std::vector<int64_t>{3, 3}));
-  CHECK_THROWS_WITH(verify(*f, "main"), Catch::Contains("mul 'mul_0'") && Catch::Contains("inference gives"));
+  CHECK_THROWS_WITH(verify(*f, "main"),
+                    Catch::Contains("mul 'mul_0'") && Catch::Contains("inference gives"));
 }
 
 TEST_CASE("ir: per-type op counts follow insert and erase, nested blocks included", "[ir]") {
@@ -109,7 +116,9 @@ TEST_CASE("ir: per-type op counts follow insert and erase, nested blocks include
   CHECK(f->count_ops("const") == 1);
   std::vector<Arg> ca{Builder::arg("pred", pred)};
   auto branch = [&](const char* t) {
-    return [&, t](const std::vector<Var*>&) { return std::vector<Var*>{b.op(t, {{"x", a}, {"y", x}})}; };
+    return [&, t](const std::vector<Var*>&) {
+      return std::vector<Var*>{b.op(t, {{"x", a}, {"y", x}})};
+    };
   };
   Var* c = b.create("cond", ca, "", cond_blocks(branch("mul"), branch("sub"))).at(0);
   CHECK(f->has_block_ops());
@@ -172,7 +181,7 @@ TEST_CASE("types: interning, promotion, compatibility", "[types]") {
   CHECK_FALSE(is_compatible_type(t1, c.tensor(DataType::Float16, std::vector<int64_t>{1, 7})));
   CHECK(half_to_float(float_to_half(1.5f)) == 1.5f);
   CHECK(float_to_half(65520.f) == 0x7c00);  // rounds to inf
-  CHECK(half_to_float(0x0001) > 0);       // subnormal
+  CHECK(half_to_float(0x0001) > 0);         // subnormal
   CHECK(dtype_from_name("uint6") == DataType::UInt6);
   CHECK(dtype_bits(DataType::UInt3) == 3);
 }
@@ -281,15 +290,16 @@ TEST_CASE("values: lazy buffers compose, stream partial reads and materialize on
   auto keep = std::make_shared<std::vector<float>>(src);
   auto base = Buffer::borrow(keep->data(), n * 4, keep);
   int calls = 0;
-  auto scaled = Buffer::lazy_map(base, 4, 4, [&calls](size_t first, size_t m, const uint8_t* in, uint8_t* out) {
-    ++calls;
-    for (size_t i = 0; i < m; ++i) {
-      float f;
-      std::memcpy(&f, in + 4 * i, 4);
-      f *= static_cast<float>((first + i) % 3 + 1);  // depends on the element index
-      std::memcpy(out + 4 * i, &f, 4);
-    }
-  });
+  auto scaled = Buffer::lazy_map(
+      base, 4, 4, [&calls](size_t first, size_t m, const uint8_t* in, uint8_t* out) {
+        ++calls;
+        for (size_t i = 0; i < m; ++i) {
+          float f;
+          std::memcpy(&f, in + 4 * i, 4);
+          f *= static_cast<float>((first + i) % 3 + 1);  // depends on the element index
+          std::memcpy(out + 4 * i, &f, 4);
+        }
+      });
   auto half = Buffer::lazy_fp32_to_fp16(scaled);  // a lazy buffer over a lazy one
   CHECK(scaled->lazy());
   CHECK(half->lazy());
@@ -302,9 +312,12 @@ TEST_CASE("values: lazy buffers compose, stream partial reads and materialize on
   CHECK(scaled->lazy());
   CHECK(half->lazy());
   CHECK(calls > 0);
-  CHECK_THROWS_AS(half->read(1, 2, reinterpret_cast<uint8_t*>(part.data())), ValueError);  // half an element
-  CHECK_THROWS_AS(half->read(2 * n - 2, 4, reinterpret_cast<uint8_t*>(part.data())), ValueError);  // past the end
-  CHECK_THROWS_AS(Buffer::lazy_map(Buffer::copy("abcde", 5), 4, 2, [](size_t, size_t, const uint8_t*, uint8_t*) {}),
+  CHECK_THROWS_AS(half->read(1, 2, reinterpret_cast<uint8_t*>(part.data())),
+                  ValueError);  // half an element
+  CHECK_THROWS_AS(half->read(2 * n - 2, 4, reinterpret_cast<uint8_t*>(part.data())),
+                  ValueError);  // past the end
+  CHECK_THROWS_AS(Buffer::lazy_map(Buffer::copy("abcde", 5), 4, 2,
+                                   [](size_t, size_t, const uint8_t*, uint8_t*) {}),
                   ValueError);
   // data() converts everything once; the values agree with the streamed ones
   const auto* all = reinterpret_cast<const uint16_t*>(half->data());
@@ -316,4 +329,58 @@ TEST_CASE("values: lazy buffers compose, stream partial reads and materialize on
   Value h = v.cast(DataType::Float16);
   CHECK(h.buffer()->lazy());
   CHECK(h.as_double(5) == Approx(static_cast<double>(half_to_float(expect(5)))));
+}
+
+TEST_CASE("values: packed sub-byte buffers read any run and round-trip every width", "[types]") {
+  std::mt19937 rng(7);
+  for (int bits : {1, 2, 3, 4, 6, 8}) {
+    for (size_t n : {size_t(1), size_t(7), size_t(13), size_t(40001)}) {
+      std::vector<uint8_t> elems(n);
+      for (auto& e : elems) e = static_cast<uint8_t>(rng() & ((1u << bits) - 1));
+      std::vector<uint8_t> packed((n * bits + 7) / 8);
+      pack_bits(elems.data(), n, bits, packed.data());
+      auto buf = Buffer::packed_bits(Buffer::copy(packed.data(), packed.size()), bits, false, n);
+      REQUIRE(buf->size() == n);
+      REQUIRE(buf->bit_width() == bits);
+      REQUIRE(buf->lazy());
+      // partial runs from any element, across the scratch chunk boundary
+      for (size_t first : {size_t(0), size_t(1), size_t(5), n / 2, n - 1}) {
+        if (first >= n) continue;
+        size_t len = std::min<size_t>(n - first, 20000);
+        std::vector<uint8_t> got(len);
+        buf->read(first, len, got.data());
+        INFO("bits " << bits << " n " << n << " first " << first);
+        REQUIRE(std::equal(got.begin(), got.end(), elems.begin() + static_cast<long>(first)));
+      }
+      REQUIRE(std::memcmp(buf->data(), elems.data(), n) == 0);
+    }
+  }
+  // int4 sign-extends; a source too small for the count is refused
+  uint8_t two[1] = {0xF7};  // elements 7 and -1
+  auto s = Buffer::packed_bits(Buffer::copy(two, 1), 4, true, 2);
+  REQUIRE(static_cast<int8_t>(s->data()[0]) == 7);
+  REQUIRE(static_cast<int8_t>(s->data()[1]) == -1);
+  REQUIRE_THROWS_AS(Buffer::packed_bits(Buffer::copy(two, 1), 4, false, 3), ValueError);
+  REQUIRE_THROWS_AS(Buffer::packed_bits(Buffer::copy(two, 1), 9, false, 1), ValueError);
+}
+
+TEST_CASE("values: from_bytes keeps sub-byte values packed and spills large results", "[types]") {
+  std::vector<uint8_t> idx(3 << 20);  // 3M uint4 elements: 1.5 MiB packed, over the spill size
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<uint8_t>((i * 7) & 15);
+  std::vector<uint8_t> copy = idx;
+  Value v = Value::from_bytes(DataType::UInt4, {3, 1 << 20}, std::move(idx));
+  const Buffer* src = v.buffer()->bit_source();
+  REQUIRE(src != nullptr);
+  REQUIRE(src->size() == copy.size() / 2);
+  REQUIRE(src->borrowed());  // mapped from the spill file, not owned memory
+  REQUIRE(v.as_int(12345) == copy[12345]);
+  REQUIRE(std::memcmp(v.raw(), copy.data(), copy.size()) == 0);
+  // byte-sized dtypes are spilled as they are; small values stay in memory
+  std::vector<uint8_t> big(2 << 20, 3);
+  Value b = Value::from_bytes(DataType::Int8, {2 << 20}, std::move(big));
+  REQUIRE(b.buffer()->borrowed());
+  REQUIRE(b.as_int((2 << 20) - 1) == 3);
+  Value small = Value::from_bytes(DataType::Int8, {4}, std::vector<uint8_t>{1, 2, 3, 4});
+  REQUIRE_FALSE(small.buffer()->borrowed());
+  REQUIRE_THROWS_AS(Value::from_bytes(DataType::UInt4, {5}, std::vector<uint8_t>(4)), ValueError);
 }

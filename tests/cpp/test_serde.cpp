@@ -1,8 +1,7 @@
 // Serialization: blob storage v2 byte layout and validation.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -29,7 +28,8 @@ std::vector<uint8_t> slurp(const std::string& path) {
 
 void spit(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
 }
 
 uint64_t u64_at(const std::vector<uint8_t>& b, size_t off) {
@@ -80,17 +80,17 @@ TEST_CASE("blob: int4 layout matches the reference hex", "[serde][blob]") {
   auto b = slurp(p);
   CHECK(off == 64);
   REQUIRE(b.size() == 128 + 6);
-  CHECK(u32_at(b, 0) == 1);           // count
-  CHECK(u32_at(b, 4) == 2);           // version
+  CHECK(u32_at(b, 0) == 1);  // count
+  CHECK(u32_at(b, 4) == 2);  // version
   for (size_t i = 8; i < 64; ++i) CHECK(b[i] == 0);
   CHECK(b[64] == 0xef);
   CHECK(b[65] == 0xbe);
   CHECK(b[66] == 0xad);
   CHECK(b[67] == 0xde);
-  CHECK(u32_at(b, 68) == 8);          // int4
-  CHECK(u64_at(b, 72) == 6);          // sizeInBytes
-  CHECK(u64_at(b, 80) == 128);        // absolute data offset
-  CHECK(u64_at(b, 88) == 4);          // padding bits
+  CHECK(u32_at(b, 68) == 8);    // int4
+  CHECK(u64_at(b, 72) == 6);    // sizeInBytes
+  CHECK(u64_at(b, 80) == 128);  // absolute data offset
+  CHECK(u64_at(b, 88) == 4);    // padding bits
   for (size_t i = 96; i < 128; ++i) CHECK(b[i] == 0);
   std::vector<uint8_t> data(b.begin() + 128, b.end());
   CHECK(data == std::vector<uint8_t>{0xf8, 0x10, 0x32, 0x54, 0x76, 0x0d});
@@ -150,8 +150,10 @@ TEST_CASE("blob: every storable dtype round-trips; sub-byte packing", "[serde][b
   {
     BlobWriter w(p);
     for (auto& c : cases) offs.push_back(w.write(Value::from_ints(c.dt, {11}, c.v)));
-    offs.push_back(w.write(Value::from_doubles(DataType::Float16, {2, 5}, {0.5, -1, 2, 3, 4, 5, 6, 7, 8, 65504})));
-    offs.push_back(w.write(Value::from_doubles(DataType::Float32, {10}, {0.25, -1, 2, 3, 4, 5, 6, 7, 8, 1e30})));
+    offs.push_back(w.write(
+        Value::from_doubles(DataType::Float16, {2, 5}, {0.5, -1, 2, 3, 4, 5, 6, 7, 8, 65504})));
+    offs.push_back(w.write(
+        Value::from_doubles(DataType::Float32, {10}, {0.25, -1, 2, 3, 4, 5, 6, 7, 8, 1e30})));
     w.close();
   }
   auto bytes = slurp(p);
@@ -180,9 +182,48 @@ TEST_CASE("blob: every storable dtype round-trips; sub-byte packing", "[serde][b
   std::remove(p.c_str());
 }
 
+TEST_CASE("blob: sub-byte weights stay packed from the file and are written back as they are",
+          "[serde][blob]") {
+  std::string p = temp_path("packed"), q = temp_path("packed2");
+  std::vector<int64_t> v(1001);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int64_t>((i * 5) % 8) - 4;
+  uint64_t off;
+  {
+    BlobWriter w(p);
+    off = w.write(Value::from_ints(DataType::Int4, {7, 143}, v));
+    w.close();
+  }
+  auto r = BlobReader::open(p);
+  Value got = r->read(off, DataType::Int4, {7, 143});
+  REQUIRE(got.buffer()->bit_source() != nullptr);  // the mapping's packed bytes, unpacked on use
+  REQUIRE(got.buffer()->bit_source()->borrowed());
+  REQUIRE(got.buffer()->lazy());
+  CHECK(got.as_int(1000) == v[1000]);  // unpacked on demand
+  // a packed source with stray bits past the last element: written with the padding cleared
+  std::vector<uint8_t> packed(501, 0xFF);
+  Value dirty(DataType::UInt4, {1001},
+              Buffer::packed_bits(Buffer::copy(packed.data(), packed.size()), 4, false, 1001));
+  uint64_t a, b;
+  {
+    BlobWriter w(q);
+    a = w.write(got);
+    b = w.write(dirty);
+    w.close();
+  }
+  auto bytes = slurp(q), orig = slurp(p);
+  CHECK(std::equal(bytes.begin() + static_cast<long>(a),
+                   bytes.begin() + static_cast<long>(a) + 64 + 501,
+                   orig.begin() + static_cast<long>(off)));
+  CHECK(bytes[b + 64 + 500] == 0x0F);
+  CHECK(bytes[b + 64 + 499] == 0xFF);
+  std::remove(p.c_str());
+  std::remove(q.c_str());
+}
+
 TEST_CASE("blob: identical buffers are written once", "[serde][blob]") {
   std::string p = temp_path("dedup");
-  auto v = std::make_shared<Value>(Value::from_doubles(DataType::Float32, {16}, std::vector<double>(16, 1.5)));
+  auto v = std::make_shared<Value>(
+      Value::from_doubles(DataType::Float32, {16}, std::vector<double>(16, 1.5)));
   Value same_buffer = v->reshaped({4, 4});
   Value other = Value::from_doubles(DataType::Float32, {16}, std::vector<double>(16, 1.5));
   BlobWriter w(p);
@@ -200,8 +241,10 @@ TEST_CASE("blob: identical buffers are written once", "[serde][blob]") {
 TEST_CASE("blob: values that cannot be stored are rejected", "[serde][blob]") {
   std::string p = temp_path("bad_dtype");
   BlobWriter w(p);
-  CHECK_THROWS_AS(w.write(Value::from_ints(DataType::Bool, {12}, std::vector<int64_t>(12, 1))), ValueError);
-  CHECK_THROWS_AS(w.write(Value::from_ints(DataType::Int64, {12}, std::vector<int64_t>(12, 1))), ValueError);
+  CHECK_THROWS_AS(w.write(Value::from_ints(DataType::Bool, {12}, std::vector<int64_t>(12, 1))),
+                  ValueError);
+  CHECK_THROWS_AS(w.write(Value::from_ints(DataType::Int64, {12}, std::vector<int64_t>(12, 1))),
+                  ValueError);
   CHECK_THROWS_AS(w.write(Value::strings({1}, {"a"})), ValueError);
   w.close();
   std::remove(p.c_str());
@@ -249,8 +292,10 @@ TEST_CASE("blob: malformed files raise FormatError", "[serde][blob]") {
     expect_open_fails(v, "version 3");
   }
   SECTION("truncated data") {
-    expect_read_fails(std::vector<uint8_t>(orig.begin(), orig.end() - 1), 192, DataType::Int32, {4, 5}, "past the end");
-    expect_read_fails(std::vector<uint8_t>(orig.begin(), orig.begin() + 200), 192, DataType::Int32, {4, 5}, "past the end");
+    expect_read_fails(std::vector<uint8_t>(orig.begin(), orig.end() - 1), 192, DataType::Int32,
+                      {4, 5}, "past the end");
+    expect_read_fails(std::vector<uint8_t>(orig.begin(), orig.begin() + 200), 192, DataType::Int32,
+                      {4, 5}, "past the end");
   }
   SECTION("bad sentinel") {
     auto v = orig;
@@ -329,16 +374,21 @@ namespace fs = std::filesystem;
 std::shared_ptr<Function> small_fn(Target t, bool bad_const = false) {
   auto f = std::make_shared<Function>(t);
   Context& c = f->ctx();
-  Var* x = f->add_input("x", c.tensor(DataType::Float32, std::vector<Dim>{c.symbol(Symbol::create("S", 2, 8)), c.constant(12)}));
+  Var* x = f->add_input(
+      "x", c.tensor(DataType::Float32,
+                    std::vector<Dim>{c.symbol(Symbol::create("S", 2, 8)), c.constant(12)}));
   Builder b(*f);
   std::vector<double> w(12);
   for (int i = 0; i < 12; ++i) w[i] = i * 0.5;
-  Var* wv = b.add_const(std::make_shared<Value>(Value::from_doubles(DataType::Float32, {12}, w)), "w");
+  Var* wv =
+      b.add_const(std::make_shared<Value>(Value::from_doubles(DataType::Float32, {12}, w)), "w");
   b.add_const(std::make_shared<Value>(int4_example()), "q");
   if (bad_const)
-    b.add_const(std::make_shared<Value>(Value::from_doubles(DataType::BFloat16, {2}, {1, 2})), "bf");
+    b.add_const(std::make_shared<Value>(Value::from_doubles(DataType::BFloat16, {2}, {1, 2})),
+                "bf");
   Var* y = b.op("add", {{"x", x}, {"y", wv}});
-  std::vector<Arg> args{Builder::arg("x", y), Builder::arg("y", Value::scalar_float(DataType::Float32, 2.0))};
+  std::vector<Arg> args{Builder::arg("x", y),
+                        Builder::arg("y", Value::scalar_float(DataType::Float32, 2.0))};
   Var* z = b.create("mul", args).at(0);
   f->body().set_outputs({z});
   return f;
@@ -388,9 +438,13 @@ TEST_CASE("package: manifest text and uuids", "[serde][package]") {
 }
 
 TEST_CASE("package: coremltools' blob rule", "[serde][package]") {
-  auto n = [](DataType dt, int64_t count) { return Value::from_ints(dt, {count}, std::vector<int64_t>(count, 1)); };
-  CHECK_FALSE(uses_weight_file(Value::from_doubles(DataType::Float16, {9}, std::vector<double>(9, 1)), Target::iOS15));
-  CHECK(uses_weight_file(Value::from_doubles(DataType::Float16, {10}, std::vector<double>(10, 1)), Target::iOS15));
+  auto n = [](DataType dt, int64_t count) {
+    return Value::from_ints(dt, {count}, std::vector<int64_t>(count, 1));
+  };
+  CHECK_FALSE(uses_weight_file(
+      Value::from_doubles(DataType::Float16, {9}, std::vector<double>(9, 1)), Target::iOS15));
+  CHECK(uses_weight_file(Value::from_doubles(DataType::Float16, {10}, std::vector<double>(10, 1)),
+                         Target::iOS15));
   CHECK(uses_weight_file(n(DataType::Int4, 11), Target::iOS15));
   CHECK_FALSE(uses_weight_file(n(DataType::UInt2, 9), Target::iOS15));
   CHECK_FALSE(uses_weight_file(n(DataType::Int32, 20), Target::iOS17));
@@ -419,7 +473,8 @@ TEST_CASE("package: write then read rebuilds the program", "[serde][package]") {
   CHECK(q->attributes().count("milkit-version") == 1);
   std::vector<std::string> names;
   for (Operation* o : f->all_ops()) names.push_back(o->op_type() + ":" + o->name());
-  CHECK(names == std::vector<std::string>{"const:w", "const:q", "add:add_0", "const:mul_0_y_0", "mul:mul_0"});
+  CHECK(names == std::vector<std::string>{"const:w", "const:q", "add:add_0", "const:mul_0_y_0",
+                                          "mul:mul_0"});
   Var* x = f->inputs().at(0);
   REQUIRE(x->type()->rank() == 2);
   Dim s = x->type()->shape()[0];
@@ -445,7 +500,8 @@ TEST_CASE("package: a failed save leaves the old package intact", "[serde][packa
   write_mlpackage(small_program(Target::iOS17), {}, pkg.string());
   auto before = snapshot(pkg);
   // the bf16 const comes after two blobs were already streamed into the new weight.bin
-  CHECK_THROWS_AS(write_mlpackage(small_program(Target::iOS17, true), {}, pkg.string()), ValueError);
+  CHECK_THROWS_AS(write_mlpackage(small_program(Target::iOS17, true), {}, pkg.string()),
+                  ValueError);
   CHECK(snapshot(pkg) == before);
   size_t entries = 0;
   for (auto& e : fs::directory_iterator(dir)) {
@@ -480,12 +536,14 @@ TEST_CASE("package: multifunction programs need iOS18", "[serde][package]") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("package: classify's classes are written inline and read back as a list const", "[serde][package]") {
+TEST_CASE("package: classify's classes are written inline and read back as a list const",
+          "[serde][package]") {
   auto f = std::make_shared<Function>(Target::iOS15);
   Context& c = f->ctx();
   Var* x = f->add_input("x", c.tensor(DataType::Float32, std::vector<int64_t>{1, 3}));
   Builder b(*f);
-  Var* classes = b.add_const(std::make_shared<Value>(Value::list_of(Value::strings({3}, {"cat", "dog", "bird"}))));
+  Var* classes = b.add_const(
+      std::make_shared<Value>(Value::list_of(Value::strings({3}, {"cat", "dog", "bird"}))));
   CHECK(classes->type()->str() == "list[string, 3]");
   CHECK_FALSE(classes->type()->dynamic_length());
   std::vector<Arg> args{Builder::arg("probabilities", x), Builder::arg("classes", classes)};
@@ -511,23 +569,27 @@ TEST_CASE("package: classify's classes are written inline and read back as a lis
   CHECK(back->value()->is_list());
   CHECK(back->value()->string_values() == std::vector<std::string>{"cat", "dog", "bird"});
   CHECK(back->value()->equals(*classes->value()));
-  CHECK_FALSE(back->value()->equals(Value::strings({3}, {"cat", "dog", "bird"})));  // a tensor is not a list
+  CHECK_FALSE(back->value()->equals(
+      Value::strings({3}, {"cat", "dog", "bird"})));  // a tensor is not a list
   // writing it again and reading it back gives the same program (the proto's maps have no
   // fixed byte order, so compare the programs)
   ProgramTextOptions exact;
   exact.consts = true;
   auto r = read_model_proto(write_model_proto(*q, opt), nullptr, "mem2");
   CHECK(program_to_text(*r, exact) == program_to_text(*q, exact));
-  CHECK(program_to_text(*q, exact).find("List[3, (string)]*(List) = const(val=[\"cat\", \"dog\", \"bird\"]") !=
+  CHECK(program_to_text(*q, exact).find(
+            "List[3, (string)]*(List) = const(val=[\"cat\", \"dog\", \"bird\"]") !=
         std::string::npos);
   // a list of int32 is not a classifier label list coremltools can write
   auto h = std::make_shared<Function>(Target::iOS15);
   Builder hb(*h);
-  Var* l = hb.add_const(std::make_shared<Value>(Value::list_of(Value::from_ints(DataType::Int32, {2}, {1, 2}))), "l");
+  Var* l = hb.add_const(
+      std::make_shared<Value>(Value::list_of(Value::from_ints(DataType::Int32, {2}, {1, 2}))), "l");
   h->body().set_outputs({l});
   Program hp;
   hp.add_function("main", h);
-  CHECK_THROWS_WITH(write_model_proto(hp, opt), Catch::Contains("List element type, int32, not supported"));
+  CHECK_THROWS_WITH(write_model_proto(hp, opt),
+                    Catch::Contains("List element type, int32, not supported"));
   CHECK_THROWS_AS(Value::list_of(Value::from_ints(DataType::Int64, {2, 1}, {1, 2})), ValueError);
 }
 
@@ -539,7 +601,9 @@ TEST_CASE("package: the MIL wire encoding parses back field for field", "[serde]
   Context& c = f->ctx();
   Var* x = f->add_input("x", c.tensor(DataType::Float32, std::vector<int64_t>{2, 3}));
   Builder b(*f);
-  auto cst = [&](Value v, const std::string& name) { return b.add_const(std::make_shared<Value>(std::move(v)), name); };
+  auto cst = [&](Value v, const std::string& name) {
+    return b.add_const(std::make_shared<Value>(std::move(v)), name);
+  };
   cst(Value::from_ints(DataType::Int32, {2}, {-5, 7}), "i32");
   cst(Value::from_ints(DataType::Int64, {2}, {-1, int64_t{1} << 40}), "i64");
   cst(Value::from_ints(DataType::Bool, {3}, {1, 0, 1}), "flags");
@@ -577,7 +641,8 @@ TEST_CASE("package: the MIL wire encoding parses back field for field", "[serde]
   REQUIRE(blk.outputs_size() == 1);
   CHECK(blk.outputs(0) == long_name);
   auto val = [&](int i) -> const mil::Value& { return blk.operations(i).attributes().at("val"); };
-  CHECK(blk.operations(0).attributes().at("name").immediatevalue().tensor().strings().values(0) == "i32");
+  CHECK(blk.operations(0).attributes().at("name").immediatevalue().tensor().strings().values(0) ==
+        "i32");
   const auto& i32 = val(0).immediatevalue().tensor().ints().values();
   CHECK(std::vector<int32_t>(i32.begin(), i32.end()) == std::vector<int32_t>{-5, 7});
   CHECK(val(0).type().tensortype().datatype() == mil::INT32);

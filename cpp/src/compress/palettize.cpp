@@ -22,9 +22,10 @@ namespace {
 
 constexpr int kNbits[] = {1, 2, 3, 4, 6, 8};
 
-// For every element of `shape` with axes 0 and `axis` swapped, in row-major order of that
-// swapped shape, the row-major offset of the same element in `shape`.
-std::vector<int64_t> swapped_offsets(const std::vector<int64_t>& shape, int axis) {
+// Calls fn(i, off) for every element of `shape` with axes 0 and `axis` swapped: i its row-major
+// index in that swapped shape, off the row-major offset of the same element in `shape`.
+template <class Fn>
+void for_swapped(const std::vector<int64_t>& shape, int axis, Fn fn) {
   const size_t rank = shape.size();
   std::vector<int64_t> stride(rank, 1);
   for (size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * shape[d];
@@ -33,11 +34,10 @@ std::vector<int64_t> swapped_offsets(const std::vector<int64_t>& shape, int axis
   std::swap(st[0], st[axis]);
   int64_t total = 1;
   for (int64_t s : shape) total *= s;
-  std::vector<int64_t> out(total);
   std::vector<int64_t> pos(rank, 0);
   int64_t off = 0;
   for (int64_t i = 0; i < total; ++i) {
-    out[i] = off;
+    fn(i, off);
     for (size_t d = rank; d-- > 0;) {
       if (++pos[d] < sh[d]) {
         off += st[d];
@@ -47,7 +47,6 @@ std::vector<int64_t> swapped_offsets(const std::vector<int64_t>& shape, int axis
       pos[d] = 0;
     }
   }
-  return out;
 }
 
 // One channel group: `n` values (`rows` rows of `inner` values in the swapped layout).
@@ -261,10 +260,14 @@ std::optional<Palette> palettize(const WeightView& w, const PaletteSpec& s,
   for (int64_t d : w.shape) total *= d;
   if (total == 0) return skip("the weight is empty");
   const int64_t groups = channels / gs, inner = total / channels;
-  std::vector<int64_t> off = swapped_offsets(w.shape, axis);
-  std::vector<float> sw(total);
-  for (int64_t i = 0; i < total; ++i) sw[i] = w.data[off[i]];
-  auto group = [&](int64_t gi) { return Group{sw.data() + gi * gs * inner, gs, inner}; };
+  // the channel axis first: the weight itself when it is already (no copy), else a copy
+  std::vector<float> sw;
+  if (axis != 0) {
+    sw.resize(static_cast<size_t>(total));
+    for_swapped(w.shape, axis, [&](int64_t i, int64_t off) { sw[i] = w.data[off]; });
+  }
+  const float* base = axis != 0 ? sw.data() : w.data;
+  auto group = [&](int64_t gi) { return Group{base + gi * gs * inner, gs, inner}; };
 
   int nbits = s.nbits;
   if (s.mode == PaletteMode::Unique) {
@@ -280,7 +283,11 @@ std::optional<Palette> palettize(const WeightView& w, const PaletteSpec& s,
   const int64_t palette = int64_t{1} << nbits;
   const int64_t per_group = gs / cd * inner;
   std::vector<double> lut(static_cast<size_t>(groups * palette * cd), 0.0);
-  std::vector<uint8_t> idx(static_cast<size_t>(groups * per_group), 0);
+  Palette p;
+  // indices in the swapped layout: straight into the result when that is the weight's own
+  std::vector<uint8_t> swapped_idx;
+  std::vector<uint8_t>& idx = axis != 0 ? swapped_idx : p.indices;
+  idx.assign(static_cast<size_t>(groups * per_group), 0);
   parallel_for(groups, 1, [&](int64_t b, int64_t e) {
     for (int64_t gi = b; gi < e; ++gi) {
       double* l = lut.data() + gi * palette * cd;
@@ -296,7 +303,7 @@ std::optional<Palette> palettize(const WeightView& w, const PaletteSpec& s,
     }
   });
 
-  Palette p;
+  std::vector<float>().swap(sw);
   p.nbits = nbits;
   p.vector_axis = cd > 1 ? axis : -1;
   p.lut.assign(lut.begin(), lut.end());
@@ -306,9 +313,10 @@ std::optional<Palette> palettize(const WeightView& w, const PaletteSpec& s,
   p.lut_shape[w.shape.size() + 1] = cd;
   p.indices_shape = w.shape;
   p.indices_shape[axis] = channels / cd;
-  std::vector<int64_t> ioff = swapped_offsets(p.indices_shape, axis);
-  p.indices.resize(idx.size());
-  for (size_t i = 0; i < idx.size(); ++i) p.indices[ioff[i]] = idx[i];
+  if (axis != 0) {
+    p.indices.resize(idx.size());
+    for_swapped(p.indices_shape, axis, [&](int64_t i, int64_t off) { p.indices[off] = idx[i]; });
+  }
   return p;
 }
 

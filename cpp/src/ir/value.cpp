@@ -34,7 +34,8 @@ std::shared_ptr<const Buffer> Buffer::borrow(const void* data, size_t size,
 std::shared_ptr<const Buffer> Buffer::lazy_map(std::shared_ptr<const Buffer> src, size_t in_elem,
                                                size_t out_elem, ElementMap map) {
   if (!src || !in_elem || !out_elem || !map) throw ValueError("lazy buffer: bad arguments");
-  if (src->size() % in_elem) throw ValueError("lazy buffer: source is not a whole number of elements");
+  if (src->size() % in_elem)
+    throw ValueError("lazy buffer: source is not a whole number of elements");
   auto b = std::shared_ptr<Buffer>(new Buffer());
   b->size_ = src->size() / in_elem * out_elem;
   b->lazy_src_ = std::move(src);
@@ -52,6 +53,20 @@ std::shared_ptr<const Buffer> Buffer::lazy_fp32_to_fp16(std::shared_ptr<const Bu
   });
 }
 
+std::shared_ptr<const Buffer> Buffer::packed_bits(std::shared_ptr<const Buffer> packed, int bits,
+                                                  bool is_signed, size_t n) {
+  if (!packed || bits < 1 || bits > 8) throw ValueError("packed buffer: bad arguments");
+  if (packed->size() < (n * static_cast<size_t>(bits) + 7) / 8)
+    throw ValueError("packed buffer: " + std::to_string(packed->size()) + " bytes cannot hold " +
+                     std::to_string(n) + " elements of " + std::to_string(bits) + " bits");
+  auto b = std::shared_ptr<Buffer>(new Buffer());
+  b->size_ = n;
+  b->lazy_src_ = std::move(packed);
+  b->bits_ = bits;
+  b->bits_signed_ = is_signed;
+  return b;
+}
+
 void Buffer::materialize() const {
   std::call_once(once_, [this] {
     own_.resize(size_);
@@ -66,7 +81,12 @@ void Buffer::read(size_t offset, size_t len, uint8_t* dst) const {
     if (len) std::memcpy(dst, data_ + offset, len);
     return;
   }
-  if (offset % out_elem_ || len % out_elem_) throw ValueError("lazy buffer: read of a partial element");
+  if (bits_) {
+    read_bits(offset, len, dst);
+    return;
+  }
+  if (offset % out_elem_ || len % out_elem_)
+    throw ValueError("lazy buffer: read of a partial element");
   // convert through small aligned scratch buffers, reading the source the same way (so a lazy
   // source streams too, and any source alignment works)
   constexpr size_t kScratch = 16384;
@@ -81,6 +101,55 @@ void Buffer::read(size_t offset, size_t len, uint8_t* dst) const {
     std::memcpy(dst + done * out_elem_, out, m * out_elem_);
     done += m;
   }
+}
+
+namespace {
+// Elements [0, n) of a packed stream whose first element starts at bit `bit` of `in`.
+void unpack_from_bit(const uint8_t* in, size_t bit, size_t n, int bits, bool is_signed,
+                     uint8_t* out) {
+  const unsigned mask = (1u << bits) - 1;
+  for (size_t i = 0; i < n; ++i, bit += static_cast<size_t>(bits)) {
+    size_t byte = bit / 8, off = bit % 8;
+    unsigned v = in[byte] >> off;
+    if (off + static_cast<size_t>(bits) > 8) v |= static_cast<unsigned>(in[byte + 1]) << (8 - off);
+    v &= mask;
+    if (is_signed && (v & (1u << (bits - 1)))) v |= ~mask;  // sign-extend into the byte
+    out[i] = static_cast<uint8_t>(v);
+  }
+}
+
+}  // namespace
+
+void Buffer::read_bits(size_t first, size_t n, uint8_t* dst) const {
+  // whole source bytes through scratch: elements [e, e + m) start at bit e * bits
+  constexpr size_t kElems = 8 * 2048;  // a multiple of 8: every chunk but the first is aligned
+  uint8_t in[kElems + 8];
+  const auto bits = static_cast<size_t>(bits_);
+  for (size_t done = 0; done < n;) {
+    size_t e = first + done, m = std::min(kElems, n - done);
+    size_t lo = e * bits / 8, hi = ((e + m) * bits + 7) / 8;
+    lazy_src_->read(lo, hi - lo, in);
+    unpack_from_bit(in, e * bits - lo * 8, m, bits_, bits_signed_, dst + done);
+    done += m;
+  }
+}
+
+void pack_bits(const uint8_t* in, size_t n, int bits, uint8_t* out) {
+  const size_t nbytes = (n * static_cast<size_t>(bits) + 7) / 8;
+  std::memset(out, 0, nbytes);
+  const unsigned mask = (1u << bits) - 1;
+  size_t bit = 0;
+  for (size_t i = 0; i < n; ++i, bit += static_cast<size_t>(bits)) {
+    unsigned v = in[i] & mask;
+    size_t byte = bit / 8, off = bit % 8;
+    out[byte] |= static_cast<uint8_t>(v << off);
+    if (off + static_cast<size_t>(bits) > 8) out[byte + 1] |= static_cast<uint8_t>(v >> (8 - off));
+  }
+}
+
+void unpack_bits(const uint8_t* in, size_t first, size_t n, int bits, bool is_signed,
+                 uint8_t* out) {
+  unpack_from_bit(in, first * static_cast<size_t>(bits), n, bits, is_signed, out);
 }
 
 int64_t shape_numel(const std::vector<int64_t>& shape) {
@@ -107,7 +176,8 @@ Value Value::strings(std::vector<int64_t> shape, std::vector<std::string> s) {
   v.dtype_ = DataType::String;
   v.shape_ = std::move(shape);
   v.numel_ = shape_numel(v.shape_);
-  if (static_cast<int64_t>(s.size()) != v.numel_) throw ValueError("string count does not match shape");
+  if (static_cast<int64_t>(s.size()) != v.numel_)
+    throw ValueError("string count does not match shape");
   v.strings_ = std::move(s);
   return v;
 }
@@ -125,7 +195,8 @@ Value Value::from_dims(DataType dt, std::vector<int64_t> shape, std::vector<Dim>
   v.dtype_ = dt;
   v.shape_ = std::move(shape);
   v.numel_ = shape_numel(v.shape_);
-  if (static_cast<int64_t>(dims.size()) != v.numel_) throw ValueError("dim count does not match shape");
+  if (static_cast<int64_t>(dims.size()) != v.numel_)
+    throw ValueError("dim count does not match shape");
   v.dims_ = std::move(dims);
   return v;
 }
@@ -182,22 +253,41 @@ Value Value::from_ints(DataType dt, std::vector<int64_t> shape, const std::vecto
   for (int64_t i = 0; i < n; ++i) {
     int64_t x = v[i];
     switch (dt) {
-      case DataType::Bool: p[i] = x != 0; break;
+      case DataType::Bool:
+        p[i] = x != 0;
+        break;
       case DataType::Int8:
-      case DataType::Int4: put<int8_t>(p, i, static_cast<int8_t>(x)); break;
+      case DataType::Int4:
+        put<int8_t>(p, i, static_cast<int8_t>(x));
+        break;
       case DataType::UInt8:
       case DataType::UInt1:
       case DataType::UInt2:
       case DataType::UInt3:
       case DataType::UInt4:
-      case DataType::UInt6: put<uint8_t>(p, i, static_cast<uint8_t>(x)); break;
-      case DataType::Int16: put<int16_t>(p, i, static_cast<int16_t>(x)); break;
-      case DataType::UInt16: put<uint16_t>(p, i, static_cast<uint16_t>(x)); break;
-      case DataType::Int32: put<int32_t>(p, i, static_cast<int32_t>(x)); break;
-      case DataType::UInt32: put<uint32_t>(p, i, static_cast<uint32_t>(x)); break;
-      case DataType::Int64: put<int64_t>(p, i, x); break;
-      case DataType::UInt64: put<uint64_t>(p, i, static_cast<uint64_t>(x)); break;
-      default: throw TypeError("cannot make an integer value of dtype " + std::string(dtype_name(dt)));
+      case DataType::UInt6:
+        put<uint8_t>(p, i, static_cast<uint8_t>(x));
+        break;
+      case DataType::Int16:
+        put<int16_t>(p, i, static_cast<int16_t>(x));
+        break;
+      case DataType::UInt16:
+        put<uint16_t>(p, i, static_cast<uint16_t>(x));
+        break;
+      case DataType::Int32:
+        put<int32_t>(p, i, static_cast<int32_t>(x));
+        break;
+      case DataType::UInt32:
+        put<uint32_t>(p, i, static_cast<uint32_t>(x));
+        break;
+      case DataType::Int64:
+        put<int64_t>(p, i, x);
+        break;
+      case DataType::UInt64:
+        put<uint64_t>(p, i, static_cast<uint64_t>(x));
+        break;
+      default:
+        throw TypeError("cannot make an integer value of dtype " + std::string(dtype_name(dt)));
     }
   }
   return Value(dt, std::move(shape), Buffer::take(std::move(bytes)));
@@ -226,13 +316,26 @@ Value Value::from_doubles(DataType dt, std::vector<int64_t> shape, const std::ve
   for (int64_t i = 0; i < n; ++i) {
     double x = v[i];
     switch (dt) {
-      case DataType::Float16: put<uint16_t>(p, i, float_to_half(static_cast<float>(x))); break;
-      case DataType::BFloat16: put<uint16_t>(p, i, float_to_bf16(static_cast<float>(x))); break;
-      case DataType::Float32: put<float>(p, i, static_cast<float>(x)); break;
-      case DataType::Float64: put<double>(p, i, x); break;
-      case DataType::Float8E4M3FN: p[i] = float_to_fp8(static_cast<float>(x), true); break;
-      case DataType::Float8E5M2: p[i] = float_to_fp8(static_cast<float>(x), false); break;
-      default: break;
+      case DataType::Float16:
+        put<uint16_t>(p, i, float_to_half(static_cast<float>(x)));
+        break;
+      case DataType::BFloat16:
+        put<uint16_t>(p, i, float_to_bf16(static_cast<float>(x)));
+        break;
+      case DataType::Float32:
+        put<float>(p, i, static_cast<float>(x));
+        break;
+      case DataType::Float64:
+        put<double>(p, i, x);
+        break;
+      case DataType::Float8E4M3FN:
+        p[i] = float_to_fp8(static_cast<float>(x), true);
+        break;
+      case DataType::Float8E5M2:
+        p[i] = float_to_fp8(static_cast<float>(x), false);
+        break;
+      default:
+        break;
     }
   }
   return Value(dt, std::move(shape), Buffer::take(std::move(bytes)));
@@ -246,15 +349,24 @@ double Value::as_double(int64_t i) const {
   const uint8_t* p = raw();
   if (!p) throw TypeError("value has no numeric elements");
   switch (dtype_) {
-    case DataType::Bool: return p[i] ? 1.0 : 0.0;
-    case DataType::Float16: return half_to_float(get<uint16_t>(p, i));
-    case DataType::BFloat16: return bf16_to_float(get<uint16_t>(p, i));
-    case DataType::Float32: return get<float>(p, i);
-    case DataType::Float64: return get<double>(p, i);
-    case DataType::Float8E4M3FN: return fp8_to_float(p[i], true);
-    case DataType::Float8E5M2: return fp8_to_float(p[i], false);
-    case DataType::UInt64: return static_cast<double>(get<uint64_t>(p, i));
-    default: return static_cast<double>(as_int(i));
+    case DataType::Bool:
+      return p[i] ? 1.0 : 0.0;
+    case DataType::Float16:
+      return half_to_float(get<uint16_t>(p, i));
+    case DataType::BFloat16:
+      return bf16_to_float(get<uint16_t>(p, i));
+    case DataType::Float32:
+      return get<float>(p, i);
+    case DataType::Float64:
+      return get<double>(p, i);
+    case DataType::Float8E4M3FN:
+      return fp8_to_float(p[i], true);
+    case DataType::Float8E5M2:
+      return fp8_to_float(p[i], false);
+    case DataType::UInt64:
+      return static_cast<double>(get<uint64_t>(p, i));
+    default:
+      return static_cast<double>(as_int(i));
   }
 }
 
@@ -266,21 +378,30 @@ int64_t Value::as_int(int64_t i) const {
   const uint8_t* p = raw();
   if (!p) throw TypeError("value has no numeric elements");
   switch (dtype_) {
-    case DataType::Bool: return p[i] != 0;
+    case DataType::Bool:
+      return p[i] != 0;
     case DataType::Int8:
-    case DataType::Int4: return get<int8_t>(p, i);
+    case DataType::Int4:
+      return get<int8_t>(p, i);
     case DataType::UInt8:
     case DataType::UInt1:
     case DataType::UInt2:
     case DataType::UInt3:
     case DataType::UInt4:
-    case DataType::UInt6: return p[i];
-    case DataType::Int16: return get<int16_t>(p, i);
-    case DataType::UInt16: return get<uint16_t>(p, i);
-    case DataType::Int32: return get<int32_t>(p, i);
-    case DataType::UInt32: return get<uint32_t>(p, i);
-    case DataType::Int64: return get<int64_t>(p, i);
-    case DataType::UInt64: return static_cast<int64_t>(get<uint64_t>(p, i));
+    case DataType::UInt6:
+      return p[i];
+    case DataType::Int16:
+      return get<int16_t>(p, i);
+    case DataType::UInt16:
+      return get<uint16_t>(p, i);
+    case DataType::Int32:
+      return get<int32_t>(p, i);
+    case DataType::UInt32:
+      return get<uint32_t>(p, i);
+    case DataType::Int64:
+      return get<int64_t>(p, i);
+    case DataType::UInt64:
+      return static_cast<int64_t>(get<uint64_t>(p, i));
     default: {
       double d = as_double(i);
       if (std::isnan(d) || std::isinf(d)) return INT64_MIN;
@@ -315,7 +436,9 @@ std::vector<Dim> Value::to_dims(SymbolContext& ctx) const {
 }
 
 Value Value::list_of(Value elems) {
-  if (elems.rank() != 1) throw ValueError("a list value takes rank-1 elements, got rank " + std::to_string(elems.rank()));
+  if (elems.rank() != 1)
+    throw ValueError("a list value takes rank-1 elements, got rank " +
+                     std::to_string(elems.rank()));
   if (elems.is_symbolic()) throw ValueError("a list value cannot hold symbolic elements");
   elems.list_ = true;
   return elems;
@@ -350,14 +473,14 @@ Value Value::cast(DataType to) const {
     return Value(to, shape_, Buffer::lazy_fp32_to_fp16(buffer_));
   if (dtype_ == DataType::Float32 && to == DataType::Float16) {
     std::vector<uint8_t> bytes(static_cast<size_t>(numel_) * 2);
-    floats_to_halves(reinterpret_cast<const float*>(raw()), reinterpret_cast<uint16_t*>(bytes.data()),
-                     static_cast<size_t>(numel_));
+    floats_to_halves(reinterpret_cast<const float*>(raw()),
+                     reinterpret_cast<uint16_t*>(bytes.data()), static_cast<size_t>(numel_));
     return Value(to, shape_, Buffer::take(std::move(bytes)));
   }
   if (dtype_ == DataType::Float16 && to == DataType::Float32) {
     std::vector<uint8_t> bytes(static_cast<size_t>(numel_) * 4);
-    halves_to_floats(reinterpret_cast<const uint16_t*>(raw()), reinterpret_cast<float*>(bytes.data()),
-                     static_cast<size_t>(numel_));
+    halves_to_floats(reinterpret_cast<const uint16_t*>(raw()),
+                     reinterpret_cast<float*>(bytes.data()), static_cast<size_t>(numel_));
     return Value(to, shape_, Buffer::take(std::move(bytes)));
   }
   if (is_float(dtype_) || is_float(to)) return from_doubles(to, shape_, to_doubles());
@@ -401,7 +524,8 @@ std::string Value::str(size_t max_elems) const {
   // nested lists by shape
   std::string s;
   std::vector<int64_t> strides(shape_.size(), 1);
-  for (int i = static_cast<int>(shape_.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * shape_[i + 1];
+  for (int i = static_cast<int>(shape_.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape_[i + 1];
   std::function<void(size_t, int64_t)> rec = [&](size_t d, int64_t off) {
     s += "[";
     for (int64_t i = 0; i < shape_[d]; ++i) {

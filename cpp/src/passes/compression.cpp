@@ -334,15 +334,17 @@ Value value_from_floats(DataType dt, std::vector<int64_t> shape, const float* da
   if (dt == DataType::Float16) {
     std::vector<uint8_t> b(n * 2);
     floats_to_halves(data, reinterpret_cast<uint16_t*>(b.data()), n);
-    return Value(dt, std::move(shape), Buffer::take(std::move(b)));
+    return Value::from_bytes(dt, std::move(shape), std::move(b));
   }
-  if (dt == DataType::Float32)
-    return Value(dt, std::move(shape), Buffer::copy(data, n * sizeof(float)));
+  if (dt == DataType::Float32) {
+    const auto* p = reinterpret_cast<const uint8_t*>(data);
+    return Value::from_bytes(dt, std::move(shape), std::vector<uint8_t>(p, p + n * sizeof(float)));
+  }
   return Value::from_doubles(dt, std::move(shape), std::vector<double>(data, data + n));
 }
 
 Value value_from_bytes(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
-  return Value(dt, std::move(shape), Buffer::take(std::move(bytes)));
+  return Value::from_bytes(dt, std::move(shape), std::move(bytes));
 }
 
 std::vector<float> floats(const Value& v) {

@@ -31,7 +31,7 @@ constexpr const char* kName = "compression::linear_quantize_weights";
 
 // Quantized bytes (milkit's unpacked layout of the dtype) as a value, without a copy.
 Value byte_value(DataType dt, const std::vector<int64_t>& shape, std::vector<uint8_t> bytes) {
-  return Value(dt, shape, Buffer::take(std::move(bytes)));
+  return Value::from_bytes(dt, shape, std::move(bytes));
 }
 
 // A quantized byte as the integer it holds.

@@ -94,7 +94,6 @@ Var* emit(Function& f, Operation* op, const compress::Palette& pal, DataType dt)
   b.set_insertion_point(op->parent(), op);
   b.set_location(op->location());
   const std::string name = op->name() + "_palettized";
-  std::vector<int64_t> idx(pal.indices.begin(), pal.indices.end());
   if (f.opset() < Target::iOS18) {
     for (size_t d = 0; d + 2 < pal.lut_shape.size(); ++d)
       if (pal.lut_shape[d] > 1)
@@ -104,18 +103,18 @@ Var* emit(Function& f, Operation* op, const compress::Palette& pal, DataType dt)
             "minimum_deployment_target to iOS18 or later.");
     const int64_t entries = int64_t{1} << pal.nbits;
     std::vector<uint8_t> packed = compress::pack_bits(pal.indices, pal.nbits);
-    std::vector<int64_t> pk(packed.begin(), packed.end());
+    const auto npacked = static_cast<int64_t>(packed.size());
     std::vector<Arg> args = {
         Builder::arg("lut",
                      Value::from_doubles(dt, {entries},
                                          std::vector<double>(pal.lut.begin(), pal.lut.end()))),
-        Builder::arg("indices",
-                     Value::from_ints(DataType::UInt8, {static_cast<int64_t>(pk.size())}, pk)),
+        Builder::arg("indices", Value::from_bytes(DataType::UInt8, {npacked}, std::move(packed))),
         Builder::arg("shape", Value::int_list(pal.indices_shape, DataType::UInt32))};
     return b.create("constexpr_lut_to_dense", args, name).at(0);
   }
   std::vector<Arg> args = {
-      Builder::arg("indices", Value::from_ints(uint_of(pal.nbits), pal.indices_shape, idx)),
+      Builder::arg("indices", Value::from_bytes(uint_of(pal.nbits), pal.indices_shape,
+                                                std::vector<uint8_t>(pal.indices))),
       Builder::arg("lut", lut_value(dt, pal))};
   if (pal.vector_axis >= 0)
     args.push_back(
@@ -213,17 +212,18 @@ void emit_sparse(Function& f, Operation* op, Operation* child, const compress::P
         "palettize_weights (op " + op->name() +
         "): vector palettization of a pruned weight is not supported (cluster_dim must be 1)");
   Var* mask = child->input1("mask");
-  std::vector<int64_t> m = mask->value()->to_ints();
-  std::vector<int64_t> nz;
-  for (size_t i = 0; i < m.size(); ++i)
+  const uint8_t* m = mask->value()->raw();  // one byte per uint1 / bool element
+  std::vector<uint8_t> nz;
+  for (size_t i = 0; i < pal.indices.size(); ++i)
     if (m[i] != 0) nz.push_back(pal.indices[i]);
+  const auto nnz = static_cast<int64_t>(nz.size());
   Builder b(f);
   b.set_insertion_point(child->parent(), child);
   b.set_location(op->location());
   std::vector<Arg> args = {
       Builder::arg("indices_mask", mask),
       Builder::arg("indices_nonzero_data",
-                   Value::from_ints(uint_of(pal.nbits), {static_cast<int64_t>(nz.size())}, nz)),
+                   Value::from_bytes(uint_of(pal.nbits), {nnz}, std::move(nz))),
       Builder::arg("lut", lut_value(dt, pal))};
   auto outs = b.create("constexpr_lut_to_sparse", args, op->name() + "_palettized");
   const std::string name = child->name();

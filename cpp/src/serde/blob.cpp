@@ -98,29 +98,11 @@ DataType dtype_from_blob_code(uint32_t code) {
 }
 
 void pack_sub_byte(const uint8_t* in, size_t n, int bits, uint8_t* out) {
-  const size_t nbytes = (n * bits + 7) / 8;
-  std::memset(out, 0, nbytes);
-  const unsigned mask = (1u << bits) - 1;
-  size_t bit = 0;
-  for (size_t i = 0; i < n; ++i, bit += bits) {
-    unsigned v = in[i] & mask;
-    size_t byte = bit / 8, off = bit % 8;
-    out[byte] |= static_cast<uint8_t>(v << off);
-    if (off + bits > 8) out[byte + 1] |= static_cast<uint8_t>(v >> (8 - off));
-  }
+  pack_bits(in, n, bits, out);
 }
 
 void unpack_sub_byte(const uint8_t* in, size_t n, int bits, bool is_signed, uint8_t* out) {
-  const unsigned mask = (1u << bits) - 1;
-  size_t bit = 0;
-  for (size_t i = 0; i < n; ++i, bit += bits) {
-    size_t byte = bit / 8, off = bit % 8;
-    unsigned v = in[byte] >> off;
-    if (off + bits > 8) v |= static_cast<unsigned>(in[byte + 1]) << (8 - off);
-    v &= mask;
-    if (is_signed && (v & (1u << (bits - 1)))) v |= ~mask;  // sign-extend into the byte
-    out[i] = static_cast<uint8_t>(v);
-  }
+  unpack_bits(in, 0, n, bits, is_signed, out);
 }
 
 // ---- BlobWriter -------------------------------------------------------------------------------
@@ -213,13 +195,25 @@ uint64_t BlobWriter::write(const Value& v) {
     }
   } else if (!sub) {
     put(v.raw(), v.nbytes());  // little-endian host: fp16 and ints are stored raw
+  } else if (const Buffer* src = v.buffer()->bit_source(); src && v.buffer()->bit_width() == bits) {
+    // held packed already (loaded or compressed): the packed bytes as they are, in chunks
+    constexpr size_t kChunk = 1 << 20;
+    std::vector<uint8_t> chunk(std::min<size_t>(kChunk, nbytes));
+    for (uint64_t off = 0; off < nbytes; off += chunk.size()) {
+      size_t m = static_cast<size_t>(std::min<uint64_t>(chunk.size(), nbytes - off));
+      src->read(static_cast<size_t>(off), m, chunk.data());
+      if (padding && off + m == nbytes) chunk[m - 1] &= static_cast<uint8_t>(0xFF >> padding);
+      put(chunk.data(), m);
+    }
   } else {
     // pack in chunks whose element count is a multiple of 8, so every chunk ends on a byte
     constexpr size_t kChunk = 8 * 4096;
+    uint8_t elems[kChunk];
     uint8_t packed[kChunk];  // at most kChunk * 6 / 8 bytes are used
     for (size_t i = 0; i < n; i += kChunk) {
       size_t m = std::min(kChunk, n - i);
-      pack_sub_byte(v.raw() + i, m, bits, packed);
+      v.buffer()->read(i, m, elems);
+      pack_sub_byte(elems, m, bits, packed);
       put(packed, (m * bits + 7) / 8);
     }
   }
@@ -377,9 +371,12 @@ Value BlobReader::read(uint64_t offset, DataType dt, const std::vector<int64_t>&
     auto buf = Buffer::borrow(p, static_cast<size_t>(nbytes), std::shared_ptr<const void>(owner));
     return Value(dt, shape, buf);
   }
-  std::vector<uint8_t> out(static_cast<size_t>(numel));
-  unpack_sub_byte(p, static_cast<size_t>(numel), bits, dt == DataType::Int4, out.data());
-  return Value(dt, shape, Buffer::take(std::move(out)));
+  // kept packed in the mapping, unpacked on demand
+  auto owner = std::make_shared<MappedRange>(self, p, static_cast<size_t>(nbytes));
+  auto packed = Buffer::borrow(p, static_cast<size_t>(nbytes), std::shared_ptr<const void>(owner));
+  return Value(dt, shape,
+               Buffer::packed_bits(std::move(packed), bits, dt == DataType::Int4,
+                                   static_cast<size_t>(numel)));
 }
 
 }  // namespace milkit

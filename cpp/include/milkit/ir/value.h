@@ -37,6 +37,22 @@ class Buffer {
   /// fp32 elements of `src` seen as fp16, converted on demand (a lazy_map). This is what keeps
   /// fp16 weights from being held twice in memory during convert.
   static std::shared_ptr<const Buffer> lazy_fp32_to_fp16(std::shared_ptr<const Buffer> src);
+  /// `n` sub-byte elements of `bits` bits (1..8) held packed in `packed` (LSB first, as Core ML
+  /// stores them), seen one byte per element (sign-extended when `is_signed`), unpacked on
+  /// demand: read() unpacks the requested run only, data() unpacks everything once. `packed`
+  /// must hold at least ceil(n * bits / 8) bytes. Keeps large palettized and 4-bit weights
+  /// packed in memory (or in their file mapping) until someone asks for the unpacked bytes.
+  static std::shared_ptr<const Buffer> packed_bits(std::shared_ptr<const Buffer> packed, int bits,
+                                                   bool is_signed, size_t n);
+  /// `bytes` as a buffer; when they are many (MILKIT_SPILL_MB, default 1 MiB; 0 turns it off)
+  /// they are written to an unlinked temporary file (MILKIT_SPILL_DIR, else /var/tmp, else
+  /// TMPDIR) and mapped back, so results a pass computes for large weights (compressed data)
+  /// live in the page cache rather than in the process's anonymous memory.
+  static std::shared_ptr<const Buffer> spill(std::vector<uint8_t>&& bytes);
+  /// The packed source of a packed_bits buffer (nullptr for other buffers).
+  const Buffer* bit_source() const { return bits_ ? lazy_src_.get() : nullptr; }
+  /// The element width of a packed_bits buffer (0 for other buffers).
+  int bit_width() const { return bits_; }
   /// The bytes (a lazy buffer is converted the first time).
   const uint8_t* data() const {
     if (!data_ && size_ && lazy_src_) materialize();
@@ -55,15 +71,25 @@ class Buffer {
  private:
   Buffer() = default;
   void materialize() const;
+  void read_bits(size_t first, size_t n, uint8_t* dst) const;
   mutable std::vector<uint8_t> own_;
   std::shared_ptr<const void> owner_;
   std::shared_ptr<const Buffer> lazy_src_;
   ElementMap map_;
   size_t in_elem_ = 1, out_elem_ = 1;
+  int bits_ = 0;  // packed_bits: the element width
+  bool bits_signed_ = false;
   mutable std::once_flag once_;
   mutable const uint8_t* data_ = nullptr;
   size_t size_ = 0;
 };
+
+/// Packs `n` elements (the low `bits` bits of each byte of `in`) into ceil(n * bits / 8) bytes
+/// at `out`, LSB first (Core ML's sub-byte layout).
+void pack_bits(const uint8_t* in, size_t n, int bits, uint8_t* out);
+/// Unpacks elements [first, first + n) of a packed stream starting at `in` into one byte each
+/// (sign-extended when `is_signed`).
+void unpack_bits(const uint8_t* in, size_t first, size_t n, int bits, bool is_signed, uint8_t* out);
 
 /// A compile-time tensor value: dtype, concrete shape, and either raw elements in milkit's
 /// unpacked layout (little-endian, one byte per bool or sub-byte element, fp16/bf16 as raw
@@ -79,6 +105,10 @@ class Value {
   static Value from_dims(DataType dt, std::vector<int64_t> shape, std::vector<Dim> dims);
   /// An integer tensor of dtype `dt` (values are wrapped to the dtype).
   static Value from_ints(DataType dt, std::vector<int64_t> shape, const std::vector<int64_t>& v);
+  /// A tensor of dtype `dt` over `bytes` in milkit's unpacked layout (one byte per sub-byte
+  /// element). Large results go through Buffer::spill, and sub-byte ones are kept packed
+  /// (Buffer::packed_bits): what a pass creates for big weights leaves anonymous memory.
+  static Value from_bytes(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t>&& bytes);
   /// A float / bool tensor of dtype `dt` from doubles (rounded to the dtype).
   static Value from_doubles(DataType dt, std::vector<int64_t> shape, const std::vector<double>& v);
   /// Scalar helpers.
