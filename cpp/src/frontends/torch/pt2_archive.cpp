@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "milkit/frontends/pt2.h"
+#include "milkit/ir/value.h"
 #include "milkit/types/error.h"
 
 namespace milkit {
@@ -452,6 +453,8 @@ Bytes Reader::inflate_entry(const Entry& e, const std::string& what) const {
   z_stream z{};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) fail(what + ": cannot start inflating");
   auto out = std::make_shared<std::vector<uint8_t>>();
+  // the declared size, where deflate's ratio (at most 1032:1) allows it: no regrowth copies
+  out->reserve(static_cast<size_t>(std::min<uint64_t>(e.usize, e.csize * 1032 + 1024)));
   constexpr size_t kChunk = size_t(1) << 20;
   const uint8_t* in = mem_.data + pos;
   uint64_t left = e.csize;
@@ -465,11 +468,12 @@ Bytes Reader::inflate_entry(const Entry& e, const std::string& what) const {
       left -= n;
     }
     size_t have = out->size();
-    out->resize(have + kChunk);
+    size_t room = out->capacity() > have ? std::min(kChunk, out->capacity() - have) : kChunk;
+    out->resize(have + room);
     z.next_out = out->data() + have;
-    z.avail_out = static_cast<uInt>(kChunk);
+    z.avail_out = static_cast<uInt>(room);
     rc = inflate(&z, Z_NO_FLUSH);
-    out->resize(have + kChunk - z.avail_out);
+    out->resize(have + room - z.avail_out);
     if (rc == Z_BUF_ERROR && (z.avail_in || left)) rc = Z_OK;  // no progress this round only
     if (out->size() > e.usize) break;                          // more than declared: damaged
   }
@@ -484,11 +488,12 @@ Bytes Reader::inflate_entry(const Entry& e, const std::string& what) const {
   for (size_t off = 0; off < out->size(); off += kChunk)
     crc = crc32(crc, out->data() + off, static_cast<uInt>(std::min(kChunk, out->size() - off)));
   if (crc != e.crc) fail(what + ": CRC mismatch (damaged data)");
-  out->shrink_to_fit();
+  // a large inflated weight goes to the page cache (Buffer::spill), not anonymous memory
+  auto buf = Buffer::spill(std::move(*out));
   Bytes b;
-  b.data = out->data();
-  b.size = out->size();
-  b.owner = out;
+  b.data = buf->data();
+  b.size = buf->size();
+  b.owner = buf;
   return b;
 }
 
