@@ -161,11 +161,17 @@ void init_exec(py::module_& m) {
           "packed_weight_dense_bytes", &Plan::packed_weight_dense_bytes,
           "Bytes the weights kept packed would take decompressed, in their dtypes.")
       .def_property_readonly("packed_weight_count", &Plan::packed_weight_count,
-                             "Number of weights kept packed.");
+                             "Number of weights kept packed.")
+      .def_property_readonly("in_place_weight_count", &Plan::in_place_weight_count,
+                             "Number of large fp16 weights read in place by fp32 kernels.")
+      .def_property_readonly("in_place_weight_bytes", &Plan::in_place_weight_bytes,
+                             "Bytes of the weights read in place, in their dtype.");
 
   m.def("num_threads", &num_threads, "Threads the interpreter's kernels use.");
   m.def("set_num_threads", &set_num_threads, py::arg("n"),
         "Sets the interpreter's thread count (0: the default, MILKIT_NUM_THREADS or every core).");
+  m.def("weight_cache_bytes", &weight_cache_bytes,
+        "Bytes of fp32 weight copies the process's weight cache holds (MILKIT_WEIGHT_CACHE_MB).");
   m.def("kernel_names", [] { return KernelRegistry::instance().names(); }, "Op types that have a kernel.");
 }
 

@@ -7,6 +7,7 @@
 
 #include "milkit/symbolic/eval.h"
 #include "milkit/types/error.h"
+#include "weight_cache.h"
 
 namespace milkit {
 
@@ -85,7 +86,11 @@ void Frame::run_block(const BlockPlan& bp) {
     temps.reserve(st.args.size());
     for (size_t a = 0; a < st.args.size(); ++a) {
       const Tensor* t = &get(st.args[a]);
-      if (st.kd->float_compute && t->dtype() == DataType::Float16) {
+      const bool packed = a < st.packed.size() && st.packed[a];
+      if (a < st.widen.size() && st.widen[a]) {
+        temps.push_back(exec::widened(*st.widen[a]));  // a large weight from the cache
+        t = &temps.back();
+      } else if (st.kd->float_compute && t->dtype() == DataType::Float16 && !packed) {
         temps.push_back(cast_tensor(*t, DataType::Float32));
         t = &temps.back();
       }

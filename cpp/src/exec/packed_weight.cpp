@@ -9,7 +9,9 @@
 #include <utility>
 
 #include "dispatch.h"
+#include "kernels/vec_math.h"
 #include "milkit/types/error.h"
+#include "weight_cache.h"
 
 namespace milkit {
 
@@ -19,7 +21,7 @@ PackedWeight::PackedWeight(DataType dt, std::vector<int64_t> shape)
   for (int64_t d : shape_) numel_ *= d;
 }
 
-PackedWeight::~PackedWeight() = default;
+PackedWeight::~PackedWeight() { exec::forget_widened(this); }
 
 size_t PackedWeight::dense_bytes() const {
   return static_cast<size_t>(numel_) * static_cast<size_t>(dtype_storage_bytes(dtype_));
@@ -53,6 +55,38 @@ inline float round_to(DataType dt, float v) {
 }
 
 bool float_dtype(DataType dt) { return dt == DataType::Float16 || dt == DataType::Float32; }
+
+#ifdef MILKIT_VMATH_AVX2
+/// Looks up 8 4-bit indices at a time (LSB first from byte b[0]) in a table of 16 floats; returns
+/// how many elements it wrote (n rounded down to 8).
+__attribute__((target("avx2"))) int64_t lookup4_avx2(const uint8_t* b, int64_t n,
+                                                     const float* table, float* out) {
+  const __m256 lo = _mm256_loadu_ps(table), hi = _mm256_loadu_ps(table + 8);
+  const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  const __m256i m15 = _mm256_set1_epi32(15);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    uint32_t u;
+    std::memcpy(&u, b + j / 2, 4);
+    const __m256i idx =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u)), shifts), m15);
+    const __m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // bit 3 to the sign
+    _mm256_storeu_ps(out + j, _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx),
+                                               _mm256_permutevar8x32_ps(hi, idx), sel));
+  }
+  return j;
+}
+#endif
+
+/// Rounds n floats to fp16 values in place (through the F16C conversions when the CPU has them).
+void round_to_half(float* p, int64_t n) {
+  uint16_t h[256];
+  for (int64_t i = 0; i < n; i += 256) {
+    const size_t m = static_cast<size_t>(std::min<int64_t>(256, n - i));
+    floats_to_halves(p + i, h, m);
+    halves_to_floats(h, p + i, m);
+  }
+}
 
 /// Integers of 1 to 8 bits stored bit-packed LSB first: borrowed from an already packed tensor
 /// (an iOS16 index or mask blob, any 8-bit tensor) or packed from milkit's one-byte-per-element
@@ -111,18 +145,45 @@ class Bits {
     if (signed_ && (v >> (nbits_ - 1)) & 1u) r -= 1 << nbits_;
     return r;
   }
-  /// Unsigned elements [first, first + n) looked up in `table` (a fast path for 4-bit indices).
-  void lookup(int64_t first, int64_t n, const float* table, float* out) const {
+  /// Unsigned elements [first, first + n) looked up in `table` of `size` entries (a fast path
+  /// for 4-bit indices).
+  void lookup(int64_t first, int64_t n, const float* table, int64_t size, float* out) const {
     int64_t j = 0;
-    if (nbits_ == 4 && !signed_) {
-      if (first & 1 && n > 0) out[j++] = table[p_[first >> 1] >> 4];
-      const uint8_t* b = p_ + ((first + j) >> 1);
-      for (; j + 2 <= n; j += 2, ++b) {
-        out[j] = table[*b & 15u];
-        out[j + 1] = table[*b >> 4];
-      }
-    }
+    if (nbits_ == 4 && !signed_ && size >= 16) j = nibbles(first, n, table, out);
     for (; j < n; ++j) out[j] = table[get(first + j)];
+  }
+  /// Elements [first, first + n) as floats.
+  void to_floats(int64_t first, int64_t n, float* out) const {
+    int64_t j = 0;
+    if (nbits_ == 8) {
+      if (signed_)
+        for (; j < n; ++j) out[j] = static_cast<float>(static_cast<int8_t>(p_[first + j]));
+      else
+        for (; j < n; ++j) out[j] = static_cast<float>(p_[first + j]);
+    } else if (nbits_ == 4) {
+      static const float kU4[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+      static const float kS4[16] = {0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1};
+      j = nibbles(first, n, signed_ ? kS4 : kU4, out);
+    }
+    for (; j < n; ++j) out[j] = static_cast<float>(get(first + j));
+  }
+  /// 4-bit elements [first, first + n) looked up in a table of 16 floats.
+  int64_t nibbles(int64_t first, int64_t n, const float* table, float* out) const {
+    int64_t j = 0;
+    if (first & 1 && n > 0) out[j++] = table[p_[first >> 1] >> 4];
+    const uint8_t* b = p_ + ((first + j) >> 1);
+#ifdef MILKIT_VMATH_AVX2
+    if (vmath::cpu_avx2_fma()) {
+      const int64_t done = lookup4_avx2(b, n - j, table, out + j);
+      j += done;
+      b += done / 2;
+    }
+#endif
+    for (; j + 2 <= n; j += 2, ++b) {
+      out[j] = table[*b & 15u];
+      out[j + 1] = table[*b >> 4];
+    }
+    return j;
   }
   /// Elements the bytes hold.
   int64_t capacity() const { return static_cast<int64_t>(nbytes_) * 8 / nbits_; }
@@ -282,6 +343,15 @@ class RawData {
     if (dtype_ == DataType::Float16) return half_to_float(t_.data<uint16_t>()[i]);
     return static_cast<float>(bits_.get(i));
   }
+  /// Elements [first, first + n) as floats.
+  void decode(int64_t first, int64_t n, float* out) const {
+    if (dtype_ == DataType::Float32)
+      std::memcpy(out, t_.data<float>() + first, static_cast<size_t>(n) * sizeof(float));
+    else if (dtype_ == DataType::Float16)
+      halves_to_floats(t_.data<uint16_t>() + first, out, static_cast<size_t>(n));
+    else
+      bits_.to_floats(first, n, out);
+  }
   size_t bytes() const { return t_.defined() ? t_.nbytes() : bits_.bytes(); }
 
  private:
@@ -297,13 +367,28 @@ class RawNode : public PackedWeight {
  public:
   explicit RawNode(const Tensor& t) : PackedWeight(t.dtype(), t.shape()), d_(t) {}
   bool ok() const { return d_.ok(); }
-  void decode(int64_t first, int64_t n, float* out) const override {
-    for (int64_t i = 0; i < n; ++i) out[i] = d_.at(first + i);
-  }
+  void decode(int64_t first, int64_t n, float* out) const override { d_.decode(first, n, out); }
   size_t packed_bytes() const override { return d_.bytes(); }
 
  private:
   RawData d_;
+};
+
+/// A plain float constant read in place (a weight mapped from the weight file): decode widens
+/// the range asked for.
+class DenseNode : public PackedWeight {
+ public:
+  explicit DenseNode(const Tensor& t) : PackedWeight(t.dtype(), t.shape()), t_(t) {}
+  void decode(int64_t first, int64_t n, float* out) const override {
+    if (dtype() == DataType::Float16)
+      halves_to_floats(t_.data<uint16_t>() + first, out, static_cast<size_t>(n));
+    else
+      std::memcpy(out, t_.data<float>() + first, static_cast<size_t>(n) * sizeof(float));
+  }
+  size_t packed_bytes() const override { return t_.nbytes(); }
+
+ private:
+  Tensor t_;
 };
 
 /// iOS16 constexpr_lut_to_dense: a flat table of 2^nbits entries, indices packed in bytes.
@@ -334,7 +419,7 @@ class Lut18Node : public PackedWeight {
     for_runs<1>(shape(), ps, first, n, [&](int64_t i, int64_t run, const int64_t* offs) {
       const float* table = lut_.v.data() + offs[0] * palettes_;
       float* o = out + (i - first);
-      idx_.lookup(i, run, table, o);
+      idx_.lookup(i, run, table, palettes_, o);
     });
   }
   size_t packed_bytes() const override { return idx_.bytes() + lut_.bytes(); }
@@ -381,21 +466,27 @@ class ShiftScaleNode : public PackedWeight {
         sdt_(sdt),
         sc_(std::move(sc)),
         off_(std::move(off)) {}
+  // Each step rounds to the scale's dtype (then the output's): whole passes over the range.
   void decode(int64_t first, int64_t n, float* out) const override {
     src_->decode(first, n, out);
     const Param* ps[2] = {&sc_, &off_};
-    const DataType dt = sdt_, odt = dtype();
-    const bool has_off = off_.present;
+    const bool half = sdt_ == DataType::Float16, has_off = off_.present;
+    // integers of 8 bits or fewer are fp16 values already
+    if (half && !(is_int(src_->dtype()) && dtype_bits(src_->dtype()) <= 8)) round_to_half(out, n);
+    if (has_off) {
+      for_runs<2>(shape(), ps, first, n, [&](int64_t i, int64_t run, const int64_t* offs) {
+        const float o = round_to(sdt_, off_.v[static_cast<size_t>(offs[1])]);
+        float* p = out + (i - first);
+        for (int64_t j = 0; j < run; ++j) p[j] -= o;
+      });
+      if (half) round_to_half(out, n);
+    }
     for_runs<2>(shape(), ps, first, n, [&](int64_t i, int64_t run, const int64_t* offs) {
       const float s = sc_.v[static_cast<size_t>(offs[0])];
-      const float o = has_off ? round_to(dt, off_.v[static_cast<size_t>(offs[1])]) : 0.0f;
       float* p = out + (i - first);
-      for (int64_t j = 0; j < run; ++j) {
-        float x = round_to(dt, p[j]);
-        if (has_off) x = round_to(dt, x - o);
-        p[j] = round_to(odt, round_to(dt, s * x));
-      }
+      for (int64_t j = 0; j < run; ++j) p[j] *= s;
     });
+    if (half || dtype() == DataType::Float16) round_to_half(out, n);
   }
   size_t packed_bytes() const override { return src_->packed_bytes() + sc_.bytes() + off_.bytes(); }
 
@@ -447,8 +538,7 @@ class CastNode : public PackedWeight {
       : PackedWeight(dt, src->shape()), src_(std::move(src)) {}
   void decode(int64_t first, int64_t n, float* out) const override {
     src_->decode(first, n, out);
-    if (dtype() == DataType::Float16)
-      for (int64_t i = 0; i < n; ++i) out[i] = round_to(DataType::Float16, out[i]);
+    if (dtype() == DataType::Float16) round_to_half(out, n);
   }
   size_t packed_bytes() const override { return src_->packed_bytes(); }
 
@@ -591,8 +681,13 @@ Packed pack_cast(DataType dt, const PackedInput& src_in, bool need_packed) {
 const Tensor& weight_tensor(const KernelCtx& k, std::string_view name, Tensor& keep) {
   const PackedWeight* pw = k.packed(name);
   if (!pw) return k.in(name);
-  keep = pw->materialize(DataType::Float32);
+  keep = exec::widened(*pw);
   return keep;
+}
+
+std::shared_ptr<const PackedWeight> in_place_weight(const Tensor& t) {
+  if (!t.defined() || !float_dtype(t.dtype())) return nullptr;
+  return std::make_shared<DenseNode>(t);
 }
 
 bool packable_op_type(const std::string& t) {

@@ -64,8 +64,13 @@ std::shared_ptr<const PackedWeight> pack_op(
     const Operation& op, const std::function<PackedInput(std::string_view)>& input);
 
 /// A kernel's weight input as a tensor: the input itself, or, when the plan keeps it packed, the
-/// whole weight decompressed to fp32 into `keep` (for kernels or shapes without a panel path).
+/// whole weight decompressed to fp32 into `keep` (for kernels or shapes without a panel path),
+/// from the process's weight cache (weight_cache.h).
 const Tensor& weight_tensor(const KernelCtx& k, std::string_view name, Tensor& keep);
+
+/// A plain fp16 or fp32 tensor (a weight mapped from the weight file) as a packed weight read
+/// in place: decode widens the range asked for. Nullptr for other dtypes.
+std::shared_ptr<const PackedWeight> in_place_weight(const Tensor& t);
 
 /// Whether pack_op handles ops of this type at all (the planner keeps such chains packed).
 bool packable_op_type(const std::string& op_type);

@@ -16,6 +16,7 @@
 #include "milkit/types/error.h"
 #include "packed_weight.h"
 #include "plan_steps.h"
+#include "weight_cache.h"
 
 namespace milkit {
 
@@ -48,6 +49,10 @@ std::vector<std::string> State::names() const {
 Plan::~Plan() = default;
 
 namespace {
+
+/// fp16 constants of at least this many bytes read by fp32-computing kernels are read in place
+/// (smaller ones get an fp32 copy when the plan is made).
+constexpr size_t kInPlaceBytes = 64 * 1024;
 
 /// Whether flat arg `slot` of `op` is the weight of a kernel that reads packed weights.
 bool weight_slot(const Operation* op, size_t slot) {
@@ -123,6 +128,10 @@ struct Planner {
   std::unordered_set<const PackedWeight*> listed;
   std::unordered_map<const Var*, int32_t> refs;  // var -> ref
   std::unordered_map<int32_t, int32_t> fp32_of;  // const index -> fp32 copy index
+  // large fp16 consts read in place (when weights may stay packed), by const ref
+  bool in_place = false;
+  std::unordered_map<int32_t, std::shared_ptr<const PackedWeight>> in_place_of;
+  std::vector<std::shared_ptr<const PackedWeight>> in_place_list;
   int32_t next_slot = 0;
   std::vector<std::string> missing;
   bool has_complex = false;  // a complex dialect op is among the missing
@@ -187,6 +196,9 @@ struct Planner {
   void densify_args(const Operation* op, bool keep_weight);
   // Adds the step's args, reading packed weights through st.packed.
   void add_args(const Operation* op, const KernelDef* kd, Step& st);
+  // Reads the fp16 const `r` in place at arg `a`: a packed weight of a product or convolution,
+  // else widened through the weight cache at run time.
+  void read_in_place(const Operation* op, size_t a, int32_t r, Step& st);
 
   std::unique_ptr<BlockPlan> plan_block(const Block& b, bool is_function_body);
 };
@@ -302,6 +314,10 @@ void Planner::add_args(const Operation* op, const KernelDef* kd, Step& st) {
       st.packed[a] = pk->second.get();
       if (listed.insert(pk->second.get()).second) packed_list.push_back(pk->second);
     } else if (r != kAbsent && is_const_ref(r) && kd->float_compute &&
+               consts[const_index(r)].dtype() == DataType::Float16 && in_place &&
+               consts[const_index(r)].nbytes() >= kInPlaceBytes) {
+      read_in_place(op, a, r, st);
+    } else if (r != kAbsent && is_const_ref(r) && kd->float_compute &&
                consts[const_index(r)].dtype() == DataType::Float16) {
       // a weight in fp16 read by an fp32-computing kernel: convert once now
       auto it = fp32_of.find(r);
@@ -313,6 +329,17 @@ void Planner::add_args(const Operation* op, const KernelDef* kd, Step& st) {
     }
     st.args.push_back(r);
   }
+}
+
+void Planner::read_in_place(const Operation* op, size_t a, int32_t r, Step& st) {
+  auto it = in_place_of.find(r);
+  if (it == in_place_of.end()) {
+    it = in_place_of.emplace(r, in_place_weight(consts[const_index(r)])).first;
+    in_place_list.push_back(it->second);
+  }
+  std::vector<const PackedWeight*>& v = weight_slot(op, a) ? st.packed : st.widen;
+  v.resize(op->args().size(), nullptr);
+  v[a] = it->second.get();
 }
 
 std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_body) {
@@ -407,7 +434,10 @@ Plan::Plan(std::shared_ptr<const Function> fn, const KernelRegistry* kernels, bo
   Planner pl(*this, consts_, const_bytes_, kernels ? *kernels : KernelRegistry::instance(),
              packed_);
   const char* dense = std::getenv("MILKIT_DENSE_WEIGHTS");
-  if (packed_weights && !(dense && std::strcmp(dense, "1") == 0)) pl.packable = packable_vars(*fn_);
+  if (packed_weights && !(dense && std::strcmp(dense, "1") == 0)) {
+    pl.packable = packable_vars(*fn_);
+    pl.in_place = true;
+  }
   pl.collect_missing(fn_->body());
   if (!pl.missing.empty()) {
     std::string msg =
@@ -427,6 +457,8 @@ Plan::Plan(std::shared_ptr<const Function> fn, const KernelRegistry* kernels, bo
     packed_bytes_ += pw->packed_bytes();
     packed_dense_bytes_ += pw->dense_bytes();
   }
+  in_place_ = std::move(pl.in_place_list);
+  for (const auto& pw : in_place_) in_place_bytes_ += pw->packed_bytes();
 }
 
 std::vector<std::string> Plan::input_names() const {

@@ -30,6 +30,7 @@ struct Step {
   std::vector<DataType> out_dtypes;         // compute dtypes
   std::vector<int32_t> frees;               // frame slots released after the step
   std::vector<const PackedWeight*> packed;  // per flat arg: the packed weight it reads, or null
+  std::vector<const PackedWeight*> widen;   // per flat arg: an in-place weight given widened
   std::vector<std::unique_ptr<BlockPlan>> blocks;
 };
 

@@ -332,3 +332,104 @@ def test_packed_bytes_of_a_4bit_linear() -> None:
     assert fast.const_bytes <= fast.packed_weight_bytes
     x = rng.uniform(-1, 1, size=(1, n)).astype(np.float16)
     np.testing.assert_array_equal(fast.run({"x": x})[0][1], ref.run({"x": x})[0][1])
+
+
+def _fp16_products(rows: int, k: int, n: int, n2: int, rng: Any) -> Any:
+    w = rng.uniform(-1, 1, size=(n, k)).astype(np.float16)
+    y = rng.uniform(-1, 1, size=(n, n2)).astype(np.float16)
+    yt = rng.uniform(-1, 1, size=(n2, n)).astype(np.float16)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(rows, k), dtype=types.fp16)], opset_version=IOS18)
+    def prog(x: Any) -> Any:
+        h = mb.linear(x=x, weight=w)
+        return mb.matmul(x=h, y=y), mb.matmul(x=h, y=yt, transpose_y=True)
+
+    return prog
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4, 5, 9])
+def test_fp16_weights_read_in_place(rows: int) -> None:
+    """Large fp16 weights stay fp16 (no fp32 copy) and give the bits of their fp32 copies, for
+    matrix-vector products (odd sizes: every tail) and for BLAS products of more rows."""
+    rng = np.random.default_rng(rows)
+    prog = _fp16_products(rows, 517, 263, 129, rng)
+    fast, ref = _plans(prog)
+    assert fast.in_place_weight_count == 3 and ref.in_place_weight_count == 0
+    assert fast.in_place_weight_bytes == (263 * 517 + 2 * 263 * 129) * 2
+    assert fast.const_bytes < 263 * 517
+    assert ref.const_bytes >= (263 * 517 + 2 * 263 * 129) * 4
+    x = {"x": rng.uniform(-1, 1, size=(rows, 517)).astype(np.float16)}
+    got, want = dict(fast.run(x)), dict(ref.run(x))
+    for k, v in want.items():
+        np.testing.assert_array_equal(got[k], v)
+
+
+@pytest.mark.parametrize("name", ["lut18_4bit_per_grouped_channel", "bss_int4_offset_block8", "bss_int8_block8"])
+def test_decode_threads_agree(name: str) -> None:
+    """A matrix-vector product's outputs do not depend on how the threads split them."""
+    opset, make = MAKERS[name]
+    rng = np.random.default_rng(5)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 1032), dtype=types.fp16)], opset_version=opset)
+    def prog(x: Any) -> Any:
+        return mb.linear(x=x, weight=make((1000, 1032), np.float16, rng))
+
+    fast, ref = _plans(prog)
+    x = {"x": rng.uniform(-1, 1, size=(1, 1032)).astype(np.float16)}
+    want = ref.run(x)[0][1]
+    try:
+        for t in (1, 2, 3):
+            _core.set_num_threads(t)
+            np.testing.assert_array_equal(fast.run(x)[0][1], want)
+    finally:
+        _core.set_num_threads(0)
+
+
+def _rss_anon() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def test_weight_cache_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With MILKIT_WEIGHT_CACHE_MB=0 a plan over N bytes of fp16 weights holds no fp32 copy
+    (its anonymous memory grows far less than the 2N of one); with a limit the widened weights of
+    products of many rows are kept, within it."""
+    rng = np.random.default_rng(3)
+    k, n = 4096, 2048
+    w = rng.uniform(-1, 1, size=(n, k)).astype(np.float16)  # N = 16 MB
+
+    def plan_of(rows: int) -> Any:
+        @mb.program(input_specs=[mb.TensorSpec(shape=(rows, k), dtype=types.fp16)], opset_version=IOS18)
+        def prog(x: Any) -> Any:
+            return mb.linear(x=x, weight=w)
+
+        return _core.Plan(prog.functions[prog.default_function_name])
+
+    def x_of(rows: int) -> dict:
+        return {"x": rng.uniform(-1, 1, size=(rows, k)).astype(np.float16)}
+
+    monkeypatch.setenv("MILKIT_WEIGHT_CACHE_MB", "0")
+    before = _rss_anon()
+    one, many = plan_of(1), plan_of(16)
+    for _ in range(2):
+        one.run(x_of(1))
+        many.run(x_of(16))
+        assert _core.weight_cache_bytes() == 0
+    assert _rss_anon() - before < w.nbytes
+    monkeypatch.setenv("MILKIT_WEIGHT_CACHE_MB", "100")
+    x = x_of(16)
+    first = many.run(x)[0][1]
+    assert _core.weight_cache_bytes() == n * k * 4
+    np.testing.assert_array_equal(many.run(x)[0][1], first)
+    one.run(x_of(1))  # a matrix-vector product reads the fp16 weight, not the cache
+    assert _core.weight_cache_bytes() == n * k * 4
+    monkeypatch.setenv("MILKIT_WEIGHT_CACHE_MB", "20")  # the limit is read at each use
+    np.testing.assert_array_equal(many.run(x)[0][1], first)
+    assert _core.weight_cache_bytes() == 0
+    monkeypatch.setenv("MILKIT_WEIGHT_CACHE_MB", "100")
+    many.run(x)
+    del many
+    assert _core.weight_cache_bytes() == 0

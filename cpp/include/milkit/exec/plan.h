@@ -85,6 +85,12 @@ class Plan {
   size_t packed_weight_dense_bytes() const { return packed_dense_bytes_; }
   /// Number of weights kept packed.
   size_t packed_weight_count() const { return packed_.size(); }
+  /// Number of large fp16 weights read in place (from the weight file) by fp32-computing
+  /// kernels: products and convolutions widen them panel by panel, other kernels get a widened
+  /// copy from the process's weight cache (see weight_cache_bytes).
+  size_t in_place_weight_count() const { return in_place_.size(); }
+  /// Bytes of the weights read in place, in their dtype.
+  size_t in_place_weight_bytes() const { return in_place_bytes_; }
 
  private:
   friend class Frame;
@@ -95,7 +101,16 @@ class Plan {
   size_t const_bytes_ = 0;
   std::vector<std::shared_ptr<const PackedWeight>> packed_;
   size_t packed_bytes_ = 0, packed_dense_bytes_ = 0;
+  std::vector<std::shared_ptr<const PackedWeight>> in_place_;
+  size_t in_place_bytes_ = 0;
   mutable std::atomic<size_t> last_peak_{0};
 };
+
+/// Bytes of fp32 weight copies the process's weight cache holds now. Kernels that need a whole
+/// packed or in-place weight in fp32 (products of more than a few rows, convolutions, other
+/// readers of a large constant) widen it once and keep it while the cache's total stays within
+/// MILKIT_WEIGHT_CACHE_MB (read at each use; default a quarter of the machine's memory, 0 keeps
+/// nothing), dropping the least recently used first.
+size_t weight_cache_bytes();
 
 }  // namespace milkit

@@ -14,7 +14,9 @@
 
 #include "../dispatch.h"
 #include "../packed_weight.h"
+#include "../weight_cache.h"
 #include "gemm.h"
+#include "gemv.h"
 #include "kernels.h"
 #include "milkit/exec/threads.h"
 
@@ -38,6 +40,12 @@ bool fits_int(const GemmShape& g) {
          g.ldc <= INT_MAX;
 }
 
+/// Whether a product goes to the matrix-vector kernels: a few rows of A, not transposed, and B's
+/// rows contiguous (the layout of a packed weight).
+bool gemv_form(const GemmShape& g) {
+  return g.M <= exec::kGemvRows && !g.ta && g.K > 0 && g.ldb == (g.tb ? g.K : g.N);
+}
+
 /// BLAS product with beta (0 overwrites C, 1 accumulates); K = 0 leaves beta * C.
 template <typename T>
 void blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
@@ -48,6 +56,17 @@ void blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
+    // a few rows: the matrix-vector products that packed weights share (same sums)
+    if (gemv_form(g)) {
+      exec::GemvWeight w;
+      w.dense = B;
+      w.ld = g.ldb;
+      if (g.tb)
+        exec::gemv_nk(g.M, g.N, g.K, A, g.lda, w, beta != 0.0f, C, g.ldc);
+      else
+        exec::gemv_kn(g.M, g.N, g.K, A, g.lda, w, beta != 0.0f, C, g.ldc);
+      return;
+    }
     // a single row or column is a matrix-vector product (sgemv streams the matrix once)
     if (g.M == 1 && g.ldb <= INT_MAX) {
       int inca = g.ta ? static_cast<int>(g.lda) : 1;
@@ -221,36 +240,21 @@ void finish_out(KernelCtx& k, const Tensor& tmp) {
 // ------------------------------------------------------------------------------------------
 // products with a packed weight
 
-/// Output rows per weight panel: about 256 KB of fp32 weights, a multiple of 16.
-int64_t panel_rows(int64_t K) {
-  return std::clamp<int64_t>(65536 / std::max<int64_t>(K, 1) / 16 * 16, 16, 512);
-}
-
-/// C[M, N] = A[M, K] * B (+ beta * C) with B packed, stored [N, K] (g.tb) or [K, N]. A
-/// matrix-vector product (M = 1, B [N, K]) decompresses B panel by panel of output rows into a
-/// per-thread scratch, each panel one sgemv on the pool: OpenBLAS's sgemv gives each output the
-/// same bits whatever rows it is given. Other products decompress B whole for the call and make
-/// the very BLAS calls of an unpacked weight (sgemm's and the transposed sgemv's results depend
-/// on how the columns are split, so panels would change the last bits).
+/// C[M, N] = A[M, K] * B (+ beta * C) with B packed, stored [N, K] (g.tb) or [K, N]. A few rows
+/// (decode) read B's packed bytes panel by panel in the matrix-vector kernels; more rows make the
+/// BLAS calls of an unpacked weight on B widened to fp32, from the weight cache.
 void packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, float beta, float* C) {
-  const int64_t P = panel_rows(g.K);
-  if (g.M != 1 || !g.tb || g.N <= P) {
-    std::vector<float> buf(static_cast<size_t>(g.N * g.K));
-    w.decode(0, g.N * g.K, buf.data());
-    blas_gemm<float>(g, A, buf.data(), beta, C);
+  if (gemv_form(g)) {
+    exec::GemvWeight gw;
+    gw.packed = &w;
+    if (g.tb)
+      exec::gemv_nk(g.M, g.N, g.K, A, g.lda, gw, beta != 0.0f, C, g.ldc);
+    else
+      exec::gemv_kn(g.M, g.N, g.K, A, g.lda, gw, beta != 0.0f, C, g.ldc);
     return;
   }
-  const int64_t panels = (g.N + P - 1) / P;
-  const int K = static_cast<int>(g.K);
-  parallel_for(panels, 1, [&](int64_t s, int64_t e) {
-    std::vector<float> buf(static_cast<size_t>(P * g.K));
-    for (int64_t p = s; p < e; ++p) {
-      const int64_t n0 = p * P;
-      const int nb = static_cast<int>(std::min(P, g.N - n0));
-      w.decode(n0 * g.K, nb * g.K, buf.data());
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, nb, K, 1.0f, buf.data(), K, A, 1, beta, C + n0, 1);
-    }
-  });
+  const Tensor wide = exec::widened(w);
+  blas_gemm<float>(g, A, wide.data<float>(), beta, C);
 }
 
 /// matmul of fp32 x [..., M, K] by a packed rank-2 y (x's batch folds into M); false for the
