@@ -22,13 +22,16 @@ from __future__ import annotations
 import copy
 import json
 import os
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from . import _core
 
 __all__ = [
     "MultiFunctionDescriptor",
     "save_multifunction",
+    "rename_feature",
+    "load_spec",
+    "save_spec",
 ]
 
 _SPEC_IOS18 = 9  # the first specification version with multifunction models
@@ -174,3 +177,185 @@ def save_multifunction(desc: MultiFunctionDescriptor, destination_path: str | os
         description = _core.multifunction_description(sources, default)
         _core.save_mlpackage(multi, destination_path, spec_version, True, {}, description, False)
         bar.update(1)
+
+
+# ---- specs ---------------------------------------------------------------------------------------
+_RESERVED = frozenset((
+    "any", "bool", "program", "func", "tensor", "list", "dict", "tuple", "true", "false", "string", "bf16",
+    "fp16", "fp32", "fp64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "state"))
+
+
+def _is_mil_name(name: str) -> bool:
+    """Whether coremltools' name sanitizer keeps `name` as is."""
+    import re
+
+    return re.sub("[^a-zA-Z0-9_]", "_", name) == name and not re.match("[^a-zA-Z_]", name) and name not in _RESERVED
+
+
+def _rename_in(features: Any, current_name: str, new_name: str) -> bool:
+    hit = False
+    for feat in features:
+        if feat.name == current_name:
+            feat.name = new_name
+            hit = True
+    return hit
+
+
+def _rename_in_list(names: Any, current_name: str, new_name: str) -> None:
+    for i, n in enumerate(names):
+        if n == current_name:
+            names[i] = new_name
+
+
+def _rename_in_mil_function(fn: Any, current_name: str, new_name: str) -> None:
+    """The function's inputs, its blocks' outputs, and the bindings and outputs of their ops (the
+    top level of each block specialization, as coremltools does)."""
+    _rename_in(fn.inputs, current_name, new_name)
+    for block in fn.block_specializations.values():
+        _rename_in_list(block.outputs, current_name, new_name)
+        for op in block.operations:
+            for arg in op.inputs.values():
+                for binding in arg.arguments:
+                    if binding.HasField("name") and binding.name == current_name:
+                        binding.name = new_name
+            _rename_in(op.outputs, current_name, new_name)
+
+
+def _rename_in_neural_network(spec: Any, current_name: str, new_name: str, rename_inputs: bool,
+                              rename_outputs: bool) -> None:
+    for kind in ("neuralNetwork", "neuralNetworkClassifier", "neuralNetworkRegressor"):
+        if not spec.HasField(kind):
+            continue
+        nn = getattr(spec, kind)
+        if rename_inputs:
+            for layer in nn.layers:
+                _rename_in_list(layer.input, current_name, new_name)
+                if rename_outputs:
+                    _rename_in_list(layer.output, current_name, new_name)
+            for pre in nn.preprocessing:
+                if pre.featureName == current_name:
+                    pre.featureName = new_name
+        if kind == "neuralNetworkClassifier" and nn.labelProbabilityLayerName == current_name:
+            nn.labelProbabilityLayerName = new_name
+
+
+def rename_feature(spec: Any, current_name: str, new_name: str, rename_inputs: bool = True,
+                   rename_outputs: bool = True, function_name: Optional[str] = None) -> None:
+    """Renames an input or output of a Model proto in place (coremltools' ``rename_feature``): in
+    the model description and, for an ML Program, in the MIL program (the function's input, the
+    block outputs and every op argument or output of that name). Nothing happens when no feature
+    has that name. An ML Program name must match ``[a-zA-Z_][a-zA-Z0-9_]*`` (ValueError).
+
+    `function_name` picks one function of a multifunction model: its FunctionDescription and its
+    MIL function are renamed, no other. None renames the top-level description (a model with one
+    function) and the feature in every MIL function, as coremltools does.
+    """
+    if not rename_inputs and not rename_outputs:
+        return
+    desc: Any = spec.description
+    if function_name is not None and len(spec.description.functions) > 0:
+        found = [f for f in spec.description.functions if f.name == function_name]
+        if not found:
+            raise ValueError(f"function {function_name!r} not found; the model has "
+                             f"{[f.name for f in spec.description.functions]}")
+        desc = found[0]
+    changed = False
+    if rename_inputs:
+        changed = _rename_in(desc.input, current_name, new_name) or changed
+    if rename_outputs:
+        changed = _rename_in(desc.output, current_name, new_name) or changed
+        if desc.predictedFeatureName == current_name:
+            desc.predictedFeatureName = new_name
+        if desc.predictedProbabilitiesName == current_name:
+            desc.predictedProbabilitiesName = new_name
+    if not changed:
+        return
+    _rename_in_neural_network(spec, current_name, new_name, rename_inputs, rename_outputs)
+    if spec.HasField("featureVectorizer") and rename_inputs:
+        for col in spec.featureVectorizer.inputList:
+            if col.inputColumn == current_name:
+                col.inputColumn = new_name
+    pipeline = None
+    for kind in ("pipeline", "pipelineClassifier", "pipelineRegressor"):
+        if spec.HasField(kind):
+            pipeline = spec.pipeline if kind == "pipeline" else getattr(spec, kind).pipeline
+            break
+    if pipeline is not None:
+        last = len(spec.pipeline.models)  # coremltools counts the plain pipeline's models here
+        for i, model in enumerate(pipeline.models):
+            rename_feature(model, current_name, new_name, rename_inputs or i != 0, rename_outputs or i < last)
+    if spec.HasField("mlProgram"):
+        if not _is_mil_name(new_name):
+            raise ValueError("Input/output names for ML Program must be of the format [a-zA-Z_][a-zA-Z0-9_]*. "
+                             "That is, it must start with a letter and only contain numerals, underscore or letters. "
+                             f"Provided feature name, \"{new_name}\" does not satisfy these requirements.")
+        for name, fn in spec.mlProgram.functions.items():
+            if function_name is None or name == function_name or len(spec.description.functions) == 0:
+                _rename_in_mil_function(fn, current_name, new_name)
+
+
+def load_spec(model_path: str | os.PathLike) -> Any:
+    """The Model proto of an .mlpackage (its Manifest's root model) or a .mlmodel file, parsed with
+    coremltools' generated classes (coremltools' ``load_spec``; needs coremltools)."""
+    from coremltools.proto import Model_pb2
+
+    spec = Model_pb2.Model()
+    with open(_model_file(os.fspath(model_path)), "rb") as f:
+        spec.ParseFromString(f.read())
+    return spec
+
+
+def _write_package(spec: Any, package_path: str, weights_dir: Optional[str]) -> None:
+    """A package holding the spec and a copy of `weights_dir` (as coremltools' ModelPackage lays
+    it out: Manifest.json, Data/com.apple.CoreML/model.mlmodel and weights/)."""
+    import shutil
+
+    data = os.path.join(package_path, "Data", "com.apple.CoreML")
+    os.makedirs(data, exist_ok=True)
+    with open(os.path.join(data, "model.mlmodel"), "wb") as f:
+        f.write(spec.SerializeToString())
+    manifest = json.loads(_core.manifest_json(_core_uuid(), _core_uuid()))
+    if weights_dir is not None:
+        shutil.copytree(weights_dir, os.path.join(data, "weights"))
+    else:
+        entries = manifest["itemInfoEntries"]
+        for key in [k for k, e in entries.items() if e["name"] == "weights"]:
+            del entries[key]
+    with open(os.path.join(package_path, "Manifest.json"), "w", encoding="utf-8") as f:
+        f.write(json.dumps(manifest, indent=4, sort_keys=True) + "\n")
+
+
+def _core_uuid() -> str:
+    import uuid
+
+    return str(uuid.uuid4())
+
+
+def save_spec(spec: Any, filename: str | os.PathLike, auto_set_specification_version: bool = False,
+              weights_dir: Optional[str] = None) -> None:
+    """Writes a Model proto as a .mlmodel file or an .mlpackage (coremltools' ``save_spec``). No
+    extension means .mlmodel. An ML Program package needs `weights_dir`, the folder holding its
+    weight.bin (an empty folder for a model without weights), copied into the package.
+    `auto_set_specification_version` needs Core ML (macOS): here it only warns."""
+    filename = os.fspath(filename)
+    ext = os.path.splitext(filename)[1]
+    if not ext:
+        filename += ".mlmodel"
+    elif ext not in (".mlmodel", ".mlpackage"):
+        raise Exception(f"Extension must be .mlmodel or .mlpackage (not {ext})")
+    if auto_set_specification_version:
+        import warnings
+
+        warnings.warn("Failed to automatic set specification version for this model.", RuntimeWarning, stacklevel=2)
+    if ext != ".mlpackage":
+        with open(filename, "wb") as f:
+            f.write(spec.SerializeToString())
+        return
+    if spec.WhichOneof("Type") == "mlProgram" and weights_dir is None:
+        raise Exception("spec of type mlProgram cannot be saved without the weights file. Please provide the path "
+                        "to the weights file as well, using the 'weights_dir' argument.")
+    if os.path.exists(filename):
+        if os.listdir(filename):
+            raise FileExistsError(f"The package_path is invalid because it's a non-empty directory: {filename}")
+        os.rmdir(filename)
+    _write_package(spec, filename, weights_dir)
