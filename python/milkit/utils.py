@@ -9,8 +9,10 @@ features, reading and writing specs.
     desc.default_function_name = "decode"
     save_multifunction(desc, "llm.mlpackage")
 
-``save_multifunction`` writes the package coremltools writes, byte for byte: equal weights of
-the functions are stored once in ``weight.bin``. Weights stay memory-mapped from the source
+``save_multifunction`` writes the package coremltools writes: the same ``weight.bin`` bytes, in
+which equal weights of the functions are stored once, and the same Model proto (milkit writes the
+program's maps in program order where coremltools' order varies between processes, and keeps the
+names of state writes that coremltools' loader renames). Weights stay memory-mapped from the source
 packages and are compared in chunks, never read whole into Python.
 
 ``rename_feature``, ``load_spec`` and ``save_spec`` work on coremltools' ``Model`` protos (the
