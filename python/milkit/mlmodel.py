@@ -171,11 +171,30 @@ class MLModel:
         return mlmodel_html(self)
 
 
+def _write_package(spec: Any, package_path: str, weights_dir: str | None) -> None:
+    """A package holding the spec and a copy of `weights_dir` (as coremltools' ModelPackage lays
+    it out: Manifest.json, Data/com.apple.CoreML/model.mlmodel and weights/)."""
+    import json
+    import uuid
+
+    data = os.path.join(package_path, "Data", "com.apple.CoreML")
+    os.makedirs(data, exist_ok=True)
+    with open(os.path.join(data, "model.mlmodel"), "wb") as f:
+        f.write(spec.SerializeToString())
+    manifest = json.loads(_core.manifest_json(str(uuid.uuid4()), str(uuid.uuid4())))
+    if weights_dir is not None:
+        shutil.copytree(weights_dir, os.path.join(data, "weights"))
+    else:
+        entries = manifest["itemInfoEntries"]
+        for key in [k for k, e in entries.items() if e["name"] == "weights"]:
+            del entries[key]
+    with open(os.path.join(package_path, "Manifest.json"), "w", encoding="utf-8") as f:
+        f.write(json.dumps(manifest, indent=4, sort_keys=True) + "\n")
+
+
 def _package_from_spec(spec: Any, weights_dir: str | None) -> str:
     """A temporary .mlpackage holding `spec` (and a copy of `weights_dir`), as coremltools makes
     one for ``MLModel(spec, weights_dir=...)``."""
-    from .utils import _write_package
-
     if spec.WhichOneof("Type") == "mlProgram" and weights_dir is None:
         raise Exception("MLModel of type mlProgram cannot be loaded just from the model spec object. It also needs "
                         "the path to the weights file. Please provide that as well, using the 'weights_dir' argument.")

@@ -307,32 +307,6 @@ def load_spec(model_path: str | os.PathLike) -> Any:
     return spec
 
 
-def _write_package(spec: Any, package_path: str, weights_dir: Optional[str]) -> None:
-    """A package holding the spec and a copy of `weights_dir` (as coremltools' ModelPackage lays
-    it out: Manifest.json, Data/com.apple.CoreML/model.mlmodel and weights/)."""
-    import shutil
-
-    data = os.path.join(package_path, "Data", "com.apple.CoreML")
-    os.makedirs(data, exist_ok=True)
-    with open(os.path.join(data, "model.mlmodel"), "wb") as f:
-        f.write(spec.SerializeToString())
-    manifest = json.loads(_core.manifest_json(_core_uuid(), _core_uuid()))
-    if weights_dir is not None:
-        shutil.copytree(weights_dir, os.path.join(data, "weights"))
-    else:
-        entries = manifest["itemInfoEntries"]
-        for key in [k for k, e in entries.items() if e["name"] == "weights"]:
-            del entries[key]
-    with open(os.path.join(package_path, "Manifest.json"), "w", encoding="utf-8") as f:
-        f.write(json.dumps(manifest, indent=4, sort_keys=True) + "\n")
-
-
-def _core_uuid() -> str:
-    import uuid
-
-    return str(uuid.uuid4())
-
-
 def save_spec(spec: Any, filename: str | os.PathLike, auto_set_specification_version: bool = False,
               weights_dir: Optional[str] = None) -> None:
     """Writes a Model proto as a .mlmodel file or an .mlpackage (coremltools' ``save_spec``). No
@@ -360,4 +334,6 @@ def save_spec(spec: Any, filename: str | os.PathLike, auto_set_specification_ver
         if os.listdir(filename):
             raise FileExistsError(f"The package_path is invalid because it's a non-empty directory: {filename}")
         os.rmdir(filename)
+    from .mlmodel import _write_package
+
     _write_package(spec, filename, weights_dir)
