@@ -1,12 +1,32 @@
 // Graph passes from Python.
 #include "common.h"
 #include "milkit/passes/compression.h"
+#include "milkit/passes/const_sharing.h"
 #include "milkit/passes/pass.h"
 
 namespace milkit::py_bind {
 
 void init_passes(py::module_& m) {
   m.def("pass_names", [] { return PassRegistry::instance().names(); });
+  m.def(
+      "share_consts_across_functions",
+      [](Program& p) {
+        std::vector<std::vector<SharedConst>> groups;
+        {
+          py::gil_scoped_release release;
+          groups = share_consts_across_functions(p);
+        }
+        py::list out;
+        for (const auto& g : groups) {
+          py::list l;
+          for (const SharedConst& c : g) l.append(py::make_tuple(c.function, c.op));
+          out.append(l);
+        }
+        return out;
+      },
+      py::arg("program"),
+      "Makes equal consts of the program's functions share one value (written once); returns the "
+      "groups of two or more as lists of (function, const op name).");
   m.def(
       "run_passes",
       [](Program& p, const std::vector<std::string>& names,

@@ -3,6 +3,7 @@
 
 #include "milkit/serde/mlpackage.h"
 #include "milkit/serde/model_description.h"
+#include "milkit/serde/multifunction.h"
 #include "milkit/serde/proto_reader.h"
 #include "milkit/types/error.h"
 #include "milkit/types/target.h"
@@ -13,8 +14,11 @@ void init_serde(py::module_& m) {
   m.def(
       "save_mlpackage",
       [](std::shared_ptr<Program> p, const std::string& path, std::optional<int> target, bool sync,
-         std::map<std::string, std::pair<std::vector<std::vector<int64_t>>, std::vector<int64_t>>> enumerated) {
+         std::map<std::string, std::pair<std::vector<std::vector<int64_t>>, std::vector<int64_t>>> enumerated,
+         std::optional<py::bytes> description, bool build_info) {
         PackageOptions o;
+        if (description) o.description = std::string(*description);
+        o.build_info = build_info;
         for (auto& [name, sd] : enumerated) o.enumerated_shapes[name] = EnumeratedShapesSpec{sd.first, sd.second};
         if (target) {
           auto t = target_from_spec(*target);
@@ -27,8 +31,30 @@ void init_serde(py::module_& m) {
       },
       py::arg("program"), py::arg("path"), py::arg("target") = py::none(), py::arg("sync") = true,
       py::arg("enumerated_shapes") = std::map<std::string, std::pair<std::vector<std::vector<int64_t>>, std::vector<int64_t>>>{},
+      py::arg("description") = py::none(), py::arg("build_info") = true,
       "Writes a program as an .mlpackage (atomically). `target` is a specification version; "
-      "`enumerated_shapes` maps input names to (shapes, default shape).");
+      "`enumerated_shapes` maps input names to (shapes, default shape); `description` is a "
+      "serialized ModelDescription written as is; `build_info` writes the buildInfo attribute.");
+  m.def(
+      "multifunction_description",
+      [](const std::vector<std::tuple<py::bytes, std::string, std::string>>& fns, const std::string& default_name) {
+        std::vector<FunctionSource> src;
+        for (const auto& [b, s, t] : fns) src.push_back({std::string(b), s, t});
+        return py::bytes(multifunction_description(src, default_name));
+      },
+      py::arg("functions"), py::arg("default_function_name"),
+      "The serialized ModelDescription of a multifunction package from (model bytes, source "
+      "function, target function) triples.");
+  m.def(
+      "blob_references",
+      [](py::bytes b, const std::string& source) {
+        py::list out;
+        for (const BlobReference& r : blob_references(std::string(b), source))
+          out.append(py::make_tuple(r.function, r.op, r.attribute, r.file, r.offset));
+        return out;
+      },
+      py::arg("model_bytes"), py::arg("source") = "model.mlmodel",
+      "(function, op, attribute, file, offset) of every op attribute stored in a weight file.");
   m.def(
       "load_mlpackage",
       [](const std::string& path, std::optional<int> minimum_target) {

@@ -102,9 +102,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # ``milkit.optimize`` (coremltools' ``ct.optimize``) is imported on first use
-    if name == "optimize":
+    # ``milkit.optimize`` (coremltools' ``ct.optimize``) and ``milkit.utils`` (coremltools'
+    # ``ct.utils``) are imported on first use
+    if name in ("optimize", "utils"):
         import importlib
 
-        return importlib.import_module(".optimize", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'milkit' has no attribute {name!r}")

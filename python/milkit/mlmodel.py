@@ -18,10 +18,15 @@ __all__ = ['MLModel']
 class MLModel:
     """A converted model backed by a package directory (coremltools' ``MLModel`` subset)."""
 
-    def __init__(self, model: str | os.PathLike, is_temp_package: bool = False, mil_program: Any = None,
+    def __init__(self, model: str | os.PathLike | Any, is_temp_package: bool = False, mil_program: Any = None,
                  skip_model_load: bool = True, skipped_passes: Sequence[str] = (), compute_units: Any = None,
                  weights_dir: str | None = None, function_name: str | None = None,
                  optimization_hints: Any = None) -> None:
+        if hasattr(model, "SerializeToString") and hasattr(model, "WhichOneof"):
+            # a Model proto (coremltools' spec): written as a temporary package with a copy of
+            # `weights_dir`, which an ML Program needs
+            model = _package_from_spec(model, weights_dir)
+            is_temp_package = True
         self.package_path = os.fspath(model)
         if not os.path.exists(self.package_path):
             raise ValueError(f"no model at {self.package_path!r}")
@@ -164,6 +169,43 @@ class MLModel:
         from .display import mlmodel_html
 
         return mlmodel_html(self)
+
+
+def _write_package(spec: Any, package_path: str, weights_dir: str | None) -> None:
+    """A package holding the spec and a copy of `weights_dir` (as coremltools' ModelPackage lays
+    it out: Manifest.json, Data/com.apple.CoreML/model.mlmodel and weights/)."""
+    import json
+    import uuid
+
+    data = os.path.join(package_path, "Data", "com.apple.CoreML")
+    os.makedirs(data, exist_ok=True)
+    with open(os.path.join(data, "model.mlmodel"), "wb") as f:
+        f.write(spec.SerializeToString())
+    manifest = json.loads(_core.manifest_json(str(uuid.uuid4()), str(uuid.uuid4())))
+    if weights_dir is not None:
+        shutil.copytree(weights_dir, os.path.join(data, "weights"))
+    else:
+        entries = manifest["itemInfoEntries"]
+        for key in [k for k, e in entries.items() if e["name"] == "weights"]:
+            del entries[key]
+    with open(os.path.join(package_path, "Manifest.json"), "w", encoding="utf-8") as f:
+        f.write(json.dumps(manifest, indent=4, sort_keys=True) + "\n")
+
+
+def _package_from_spec(spec: Any, weights_dir: str | None) -> str:
+    """A temporary .mlpackage holding `spec` (and a copy of `weights_dir`), as coremltools makes
+    one for ``MLModel(spec, weights_dir=...)``."""
+    if spec.WhichOneof("Type") == "mlProgram" and weights_dir is None:
+        raise Exception("MLModel of type mlProgram cannot be loaded just from the model spec object. It also needs "
+                        "the path to the weights file. Please provide that as well, using the 'weights_dir' argument.")
+    path = tempfile.mkdtemp(suffix=".mlpackage")
+    try:
+        os.rmdir(path)
+        _write_package(spec, path, weights_dir)
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)
+        raise
+    return path
 
 
 def _package_enumerated_shapes(path: str) -> dict:

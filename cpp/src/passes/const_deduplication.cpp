@@ -9,10 +9,14 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <string>
 #include <tuple>
+#include <vector>
 
+#include "milkit/passes/const_sharing.h"
 #include "milkit/passes/pass.h"
 #include "milkit/passes/rewrite.h"
+#include "milkit/types/datatype.h"
 
 namespace milkit {
 
@@ -99,7 +103,78 @@ class ConstDeduplication : public Pass {
   int64_t threshold_ = 100;
 };
 
+// Whether two values of one dtype and shape hold the same bytes, read in chunks from their
+// buffers (mapped weights are paged in, never copied whole).
+bool same_bytes(const Value& a, const Value& b) {
+  if (a.buffer() == b.buffer()) return true;
+  const size_t elem = static_cast<size_t>(dtype_storage_bytes(a.dtype()));
+  const size_t total = static_cast<size_t>(a.numel()) * elem;
+  const size_t chunk = std::max<size_t>(elem, (size_t{1} << 20) / elem * elem);
+  std::vector<uint8_t> x(std::min(chunk, total)), y(x.size());
+  for (size_t off = 0; off < total; off += chunk) {
+    size_t n = std::min(chunk, total - off);
+    a.buffer()->read(off, n, x.data());
+    b.buffer()->read(off, n, y.data());
+    if (std::memcmp(x.data(), y.data(), n) != 0) return false;
+  }
+  return true;
+}
+
+// coremltools' equality of duplicate candidates: np.allclose(rtol=0) with a per-dtype atol.
+bool equal_consts(const Value& a, const Value& b) {
+  if (same_bytes(a, b)) return true;
+  if (!is_float(a.dtype())) return false;
+  return all_close(a, b, a.dtype() == DataType::Float16 ? 6e-8 : 1e-12);
+}
+
 }  // namespace
+
+std::vector<std::vector<SharedConst>> share_consts_across_functions(Program& program) {
+  using Key = std::tuple<DataType, std::vector<int64_t>, std::string>;
+  struct Member {
+    const std::string* function;
+    Var* var;
+  };
+  std::map<Key, std::vector<size_t>> buckets;  // key -> indexes of groups
+  std::vector<std::vector<Member>> groups;     // first member: the one whose value is kept
+  static const uint16_t kConst = op_type_id("const");
+  for (auto& [name, f] : program.functions()) {
+    for (Operation* op = f->body().front(); op; op = op->next()) {
+      if (op->type_id() != kConst) continue;
+      Var* v = op->output(0);
+      if (!v->type()->is_tensor() || !v->has_value()) continue;
+      const Value& val = *v->value();
+      if (val.dtype() == DataType::String || val.numel() < 1) continue;
+      size_t nb = static_cast<size_t>(std::min(val.numel(), kHashElems)) *
+                  static_cast<size_t>(dtype_storage_bytes(val.dtype()));
+      std::string prefix(nb, '\0');
+      val.buffer()->read(0, nb, reinterpret_cast<uint8_t*>(prefix.data()));
+      auto& cands = buckets[Key{val.dtype(), val.shape(), std::move(prefix)}];
+      bool found = false;
+      for (size_t g : cands) {
+        if (!equal_consts(val, *groups[g].front().var->value())) continue;
+        groups[g].push_back({&name, v});
+        found = true;
+        break;
+      }
+      if (!found) {
+        cands.push_back(groups.size());
+        groups.push_back({{&name, v}});
+      }
+    }
+  }
+  std::vector<std::vector<SharedConst>> out;
+  for (auto& g : groups) {
+    if (g.size() < 2) continue;
+    std::vector<SharedConst> members;
+    for (const Member& m : g) {
+      if (m.var != g.front().var) m.var->set_value(g.front().var->value());
+      members.push_back({*m.function, m.var->op()->name()});
+    }
+    out.push_back(std::move(members));
+  }
+  return out;
+}
 
 /// Registers common::const_deduplication.
 void register_const_deduplication(PassRegistry& r) {

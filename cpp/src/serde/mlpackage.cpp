@@ -170,6 +170,8 @@ void write_mlpackage(const Program& program, const PackageOptions& options, cons
     ProtoWriteOptions po;
     po.target = tgt;
     po.enumerated_shapes = options.enumerated_shapes;
+    po.description = options.description;
+    po.build_info = options.build_info;
     po.weights = [&]() -> BlobWriter& {
       if (!blob) blob = std::make_unique<BlobWriter>((wdir / "weight.bin").string());
       return *blob;

@@ -1060,7 +1060,7 @@ std::string write_model_proto(const Program& program, const ProtoWriteOptions& o
   // buildInfo (dict<string, string>) mirrored into metadata.userDefined
   std::map<std::string, std::string> info = program.attributes();
   if (!info.count("milkit-version")) info["milkit-version"] = kMilkitVersion;
-  {
+  if (options.build_info) {
     size_t entry = pe.open(f::kProgAttributes);
     pe.str_always(f::kMapKey, "buildInfo");
     size_t vm = pe.open(f::kMapValue);
@@ -1088,7 +1088,10 @@ std::string write_model_proto(const Program& program, const ProtoWriteOptions& o
 
   // Model: specificationVersion = 1, description = 2, mlProgram = 502
   std::string desc_bytes;
-  if (!desc.SerializeToString(&desc_bytes)) throw ValueError("cannot serialize the model description");
+  if (options.description)
+    desc_bytes = *options.description;
+  else if (!desc.SerializeToString(&desc_bytes))
+    throw ValueError("cannot serialize the model description");
   if (prog_bytes.size() > (size_t{1} << 31)) throw ValueError("cannot serialize the model proto (over 2 GiB)");
   std::string out;
   out.reserve(prog_bytes.size() + desc_bytes.size() + 32);

@@ -327,6 +327,8 @@ def program_facts(src: Source) -> Dict[str, Any]:
     if src.kind == "mlpackage":
         wfile = os.path.join(os.path.dirname(src.model_file or ""), "weights", "weight.bin")
         facts["weights"]["file_bytes"] = os.path.getsize(wfile) if os.path.exists(wfile) else 0
+    if src.model_file is not None:
+        facts["shared_weights"] = _guard(src.path, lambda: shared_weights(src.model_file, list(prog.functions)))
     if desc is not None:
         md = desc.get("metadata", {})
         facts["metadata"] = {
@@ -339,6 +341,45 @@ def program_facts(src: Source) -> Dict[str, Any]:
     else:
         facts["metadata"] = {"build_info": dict(prog._attributes())}
     return facts
+
+
+def shared_weights(model_file: str, functions: List[str]) -> Dict[str, Any]:
+    """The weights that several consts point at (one blob offset of weight.bin referenced more
+    than once, as in a multifunction package whose functions share weights):
+    {"groups": [{"file", "offset", "bytes", "consts": [{"function", "name"[, "attribute"]}]}],
+     "bytes": size of those blobs (stored once), "saved_bytes": what separate copies would add}."""
+    import struct
+
+    from milkit import _core
+
+    with open(model_file, "rb") as f:
+        refs = _core.blob_references(f.read(), model_file)
+    order = {name: i for i, name in enumerate(functions)}
+    by_blob: Dict[Any, List[Any]] = {}
+    for i, (fn, op, attr, file, offset) in enumerate(refs):
+        by_blob.setdefault((file, offset), []).append((order.get(fn, len(order)), i, fn, op, attr))
+    groups = []
+    base = os.path.dirname(model_file)
+    for (file, offset), members in sorted(by_blob.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        if len(members) < 2:
+            continue
+        size = 0
+        path = os.path.join(base, file.replace("@model_path/", "", 1))
+        if os.path.isfile(path):  # the blob's metadata record: magic, dtype, sizeInBytes
+            with open(path, "rb") as f:
+                f.seek(offset)
+                head = f.read(16)
+            if len(head) == 16:
+                size = struct.unpack("<IIQ", head)[2]
+        consts = []
+        for _, _, fn, op, attr in sorted(members):
+            c = {"function": fn, "name": op}
+            if attr != "val":
+                c["attribute"] = attr
+            consts.append(c)
+        groups.append({"file": file, "offset": offset, "bytes": size, "consts": consts})
+    return {"groups": groups, "bytes": sum(g["bytes"] for g in groups),
+            "saved_bytes": sum(g["bytes"] * (len(g["consts"]) - 1) for g in groups)}
 
 
 # ---- formatting --------------------------------------------------------------------------------

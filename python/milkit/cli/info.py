@@ -17,7 +17,8 @@ def register(sub: Any) -> None:
         NAME, help="show a package's spec version, functions, inputs, outputs, states, ops, weights, metadata",
         description="Shows the specification version and deployment target, the functions (and the default), "
                     "each function's inputs and outputs with shapes (symbolic dims with their ranges, enumerated "
-                    "shapes) and states, an op histogram, the weights (count and bytes by dtype) and the "
+                    "shapes) and states, an op histogram, the weights (count and bytes by dtype), the weights "
+                    "that several consts share (one offset of weight.bin, as in multifunction packages) and the "
                     "metadata (author, license, version, description, user-defined) of an .mlpackage, a "
                     "model.mlmodel or a MIL text file.")
     p.add_argument("model", metavar="PKG", help=".mlpackage directory, model.mlmodel or MIL text file")
@@ -81,4 +82,12 @@ def format_facts(facts: Dict[str, Any]) -> str:
     lines.append(line)
     if "file_bytes" in w:
         lines.append(f"  weight.bin: {human_bytes(w['file_bytes'])}")
+    shared = facts.get("shared_weights") or {}
+    if shared.get("groups"):
+        lines.append(f"shared weights: {plural(len(shared['groups']), 'blob')}, {human_bytes(shared['bytes'])} "
+                     f"stored once ({human_bytes(shared['saved_bytes'])} saved)")
+        for g in shared["groups"]:
+            names = ", ".join(f"{c['function']}.{c['name']}" + (f".{c['attribute']}" if "attribute" in c else "")
+                              for c in g["consts"])
+            lines.append(f"  @{g['offset']} ({human_bytes(g['bytes'])}): {names}")
     return "\n".join(lines)

@@ -25,6 +25,10 @@ struct PackageOptions {
   bool sync = true;
   /// Enumerated shapes by input name of the default function (see ProtoWriteOptions).
   std::map<std::string, EnumeratedShapesSpec> enumerated_shapes;
+  /// A serialized ModelDescription to write as is (see ProtoWriteOptions::description).
+  std::optional<std::string> description;
+  /// Whether to write buildInfo and its metadata mirror (see ProtoWriteOptions::build_info).
+  bool build_info = true;
 };
 
 /// The target write_mlpackage uses when none is given: the newest function opset, >= iOS15.

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ struct ProtoWriteOptions {
   /// input is described by the default shape plus `enumeratedShapes` (default first,
   /// duplicates dropped before iOS18) instead of a `shapeRange`.
   std::map<std::string, EnumeratedShapesSpec> enumerated_shapes;
+  /// A serialized ModelDescription written as is instead of one made from the functions (a
+  /// multifunction package copies the descriptions of the packages its functions come from).
+  std::optional<std::string> description;
+  /// Whether to write the program's buildInfo attribute (with milkit's version) and mirror it
+  /// into metadata.userDefined; a package written from a given description has neither.
+  bool build_info = true;
 };
 
 /// Whether coremltools stores a const value in the weight file (rather than immediate).
