@@ -20,13 +20,15 @@ layer) for the eager / ONNX references.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import time
 from typing import Any, Callable, Dict, Iterator, Tuple
 
 __all__ = ["Config", "PRESETS", "Llama", "build_model", "export_programs", "export_pt2", "positions",
-           "weight_tensor", "weight_specs", "param_count"]
+           "weight_tensor", "weight_specs", "param_count",
+           "functional_step"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +76,7 @@ def positions(mode: str, start: int, t: int) -> Any:
     return torch.arange(start, start + t)
 
 
+@functools.cache
 def _modules() -> Tuple[type, ...]:
     torch = _torch()
     import torch.nn.functional as F
@@ -116,7 +119,7 @@ def _modules() -> Tuple[type, ...]:
             self.register_buffer("k_cache", torch.zeros(1, c.kv_heads, c.max_len, hd))
             self.register_buffer("v_cache", torch.zeros(1, c.kv_heads, c.max_len, hd))
 
-        def forward(self, x: Any, pos: Any, start: Any, end: Any) -> Any:
+        def forward(self, x: Any, pos: Any, start: Any, end: Any, cache: Any = None) -> Any:
             c, t = self.c, x.shape[1]
             hd = c.head_dim
             h = self.attn_norm(x)
@@ -124,20 +127,26 @@ def _modules() -> Tuple[type, ...]:
             k = self.k(h).view(1, t, c.kv_heads, hd).transpose(1, 2)
             v = self.v(h).view(1, t, c.kv_heads, hd).transpose(1, 2)
             q, k = rope(q, pos, c.rope_theta), rope(k, pos, c.rope_theta)
-            if self.mode == "slice":
+            if cache is not None:  # functional: the caches come in and go out
+                kc0 = cache[0].index_copy(2, pos, k.to(cache[0].dtype))
+                vc0 = cache[1].index_copy(2, pos, v.to(cache[1].dtype))
+            elif self.mode == "slice":
                 self.k_cache[:, :, start:end] = k.to(self.k_cache.dtype)
                 self.v_cache[:, :, start:end] = v.to(self.v_cache.dtype)
             else:
                 self.k_cache.index_copy_(2, pos, k.to(self.k_cache.dtype))
                 self.v_cache.index_copy_(2, pos, v.to(self.v_cache.dtype))
-            kc = self.k_cache.to(x.dtype).repeat_interleave(c.heads // c.kv_heads, dim=1)
-            vc = self.v_cache.to(x.dtype).repeat_interleave(c.heads // c.kv_heads, dim=1)
+            if cache is None:
+                kc0, vc0 = self.k_cache, self.v_cache
+            kc = kc0.to(x.dtype).repeat_interleave(c.heads // c.kv_heads, dim=1)
+            vc = vc0.to(x.dtype).repeat_interleave(c.heads // c.kv_heads, dim=1)
             mask = torch.arange(c.max_len)[None, :] <= pos[:, None]
             att = (q @ kc.transpose(-1, -2)) * (hd ** -0.5)
             att = att.masked_fill(~mask, float("-inf")).softmax(-1)
             x = x + self.o((att @ vc).transpose(1, 2).reshape(1, t, c.heads * hd))
             h = self.ffn_norm(x)
-            return x + self.down(F.silu(self.gate(h)) * self.up(h))
+            x = x + self.down(F.silu(self.gate(h)) * self.up(h))
+            return x if cache is None else (x, kc0, vc0)
 
     class Llama(nn.Module):
         def __init__(self, c: Config, mode: str = "index_copy") -> None:
@@ -159,16 +168,40 @@ def _modules() -> Tuple[type, ...]:
             x = self.embed(ids)
             for layer in self.layers:
                 x = layer(x, pos, start, end)
-            x = self.norm(x)
-            w = self.embed.weight if self.head is None else self.head.weight
-            return F.linear(x, w)
+            return self.logits(x)
 
-    return Llama, Block
+        def logits(self, x: Any) -> Any:
+            w = self.embed.weight if self.head is None else self.head.weight
+            return F.linear(self.norm(x), w)
+
+    class FunctionalStep(nn.Module):
+        """forward(ids, pos, k_0, v_0, k_1, ...) -> (logits, new k_0, new v_0, ...): the decoder
+        with its caches as inputs and outputs (for exporters without states, e.g. ONNX)."""
+
+        def __init__(self, model: Any) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids: Any, pos: Any, *caches: Any) -> Any:
+            m = self.model
+            x = m.embed(ids)
+            out = []
+            for i, layer in enumerate(m.layers):
+                x, kc, vc = layer(x, pos, None, None, (caches[2 * i], caches[2 * i + 1]))
+                out += [kc, vc]
+            return (m.logits(x), *out)
+
+    return Llama, Block, FunctionalStep
 
 
 def Llama(c: Config, mode: str = "index_copy") -> Any:  # noqa: N802 - a class factory
     """An uninitialised-weights decoder (torch's default init) of shape `c`."""
     return _modules()[0](c, mode)
+
+
+def functional_step(model: Any) -> Any:
+    """`model` with its caches as inputs and outputs (see FunctionalStep), sharing its weights."""
+    return _modules()[2](model)
 
 
 def param_count(c: Config) -> int:
