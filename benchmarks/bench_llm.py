@@ -57,20 +57,30 @@ def result(**kw):
 
 WRITE = r"""
 import torch
-p = L.export_pt2(C, D, dtype=torch.float16, prefill={prefill})
-result(**p["seconds"], bytes=sum(os.path.getsize(p[k]) for k in ("prefill", "decode")))
+p = L.export_pt2(C, D, dtype=torch.float16, prefill={prefill}, programs={programs!r})
+result(**p["seconds"], bytes=sum(os.path.getsize(p[k]) for k in {programs!r}))
 """
 
 CONVERT = r"""
 import milkit
 out = {{}}
-for name in ("prefill", "decode"):
+for name in {programs!r}:
     t0 = time.perf_counter()
     mm = milkit.convert(os.path.join(D, name + ".pt2"), compute_precision=milkit.precision.FLOAT16,
                         minimum_deployment_target=milkit.target.iOS18)
     out["convert_" + name] = time.perf_counter() - t0
+    if {direct_4bit}:  # no fp16 package: palettize the converted model and save only the 4-bit one
+        c = milkit.optimize.coreml
+        cfg = c.OptimizationConfig(global_config=c.OpPalettizerConfig(mode="kmeans", nbits=4,
+                                   granularity="per_grouped_channel", group_size=16))
+        t0 = time.perf_counter()
+        mm = c.palettize_weights(mm, cfg)
+        out["palettize_" + name] = time.perf_counter() - t0
+        kind = "4bit"
+    else:
+        kind = "fp16"
     t0 = time.perf_counter()
-    mm.save(os.path.join(D, name + "_fp16.mlpackage"))
+    mm.save(os.path.join(D, name + "_" + kind + ".mlpackage"))
     out["save_" + name] = time.perf_counter() - t0
     del mm
 result(**out)
@@ -82,7 +92,7 @@ c = milkit.optimize.coreml
 cfg = c.OptimizationConfig(global_config=c.OpPalettizerConfig(mode="kmeans", nbits=4,
                            granularity="per_grouped_channel", group_size=16))
 out = {{}}
-for name in ("prefill", "decode"):
+for name in {programs!r}:
     t0 = time.perf_counter()
     mm = milkit.models.MLModel(os.path.join(D, name + "_fp16.mlpackage"))
     out["load_" + name] = time.perf_counter() - t0
@@ -99,16 +109,21 @@ result(**out)
 RUN = r"""
 import milkit, numpy as np
 t0 = time.perf_counter()
-pre = milkit.models.MLModel(os.path.join(D, "prefill_{kind}.mlpackage"))
+has_prefill = "prefill" in {programs!r}
+pre = milkit.models.MLModel(os.path.join(D, "prefill_{kind}.mlpackage")) if has_prefill else None
 dec = milkit.models.MLModel(os.path.join(D, "decode_{kind}.mlpackage"))
 load = time.perf_counter() - t0
-state = pre.make_state()
+state = dec.make_state()
 rng = np.random.default_rng(0)
 ids = rng.integers(0, C.vocab, (1, {prefill})).astype(np.int32)
 t0 = time.perf_counter()
-out = list(pre.predict({{"ids": ids, "p": np.arange({prefill}, dtype=np.int32)}}, state=state).values())[0]
+if has_prefill:
+    out = list(pre.predict({{"ids": ids, "p": np.arange({prefill}, dtype=np.int32)}}, state=state).values())[0]
+    tok, pos = int(out[0, -1].argmax()), {prefill}
+else:  # decode from position 0 (no prefill program)
+    tok, pos = 1, 0
 prefill = time.perf_counter() - t0
-tok, pos, times, tokens = int(out[0, -1].argmax()), {prefill}, [], []
+times, tokens = [], []
 for i in range({steps} + 1):
     t0 = time.perf_counter()
     feed = {{"ids": np.array([[tok]], np.int32), "p": np.array([pos], np.int32)}}
@@ -187,7 +202,8 @@ def child(code: str, args: argparse.Namespace, **fmt: object) -> dict:
     """Runs one step in a watched child; its RESULT line plus seconds and peak RssAnon."""
     prelude = PRELUDE.format(here=HERE, size=args.size, dir=args.dir)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")]))
-    code = prelude + code.format(prefill=args.prefill, steps=DECODE_STEPS, **fmt)
+    code = prelude + code.format(prefill=args.prefill, steps=DECODE_STEPS, programs=tuple(args.programs.split(",")),
+                                 direct_4bit=args.direct_4bit, **fmt)
     w = memwatch.run(code, cap_mb=args.cap_mb, env=env)
     lines = [ln for ln in w.out.splitlines() if ln.startswith("RESULT ")]
     if w.rc != 0 or not lines:
@@ -201,7 +217,7 @@ def child(code: str, args: argparse.Namespace, **fmt: object) -> dict:
 
 def fmt_row(what: str, r: dict, keys: list[str]) -> str:
     if "error" in r:
-        return f"  {what:<34} FAILED: {r['error']}"
+        return f"  {what:<36} FAILED: {r['error']}"
     parts = []
     for k in keys:
         if k in r:
@@ -212,7 +228,7 @@ def fmt_row(what: str, r: dict, keys: list[str]) -> str:
                 parts.append(f"{k} {v:.0f} MiB")
             else:
                 parts.append(f"{k} {v:.2f}s" if isinstance(v, float) else f"{k} {v}")
-    return f"  {what:<34} {'; '.join(parts)}; peak RssAnon {r['peak_mb']:.0f} MiB"
+    return f"  {what:<36} {'; '.join(parts)}; peak RssAnon {r['peak_mb']:.0f} MiB"
 
 
 def main() -> None:
@@ -220,6 +236,9 @@ def main() -> None:
     ap.add_argument("--size", default="0.5b", choices=sorted(L.PRESETS))
     ap.add_argument("--steps", default=",".join(STEPS), help="comma-separated subset of " + ",".join(STEPS))
     ap.add_argument("--prefill", type=int, default=PREFILL, help="prompt length (the prefill program's T)")
+    ap.add_argument("--programs", default="prefill,decode", help="which programs to write and convert")
+    ap.add_argument("--direct-4bit", action="store_true",
+                    help="convert palettizes in memory and saves only the 4-bit packages (no fp16 package on disk)")
     ap.add_argument("--torch-dtypes", default="float32,bfloat16,float16")
     ap.add_argument("--cap-mb", type=int, default=None, help="cgroup memory cap for every child")
     ap.add_argument("--dir", default=None, help="where the archives and packages go")
@@ -239,17 +258,19 @@ def main() -> None:
         print(rows[-1], flush=True)
 
     if "write" in steps:
-        show("write .pt2 (export + 2 archives)", child(WRITE, args),
+        show("write .pt2 (export + archives)", child(WRITE, args),
              ["export", "write_prefill", "write_decode", "seconds"])
     if "convert" in steps:
-        show("milkit convert fp16 + save", child(CONVERT, args),
-             ["convert_prefill", "convert_decode", "save_prefill", "save_decode"])
-    if "palettize" in steps:
+        what = "milkit convert fp16" + (" + palettize 4-bit" if args.direct_4bit else "") + " + save"
+        show(what, child(CONVERT, args),
+             ["convert_prefill", "convert_decode", "palettize_prefill", "palettize_decode", "save_prefill",
+              "save_decode"])
+    if "palettize" in steps and not args.direct_4bit:
         show("milkit palettize 4-bit + save", child(PALETTIZE, args),
              ["load_decode", "palettize_prefill", "palettize_decode", "save_prefill", "save_decode"])
     run_keys = ["load", "prefill", "first_decode", "tok_s", "VmRSS", "RssAnon"]
     if "run" in steps:
-        for kind in ("fp16", "4bit"):
+        for kind in ("4bit",) if args.direct_4bit else ("fp16", "4bit"):
             show(f"milkit run {kind}", child(RUN, args, kind=kind), run_keys)
     if "torch" in steps:
         for dt in args.torch_dtypes.split(","):

@@ -266,14 +266,16 @@ def build_model(c: Config, dtype: Any = None, mode: str = "index_copy", seed: in
     return m
 
 
-def export_programs(model: Any, prefill: int) -> Dict[str, Any]:
+def export_programs(model: Any, prefill: int, programs: Tuple[str, ...] = ("prefill", "decode")) -> Dict[str, Any]:
     """{"prefill": T = `prefill` tokens, "decode": 1 token} exported from `model` (static shapes;
-    the model's caches are not touched)."""
+    the model's caches are not touched), those named in `programs`."""
     torch = _torch()
     import copy
 
     out = {}
     for name, t in (("prefill", prefill), ("decode", 1)):
+        if name not in programs:
+            continue
         m = copy.deepcopy(model) if _is_real(model) else model
         ids = torch.zeros(1, t, dtype=torch.int64)
         # slice mode: the end position is the second input's last size, free up to max_len
@@ -290,7 +292,7 @@ def _is_real(model: Any) -> bool:
     return not is_fake(p) and p.device.type != "meta"
 
 
-def _fake_programs(c: Config, dtype: Any, mode: str, prefill: int) -> Dict[str, Any]:
+def _fake_programs(c: Config, dtype: Any, mode: str, prefill: int, programs: Tuple[str, ...]) -> Dict[str, Any]:
     """The two programs exported from a decoder whose weights are fake tensors (no memory)."""
     torch = _torch()
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -304,7 +306,7 @@ def _fake_programs(c: Config, dtype: Any, mode: str, prefill: int) -> Dict[str, 
                     mod._parameters[k] = torch.nn.Parameter(torch.empty(p.shape, dtype=dtype), requires_grad=False)
             for k, b in mod._buffers.items():
                 mod._buffers[k] = torch.empty(b.shape, dtype=torch.float32)
-    return export_programs(m, prefill)  # real example inputs: torch.export finds the weights' fake mode
+    return export_programs(m, prefill, programs)  # real example inputs: torch.export finds the weights' fake mode
 
 
 def _write_archive(path: str, ep: Any, weight_of: Callable[[str, Any], Any]) -> None:
@@ -345,8 +347,9 @@ def _write_archive(path: str, ep: Any, weight_of: Callable[[str, Any], Any]) -> 
 
 
 def export_pt2(c: Config, out_dir: str, dtype: Any = None, mode: str = "index_copy", prefill: int = 128,
-               seed: int = 0, lazy: bool = True, model: Any = None) -> Dict[str, Any]:
-    """Writes `out_dir`/prefill.pt2 and `out_dir`/decode.pt2 (weights `weight_tensor(seed)` in
+               seed: int = 0, lazy: bool = True, model: Any = None,
+               programs: Tuple[str, ...] = ("prefill", "decode")) -> Dict[str, Any]:
+    """Writes `out_dir`/prefill.pt2 and `out_dir`/decode.pt2 (those in `programs`; weights `weight_tensor(seed)` in
     `dtype`, fp16 by default; fp32 caches, which become fp16 states). lazy: export under a
     FakeTensorMode and write weight by weight; else from `model` (or `build_model`) with
     torch.export.save. Returns {"prefill": path, "decode": path, "seconds": {...}}."""
@@ -356,10 +359,10 @@ def export_pt2(c: Config, out_dir: str, dtype: Any = None, mode: str = "index_co
     secs = {}
     t0 = time.perf_counter()
     if lazy:
-        eps = _fake_programs(c, dtype, mode, prefill)
+        eps = _fake_programs(c, dtype, mode, prefill, programs)
     else:
         model = model if model is not None else build_model(c, dtype, mode, seed)
-        eps = export_programs(model, prefill)
+        eps = export_programs(model, prefill, programs)
     secs["export"] = time.perf_counter() - t0
     paths: Dict[str, Any] = {}
     for name, ep in eps.items():
