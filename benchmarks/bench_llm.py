@@ -17,7 +17,9 @@ memory cap:
   coremltools  ct.convert of the decode program (FLOAT16, iOS18), for scale: coremltools has no
              index_copy, so the slice-assignment variant, exported from fp16 weights in memory
 
-Files go to build/bench/llm-<size> (or --dir), never into git.
+Files go to build/bench/llm-<size> (or --dir), never into git. Each row ends with the machine's
+1-minute load average when the step finished: timings on a shared machine are only comparable at
+similar load.
 
     PYTHONPATH=python python3 benchmarks/bench_llm.py [--size 0.5b|1b|8b|tiny] [--steps write,...]
         [--cap-mb N] [--dir DIR]
@@ -52,7 +54,7 @@ def rss_mb():
     with open("/proc/self/status") as f:
         return {{l.split(":")[0]: int(l.split()[1]) / 1024 for l in f if l.startswith(("VmRSS", "RssAnon", "RssFile"))}}
 def result(**kw):
-    print("RESULT " + json.dumps(kw))
+    print("RESULT " + json.dumps(dict(kw, load=os.getloadavg()[0])))
 """
 
 WRITE = r"""
@@ -228,7 +230,7 @@ def fmt_row(what: str, r: dict, keys: list[str]) -> str:
                 parts.append(f"{k} {v:.0f} MiB")
             else:
                 parts.append(f"{k} {v:.2f}s" if isinstance(v, float) else f"{k} {v}")
-    return f"  {what:<36} {'; '.join(parts)}; peak RssAnon {r['peak_mb']:.0f} MiB"
+    return f"  {what:<36} {'; '.join(parts)}; peak RssAnon {r['peak_mb']:.0f} MiB; load {r.get('load', 0):.1f}"
 
 
 def main() -> None:
