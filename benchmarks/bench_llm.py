@@ -54,7 +54,7 @@ def rss_mb():
     with open("/proc/self/status") as f:
         return {{l.split(":")[0]: int(l.split()[1]) / 1024 for l in f if l.startswith(("VmRSS", "RssAnon", "RssFile"))}}
 def result(**kw):
-    print("RESULT " + json.dumps(dict(kw, load=os.getloadavg()[0])))
+    print("RESULT " + json.dumps(dict(kw, loadavg=os.getloadavg()[0])))
 """
 
 WRITE = r"""
@@ -230,7 +230,7 @@ def fmt_row(what: str, r: dict, keys: list[str]) -> str:
                 parts.append(f"{k} {v:.0f} MiB")
             else:
                 parts.append(f"{k} {v:.2f}s" if isinstance(v, float) else f"{k} {v}")
-    return f"  {what:<36} {'; '.join(parts)}; peak RssAnon {r['peak_mb']:.0f} MiB; load {r.get('load', 0):.1f}"
+    return f"  {what:<36} {'; '.join(parts)}; peak RssAnon {r['peak_mb']:.0f} MiB; load avg {r.get('loadavg', 0):.1f}"
 
 
 def main() -> None:
