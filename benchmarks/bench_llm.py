@@ -138,7 +138,7 @@ result(load=load, prefill=prefill, first_decode=times[0], tok_s={steps} / sum(ti
 
 TORCH = r"""
 import torch
-torch.set_num_threads(os.cpu_count())
+torch.set_num_threads({threads})
 dtype = getattr(torch, {dtype!r})
 t0 = time.perf_counter()
 m = L.build_model(C, dtype=dtype)
@@ -172,7 +172,9 @@ torch.onnx.export(f, (torch.tensor([[1]]), torch.tensor([0]), *caches), path, dy
 export = time.perf_counter() - t0
 del m, f
 t0 = time.perf_counter()
-s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+so = ort.SessionOptions()
+so.intra_op_num_threads = {threads}
+s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 load = time.perf_counter() - t0
 feed = {{n: c.numpy() for n, c in zip(names, caches)}}
 tok, pos, times = 1, {prefill}, []
@@ -203,9 +205,10 @@ result(export=export, convert=time.perf_counter() - t0, RssAnon_before=before)
 def child(code: str, args: argparse.Namespace, **fmt: object) -> dict:
     """Runs one step in a watched child; its RESULT line plus seconds and peak RssAnon."""
     prelude = PRELUDE.format(here=HERE, size=args.size, dir=args.dir)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")]))
+    path = os.pathsep.join([os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, MILKIT_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads), PYTHONPATH=path)
     code = prelude + code.format(prefill=args.prefill, steps=DECODE_STEPS, programs=tuple(args.programs.split(",")),
-                                 direct_4bit=args.direct_4bit, **fmt)
+                                 direct_4bit=args.direct_4bit, threads=args.threads, **fmt)
     w = memwatch.run(code, cap_mb=args.cap_mb, env=env)
     lines = [ln for ln in w.out.splitlines() if ln.startswith("RESULT ")]
     if w.rc != 0 or not lines:
@@ -242,6 +245,8 @@ def main() -> None:
     ap.add_argument("--direct-4bit", action="store_true",
                     help="convert palettizes in memory and saves only the 4-bit packages (no fp16 package on disk)")
     ap.add_argument("--torch-dtypes", default="float32,bfloat16,float16")
+    ap.add_argument("--threads", type=int, default=os.cpu_count(),
+                    help="threads of milkit's interpreter, torch and onnxruntime (on a busy machine 1 is fairer)")
     ap.add_argument("--cap-mb", type=int, default=None, help="cgroup memory cap for every child")
     ap.add_argument("--dir", default=None, help="where the archives and packages go")
     args = ap.parse_args()
@@ -252,7 +257,8 @@ def main() -> None:
     if args.prefill + DECODE_STEPS + 1 > c.max_len:
         ap.error(f"prefill {args.prefill} + {DECODE_STEPS + 1} decode steps do not fit max_len {c.max_len}")
     print(f"model {args.size}: {L.param_count(c) / 1e9:.2f}B parameters ({c}), prefill {args.prefill}, "
-          f"decode {DECODE_STEPS} steps, {os.cpu_count()} cores; files in {args.dir}", flush=True)
+          f"decode {DECODE_STEPS} steps, {args.threads} threads of {os.cpu_count()} cores; files in {args.dir}",
+          flush=True)
     rows = []
 
     def show(what: str, r: dict, keys: list[str]) -> None:
