@@ -165,10 +165,12 @@ m = L.build_model(C)
 f = L.functional_step(m)
 caches = [torch.zeros(1, C.kv_heads, C.max_len, C.head_dim) for _ in range(2 * C.layers)]
 names = [f"{{k}}_{{i}}" for i in range(C.layers) for k in ("k", "v")]
-path = os.path.join(D, "decode_fp32.onnx")
+os.makedirs(os.path.join(D, "onnx"), exist_ok=True)  # the model and its external weight files
+path = os.path.join(D, "onnx", "decode_fp32.onnx")
 t0 = time.perf_counter()
-torch.onnx.export(f, (torch.tensor([[1]]), torch.tensor([0]), *caches), path, dynamo=False, opset_version=17,
-                  input_names=["ids", "pos"] + names, output_names=["logits"] + ["new_" + n for n in names])
+if not os.path.exists(path):  # the weights do not change between runs: exported once
+    torch.onnx.export(f, (torch.tensor([[1]]), torch.tensor([0]), *caches), path, dynamo=False, opset_version=17,
+                      input_names=["ids", "pos"] + names, output_names=["logits"] + ["new_" + n for n in names])
 export = time.perf_counter() - t0
 del m, f
 t0 = time.perf_counter()
