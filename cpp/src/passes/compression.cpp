@@ -4,9 +4,11 @@
 #include "milkit/passes/compression.h"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <unordered_map>
 
 #include "milkit/builder/builder.h"
 #include "milkit/exec/plan.h"
@@ -360,9 +362,12 @@ std::vector<float> floats(const Value& v) {
   return r;
 }
 
-std::map<const Var*, std::shared_ptr<const Value>> materialize_all(
-    const Function& f, const std::vector<Operation*>& ops) {
-  // the ops rebuilt in a function of their own whose outputs are every constexpr output, run once
+namespace {
+
+// The ops (a dependency-closed list in program order) computed by one plan: every output.
+void materialize_group(const Function& f, const std::vector<Operation*>& ops,
+                       std::map<const Var*, std::shared_ptr<const Value>>& values) {
+  // the ops rebuilt in a function of their own whose outputs are every constexpr output
   auto g = std::make_shared<Function>(f.opset());
   Builder b(*g);
   std::unordered_map<const Var*, Var*> map;
@@ -391,9 +396,45 @@ std::map<const Var*, std::shared_ptr<const Value>> materialize_all(
   g->body().set_outputs(new_outs);
   Plan plan(g);
   auto res = plan.run({});
+  for (size_t k = 0; k < outs.size(); ++k) {
+    const Tensor& t = res.at(k).second;
+    if (t.dtype() == DataType::String || t.is_dict() || t.is_list()) {
+      values[outs[k]] = std::make_shared<const Value>(t.to_value());
+      continue;
+    }
+    // a decompressed weight goes to the page cache (Value::from_bytes spills large ones)
+    const uint8_t* p = t.bytes();
+    values[outs[k]] = std::make_shared<const Value>(
+        Value::from_bytes(t.dtype(), t.shape(), std::vector<uint8_t>(p, p + t.nbytes())));
+    res.at(k).second = Tensor();
+  }
+}
+
+}  // namespace
+
+std::map<const Var*, std::shared_ptr<const Value>> materialize_all(
+    const Function& f, const std::vector<Operation*>& ops) {
+  // one plan per chain (ops joined by the values they pass), so one weight's intermediates at a
+  // time are in memory rather than every decompressed weight at once
+  std::unordered_map<const Operation*, size_t> group_of;
+  std::vector<size_t> parent(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) parent[i] = i;
+  auto find = [&](size_t x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    group_of[ops[i]] = i;
+    for (size_t k = 0; k < ops[i]->num_inputs(); ++k)
+      for (Var* v : ops[i]->input(k)) {
+        auto it = v->op() ? group_of.find(v->op()) : group_of.end();
+        if (it != group_of.end()) parent[find(i)] = find(it->second);
+      }
+  }
+  std::map<size_t, std::vector<Operation*>> groups;  // in program order within each
+  for (size_t i = 0; i < ops.size(); ++i) groups[find(i)].push_back(ops[i]);
   std::map<const Var*, std::shared_ptr<const Value>> values;
-  for (size_t k = 0; k < outs.size(); ++k)
-    values[outs[k]] = std::make_shared<const Value>(res.at(k).second.to_value());
+  for (auto& [root, members] : groups) materialize_group(f, members, values);
   return values;
 }
 
