@@ -148,3 +148,35 @@ def test_palettized_decode():
 
     tokens, checked = generate(packed["prefill"], packed["decode"], "index_copy", DenseRef(), TOL[FP16], 2)
     assert checked >= NEW_TOKENS // 2
+
+
+def test_multifunction_prefill_and_decode(tmp_path):
+    # prefill and decode saved as one package (milkit.utils.save_multifunction): the weights they
+    # share are stored once, each function loads by name, and the state the prefill function
+    # makes carries the cache into the decode function
+    model, eps = model_and_programs("index_copy")
+    paths = {}
+    for name in ("prefill", "decode"):
+        paths[name] = str(tmp_path / f"{name}.mlpackage")
+        convert(eps[name], FP16).save(paths[name])
+    desc = milkit.utils.MultiFunctionDescriptor()
+    desc.add_function(paths["prefill"], "main", "prefill")
+    desc.add_function(paths["decode"], "main", "decode")
+    desc.default_function_name = "decode"
+    out = str(tmp_path / "llm.mlpackage")
+    milkit.utils.save_multifunction(desc, out)
+
+    def weight_bytes(p):
+        return os.path.getsize(os.path.join(p, "Data", "com.apple.CoreML", "weights", "weight.bin"))
+
+    # one copy of the weights (the two sources hold the same ones)
+    assert weight_bytes(out) <= weight_bytes(paths["prefill"]) + 4096
+    prefill = milkit.models.MLModel(out, function_name="prefill")
+    decode = milkit.models.MLModel(out, function_name="decode")
+
+    tokens, checked = generate(prefill, decode, "index_copy", EagerRef(model, "index_copy"), TOL[FP16])
+    assert checked >= NEW_TOKENS // 2
+    # the same tokens as the two separate packages
+    alone = generate(milkit.models.MLModel(paths["prefill"]), milkit.models.MLModel(paths["decode"]),
+                     "index_copy", EagerRef(model, "index_copy"), TOL[FP16])[0]
+    assert tokens == alone
