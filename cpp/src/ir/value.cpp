@@ -471,6 +471,17 @@ Value Value::cast(DataType to) const {
   // fast paths for the casts weights go through (fp32 <-> fp16)
   if (dtype_ == DataType::Float32 && to == DataType::Float16 && numel_ >= kLazyCastElems)
     return Value(to, shape_, Buffer::lazy_fp32_to_fp16(buffer_));
+  // bf16 widens exactly (its bits are fp32's top half), lazily for weights: a bf16 checkpoint
+  // cast to fp32 and then to fp16 streams through both casts when it is written
+  if (dtype_ == DataType::BFloat16 && to == DataType::Float32 && numel_ >= kLazyCastElems)
+    return Value(
+        to, shape_,
+        Buffer::lazy_map(buffer_, 2, 4, [](size_t, size_t n, const uint8_t* in, uint8_t* out) {
+          for (size_t i = 0; i < n; ++i) {
+            uint32_t bits = static_cast<uint32_t>(in[2 * i] | (in[2 * i + 1] << 8)) << 16;
+            std::memcpy(out + 4 * i, &bits, 4);
+          }
+        }));
   if (dtype_ == DataType::Float32 && to == DataType::Float16) {
     std::vector<uint8_t> bytes(static_cast<size_t>(numel_) * 2);
     floats_to_halves(reinterpret_cast<const float*>(raw()),

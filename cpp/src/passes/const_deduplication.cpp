@@ -24,15 +24,63 @@ namespace {
 
 constexpr int64_t kHashElems = 100;
 
+// Element i of a float dtype's bytes as a double (nullopt for dtypes read another way).
+bool float_at(DataType dt, const uint8_t* p, size_t i, double* out) {
+  uint16_t h;
+  switch (dt) {
+    case DataType::Float16:
+      std::memcpy(&h, p + 2 * i, 2);
+      *out = half_to_float(h);
+      return true;
+    case DataType::BFloat16:
+      std::memcpy(&h, p + 2 * i, 2);
+      *out = bf16_to_float(h);
+      return true;
+    case DataType::Float32: {
+      float f;
+      std::memcpy(&f, p + 4 * i, 4);
+      *out = f;
+      return true;
+    }
+    case DataType::Float64:
+      std::memcpy(out, p + 8 * i, 8);
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool close(double x, double y, double atol) {
+  if (std::isnan(x) || std::isnan(y)) return false;
+  if (std::isinf(x) || std::isinf(y)) return x == y;
+  return std::fabs(x - y) <= atol;
+}
+
+// np.allclose(a, b, rtol=0, atol) of two values of one dtype and shape, read in chunks from their
+// buffers: a lazily converted weight (fp16 of an fp32 or bf16 checkpoint) is never materialized.
 bool all_close(const Value& a, const Value& b, double atol) {
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double x = a.as_double(i), y = b.as_double(i);
-    if (std::isnan(x) || std::isnan(y)) return false;
-    if (std::isinf(x) || std::isinf(y)) {
-      if (x != y) return false;
+  const size_t elem = static_cast<size_t>(dtype_storage_bytes(a.dtype()));
+  const size_t n = static_cast<size_t>(a.numel());
+  const size_t per = std::max<size_t>(1, (size_t{1} << 20) / elem);
+  std::vector<uint8_t> x(std::min(per, n) * elem), y(x.size());
+  for (size_t first = 0; first < n; first += per) {
+    size_t m = std::min(per, n - first);
+    a.buffer()->read(first * elem, m * elem, x.data());
+    b.buffer()->read(first * elem, m * elem, y.data());
+    double u = 0, v = 0;
+    if (!is_float(a.dtype()) || !float_at(a.dtype(), x.data(), 0, &u)) {
+      // integers, bools and fp8: element by element as the value reads them
+      for (size_t i = first; i < first + m; ++i)
+        if (!close(a.as_double(static_cast<int64_t>(i)), b.as_double(static_cast<int64_t>(i)),
+                   atol))
+          return false;
       continue;
     }
-    if (!(std::fabs(x - y) <= atol)) return false;
+    for (size_t i = 0; i < m; ++i) {
+      float_at(a.dtype(), x.data(), i, &u);
+      float_at(a.dtype(), y.data(), i, &v);
+      if (!close(u, v, atol)) return false;
+    }
   }
   return true;
 }
