@@ -104,6 +104,17 @@ class Bits {
     b.signed_ = is_signed;
     return b;
   }
+  /// Borrows the packed bytes of a sub-byte constant held packed (Buffer::bit_source).
+  static Bits borrow(std::shared_ptr<const Value> v) {
+    Bits b;
+    const Buffer* src = v->buffer()->bit_source();
+    b.p_ = src->data();
+    b.nbytes_ = src->size();
+    b.nbits_ = v->buffer()->bit_width();
+    b.signed_ = v->dtype() == DataType::Int4;
+    b.value_ = std::move(v);
+    return b;
+  }
   /// Packs the elements of `t` (one per byte) with the width of its dtype.
   static Bits pack(const Tensor& t) {
     const int nbits = dtype_bits(t.dtype());
@@ -194,6 +205,7 @@ class Bits {
 
  private:
   Tensor keep_;
+  std::shared_ptr<const Value> value_;  // a packed constant whose bytes are borrowed
   std::shared_ptr<std::vector<uint8_t>> own_;
   const uint8_t* p_ = nullptr;
   size_t nbytes_ = 0;
@@ -335,6 +347,9 @@ class RawData {
       ok_ = true;
     }
   }
+  /// A sub-byte constant held packed, read in place.
+  explicit RawData(std::shared_ptr<const Value> v)
+      : dtype_(v->dtype()), n_(v->numel()), bits_(Bits::borrow(std::move(v))), ok_(true) {}
   bool ok() const { return ok_; }
   DataType dtype() const { return dtype_; }
   int64_t numel() const { return n_; }
@@ -366,6 +381,9 @@ class RawData {
 class RawNode : public PackedWeight {
  public:
   explicit RawNode(const Tensor& t) : PackedWeight(t.dtype(), t.shape()), d_(t) {}
+  /// A sub-byte constant held packed.
+  explicit RawNode(const std::shared_ptr<const Value>& v)
+      : PackedWeight(v->dtype(), v->shape()), d_(v) {}
   bool ok() const { return d_.ok(); }
   void decode(int64_t first, int64_t n, float* out) const override { d_.decode(first, n, out); }
   size_t packed_bytes() const override { return d_.bytes(); }
@@ -559,6 +577,7 @@ using Packed = std::shared_ptr<const PackedWeight>;
 /// A packed source from an input: its upstream stage, or the constant read as is.
 Packed source_of(const PackedInput& in) {
   if (in.packed) return in.packed;
+  if (in.bits) return std::make_shared<RawNode>(in.bits);
   if (!in.tensor || !in.tensor->defined()) return nullptr;
   auto raw = std::make_shared<RawNode>(*in.tensor);
   return raw->ok() ? raw : nullptr;
@@ -573,12 +592,28 @@ bool ints_of(const PackedInput& in, std::vector<int64_t>& out) {
   return true;
 }
 
+/// iOS18 constexpr_lut_to_dense over indices still packed in their buffer (a loaded or compressed
+/// weight): read in place, never unpacked.
+Packed pack_lut_packed(DataType dt, const Tensor& L, const std::shared_ptr<const Value>& idx) {
+  const int K = idx->rank();
+  if (L.rank() != K + 2 || L.shape()[K + 1] != 1) return nullptr;
+  const int64_t palettes = L.shape()[K];
+  // every index of this width is in the table (else the plan-time kernel reports the bad ones)
+  if (idx->dtype() == DataType::Int4 || (int64_t{1} << idx->buffer()->bit_width()) > palettes)
+    return nullptr;
+  Param p = param_of(L, std::vector<int64_t>(L.shape().begin(), L.shape().begin() + K));
+  if (!cursor_ok(idx->shape(), p)) return nullptr;
+  return std::make_shared<Lut18Node>(dt, idx->shape(), Bits::borrow(idx), std::move(p), palettes);
+}
+
 Packed pack_lut(DataType dt, const Input& input) {
   PackedInput lut = input("lut"), idx = input("indices"), shape_in = input("shape");
-  if (!lut.tensor || !idx.tensor || lut.packed || idx.packed) return nullptr;
+  if (!lut.tensor || lut.packed || idx.packed) return nullptr;
   const Tensor& L = *lut.tensor;
-  const Tensor& I = *idx.tensor;
   if (L.dtype() != dt) return nullptr;
+  if (idx.bits && !shape_in.tensor) return pack_lut_packed(dt, L, idx.bits);
+  if (!idx.tensor) return nullptr;
+  const Tensor& I = *idx.tensor;
   if (shape_in.tensor) {  // iOS16: a flat table, indices packed in uint8 bytes
     std::vector<int64_t> shape;
     if (!ints_of(shape_in, shape) || I.dtype() != DataType::UInt8) return nullptr;

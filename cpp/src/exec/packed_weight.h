@@ -54,6 +54,9 @@ class PackedWeight {
 struct PackedInput {
   const Tensor* tensor = nullptr;              ///< A plan constant (a weight, a folded table).
   std::shared_ptr<const PackedWeight> packed;  ///< An upstream packed stage.
+  /// A sub-byte constant still packed (its Buffer::bit_source()); the caller makes the dense
+  /// tensor only when the stage cannot read this form.
+  std::shared_ptr<const Value> bits;
 };
 
 /// The packed form of output 0 of `op` (a constexpr op, or a float cast over a packed tensor),

@@ -148,12 +148,20 @@ struct Planner {
     return s;
   }
 
-  int32_t ref(const Var* v) const {
+  int32_t ref(const Var* v) {
     auto it = refs.find(v);
     if (it == refs.end())
       throw VerifyError("the interpreter found var '" + v->name() + "' used before it is defined");
+    auto lz = lazy_bits.find(it->second);
+    if (lz != lazy_bits.end()) {  // read as a tensor after all: unpack it now
+      consts[const_index(it->second)] = Tensor::from_value(*lz->second);
+      lazy_bits.erase(lz);
+    }
     return it->second;
   }
+  // Sub-byte consts held packed (Buffer::packed_bits) whose dense tensor is made only when
+  // something reads them as a tensor (ref()): a LUT stage reads the packed bytes instead.
+  std::unordered_map<int32_t, std::shared_ptr<const Value>> lazy_bits;
 
   // Vars read by `op` and by ops nested in it that are defined outside it.
   static void reads(const Operation* op, std::unordered_set<const Var*>& out) {
@@ -223,7 +231,10 @@ bool Planner::over_constexpr(const Operation* op) const {
     if (!v->type()->is_tensor()) return false;
   bool derived = false;
   for (Var* v : op->args()) {
-    int32_t r = ref(v);
+    auto it = refs.find(v);  // looked at, not read: a packed const stays packed
+    if (it == refs.end())
+      throw VerifyError("the interpreter found var '" + v->name() + "' used before it is defined");
+    int32_t r = it->second;
     if (r == kAbsent) continue;
     if (!is_const_ref(r)) return false;
     derived = derived || from_constexpr.count(r);
@@ -269,8 +280,11 @@ bool Planner::try_pack(const Operation* op) {
     auto it = refs.find(op->input(static_cast<size_t>(i))[0]);
     if (it == refs.end() || it->second == kAbsent || !is_const_ref(it->second)) return in;
     auto pk = packed_of.find(it->second);
+    auto lz = lazy_bits.find(it->second);
     if (pk != packed_of.end())
       in.packed = pk->second;
+    else if (lz != lazy_bits.end())
+      in.bits = lz->second;  // only the stages that read packed bytes take it
     else
       in.tensor = &consts[const_index(it->second)];
     return in;
@@ -355,6 +369,12 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
       if (v->value()->dtype() == DataType::String || v->value()->is_symbolic() ||
           v->value()->is_list()) {
         refs[v] = kAbsent;  // a parameter that kernels read from the var's value
+        continue;
+      }
+      const auto& buf = v->value()->buffer();
+      if (!packable.empty() && buf && buf->bit_source() && buf->lazy()) {
+        refs[v] = add_const(Tensor(), false);
+        lazy_bits[refs[v]] = v->value();
         continue;
       }
       refs[v] = add_const(Tensor::from_value(*v->value()), false);

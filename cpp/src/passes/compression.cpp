@@ -4,6 +4,9 @@
 #include "milkit/passes/compression.h"
 
 #include <algorithm>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -434,7 +437,10 @@ std::map<const Var*, std::shared_ptr<const Value>> materialize_all(
   std::map<size_t, std::vector<Operation*>> groups;  // in program order within each
   for (size_t i = 0; i < ops.size(); ++i) groups[find(i)].push_back(ops[i]);
   std::map<const Var*, std::shared_ptr<const Value>> values;
-  for (auto& [root, members] : groups) materialize_group(f, members, values);
+  for (auto& [root, members] : groups) {
+    materialize_group(f, members, values);
+    release_free_memory();  // each chain's scratch leaves before the next one's
+  }
   return values;
 }
 
@@ -488,6 +494,12 @@ void set_lut_function_hook(LutFunctionHook hook) { hook_slot() = std::move(hook)
 
 const LutFunctionHook& lut_function_hook() { return hook_slot(); }
 
+void release_free_memory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 bool for_each_const_parallel(
     Program& p, const std::function<std::optional<Job>(Function&, Operation*)>& prepare) {
   const size_t window = static_cast<size_t>(std::max(1, num_threads()));
@@ -502,6 +514,7 @@ bool for_each_const_parallel(
       changed = j.apply() || changed;
     }
     jobs.clear();
+    release_free_memory();  // the window's weight-sized scratch leaves before the next window
   };
   for (auto& [name, f] : p.functions()) {
     std::vector<Operation*> consts;
@@ -513,6 +526,7 @@ bool for_each_const_parallel(
     }
     flush();
   }
+  release_free_memory();
   return changed;
 }
 

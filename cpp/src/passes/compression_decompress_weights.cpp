@@ -58,6 +58,7 @@ class DecompressWeights : public Pass {
       pm.add("common::dead_code_elimination");
       pm.run(p);
     }
+    compression::release_free_memory();
     return changed;
   }
 };

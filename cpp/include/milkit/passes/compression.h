@@ -202,6 +202,11 @@ bool for_each_const_parallel(
 /// The Python API re-raises them as Python warnings after the pass.
 void warn(const std::string& message);
 
+/// Gives the heap's free memory back to the system (glibc's malloc_trim; nothing elsewhere).
+/// The compression passes free one large buffer per weight; glibc's rising mmap threshold keeps
+/// such buffers in its heap after free, which would count as the process's memory.
+void release_free_memory();
+
 /// The warnings recorded since the last call, oldest first (thread-safe).
 std::vector<std::string> take_warnings();
 
