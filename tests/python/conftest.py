@@ -6,6 +6,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+# shared fixtures of tests/python/support (a nested conftest.py is not copied by the wheel test)
+pytest_plugins = ["support.multifunction_util"]
+
 
 class _NoCoremltools(importlib.abc.MetaPathFinder):
     """Makes `import coremltools` skip the test (or the test module) that asks for it."""

@@ -13,8 +13,7 @@ import milkit
 import numpy as np
 import pytest
 from milkit.utils import MultiFunctionDescriptor, save_multifunction
-
-from .conftest import SMALL, W_HALF, W_OTHER, W
+from support.multifunction_util import SMALL, W_HALF, W_OTHER, W
 
 MODEL = os.path.join("Data", "com.apple.CoreML", "model.mlmodel")
 WEIGHTS = os.path.join("Data", "com.apple.CoreML", "weights", "weight.bin")

@@ -1,9 +1,11 @@
-"""Small packages for the model utilities: a prefill-like and a stateful decode-like function
+"""Small packages for the model utilities (tests/python/utils): a prefill-like and a stateful decode-like function
 sharing weights, one with other weights (written for iOS17), and duplicates inside a function."""
 
 from __future__ import annotations
 
 import os
+
+__all__ = ["B", "SMALL", "W", "W_HALF", "W_OTHER", "build_decode", "build_other", "build_prefill", "packages"]
 
 import milkit
 import numpy as np
