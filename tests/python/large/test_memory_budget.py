@@ -219,3 +219,36 @@ def test_palettized_predict_within_budget(palettized):
     x = np.linspace(-1, 1, 2 * DIM, dtype=np.float32).reshape(2, DIM)
     want = next(iter(dense.predict({"x": x}).values()))
     assert np.abs(got - want).max() < 0.02 * np.abs(want).max()
+
+
+MEMMAP = """
+    import json, numpy as np, milkit
+    from milkit import Builder as mb
+    w = np.load({path!r}, mmap_mode="r")
+    @mb.program(input_specs=[mb.TensorSpec(shape=(2, {dim}))], opset_version=milkit.target.iOS18)
+    def prog(x):
+        for i in range(w.shape[0]):
+            x = mb.tanh(x=mb.linear(x=x, weight=w[i]))
+        return x
+    m = milkit.convert(prog, compute_precision=milkit.precision.FLOAT16,
+                       minimum_deployment_target=milkit.target.iOS18)
+    m.save({out!r})
+    model = milkit.models.MLModel({out!r})
+    x = np.linspace(-1, 1, 2 * {dim}, dtype=np.float32).reshape(2, {dim})
+    print(json.dumps({{"fp16": next(iter(model.predict({{"x": x}}).values())).tolist()}}))
+"""
+
+
+def test_numpy_memmap_weights_within_budget(mlp_weights, tmp_path):
+    # weights handed to the Builder as views of a memory-mapped .npy are borrowed, not copied
+    path = tmp_path / "w.npy"
+    w = np.lib.format.open_memmap(str(path), mode="w+", dtype=np.float32, shape=(LAYERS, DIM, DIM))
+    for i, m in enumerate(mlp_weights):
+        w[i] = m
+    w.flush()
+    del w
+    res = run_capped(MEMMAP.format(path=str(path), dim=DIM, out=str(tmp_path / "mm.mlpackage")))
+    x = np.linspace(-1, 1, 2 * DIM, dtype=np.float32).reshape(2, DIM)
+    want = reference(mlp_weights, x)
+    got = np.asarray(res["fp16"], np.float32)
+    assert np.abs(got - want).max() / np.abs(want).max() < 0.02
