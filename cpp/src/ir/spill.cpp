@@ -46,16 +46,14 @@ int spill_fd() {
   dirs.emplace_back("/var/tmp");  // disk-backed by convention; /tmp is often tmpfs (memory)
   if (const char* d = std::getenv("TMPDIR"); d && *d) dirs.emplace_back(d);
   dirs.emplace_back("/tmp");
+  // mkostemp then unlink works on every file system (O_TMPFILE does not), so this one path is
+  // the one every spill takes
   for (const auto& d : dirs) {
-#ifdef O_TMPFILE
-    int fd = ::open(d.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd >= 0) return fd;
-#endif
     std::string path = d + "/milkit-spill-XXXXXX";
-    int fd2 = ::mkostemp(path.data(), O_CLOEXEC);
-    if (fd2 >= 0) {
+    int fd = ::mkostemp(path.data(), O_CLOEXEC);
+    if (fd >= 0) {
       ::unlink(path.c_str());
-      return fd2;
+      return fd;
     }
   }
   return -1;

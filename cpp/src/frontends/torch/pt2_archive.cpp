@@ -453,8 +453,10 @@ Bytes Reader::inflate_entry(const Entry& e, const std::string& what) const {
   z_stream z{};
   if (inflateInit2(&z, -MAX_WBITS) != Z_OK) fail(what + ": cannot start inflating");
   auto out = std::make_shared<std::vector<uint8_t>>();
-  // the declared size, where deflate's ratio (at most 1032:1) allows it: no regrowth copies
-  out->reserve(static_cast<size_t>(std::min<uint64_t>(e.usize, e.csize * 1032 + 1024)));
+  // the declared size up front (no regrowth copies for weights, which barely compress), but never
+  // more than a few times the compressed bytes: a small damaged entry declaring a huge size gets
+  // no huge allocation, and a highly compressible one grows as its output comes
+  out->reserve(static_cast<size_t>(std::min<uint64_t>(e.usize, e.csize * 4 + (1u << 20))));
   constexpr size_t kChunk = size_t(1) << 20;
   const uint8_t* in = mem_.data + pos;
   uint64_t left = e.csize;
