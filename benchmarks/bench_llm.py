@@ -9,6 +9,8 @@ memory cap:
              weight by weight (fp16 weights, fp32 caches)
   convert    milkit.convert of each .pt2 (FLOAT16, iOS18, caches as states), then save
   palettize  4-bit k-means per grouped channel (group 16) of each saved package, then save
+  multifunction  save_multifunction of the prefill and decode packages into llm_<kind>.mlpackage
+             (weights stored once); the run step then uses its two functions
   run        load both packages, prefill 128 tokens, greedy decode (one warm-up step, then 16 timed)
              for the fp16 and the 4-bit packages
   torch      eager prefill + decode on the same weights (fp32, bf16, fp16)
@@ -39,7 +41,7 @@ sys.path.insert(0, HERE)
 import llm_model as L  # noqa: E402
 import memwatch  # noqa: E402
 
-STEPS = ["write", "convert", "palettize", "run", "torch", "onnx", "coremltools"]
+STEPS = ["write", "convert", "palettize", "multifunction", "run", "torch", "onnx", "coremltools"]
 PREFILL = 128
 DECODE_STEPS = 16
 
@@ -59,7 +61,7 @@ def result(**kw):
 
 WRITE = r"""
 import torch
-p = L.export_pt2(C, D, dtype=torch.float16, prefill={prefill}, programs={programs!r})
+p = L.export_pt2(C, D, dtype=getattr(torch, {dtype!r}), prefill={prefill}, programs={programs!r})
 result(**p["seconds"], bytes=sum(os.path.getsize(p[k]) for k in {programs!r}))
 """
 
@@ -108,12 +110,32 @@ for name in {programs!r}:
 result(**out)
 """
 
+MULTIFUNCTION = r"""
+import milkit
+desc = milkit.utils.MultiFunctionDescriptor()
+for name in {programs!r}:
+    desc.add_function(os.path.join(D, name + "_{kind}.mlpackage"), "main", name)
+desc.default_function_name = "decode"
+t0 = time.perf_counter()
+milkit.utils.save_multifunction(desc, os.path.join(D, "llm_{kind}.mlpackage"))
+save = time.perf_counter() - t0
+def size(p):
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(p) for f in fs)
+parts = sum(size(os.path.join(D, n + "_{kind}.mlpackage")) for n in {programs!r})
+result(save_multifunction=save, parts_gb=parts / 1e9, package_gb=size(os.path.join(D, "llm_{kind}.mlpackage")) / 1e9)
+"""
+
 RUN = r"""
 import milkit, numpy as np
 t0 = time.perf_counter()
 has_prefill = "prefill" in {programs!r}
-pre = milkit.models.MLModel(os.path.join(D, "prefill_{kind}.mlpackage")) if has_prefill else None
-dec = milkit.models.MLModel(os.path.join(D, "decode_{kind}.mlpackage"))
+if {multi}:  # the multifunction package: both functions of one file, weights stored once
+    path = os.path.join(D, "llm_{kind}.mlpackage")
+    pre = milkit.models.MLModel(path, function_name="prefill") if has_prefill else None
+    dec = milkit.models.MLModel(path, function_name="decode")
+else:
+    pre = milkit.models.MLModel(os.path.join(D, "prefill_{kind}.mlpackage")) if has_prefill else None
+    dec = milkit.models.MLModel(os.path.join(D, "decode_{kind}.mlpackage"))
 load = time.perf_counter() - t0
 state = dec.make_state()
 rng = np.random.default_rng(0)
@@ -210,7 +232,7 @@ def child(code: str, args: argparse.Namespace, **fmt: object) -> dict:
     path = os.pathsep.join([os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")])
     env = dict(os.environ, MILKIT_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads), PYTHONPATH=path)
     code = prelude + code.format(prefill=args.prefill, steps=DECODE_STEPS, programs=tuple(args.programs.split(",")),
-                                 direct_4bit=args.direct_4bit, threads=args.threads, **fmt)
+                                 direct_4bit=args.direct_4bit, threads=args.threads, dtype=args.dtype, **fmt)
     w = memwatch.run(code, cap_mb=args.cap_mb, env=env)
     lines = [ln for ln in w.out.splitlines() if ln.startswith("RESULT ")]
     if w.rc != 0 or not lines:
@@ -231,6 +253,8 @@ def fmt_row(what: str, r: dict, keys: list[str]) -> str:
             v = r[k]
             if k == "tok_s":
                 parts.append(f"{v:.1f} tok/s")
+            elif k.endswith("_gb"):
+                parts.append(f"{k[:-3]} {v:.2f} GB")
             elif k in ("VmRSS", "RssAnon", "RssAnon_before"):
                 parts.append(f"{k} {v:.0f} MiB")
             else:
@@ -246,6 +270,9 @@ def main() -> None:
     ap.add_argument("--programs", default="prefill,decode", help="which programs to write and convert")
     ap.add_argument("--direct-4bit", action="store_true",
                     help="convert palettizes in memory and saves only the 4-bit packages (no fp16 package on disk)")
+    ap.add_argument("--dtype", default="float16", choices=["float16", "bfloat16", "float32"],
+                    help="dtype of the weights in the written .pt2 archives")
+    ap.add_argument("--kinds", default=None, help="packages the run step uses (fp16,4bit; default all there are)")
     ap.add_argument("--torch-dtypes", default="float32,bfloat16,float16")
     ap.add_argument("--threads", type=int, default=os.cpu_count(),
                     help="threads of milkit's interpreter, torch and onnxruntime (on a busy machine 1 is fairer)")
@@ -278,10 +305,17 @@ def main() -> None:
     if "palettize" in steps and not args.direct_4bit:
         show("milkit palettize 4-bit + save", child(PALETTIZE, args),
              ["load_decode", "palettize_prefill", "palettize_decode", "save_prefill", "save_decode"])
+    kinds = args.kinds.split(",") if args.kinds else ["4bit"] if args.direct_4bit else ["fp16", "4bit"]
+    multi = "multifunction" in steps and len(args.programs.split(",")) > 1
+    if multi:
+        for kind in kinds:
+            show(f"milkit save_multifunction {kind}", child(MULTIFUNCTION, args, kind=kind),
+                 ["save_multifunction", "parts_gb", "package_gb"])
     run_keys = ["load", "prefill", "first_decode", "tok_s", "VmRSS", "RssAnon"]
     if "run" in steps:
-        for kind in ("4bit",) if args.direct_4bit else ("fp16", "4bit"):
-            show(f"milkit run {kind}", child(RUN, args, kind=kind), run_keys)
+        for kind in kinds:
+            what = f"milkit run {kind}" + (" (multifunction)" if multi else "")
+            show(what, child(RUN, args, kind=kind, multi=multi), run_keys)
     if "torch" in steps:
         for dt in args.torch_dtypes.split(","):
             show(f"torch eager {dt}", child(TORCH, args, dtype=dt),

@@ -196,6 +196,12 @@ class Bits {
     }
     return j;
   }
+  /// The packed bytes (element 0 at bit 0).
+  const uint8_t* data() const { return p_; }
+  /// Bits per element.
+  int nbits() const { return nbits_; }
+  /// Whether elements are signed.
+  bool is_signed() const { return signed_; }
   /// Elements the bytes hold.
   int64_t capacity() const { return static_cast<int64_t>(nbytes_) * 8 / nbits_; }
   /// Bytes held.
@@ -403,11 +409,39 @@ class DenseNode : public PackedWeight {
     else
       std::memcpy(out, t_.data<float>() + first, static_cast<size_t>(n) * sizeof(float));
   }
+  RowForm row_form() const override {
+    RowForm f;
+    if (dtype() == DataType::Float16) {
+      f.kind = RowForm::Kind::Half;
+      f.half = t_.data<uint16_t>();
+    }
+    return f;
+  }
   size_t packed_bytes() const override { return t_.nbytes(); }
 
  private:
   Tensor t_;
 };
+
+/// The Lut4 row form of 4-bit unsigned indices `idx` over a tensor of `shape` whose tables vary
+/// only along axis 0 (`tables_along_0` of them, `stride` floats apart); None when rows are not
+/// byte-aligned.
+RowForm lut4_rows(const std::vector<int64_t>& shape, const Bits& idx, const float* tables,
+                  int64_t stride, int64_t tables_along_0) {
+  RowForm f;
+  if (shape.empty() || idx.nbits() != 4 || idx.is_signed() || shape[0] <= 0 ||
+      tables_along_0 <= 0 || shape[0] % tables_along_0 != 0)
+    return f;
+  int64_t k = 1;
+  for (size_t d = 1; d < shape.size(); ++d) k *= shape[d];
+  if (k % 2 != 0) return f;
+  f.kind = RowForm::Kind::Lut4;
+  f.nibbles = idx.data();
+  f.tables = tables;
+  f.table_stride = stride;
+  f.rows_per_table = shape[0] / tables_along_0;
+  return f;
+}
 
 /// iOS16 constexpr_lut_to_dense: a flat table of 2^nbits entries, indices packed in bytes.
 class Lut16Node : public PackedWeight {
@@ -416,6 +450,10 @@ class Lut16Node : public PackedWeight {
       : PackedWeight(dt, std::move(shape)), idx_(std::move(idx)), lut_(std::move(lut)) {}
   void decode(int64_t first, int64_t n, float* out) const override {
     for (int64_t i = 0; i < n; ++i) out[i] = lut_[static_cast<size_t>(idx_.get(first + i))];
+  }
+  RowForm row_form() const override {
+    if (lut_.size() < 16 || shape().empty()) return {};
+    return lut4_rows(shape(), idx_, lut_.data(), 0, 1);
   }
   size_t packed_bytes() const override { return idx_.bytes() + lut_.size() * sizeof(float); }
 
@@ -439,6 +477,14 @@ class Lut18Node : public PackedWeight {
       float* o = out + (i - first);
       idx_.lookup(i, run, table, palettes_, o);
     });
+  }
+  RowForm row_form() const override {
+    // one table per group of rows: the table's blocks vary along axis 0 only
+    const std::vector<int64_t>& b = lut_.shape;
+    if (palettes_ < 16 || b.size() != shape().size() || b.empty()) return {};
+    for (size_t d = 1; d < b.size(); ++d)
+      if (b[d] != 1) return {};
+    return lut4_rows(shape(), idx_, lut_.v.data(), palettes_, b[0]);
   }
   size_t packed_bytes() const override { return idx_.bytes() + lut_.bytes(); }
 
@@ -557,6 +603,11 @@ class CastNode : public PackedWeight {
   void decode(int64_t first, int64_t n, float* out) const override {
     src_->decode(first, n, out);
     if (dtype() == DataType::Float16) round_to_half(out, n);
+  }
+  RowForm row_form() const override {
+    // widening, or fp16 to fp16: every value stays what the source decodes
+    if (dtype() == DataType::Float32 || src_->dtype() == DataType::Float16) return src_->row_form();
+    return {};
   }
   size_t packed_bytes() const override { return src_->packed_bytes(); }
 

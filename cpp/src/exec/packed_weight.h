@@ -16,6 +16,23 @@
 
 namespace milkit {
 
+/// A packed weight [N, ...] seen as N rows of K = numel / N elements in a form the fused
+/// matrix-vector kernels read directly (kernels/gemv.cpp), instead of decoding panels.
+struct RowForm {
+  /// The storage of the rows.
+  enum class Kind {
+    None,  ///< no direct form: decode()
+    Half,  ///< fp16 elements, row-major
+    Lut4,  ///< 4-bit indices (two per byte, low nibble first, rows byte-aligned) into fp32 tables
+  };
+  Kind kind = Kind::None;
+  const uint16_t* half = nullptr;    ///< Half: the elements
+  const uint8_t* nibbles = nullptr;  ///< Lut4: the indices of row 0 (row n at n * K / 2 bytes)
+  const float* tables = nullptr;     ///< Lut4: the first table (16 entries are read)
+  int64_t table_stride = 0;          ///< Lut4: floats from one table to the next
+  int64_t rows_per_table = 0;        ///< Lut4: consecutive rows sharing one table
+};
+
 /// A tensor held compressed (packed indices, quantized data, sparse masks and their small
 /// tables). decode() gives any run of flat elements as fp32: the values the constexpr kernels
 /// would have computed in the tensor's dtype, widened to fp32 (exactly what a plan made before
@@ -36,6 +53,9 @@ class PackedWeight {
   int64_t numel() const { return numel_; }
   /// Writes elements [first, first + n) (flat, row-major) to `out` as fp32.
   virtual void decode(int64_t first, int64_t n, float* out) const = 0;
+  /// The rows in a form a fused kernel reads directly: the values decode() gives, exactly
+  /// (Kind::None when there is none).
+  virtual RowForm row_form() const { return {}; }
   /// Bytes the packed form holds (its own and borrowed weight bytes, tables, upstream stages).
   virtual size_t packed_bytes() const = 0;
   /// Bytes of the decompressed tensor in its dtype.

@@ -6,15 +6,25 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "../packed_weight.h"
 #include "milkit/exec/threads.h"
 #include "vec_math.h"
 
+#ifdef MILKIT_VMATH_AVX2
+#include <cpuid.h>
+#endif
+
 namespace milkit::exec {
 
 namespace {
+
+/// How far ahead of the 4-bit rows being read their bytes are prefetched.
+constexpr int64_t kPrefetchBytes = 8192;
 
 /// Elements a thread decodes at once (a panel of rows in L2).
 constexpr int64_t kPanelElems = 16384;
@@ -36,24 +46,137 @@ void axpy_base(float a, const float* x, float* y, int64_t n) {
 }
 
 #ifdef MILKIT_VMATH_AVX2
-__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t K) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
-  int64_t k = 0;
-  for (; k + 32 <= K; k += 32) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(b + k + 8), s1);
-    s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 16), _mm256_loadu_ps(b + k + 16), s2);
-    s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 24), _mm256_loadu_ps(b + k + 24), s3);
+/// Defines `NAME(a, w, K)` = sum_k a[k] * w(k) for the target `TARGET`: four 8-lane sums over
+/// blocks of 32, then blocks of 8, a fixed reduction and a scalar tail. `w.load(k)` gives
+/// w(k .. k + 7), `w.at(k)` w(k). Every weight storage runs this one body (instantiated for two
+/// instruction sets: a row type's load may need AVX-512VL), so its sums are those of the
+/// weight's fp32 copy, bit for bit.
+#define MILKIT_DEFINE_DOT(NAME, TARGET)                                                          \
+  template <class Row>                                                                           \
+  __attribute__((target(TARGET), always_inline)) inline float NAME(const float* a, const Row& w, \
+                                                                   int64_t K) {                  \
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;                                  \
+    int64_t k = 0;                                                                               \
+    for (; k + 32 <= K; k += 32) {                                                               \
+      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), w.load(k), s0);                               \
+      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), w.load(k + 8), s1);                       \
+      s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 16), w.load(k + 16), s2);                     \
+      s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 24), w.load(k + 24), s3);                     \
+    }                                                                                            \
+    for (; k + 8 <= K; k += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), w.load(k), s0);      \
+    const __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));                \
+    __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));               \
+    h = _mm_add_ps(h, _mm_movehl_ps(h, h));                                                      \
+    h = _mm_add_ss(h, _mm_movehdup_ps(h));                                                       \
+    float r = _mm_cvtss_f32(h);                                                                  \
+    for (; k < K; ++k) r = std::fma(a[k], w.at(k), r);                                           \
+    return r;                                                                                    \
   }
-  for (; k + 8 <= K; k += 8)
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), s0);
-  const __m256 s = _mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3));
-  __m128 h = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_add_ss(h, _mm_movehdup_ps(h));
-  float r = _mm_cvtss_f32(h);
-  for (; k < K; ++k) r = std::fma(a[k], b[k], r);
-  return r;
+
+MILKIT_DEFINE_DOT(dot_avx2_t, "avx2,fma,f16c")
+MILKIT_DEFINE_DOT(dot_avx512vl_t, "avx2,fma,f16c,avx512f,avx512vl")
+
+#define MILKIT_GEMV_TARGET __attribute__((target("avx2,fma,f16c")))
+#define MILKIT_GEMV_TARGET_VL __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
+
+/// Weights of an fp32 row.
+struct FloatRow {
+  const float* b;
+  MILKIT_GEMV_TARGET __m256 load(int64_t k) const { return _mm256_loadu_ps(b + k); }
+  float at(int64_t k) const { return b[k]; }
+};
+
+/// Weights of an fp16 row, widened as they are read.
+struct HalfRow {
+  const uint16_t* h;
+  MILKIT_GEMV_TARGET __m256 load(int64_t k) const {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + k)));
+  }
+  float at(int64_t k) const { return half_to_float(h[k]); }
+};
+
+/// Weights of a row of 4-bit indices (two per byte, low nibble first) into a table of 16
+/// floats, looked up 8 at a time with two in-register permutes.
+struct Lut4Row {
+  const uint8_t* b;
+  const float* table;
+  __m256 lo, hi;
+  __m256i shifts, m15;
+  MILKIT_GEMV_TARGET Lut4Row(const uint8_t* bytes, const float* t)
+      : b(bytes),
+        table(t),
+        lo(_mm256_loadu_ps(t)),
+        hi(_mm256_loadu_ps(t + 8)),
+        shifts(_mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+        m15(_mm256_set1_epi32(15)) {}
+  MILKIT_GEMV_TARGET __m256 load(int64_t k) const {
+    uint32_t u;
+    std::memcpy(&u, b + k / 2, 4);
+    const __m256i idx =
+        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u)), shifts), m15);
+    const __m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // bit 3 to the sign
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx),
+                            sel);
+  }
+  float at(int64_t k) const { return table[(b[k / 2] >> ((k & 1) * 4)) & 15]; }
+};
+
+/// The same row with AVX-512VL: a two-table permute looks up 16 entries in one instruction.
+struct Lut4RowVl {
+  const uint8_t* b;
+  const float* table;
+  __m256 lo, hi;
+  __m256i shifts;
+  MILKIT_GEMV_TARGET_VL Lut4RowVl(const uint8_t* bytes, const float* t)
+      : b(bytes),
+        table(t),
+        lo(_mm256_loadu_ps(t)),
+        hi(_mm256_loadu_ps(t + 8)),
+        shifts(_mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)) {}
+  MILKIT_GEMV_TARGET_VL __m256 load(int64_t k) const {
+    uint32_t u;
+    std::memcpy(&u, b + k / 2, 4);
+    // the permute reads bits 0-3 of each index (bit 3 picks the table half): no mask
+    const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u)), shifts);
+    return _mm256_permutex2var_ps(lo, idx, hi);
+  }
+  float at(int64_t k) const { return table[(b[k / 2] >> ((k & 1) * 4)) & 15]; }
+};
+
+MILKIT_GEMV_TARGET float dot_avx2(const float* a, const float* b, int64_t K) {
+  return dot_avx2_t(a, FloatRow{b}, K);
+}
+
+MILKIT_GEMV_TARGET float dot_half_avx2(const float* a, const uint16_t* h, int64_t K) {
+  return dot_avx2_t(a, HalfRow{h}, K);
+}
+
+MILKIT_GEMV_TARGET float dot_lut4_avx2(const float* a, const uint8_t* b, const float* table,
+                                       int64_t K) {
+  return dot_avx2_t(a, Lut4Row(b, table), K);
+}
+
+MILKIT_GEMV_TARGET_VL float dot_lut4_avx512vl(const float* a, const uint8_t* b, const float* table,
+                                              int64_t K) {
+  return dot_avx512vl_t(a, Lut4RowVl(b, table), K);
+}
+
+/// Whether the CPU has AVX-512F and AVX-512VL (MILKIT_NO_AVX512=1 says no: the AVX2 kernels
+/// then run, e.g. to test them on a machine that has both).
+bool cpu_avx512vl() {
+  static const bool yes =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      !(std::getenv("MILKIT_NO_AVX512") && std::string(std::getenv("MILKIT_NO_AVX512")) == "1");
+  return yes;
+}
+
+/// Whether the CPU converts halves (F16C), which the fused fp16 dot needs besides AVX2 + FMA.
+bool cpu_f16c() {
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+  }();
+  return yes;
 }
 
 __attribute__((target("avx2,fma"))) void axpy_avx2(float a, const float* x, float* y, int64_t n) {
@@ -70,7 +193,7 @@ using AxpyFn = void (*)(float, const float*, float*, int64_t);
 
 DotFn dot_fn() {
 #ifdef MILKIT_VMATH_AVX2
-  if (vmath::cpu_avx2_fma()) return dot_avx2;
+  if (vmath::cpu_avx2_fma() && cpu_f16c()) return dot_avx2;
 #endif
   return dot_base;
 }
@@ -112,6 +235,41 @@ void gemv_nk(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
     });
     return;
   }
+#ifdef MILKIT_VMATH_AVX2
+  // rows the fused kernels read where they lie (the same sums as the panel path)
+  if (dot == dot_avx2) {
+    const RowForm f = w.packed->row_form();
+    if (f.kind != RowForm::Kind::None) {
+      const auto lut4 = cpu_avx512vl() ? dot_lut4_avx512vl : dot_lut4_avx2;
+      // 4-bit rows are read slower than the hardware prefetcher expects a stream to be: their
+      // bytes are asked for about AHEAD bytes before they are read (fp16 rows need no help)
+      const int64_t row_bytes = K / 2;
+      const char* base = reinterpret_cast<const char*>(f.nibbles);
+      const int64_t ahead =
+          f.kind == RowForm::Kind::Lut4
+              ? std::max<int64_t>(1, kPrefetchBytes / std::max<int64_t>(row_bytes, 1))
+              : 0;
+      parallel_for(N, std::max<int64_t>(16, 65536 / kk), [&](int64_t s, int64_t e) {
+        for (int64_t n = s; n < e; ++n) {
+          if (ahead && n + ahead < e) {
+            const char* p = base + (n + ahead) * row_bytes;
+            for (int64_t o = 0; o < row_bytes; o += 64) __builtin_prefetch(p + o);
+          }
+          for (int64_t m = 0; m < M; ++m) {
+            const float* a = A + m * lda;
+            const float r = f.kind == RowForm::Kind::Half
+                                ? dot_half_avx2(a, f.half + n * K, K)
+                                : lut4(a, f.nibbles + n * (K / 2),
+                                       f.tables + (n / f.rows_per_table) * f.table_stride, K);
+            float& c = C[m * ldc + n];
+            c = accumulate ? c + r : r;
+          }
+        }
+      });
+      return;
+    }
+  }
+#endif
   const int64_t R = std::clamp<int64_t>(kPanelElems / kk, 1, 64);
   const int64_t panels = (N + R - 1) / R;
   parallel_for(panels, std::max<int64_t>(1, 65536 / (R * kk)), [&](int64_t s, int64_t e) {
