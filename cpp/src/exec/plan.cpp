@@ -57,7 +57,8 @@ constexpr size_t kInPlaceBytes = 64 * 1024;
 /// Whether flat arg `slot` of `op` is the weight of a kernel that reads packed weights.
 bool weight_slot(const Operation* op, size_t slot) {
   static const char* const kSlots[][2] = {
-      {"linear", "weight"}, {"matmul", "y"}, {"conv", "weight"}, {"conv_transpose", "weight"}};
+      {"linear", "weight"}, {"matmul", "y"}, {"conv", "weight"}, {"conv_transpose", "weight"},
+      {"gather", "x"}};  // an embedding table: the gathered rows are decoded
   for (const auto& ts : kSlots) {
     if (op->op_type() != ts[0]) continue;
     int i = op->input_index(ts[1]);

@@ -487,3 +487,38 @@ def test_fused_rows_avx2() -> None:
     r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MILKIT_NO_AVX512="1"),
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize("name", sorted(MAKERS))
+def test_gather(name: str, dt: Any) -> None:
+    """An embedding table held packed: gather decodes the rows it reads (any axis, batch dims,
+    negative indices) and gives what the decompressed table gives."""
+    opset, make = MAKERS[name]
+    rng = np.random.default_rng(abs(hash(name)) % 1000 + 7)
+    ids = np.array([[3, -1, 0], [47, 5, 5]], np.int32)
+    cols = np.array([[1, 39, -40]], np.int32)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(2, 3), dtype=types.int32),
+                             mb.TensorSpec(shape=(1, 3), dtype=types.int32)], opset_version=opset)
+    def prog(i: Any, j: Any) -> Any:
+        table = make((48, 40), dt, rng)
+        rows = mb.gather(x=table, indices=i, axis=0)
+        return rows, mb.gather(x=table, indices=j, axis=1), mb.gather(x=table, indices=mb.squeeze(x=j), axis=-1)
+
+    _check(prog, {"i": ids, "j": cols})
+
+
+def test_gather_packed_errors() -> None:
+    """An index out of range of a packed table is the same IndexError as for a dense one."""
+    rng = np.random.default_rng(1)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(2,), dtype=types.int32)], opset_version=IOS18)
+    def prog(i: Any) -> Any:
+        return mb.gather(x=MAKERS["lut18_4bit_per_grouped_channel"][1]((48, 40), np.float16, rng), indices=i)
+
+    fast, ref = _plans(prog)
+    assert fast.packed_weight_count == 1
+    for plan in (fast, ref):
+        with pytest.raises(IndexError, match=r"index 48 .* out of range for dim 0 of x \(shape \(48, 40\)\)"):
+            plan.run({"i": np.array([0, 48], np.int32)})

@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "../dispatch.h"
+#include "../packed_weight.h"
 #include "kernels.h"
 #include "milkit/exec/threads.h"
 
@@ -41,8 +42,8 @@ int64_t prod(const std::vector<int64_t>& s, size_t b, size_t e) {
 /// The indices as int64, each checked against the size of its dim and made non-negative.
 /// `dim_of(i)` is the index of x's dim that indices element i addresses.
 template <typename DimOf>
-std::vector<int64_t> load_indices(KernelCtx& k, const Tensor& idx, const Tensor& x, const char* x_name,
-                                  DimOf dim_of) {
+std::vector<int64_t> load_indices(KernelCtx& k, const Tensor& idx, const std::vector<int64_t>& xs,
+                                  const char* x_name, DimOf dim_of) {
   bool validate = k.bool_or("validate_indices", false);
   std::vector<int64_t> out(static_cast<size_t>(idx.numel()));
   std::atomic<int64_t> first_bad{std::numeric_limits<int64_t>::max()};
@@ -50,7 +51,6 @@ std::vector<int64_t> load_indices(KernelCtx& k, const Tensor& idx, const Tensor&
     using I = typename decltype(tag)::type;
     if constexpr (std::is_integral_v<I> && !std::is_same_v<I, bool>) {
       const I* p = idx.data<I>();
-      const auto& xs = x.shape();
       parallel_for(idx.numel(), kGrainElems, [&](int64_t s, int64_t e) {
         for (int64_t i = s; i < e; ++i) {
           int64_t v = static_cast<int64_t>(p[i]), n = xs[dim_of(i)];
@@ -70,12 +70,12 @@ std::vector<int64_t> load_indices(KernelCtx& k, const Tensor& idx, const Tensor&
   });
   int64_t bad = first_bad.load();
   if (bad != std::numeric_limits<int64_t>::max()) {
-    int64_t v = static_cast<int64_t>(idx.get(bad)), d = dim_of(bad), n = x.dim(static_cast<int>(d));
+    int64_t v = static_cast<int64_t>(idx.get(bad)), d = dim_of(bad), n = xs[static_cast<size_t>(d)];
     std::string range = validate ? "[0, " + std::to_string(n) + ")"
                                  : "[" + std::to_string(-n) + ", " + std::to_string(n) + ")";
     k.index_error("index " + std::to_string(v) + " (indices element " + std::to_string(bad) +
                   ") is out of range for dim " + std::to_string(d) + " of " + x_name + " (shape " +
-                  shape_str(x.shape()) + "): valid indices are in " + range);
+                  shape_str(xs) + "): valid indices are in " + range);
   }
   return out;
 }
@@ -97,33 +97,79 @@ void by_itemsize(KernelCtx& k, int size, F&& f) {
   }
 }
 
-void check_batch_dims(KernelCtx& k, const Tensor& x, const Tensor& idx, int64_t bd) {
-  if (bd < 0 || bd > idx.rank() || bd >= std::max(x.rank(), 1))
-    k.fail("batch_dims " + std::to_string(bd) + " is out of range for x of shape " + shape_str(x.shape()) +
+void check_batch_dims(KernelCtx& k, const std::vector<int64_t>& xs, const Tensor& idx, int64_t bd) {
+  if (bd < 0 || bd > idx.rank() || bd >= std::max<int64_t>(static_cast<int64_t>(xs.size()), 1))
+    k.fail("batch_dims " + std::to_string(bd) + " is out of range for x of shape " + shape_str(xs) +
            " and indices of shape " + shape_str(idx.shape()));
   for (int d = 0; d < bd; ++d)
-    if (x.dim(d) != idx.dim(d))
-      k.fail("batch dim " + std::to_string(d) + " differs: x has shape " + shape_str(x.shape()) +
+    if (xs[static_cast<size_t>(d)] != idx.dim(d))
+      k.fail("batch dim " + std::to_string(d) + " differs: x has shape " + shape_str(xs) +
              ", indices " + shape_str(idx.shape()));
 }
 
 // ---- gather -------------------------------------------------------------------------------------
 
+/// gather from x held packed (a compressed embedding table): only the gathered runs of x are
+/// decoded, straight into the output (fp16 or fp32, x's own dtype).
+void gather_packed(KernelCtx& k, const PackedWeight& pw) {
+  const std::vector<int64_t>& xs = pw.shape();
+  const Tensor& idx = k.in("indices");
+  const int rank = static_cast<int>(xs.size());
+  if (rank == 0) k.fail("x must have rank >= 1");
+  int64_t axis = k.axis(k.int_or("axis", 0), rank);
+  int64_t bd = k.int_or("batch_dims", 0);
+  check_batch_dims(k, xs, idx, bd);
+  if (axis < bd) k.fail("axis " + std::to_string(axis) + " must be >= batch_dims " + std::to_string(bd));
+  const auto& is = idx.shape();
+  std::vector<int64_t> oshape(xs.begin(), xs.begin() + axis);
+  oshape.insert(oshape.end(), is.begin() + bd, is.end());
+  oshape.insert(oshape.end(), xs.begin() + axis + 1, xs.end());
+  std::vector<int64_t> ind = load_indices(k, idx, xs, "x", [axis](int64_t) { return axis; });
+  Tensor& out = k.alloc(0, oshape);
+  if (out.dtype() != pw.dtype()) k.fail("output dtype differs from x's");
+  if (out.numel() == 0) return;
+  int64_t P = prod(xs, bd, axis), N = xs[axis], I = prod(xs, axis + 1, xs.size());
+  int64_t M = prod(is, bd, is.size());
+  const int64_t rows = prod(xs, 0, bd) * P * M;
+  const bool half = out.dtype() == DataType::Float16;
+  parallel_for(rows, grain_for(I), [&](int64_t s, int64_t e) {
+    std::vector<float> tmp(half ? static_cast<size_t>(std::min<int64_t>(I, 4096)) : 0);
+    for (int64_t r = s; r < e; ++r) {
+      int64_t m = r % M, bp = r / M, b = bp / P;
+      const int64_t from = (bp * N + ind[b * M + m]) * I;
+      if (!half) {
+        pw.decode(from, I, out.mutable_data<float>() + r * I);
+        continue;
+      }
+      uint16_t* o = out.mutable_data<uint16_t>() + r * I;
+      for (int64_t c = 0; c < I; c += 4096) {  // fp16 values widened exactly: narrowed exactly
+        const int64_t n = std::min<int64_t>(4096, I - c);
+        pw.decode(from + c, n, tmp.data());
+        floats_to_halves(tmp.data(), o + c, static_cast<size_t>(n));
+      }
+    }
+  });
+}
+
 void gather(KernelCtx& k) {
+  if (const PackedWeight* pw = k.packed("x")) {
+    gather_packed(k, *pw);
+    return;
+  }
   const Tensor& x = k.in("x");
   const Tensor& idx = k.in("indices");
   int rank = x.rank();
   if (rank == 0) k.fail("x must have rank >= 1");
   int64_t axis = k.axis(k.int_or("axis", 0), rank);
   int64_t bd = k.int_or("batch_dims", 0);
-  check_batch_dims(k, x, idx, bd);
+  check_batch_dims(k, x.shape(), idx, bd);
   if (axis < bd) k.fail("axis " + std::to_string(axis) + " must be >= batch_dims " + std::to_string(bd));
   const auto& xs = x.shape();
   const auto& is = idx.shape();
   std::vector<int64_t> oshape(xs.begin(), xs.begin() + axis);
   oshape.insert(oshape.end(), is.begin() + bd, is.end());
   oshape.insert(oshape.end(), xs.begin() + axis + 1, xs.end());
-  std::vector<int64_t> ind = load_indices(k, idx, x, "x", [axis](int64_t) { return axis; });
+  std::vector<int64_t> ind = load_indices(k, idx, x.shape(), "x", [axis](int64_t) { return axis; });
   Tensor& out = k.alloc(0, oshape);
   if (out.dtype() != x.dtype()) k.fail("output dtype differs from x's");
   if (out.numel() == 0) return;
@@ -182,7 +228,7 @@ void gather_along_axis(KernelCtx& k) {
   int64_t axis = k.axis(k.int_or("axis", 0), rank);
   int64_t P, N, M, I;
   along_axis_dims(k, x, idx, axis, "x", P, N, M, I);
-  std::vector<int64_t> ind = load_indices(k, idx, x, "x", [axis](int64_t) { return axis; });
+  std::vector<int64_t> ind = load_indices(k, idx, x.shape(), "x", [axis](int64_t) { return axis; });
   Tensor& out = k.alloc(0, idx.shape());
   if (out.dtype() != x.dtype()) k.fail("output dtype differs from x's");
   if (out.numel() == 0) return;
@@ -223,7 +269,7 @@ void gather_nd(KernelCtx& k) {
   const auto& is = idx.shape();
   std::vector<int64_t> oshape(is.begin(), is.end() - 1);
   oshape.insert(oshape.end(), xs.begin() + bd + depth, xs.end());
-  std::vector<int64_t> ind = load_indices(k, idx, x, "x", [bd, depth](int64_t i) { return bd + i % depth; });
+  std::vector<int64_t> ind = load_indices(k, idx, x.shape(), "x", [bd, depth](int64_t i) { return bd + i % depth; });
   Tensor& out = k.alloc(0, oshape);
   if (out.dtype() != x.dtype()) k.fail("output dtype differs from x's");
   if (out.numel() == 0) return;
@@ -335,7 +381,7 @@ void scatter(KernelCtx& k) {
   if (upd.shape() != want)
     k.fail("updates has shape " + shape_str(upd.shape()) + ", expected " + shape_str(want) +
            " (data.shape[:axis] + indices.shape + data.shape[axis+1:])");
-  std::vector<int64_t> ind = load_indices(k, idx, data, "data", [axis](int64_t) { return axis; });
+  std::vector<int64_t> ind = load_indices(k, idx, data.shape(), "data", [axis](int64_t) { return axis; });
   Tensor& out = copy_data(k, data);
   int64_t P = prod(ds, 0, axis), N = ds[axis], I = prod(ds, axis + 1, ds.size()), M = idx.numel();
   if (P * M * I == 0) return;
@@ -368,7 +414,7 @@ void scatter_along_axis(KernelCtx& k) {
   if (upd.shape() != idx.shape())
     k.fail("updates has shape " + shape_str(upd.shape()) + ", expected the shape of indices " +
            shape_str(idx.shape()));
-  std::vector<int64_t> ind = load_indices(k, idx, data, "data", [axis](int64_t) { return axis; });
+  std::vector<int64_t> ind = load_indices(k, idx, data.shape(), "data", [axis](int64_t) { return axis; });
   Tensor& out = copy_data(k, data);
   if (P * M * I == 0) return;
   constexpr int64_t kBlock = 1024;  // columns j are independent: split them too
@@ -410,7 +456,7 @@ void scatter_nd(KernelCtx& k) {
     k.fail("updates has shape " + shape_str(upd.shape()) + ", expected " + shape_str(want) +
            " (indices.shape[:-1] + data.shape[indices.shape[-1]:])");
   std::vector<int64_t> ind;
-  if (depth) ind = load_indices(k, idx, data, "data", [depth](int64_t i) { return i % depth; });
+  if (depth) ind = load_indices(k, idx, data.shape(), "data", [depth](int64_t i) { return i % depth; });
   Tensor& out = copy_data(k, data);
   int64_t K = prod(idx.shape(), 0, idx.shape().size() - 1), S = prod(ds, depth, ds.size());
   if (K * S == 0) return;
