@@ -522,3 +522,28 @@ def test_gather_packed_errors() -> None:
     for plan in (fast, ref):
         with pytest.raises(IndexError, match=r"index 48 .* out of range for dim 0 of x \(shape \(48, 40\)\)"):
             plan.run({"i": np.array([0, 48], np.int32)})
+
+
+@pytest.mark.parametrize("rows", [16, 21])
+def test_panel_products_of_large_weights(rows: int) -> None:
+    """Products of many rows over a weight of 64 MiB fp32 or more decode it panel by panel
+    (nothing goes to the weight cache) and give the widened weight's products. Not always their
+    bits: OpenBLAS sums an element at the edge of a block of columns in its edge kernel, so where
+    the blocks end decides the last bit (as parallel_sgemm's split by thread count does); the
+    fp16 outputs agree to one rounding."""
+    rng = np.random.default_rng(rows)
+    n = 4096
+    make = MAKERS["lut18_4bit_per_grouped_channel"][1]
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(rows, n), dtype=types.fp16)], opset_version=IOS18)
+    def prog(x: Any) -> Any:
+        h = mb.linear(x=x, weight=make((n, n), np.float16, rng))
+        return mb.matmul(x=h, y=make((n, n + 8), np.float16, rng))
+
+    fast, ref = _plans(prog)
+    x = {"x": rng.uniform(-1, 1, size=(rows, n)).astype(np.float16)}
+    got = fast.run(x)[0][1].astype(np.float32)
+    assert _core.weight_cache_bytes() == 0
+    want = ref.run(x)[0][1].astype(np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+    assert np.mean(got == want) > 0.999

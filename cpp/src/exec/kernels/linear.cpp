@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <climits>
 #include <type_traits>
+#include <vector>
 
 #include "../dispatch.h"
 #include "../packed_weight.h"
@@ -36,8 +37,8 @@ struct GemmShape {
 constexpr int64_t kSmallGemm = 24 * 24 * 24;
 
 bool fits_int(const GemmShape& g) {
-  return g.M <= INT_MAX && g.N <= INT_MAX && g.K <= INT_MAX && g.lda <= INT_MAX && g.ldb <= INT_MAX &&
-         g.ldc <= INT_MAX;
+  return g.M <= INT_MAX && g.N <= INT_MAX && g.K <= INT_MAX && g.lda <= INT_MAX &&
+         g.ldb <= INT_MAX && g.ldc <= INT_MAX;
 }
 
 /// Whether a product goes to the matrix-vector kernels: a few rows of A, not transposed, and B's
@@ -71,21 +72,21 @@ void blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
     if (g.M == 1 && g.ldb <= INT_MAX) {
       int inca = g.ta ? static_cast<int>(g.lda) : 1;
       if (g.tb)
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(g.N), static_cast<int>(g.K), 1.0f, B,
-                    static_cast<int>(std::max<int64_t>(g.ldb, g.K)), A, inca, beta, C, 1);
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(g.N), static_cast<int>(g.K), 1.0f,
+                    B, static_cast<int>(std::max<int64_t>(g.ldb, g.K)), A, inca, beta, C, 1);
       else
-        cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(g.K), static_cast<int>(g.N), 1.0f, B,
-                    static_cast<int>(std::max<int64_t>(g.ldb, g.N)), A, inca, beta, C, 1);
+        cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(g.K), static_cast<int>(g.N), 1.0f,
+                    B, static_cast<int>(std::max<int64_t>(g.ldb, g.N)), A, inca, beta, C, 1);
       return;
     }
     if (g.N == 1) {
       int incb = g.tb ? 1 : static_cast<int>(g.ldb), incc = static_cast<int>(g.ldc);
       if (g.ta)
-        cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(g.K), static_cast<int>(g.M), 1.0f, A,
-                    static_cast<int>(std::max<int64_t>(g.lda, g.M)), B, incb, beta, C, incc);
+        cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(g.K), static_cast<int>(g.M), 1.0f,
+                    A, static_cast<int>(std::max<int64_t>(g.lda, g.M)), B, incb, beta, C, incc);
       else
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(g.M), static_cast<int>(g.K), 1.0f, A,
-                    static_cast<int>(std::max<int64_t>(g.lda, g.K)), B, incb, beta, C, incc);
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(g.M), static_cast<int>(g.K), 1.0f,
+                    A, static_cast<int>(std::max<int64_t>(g.lda, g.K)), B, incb, beta, C, incc);
       return;
     }
   }
@@ -98,8 +99,8 @@ void blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
   if constexpr (std::is_same_v<T, float>)
     exec::parallel_sgemm(g.ta, g.tb, g.M, g.N, g.K, A, lda, B, ldb, beta, C, ldc);
   else
-    cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(g.M), static_cast<int>(g.N), static_cast<int>(g.K),
-                1.0, A, lda, B, ldb, beta, C, ldc);
+    cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(g.M), static_cast<int>(g.N),
+                static_cast<int>(g.K), 1.0, A, lda, B, ldb, beta, C, ldc);
 }
 
 /// The accumulator of a plain-loop product: the type itself for floats and bool, the unsigned
@@ -159,7 +160,8 @@ void loop_gemm_row(const GemmShape& g, int64_t m, const T* A, const T* B, T* cro
           for (; k + 8 <= g.K; k += 8)
             for (int j = 0; j < 8; ++j) part[j] += arow[k + j] * brow[k + j];
           for (; k < g.K; ++k) s += arow[k] * brow[k];
-          s += ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+          s += ((part[0] + part[4]) + (part[1] + part[5])) +
+               ((part[2] + part[6]) + (part[3] + part[7]));
         } else {
           for (int64_t k = 0; k < g.K; ++k) s += arow[k * sak] * brow[k];
         }
@@ -175,13 +177,14 @@ void loop_gemm_row(const GemmShape& g, int64_t m, const T* A, const T* B, T* cro
 /// nb products of the same shape: product b reads A + aoff[b], B + boff[b] and writes
 /// C + b * cstride. Floats use BLAS unless the products are tiny; other types loop.
 template <typename T>
-void batched_gemm(const GemmShape& g, int64_t nb, const T* A, const std::vector<int64_t>& aoff, const T* B,
-                  const std::vector<int64_t>& boff, T* C, int64_t cstride) {
+void batched_gemm(const GemmShape& g, int64_t nb, const T* A, const std::vector<int64_t>& aoff,
+                  const T* B, const std::vector<int64_t>& boff, T* C, int64_t cstride) {
   if (nb == 0 || g.M == 0 || g.N == 0) return;
   constexpr bool blas = std::is_same_v<T, float> || std::is_same_v<T, double>;
   if (blas && fits_int(g) && (nb == 1 || g.M * g.N * g.K > kSmallGemm)) {
     if constexpr (blas)
-      for (int64_t b = 0; b < nb; ++b) blas_gemm<T>(g, A + aoff[b], B + boff[b], T(0), C + b * cstride);
+      for (int64_t b = 0; b < nb; ++b)
+        blas_gemm<T>(g, A + aoff[b], B + boff[b], T(0), C + b * cstride);
     return;
   }
   // one task per output row
@@ -240,9 +243,40 @@ void finish_out(KernelCtx& k, const Tensor& tmp) {
 // ------------------------------------------------------------------------------------------
 // products with a packed weight
 
+/// Weights of at least this many fp32 bytes are not widened whole for products of many rows:
+/// each thread decodes panels of kPanelCols output columns and multiplies them (an LLM's
+/// prefill would otherwise fill the cache with weights it cycles through).
+constexpr int64_t kPanelGemmBytes = int64_t{64} << 20;
+constexpr int64_t kPanelGemmRows = 16;
+constexpr int64_t kPanelCols = 128;
+
+/// C = A * B (+ beta * C) by panels of B's columns decoded in turn: the same BLAS products on
+/// the same values, so the same sums as over B widened whole (parallel_sgemm splits N too).
+void panel_gemm(const GemmShape& g, const float* A, const PackedWeight& w, float beta, float* C) {
+  const int64_t panels = (g.N + kPanelCols - 1) / kPanelCols;
+  parallel_for(panels, 1, [&](int64_t s, int64_t e) {
+    thread_local std::vector<float> buf;
+    if (static_cast<int64_t>(buf.size()) < kPanelCols * g.K)
+      buf.resize(static_cast<size_t>(kPanelCols * g.K));
+    float* p = buf.data();
+    for (int64_t q = s; q < e; ++q) {
+      const int64_t n0 = q * kPanelCols, nb = std::min(kPanelCols, g.N - n0);
+      if (g.tb)
+        w.decode(n0 * g.K, nb * g.K, p);  // rows n0.. of B stored [N, K]
+      else
+        for (int64_t k = 0; k < g.K; ++k) w.decode(k * g.N + n0, nb, p + k * nb);
+      cblas_sgemm(CblasRowMajor, g.ta ? CblasTrans : CblasNoTrans, g.tb ? CblasTrans : CblasNoTrans,
+                  static_cast<int>(g.M), static_cast<int>(nb), static_cast<int>(g.K), 1.0f, A,
+                  static_cast<int>(std::max<int64_t>(g.lda, g.ta ? g.M : g.K)), p,
+                  static_cast<int>(g.tb ? g.K : nb), beta, C + n0, static_cast<int>(g.ldc));
+    }
+  });
+}
+
 /// C[M, N] = A[M, K] * B (+ beta * C) with B packed, stored [N, K] (g.tb) or [K, N]. A few rows
-/// (decode) read B's packed bytes panel by panel in the matrix-vector kernels; more rows make the
-/// BLAS calls of an unpacked weight on B widened to fp32, from the weight cache.
+/// (decode) read B's packed bytes in the matrix-vector kernels; many rows over a large weight
+/// decode it panel by panel (panel_gemm); other products make the BLAS calls of B widened to
+/// fp32, from the weight cache.
 void packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, float beta, float* C) {
   if (gemv_form(g)) {
     exec::GemvWeight gw;
@@ -251,6 +285,10 @@ void packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, floa
       exec::gemv_nk(g.M, g.N, g.K, A, g.lda, gw, beta != 0.0f, C, g.ldc);
     else
       exec::gemv_kn(g.M, g.N, g.K, A, g.lda, gw, beta != 0.0f, C, g.ldc);
+    return;
+  }
+  if (g.M >= kPanelGemmRows && w.numel() * 4 >= kPanelGemmBytes) {
+    panel_gemm(g, A, w, beta, C);
     return;
   }
   const Tensor wide = exec::widened(w);
@@ -379,7 +417,8 @@ void matmul_kernel(KernelCtx& k) {
         batched_gemm<T>(f, 1, a, {0}, b, {0}, c, 0);
         return;
       }
-      std::vector<int64_t> aoff = batch_offsets(xb, ob, g.M * g.K), boff = batch_offsets(yb, ob, g.K * g.N);
+      std::vector<int64_t> aoff = batch_offsets(xb, ob, g.M * g.K),
+                           boff = batch_offsets(yb, ob, g.K * g.N);
       batched_gemm<T>(g, nb, a, aoff, b, boff, c, g.M * g.N);
     }
   });
@@ -437,7 +476,8 @@ void linear_kernel(KernelCtx& k) {
           if (any_bias) {
             parallel_for(M, std::max<int64_t>(1, 65536 / std::max<int64_t>(dout, 1)),
                          [&](int64_t s, int64_t e) {
-                           for (int64_t m = s; m < e; ++m) std::copy(bias, bias + dout, c + m * dout);
+                           for (int64_t m = s; m < e; ++m)
+                             std::copy(bias, bias + dout, c + m * dout);
                          });
           }
           blas_gemm<T>(g, xc.template data<T>(), wc.template data<T>(), any_bias ? T(1) : T(0), c);
@@ -446,20 +486,21 @@ void linear_kernel(KernelCtx& k) {
       }
       batched_gemm<T>(g, 1, xc.template data<T>(), {0}, wc.template data<T>(), {0}, c, 0);
       if (any_bias) {
-        parallel_for(M, std::max<int64_t>(1, 65536 / std::max<int64_t>(dout, 1)), [&](int64_t s, int64_t e) {
-          for (int64_t m = s; m < e; ++m) {
-            T* row = c + m * dout;
-            if constexpr (std::is_floating_point_v<T>) {
-              for (int64_t j = 0; j < dout; ++j) row[j] += bias[j];
-            } else if constexpr (std::is_same_v<T, bool>) {
-              for (int64_t j = 0; j < dout; ++j) row[j] = row[j] || bias[j];
-            } else {
-              using U = std::make_unsigned_t<T>;
-              for (int64_t j = 0; j < dout; ++j)
-                row[j] = static_cast<T>(static_cast<U>(row[j]) + static_cast<U>(bias[j]));
-            }
-          }
-        });
+        parallel_for(
+            M, std::max<int64_t>(1, 65536 / std::max<int64_t>(dout, 1)), [&](int64_t s, int64_t e) {
+              for (int64_t m = s; m < e; ++m) {
+                T* row = c + m * dout;
+                if constexpr (std::is_floating_point_v<T>) {
+                  for (int64_t j = 0; j < dout; ++j) row[j] += bias[j];
+                } else if constexpr (std::is_same_v<T, bool>) {
+                  for (int64_t j = 0; j < dout; ++j) row[j] = row[j] || bias[j];
+                } else {
+                  using U = std::make_unsigned_t<T>;
+                  for (int64_t j = 0; j < dout; ++j)
+                    row[j] = static_cast<T>(static_cast<U>(row[j]) + static_cast<U>(bias[j]));
+                }
+              }
+            });
       }
     }
   });
@@ -505,10 +546,10 @@ void einsum_kernel(KernelCtx& k) {
   std::vector<std::vector<int>> v;
   std::string eq = k.str("equation");
   bool ok = parse_equation(eq, v);
-  bool ok4 = ok && r == 4 && v[0] == std::vector<int>{0, 1, 2, 3} && v[1] == std::vector<int>{0, 3, 2, 4} &&
-             v[2] == std::vector<int>{0, 1, 2, 4};
-  bool ok3 = ok && r == 3 && v[0] == std::vector<int>{0, 1, 2} && v[1] == std::vector<int>{2, 1, 3} &&
-             v[2] == std::vector<int>{0, 1, 3};
+  bool ok4 = ok && r == 4 && v[0] == std::vector<int>{0, 1, 2, 3} &&
+             v[1] == std::vector<int>{0, 3, 2, 4} && v[2] == std::vector<int>{0, 1, 2, 4};
+  bool ok3 = ok && r == 3 && v[0] == std::vector<int>{0, 1, 2} &&
+             v[1] == std::vector<int>{2, 1, 3} && v[2] == std::vector<int>{0, 1, 3};
   if (!ok4 && !ok3)
     k.fail("equation \"" + eq + "\" is not supported for rank " + std::to_string(r) + " inputs");
   std::vector<int64_t> xs = x.shape(), ys = y.shape();
