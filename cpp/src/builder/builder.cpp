@@ -175,6 +175,17 @@ bool fold_allowed(const std::vector<const Type*>& outs) {
   return true;
 }
 
+/// Whether `s` casts a constant the way Value::cast does lazily (a weight's fp32 to fp16, bf16 to
+/// fp32): such a cast folds at any size, since its value allocates nothing until it is read.
+bool lazy_cast(const OpSchema& s, InferCtx& ic, const std::vector<const Type*>& outs) {
+  if (s.name != "cast" || outs.size() != 1 || !outs[0]->is_tensor()) return false;
+  const Value* x = ic.val("x");
+  if (!x || x->is_symbolic()) return false;
+  const DataType from = x->dtype(), to = outs[0]->dtype();
+  return (from == DataType::Float32 && to == DataType::Float16) ||
+         (from == DataType::BFloat16 && to == DataType::Float32);
+}
+
 }  // namespace
 
 namespace {
@@ -329,7 +340,7 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
       throw Error("internal: " + ic.where() + " inferred " + std::to_string(out_types.size()) +
                   " outputs, expected " + std::to_string(s.num_outputs));
     std::vector<std::shared_ptr<const Value>> out_vals;
-    if (s.value && fold_allowed(out_types)) {
+    if (s.value && (fold_allowed(out_types) || lazy_cast(s, ic, out_types))) {
       if (!s.value(ic, out_vals)) out_vals.clear();
     }
 

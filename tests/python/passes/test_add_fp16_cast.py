@@ -82,3 +82,28 @@ def test_multi_output_and_tuple_inputs():
     for opset in ALL_OPSETS:
         check_passes(build, [((4, 3), "fp32")], [P], opset)
         check_passes(build, [((4, 3), "fp32")], AFTER, opset)
+
+
+def test_weights_past_the_fold_limit_become_fp16_consts():
+    """A weight of more than 2**24 elements (the builder folds no larger result) still becomes an
+    fp16 const: its cast is lazy, so it folds at any size, as coremltools folds every cast of a
+    const. (An 8B LLM's feed-forward weights were left fp32 behind a run-time cast.)"""
+    import milkit as ct
+    from milkit import Builder as mb
+    from milkit import types
+
+    w = np.zeros((4097, 4096), np.float32)
+    w[0, :4] = [1.0, -2.0, 65504.0, 1e-8]
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 4096), dtype=types.fp32)], opset_version=ct.target.iOS17)
+    def prog(x):
+        return mb.linear(x=x, weight=w)
+
+    m = ct.convert(prog, minimum_deployment_target=ct.target.iOS17, compute_precision=ct.precision.FLOAT16)
+    fn = m._mil_program.functions["main"]
+    casts = [o for o in fn.operations if o.op_type == "cast"]
+    assert len(casts) == 2 and all(c.inputs["x"].op is None or c.inputs["x"].op.op_type != "const" for c in casts)
+    weights = [o for o in fn.operations if o.op_type == "const" and o.outputs[0].shape == (4097, 4096)]
+    assert len(weights) == 1 and weights[0].outputs[0].dtype == types.fp16
+    got = weights[0].outputs[0].val[0, :4]
+    np.testing.assert_array_equal(got, np.array([1.0, -2.0, 65504.0, 1e-8], np.float32).astype(np.float16))
