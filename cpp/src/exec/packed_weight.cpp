@@ -374,6 +374,22 @@ class RawData {
       bits_.to_floats(first, n, out);
   }
   size_t bytes() const { return t_.defined() ? t_.nbytes() : bits_.bytes(); }
+  /// The row form of the elements as they decode: fp16 rows, or integers of 8 or 4 bits.
+  RowForm row_form(const std::vector<int64_t>& shape) const {
+    RowForm f;
+    if (dtype_ == DataType::Float16) {
+      f.kind = RowForm::Kind::Half;
+      f.half = t_.data<uint16_t>();
+    } else if (!t_.defined() && (bits_.nbits() == 8 || bits_.nbits() == 4) && !shape.empty()) {
+      int64_t k = 1;
+      for (size_t d = 1; d < shape.size(); ++d) k *= shape[d];
+      if (bits_.nbits() == 4 && k % 2 != 0) return f;
+      f.kind = bits_.nbits() == 8 ? RowForm::Kind::Int8 : RowForm::Kind::Int4;
+      f.ints = bits_.data();
+      f.is_signed = bits_.is_signed();
+    }
+    return f;
+  }
 
  private:
   DataType dtype_;
@@ -392,6 +408,7 @@ class RawNode : public PackedWeight {
       : PackedWeight(v->dtype(), v->shape()), d_(v) {}
   bool ok() const { return d_.ok(); }
   void decode(int64_t first, int64_t n, float* out) const override { d_.decode(first, n, out); }
+  RowForm row_form() const override { return d_.row_form(shape()); }
   size_t packed_bytes() const override { return d_.bytes(); }
 
  private:
@@ -529,7 +546,34 @@ class ShiftScaleNode : public PackedWeight {
         src_(std::move(src)),
         sdt_(sdt),
         sc_(std::move(sc)),
-        off_(std::move(off)) {}
+        off_(std::move(off)) {
+    for (float v : off_.v) off_rounded_.push_back(round_to(sdt_, v));
+  }
+  RowForm row_form() const override {
+    RowForm f = src_->row_form();
+    const bool ints = f.kind == RowForm::Kind::Int8 || f.kind == RowForm::Kind::Int4;
+    const std::vector<int64_t>& sh = shape();
+    if (!ints || f.scales || sh.size() != 2 || sc_.shape.size() != 2) return {};
+    if (off_.present && off_.shape != sc_.shape) return {};
+    const int64_t N = sh[0], K = sh[1], Ns = sc_.shape[0], Ks = sc_.shape[1];
+    if (N <= 0 || K <= 0 || Ns <= 0 || Ks <= 0 || N % Ns != 0 || K % Ks != 0) return {};
+    const int64_t cols = K / Ks;
+    int shift = 62;  // one scale per row: every column's block is 0
+    if (Ks > 1) {
+      if (cols % 8 != 0 || (cols & (cols - 1)) != 0) return {};  // 8 lanes share a scale
+      shift = 0;
+      while ((int64_t{1} << shift) < cols) ++shift;
+    }
+    const bool half = sdt_ == DataType::Float16;
+    f.scales = sc_.v.data();
+    f.offsets = off_.present ? off_rounded_.data() : nullptr;
+    f.rows_per_scale = N / Ns;
+    f.cols_shift = shift;
+    f.scale_stride = Ks;
+    f.round_diff = half && off_.present;
+    f.round_out = half || dtype() == DataType::Float16;
+    return f;
+  }
   // Each step rounds to the scale's dtype (then the output's): whole passes over the range.
   void decode(int64_t first, int64_t n, float* out) const override {
     src_->decode(first, n, out);
@@ -558,6 +602,7 @@ class ShiftScaleNode : public PackedWeight {
   std::shared_ptr<const PackedWeight> src_;
   DataType sdt_;
   Param sc_, off_;
+  std::vector<float> off_rounded_;  // the offsets in the scale's dtype
 };
 
 /// constexpr_sparse_to_dense: a bit mask and the values of its set bits, with a running count

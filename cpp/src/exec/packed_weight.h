@@ -24,6 +24,8 @@ struct RowForm {
     None,  ///< no direct form: decode()
     Half,  ///< fp16 elements, row-major
     Lut4,  ///< 4-bit indices (two per byte, low nibble first, rows byte-aligned) into fp32 tables
+    Int8,  ///< 8-bit integers, one per byte, then scaled per block (quantized weights)
+    Int4,  ///< 4-bit integers (two per byte, low nibble first, rows byte-aligned), then scaled
   };
   Kind kind = Kind::None;
   const uint16_t* half = nullptr;    ///< Half: the elements
@@ -31,6 +33,18 @@ struct RowForm {
   const float* tables = nullptr;     ///< Lut4: the first table (16 entries are read)
   int64_t table_stride = 0;          ///< Lut4: floats from one table to the next
   int64_t rows_per_table = 0;        ///< Lut4: consecutive rows sharing one table
+  const uint8_t* ints = nullptr;     ///< Int8 / Int4: the integers of row 0
+  bool is_signed = false;            ///< Int8 / Int4: two's complement integers
+  /// Int8 / Int4: w = round_out((round_diff(q - offset)) * scale), with scale and offset of block
+  /// (n / rows_per_scale, k >> cols_shift), row-major with scale_stride per block row; without
+  /// scales (a bare integer source) the integers themselves.
+  const float* scales = nullptr;
+  const float* offsets = nullptr;  ///< Int8 / Int4: already rounded to the scale's dtype, or null
+  int64_t rows_per_scale = 1;      ///< Int8 / Int4: consecutive rows sharing a block of scales
+  int cols_shift = 0;              ///< Int8 / Int4: log2 of the columns sharing a scale
+  int64_t scale_stride = 0;        ///< Int8 / Int4: scales per block row
+  bool round_diff = false;         ///< Int8 / Int4: q - offset rounded to fp16
+  bool round_out = false;          ///< Int8 / Int4: the product rounded to fp16
 };
 
 /// A tensor held compressed (packed indices, quantized data, sparse masks and their small

@@ -435,7 +435,7 @@ def test_weight_cache_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _core.weight_cache_bytes() == 0
 
 
-def _fused_rows_case(name: str, k: int, rows: int) -> None:
+def _fused_rows_case(name: str, k: int, rows: int, dt: Any = np.float16) -> None:
     """A decode-shaped linear (1-4 rows) over a weight the fused matrix-vector kernels read where
     it lies (fp16 rows, 4-bit indices into per-row tables): the bits of the decompressed plan."""
     rng = np.random.default_rng(k * 10 + rows)
@@ -444,16 +444,16 @@ def _fused_rows_case(name: str, k: int, rows: int) -> None:
         k = k * 8
     opset = IOS18 if name == "fp16" else MAKERS[name][0]
 
-    @mb.program(input_specs=[mb.TensorSpec(shape=(rows, k), dtype=types.fp16)], opset_version=opset)
+    @mb.program(input_specs=[mb.TensorSpec(shape=(rows, k), dtype=_mil(dt))], opset_version=opset)
     def prog(x: Any) -> Any:
         if name == "fp16":
             w = rng.uniform(-1, 1, size=(n, k)).astype(np.float16)
         else:
-            w = MAKERS[name][1]((n, k), np.float16, rng)
+            w = MAKERS[name][1]((n, k), dt, rng)
         return mb.linear(x=x, weight=w)
 
     fast, ref = _plans(prog)
-    x = {"x": rng.uniform(-1, 1, size=(rows, k)).astype(np.float16)}
+    x = {"x": rng.uniform(-1, 1, size=(rows, k)).astype(dt)}
     np.testing.assert_array_equal(fast.run(x)[0][1], ref.run(x)[0][1])
 
 
@@ -469,6 +469,22 @@ def test_fused_rows(name: str, k: int, rows: int) -> None:
     _fused_rows_case(name, k, rows)
 
 
+# quantized weights (blockwise_shift_scale) and inner sizes they allow: per channel with every
+# tail (46) and odd (45: int4 rows not byte-aligned), blocks of 8 (a power of two: fused), blocks
+# of 4 (8 lanes would span two scales: the panel path)
+FUSED_INT = [(name, k) for name in ("bss_int4", "bss_uint4_offset", "bss_int8_offset", "bss_uint8") for k in (46, 45)] + [
+    ("bss_int4_offset_block8", 72), ("bss_int8_block8", 88), ("bss_uint4_block4", 44), ("bss_uint8_offset_block4", 52)]
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32])
+@pytest.mark.parametrize("rows", [1, 4])
+@pytest.mark.parametrize(("name", "k"), FUSED_INT)
+def test_fused_int_rows(name: str, k: int, rows: int, dt: Any) -> None:
+    """Quantized rows, scaled (and offset) lane by lane in the dot, give the constexpr op's bits
+    (fp16 scales round after the offset and after the product)."""
+    _fused_rows_case(name, k, rows, dt)
+
+
 def test_fused_rows_avx2() -> None:
     """The AVX2 kernels give the same bits where the machine has AVX-512 (forced off in a child)."""
     import os
@@ -477,12 +493,16 @@ def test_fused_rows_avx2() -> None:
 
     code = (
         "import importlib.util, sys\n"
+        "import numpy as np\n"
         f"spec = importlib.util.spec_from_file_location('tpw', {__file__!r})\n"
         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
         "for name in m.FUSED:\n"
         "    for k in (46, 45):\n"
         "        for rows in (1, 3):\n"
         "            m._fused_rows_case(name, k, rows)\n"
+        "for name, k in m.FUSED_INT:\n"
+        "    for dt in (np.float16, np.float32):\n"
+        "        m._fused_rows_case(name, k, 2, dt)\n"
         "print('ok')\n")
     r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MILKIT_NO_AVX512="1"),
                        capture_output=True, text=True, timeout=300)

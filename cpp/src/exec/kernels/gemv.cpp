@@ -143,6 +143,61 @@ struct Lut4RowVl {
   float at(int64_t k) const { return table[(b[k / 2] >> ((k & 1) * 4)) & 15]; }
 };
 
+/// Weights of a row of quantized integers (Bits 8 or 4): ((q - offset) * scale), each step
+/// rounded to fp16 as the form says (the constexpr op's arithmetic, lane by lane).
+template <int Bits>
+struct IntRow {
+  const uint8_t* q;
+  const float* s;    // the row's block of scales
+  const float* off;  // the row's block of offsets, or null
+  int shift;
+  bool sgn, round_diff, round_out;
+  MILKIT_GEMV_TARGET static __m256 round_half(__m256 v) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static float round_half(float v) { return half_to_float(float_to_half(v)); }
+  MILKIT_GEMV_TARGET __m256 load(int64_t k) const {
+    __m256i v;
+    if constexpr (Bits == 8) {
+      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k));
+      v = sgn ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
+    } else {
+      uint32_t u;
+      std::memcpy(&u, q + k / 2, 4);
+      v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u)),
+                                             _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                           _mm256_set1_epi32(15));
+      if (sgn)
+        v = _mm256_sub_epi32(_mm256_xor_si256(v, _mm256_set1_epi32(8)), _mm256_set1_epi32(8));
+    }
+    __m256 x = _mm256_cvtepi32_ps(v);
+    const int64_t j = k >> shift;
+    if (off) {
+      x = _mm256_sub_ps(x, _mm256_set1_ps(off[j]));
+      if (round_diff) x = round_half(x);
+    }
+    x = _mm256_mul_ps(x, _mm256_set1_ps(s[j]));
+    return round_out ? round_half(x) : x;
+  }
+  float at(int64_t k) const {
+    int32_t v;
+    if constexpr (Bits == 8) {
+      v = sgn ? static_cast<int8_t>(q[k]) : q[k];
+    } else {
+      v = (q[k / 2] >> ((k & 1) * 4)) & 15;
+      if (sgn && v >= 8) v -= 16;
+    }
+    float x = static_cast<float>(v);
+    const int64_t j = k >> shift;
+    if (off) {
+      x -= off[j];
+      if (round_diff) x = round_half(x);
+    }
+    x *= s[j];
+    return round_out ? round_half(x) : x;
+  }
+};
+
 MILKIT_GEMV_TARGET float dot_avx2(const float* a, const float* b, int64_t K) {
   return dot_avx2_t(a, FloatRow{b}, K);
 }
@@ -159,6 +214,20 @@ MILKIT_GEMV_TARGET float dot_lut4_avx2(const float* a, const uint8_t* b, const f
 MILKIT_GEMV_TARGET_VL float dot_lut4_avx512vl(const float* a, const uint8_t* b, const float* table,
                                               int64_t K) {
   return dot_avx512vl_t(a, Lut4RowVl(b, table), K);
+}
+
+/// The dot of `a` with row n of a quantized weight in row form f.
+template <int Bits>
+MILKIT_GEMV_TARGET float dot_int_avx2(const float* a, const RowForm& f, int64_t n, int64_t K) {
+  const int64_t block = (n / f.rows_per_scale) * f.scale_stride;
+  IntRow<Bits> r{f.ints + n * (Bits == 8 ? K : K / 2),
+                 f.scales + block,
+                 f.offsets ? f.offsets + block : nullptr,
+                 f.cols_shift,
+                 f.is_signed,
+                 f.round_diff,
+                 f.round_out};
+  return dot_avx2_t(a, r, K);
 }
 
 /// Whether the CPU has AVX-512F and AVX-512VL (MILKIT_NO_AVX512=1 says no: the AVX2 kernels
@@ -239,14 +308,16 @@ void gemv_nk(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
   // rows the fused kernels read where they lie (the same sums as the panel path)
   if (dot == dot_avx2) {
     const RowForm f = w.packed->row_form();
-    if (f.kind != RowForm::Kind::None) {
+    const bool ints = f.kind == RowForm::Kind::Int8 || f.kind == RowForm::Kind::Int4;
+    if (f.kind != RowForm::Kind::None && (!ints || f.scales)) {
       const auto lut4 = cpu_avx512vl() ? dot_lut4_avx512vl : dot_lut4_avx2;
-      // 4-bit rows are read slower than the hardware prefetcher expects a stream to be: their
-      // bytes are asked for about AHEAD bytes before they are read (fp16 rows need no help)
-      const int64_t row_bytes = K / 2;
-      const char* base = reinterpret_cast<const char*>(f.nibbles);
+      // packed rows are read slower than the hardware prefetcher expects a stream to be: their
+      // bytes are asked for about kPrefetchBytes before they are read (fp16 rows need no help)
+      const int64_t row_bytes = f.kind == RowForm::Kind::Int8 ? K : K / 2;
+      const char* base =
+          reinterpret_cast<const char*>(f.kind == RowForm::Kind::Lut4 ? f.nibbles : f.ints);
       const int64_t ahead =
-          f.kind == RowForm::Kind::Lut4
+          f.kind != RowForm::Kind::Half
               ? std::max<int64_t>(1, kPrefetchBytes / std::max<int64_t>(row_bytes, 1))
               : 0;
       parallel_for(N, std::max<int64_t>(16, 65536 / kk), [&](int64_t s, int64_t e) {
@@ -257,10 +328,22 @@ void gemv_nk(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
           }
           for (int64_t m = 0; m < M; ++m) {
             const float* a = A + m * lda;
-            const float r = f.kind == RowForm::Kind::Half
-                                ? dot_half_avx2(a, f.half + n * K, K)
-                                : lut4(a, f.nibbles + n * (K / 2),
-                                       f.tables + (n / f.rows_per_table) * f.table_stride, K);
+            float r;
+            switch (f.kind) {
+              case RowForm::Kind::Half:
+                r = dot_half_avx2(a, f.half + n * K, K);
+                break;
+              case RowForm::Kind::Lut4:
+                r = lut4(a, f.nibbles + n * (K / 2),
+                         f.tables + (n / f.rows_per_table) * f.table_stride, K);
+                break;
+              case RowForm::Kind::Int8:
+                r = dot_int_avx2<8>(a, f, n, K);
+                break;
+              default:
+                r = dot_int_avx2<4>(a, f, n, K);
+                break;
+            }
             float& c = C[m * ldc + n];
             c = accumulate ? c + r : r;
           }
