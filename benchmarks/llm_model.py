@@ -238,11 +238,13 @@ def weight_tensor(name: str, shape: Tuple[int, ...], dtype: Any, seed: int = 0) 
     import zlib
 
     g = torch.Generator().manual_seed(seed * 1000003 + zlib.crc32(name.encode()))
+    # in place: one fp32 tensor and its cast at a time (an 8B model's embedding is 2.1 GB in fp32)
+    w = torch.rand(shape, generator=g)
     if len(shape) == 1:
-        w = 1.0 + 0.1 * (torch.rand(shape, generator=g) - 0.5)
+        w.sub_(0.5).mul_(0.1).add_(1.0)
     else:
         scale = 1.0 if name == "embed.weight" else shape[1] ** -0.5
-        w = (torch.rand(shape, generator=g) * 2 - 1) * (scale * 3 ** 0.5)
+        w.mul_(2).sub_(1).mul_(scale * 3 ** 0.5)
     return w.to(dtype)
 
 
