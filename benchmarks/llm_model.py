@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import os
 import time
 from typing import Any, Callable, Dict, Iterator, Tuple
@@ -238,14 +239,23 @@ def weight_tensor(name: str, shape: Tuple[int, ...], dtype: Any, seed: int = 0) 
     import zlib
 
     g = torch.Generator().manual_seed(seed * 1000003 + zlib.crc32(name.encode()))
-    # in place: one fp32 tensor and its cast at a time (an 8B model's embedding is 2.1 GB in fp32)
-    w = torch.rand(shape, generator=g)
-    if len(shape) == 1:
-        w.sub_(0.5).mul_(0.1).add_(1.0)
-    else:
+
+    def fill(w: Any) -> Any:  # in place, on an fp32 tensor of random numbers
+        if len(shape) == 1:
+            return w.sub_(0.5).mul_(0.1).add_(1.0)
         scale = 1.0 if name == "embed.weight" else shape[1] ** -0.5
-        w.mul_(2).sub_(1).mul_(scale * 3 ** 0.5)
-    return w.to(dtype)
+        return w.mul_(2).sub_(1).mul_(scale * 3 ** 0.5)
+
+    rows = max(1, (1 << 24) // max(1, math.prod(shape[1:])))
+    if len(shape) == 1 or shape[0] <= rows:
+        return fill(torch.rand(shape, generator=g)).to(dtype)
+    # large matrices (an 8B model's embedding is 2.1 GB in fp32) row block by row block into the
+    # result: the generator gives the same numbers in blocks as at once
+    out = torch.empty(shape, dtype=dtype)
+    for r in range(0, shape[0], rows):
+        n = min(rows, shape[0] - r)
+        out[r:r + n] = fill(torch.rand((n, *shape[1:]), generator=g))
+    return out
 
 
 def build_model(c: Config, dtype: Any = None, mode: str = "index_copy", seed: int = 0,
@@ -334,7 +344,10 @@ def _write_archive(path: str, ep: Any, weight_of: Callable[[str, Any], Any]) -> 
     with pkg.PT2ArchiveWriter(path) as w:
         for i, (fqn, meta) in enumerate(ep.state_dict.items()):
             t = weight_of(fqn, meta).contiguous()
-            w.write_bytes(os.path.join(WEIGHTS_DIR, f"{WEIGHT_FILENAME_PREFIX}{i}"), pkg._get_raw_tensor_bytes(t))
+            # from the tensor's memory, as torch.save writes storages (write_bytes would take a
+            # bytes copy: another 1 GB for an 8B model's embedding)
+            w.archive_file.write_record(os.path.join(WEIGHTS_DIR, f"{WEIGHT_FILENAME_PREFIX}{i}"), t.data_ptr(),
+                                        t.untyped_storage().nbytes())
             config[fqn] = schema.PayloadMeta(path_name=f"{WEIGHT_FILENAME_PREFIX}{i}",
                                              is_param=isinstance(meta, torch.nn.Parameter), use_pickle=False,
                                              tensor_meta=serialize_tensor_meta(t))
