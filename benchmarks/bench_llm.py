@@ -61,7 +61,7 @@ def result(**kw):
 
 WRITE = r"""
 import torch
-p = L.export_pt2(C, D, dtype=getattr(torch, {dtype!r}), prefill={prefill}, programs={programs!r})
+p = L.export_pt2(C, D, dtype=getattr(torch, {wdtype!r}), prefill={prefill}, programs={programs!r})
 result(**p["seconds"], bytes=sum(os.path.getsize(p[k]) for k in {programs!r}))
 """
 
@@ -232,7 +232,7 @@ def child(code: str, args: argparse.Namespace, **fmt: object) -> dict:
     path = os.pathsep.join([os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")])
     env = dict(os.environ, MILKIT_NUM_THREADS=str(args.threads), OMP_NUM_THREADS=str(args.threads), PYTHONPATH=path)
     code = prelude + code.format(prefill=args.prefill, steps=DECODE_STEPS, programs=tuple(args.programs.split(",")),
-                                 direct_4bit=args.direct_4bit, threads=args.threads, dtype=args.dtype, **fmt)
+                                 direct_4bit=args.direct_4bit, threads=args.threads, wdtype=args.dtype, **fmt)
     w = memwatch.run(code, cap_mb=args.cap_mb, env=env)
     lines = [ln for ln in w.out.splitlines() if ln.startswith("RESULT ")]
     if w.rc != 0 or not lines:

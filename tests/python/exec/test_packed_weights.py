@@ -182,8 +182,10 @@ def _plans(prog: Any) -> tuple[Any, Any]:
     return _core.Plan(fn), _core.Plan(fn, packed_weights=False)
 
 
-def _check(prog: Any, inputs: dict, packed: bool = True) -> None:
-    """Packed and decompress-at-plan-time plans give the same bits."""
+def _check(prog: Any, inputs: dict, packed: bool = True, exact: bool = True) -> None:
+    """Packed and decompress-at-plan-time plans give the same bits (`exact`), or, for products of
+    16 rows or more (decoded panel by panel: OpenBLAS's edge kernels decide the last bit of a
+    column at a panel's edge), the same values to one fp16 rounding, nearly all bit for bit."""
     fast, ref = _plans(prog)
     assert ref.packed_weight_count == 0
     assert (fast.packed_weight_count > 0) == packed
@@ -193,7 +195,11 @@ def _check(prog: Any, inputs: dict, packed: bool = True) -> None:
     want = dict(ref.run(inputs))
     for k, v in want.items():
         assert got[k].dtype == v.dtype
-        np.testing.assert_array_equal(got[k], v)
+        if exact:
+            np.testing.assert_array_equal(got[k], v)
+        else:
+            np.testing.assert_allclose(got[k].astype(np.float32), v.astype(np.float32), rtol=2e-3, atol=1e-3)
+            assert np.mean(got[k] == v) > 0.99
 
 
 def _mil(dt: Any) -> Any:
@@ -257,7 +263,7 @@ def test_panels(name: str, rows: int) -> None:
         h = mb.linear(x=x, weight=make((400, 640), np.float16, rng))
         return mb.matmul(x=h, y=make((400, 304), np.float16, rng))
 
-    _check(prog, {"x": rng.uniform(-1, 1, size=(rows, 640)).astype(np.float16)})
+    _check(prog, {"x": rng.uniform(-1, 1, size=(rows, 640)).astype(np.float16)}, exact=rows < 16)
 
 
 def test_fp32_weight_cast_to_fp16() -> None:
@@ -396,7 +402,8 @@ def _rss_anon() -> int:
 def test_weight_cache_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     """With MILKIT_WEIGHT_CACHE_MB=0 a plan over N bytes of fp16 weights holds no fp32 copy
     (its anonymous memory grows far less than the 2N of one); with a limit the widened weights of
-    products of many rows are kept, within it."""
+    products of 5-15 rows are kept, within it; products of 16 rows or more decode panels and
+    keep nothing."""
     rng = np.random.default_rng(3)
     k, n = 4096, 2048
     w = rng.uniform(-1, 1, size=(n, k)).astype(np.float16)  # N = 16 MB
@@ -413,14 +420,17 @@ def test_weight_cache_limit(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("MILKIT_WEIGHT_CACHE_MB", "0")
     before = _rss_anon()
-    one, many = plan_of(1), plan_of(16)
+    one, many, panels = plan_of(1), plan_of(8), plan_of(16)
     for _ in range(2):
         one.run(x_of(1))
-        many.run(x_of(16))
+        many.run(x_of(8))
+        panels.run(x_of(16))
         assert _core.weight_cache_bytes() == 0
     assert _rss_anon() - before < w.nbytes
     monkeypatch.setenv("MILKIT_WEIGHT_CACHE_MB", "100")
-    x = x_of(16)
+    panels.run(x_of(16))
+    assert _core.weight_cache_bytes() == 0
+    x = x_of(8)
     first = many.run(x)[0][1]
     assert _core.weight_cache_bytes() == n * k * 4
     np.testing.assert_array_equal(many.run(x)[0][1], first)
@@ -546,8 +556,8 @@ def test_gather_packed_errors() -> None:
 
 @pytest.mark.parametrize("rows", [16, 21])
 def test_panel_products_of_large_weights(rows: int) -> None:
-    """Products of many rows over a weight of 64 MiB fp32 or more decode it panel by panel
-    (nothing goes to the weight cache) and give the widened weight's products. Not always their
+    """Products of 16 rows or more over a packed weight decode it panel by panel (nothing goes
+    to the weight cache) and give the widened weight's products. Not always their
     bits: OpenBLAS sums an element at the edge of a block of columns in its edge kernel, so where
     the blocks end decides the last bit (as parallel_sgemm's split by thread count does); the
     fp16 outputs agree to one rounding."""

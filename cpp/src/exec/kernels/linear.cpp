@@ -243,10 +243,10 @@ void finish_out(KernelCtx& k, const Tensor& tmp) {
 // ------------------------------------------------------------------------------------------
 // products with a packed weight
 
-/// Weights of at least this many fp32 bytes are not widened whole for products of many rows:
-/// each thread decodes panels of kPanelCols output columns and multiplies them (an LLM's
-/// prefill would otherwise fill the cache with weights it cycles through).
-constexpr int64_t kPanelGemmBytes = int64_t{64} << 20;
+/// Products of at least this many rows over a packed or in-place weight decode it panel by panel
+/// of kPanelCols output columns and multiply each panel, instead of widening the weight whole
+/// through the weight cache: decoding costs little next to 2 * rows flops per weight element, and
+/// an LLM's prefill would otherwise keep an fp32 copy of every weight it cycles through.
 constexpr int64_t kPanelGemmRows = 16;
 constexpr int64_t kPanelCols = 128;
 
@@ -274,9 +274,9 @@ void panel_gemm(const GemmShape& g, const float* A, const PackedWeight& w, float
 }
 
 /// C[M, N] = A[M, K] * B (+ beta * C) with B packed, stored [N, K] (g.tb) or [K, N]. A few rows
-/// (decode) read B's packed bytes in the matrix-vector kernels; many rows over a large weight
-/// decode it panel by panel (panel_gemm); other products make the BLAS calls of B widened to
-/// fp32, from the weight cache.
+/// (decode) read B's packed bytes in the matrix-vector kernels; 16 rows or more decode it panel
+/// by panel (panel_gemm); products of 5-15 rows make the BLAS calls of B widened to fp32, from
+/// the weight cache.
 void packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, float beta, float* C) {
   if (gemv_form(g)) {
     exec::GemvWeight gw;
@@ -287,7 +287,7 @@ void packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, floa
       exec::gemv_kn(g.M, g.N, g.K, A, g.lda, gw, beta != 0.0f, C, g.ldc);
     return;
   }
-  if (g.M >= kPanelGemmRows && w.numel() * 4 >= kPanelGemmBytes) {
+  if (g.M >= kPanelGemmRows) {
     panel_gemm(g, A, w, beta, C);
     return;
   }
