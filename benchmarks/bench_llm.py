@@ -11,7 +11,8 @@ memory cap:
   palettize  4-bit k-means per grouped channel (group 16) of each saved package, then save
   multifunction  save_multifunction of the prefill and decode packages into llm_<kind>.mlpackage
              (weights stored once); the run step then uses its two functions
-  run        load both packages, prefill 128 tokens, greedy decode (one warm-up step, then 16 timed)
+  run        load both packages (the multifunction package's two functions when there is one),
+             prefill 128 tokens, greedy decode (one warm-up step, then 16 timed)
              for the fp16 and the 4-bit packages
   torch      eager prefill + decode on the same weights (fp32, bf16, fp16)
   onnx       the decode step exported to ONNX (caches as inputs/outputs, fp32 weights) and run
@@ -314,8 +315,11 @@ def main() -> None:
     run_keys = ["load", "prefill", "first_decode", "tok_s", "VmRSS", "RssAnon"]
     if "run" in steps:
         for kind in kinds:
-            what = f"milkit run {kind}" + (" (multifunction)" if multi else "")
-            show(what, child(RUN, args, kind=kind, multi=multi), run_keys)
+            # the multifunction package when it was just made or is there from an earlier run
+            mf = multi or ("prefill" in args.programs and
+                           os.path.isdir(os.path.join(args.dir, f"llm_{kind}.mlpackage")))
+            what = f"milkit run {kind}" + (" (multifunction)" if mf else "")
+            show(what, child(RUN, args, kind=kind, multi=mf), run_keys)
     if "torch" in steps:
         for dt in args.torch_dtypes.split(","):
             show(f"torch eager {dt}", child(TORCH, args, dtype=dt),
