@@ -4,6 +4,7 @@ must be the ones of a plan that decompresses every constexpr op when it is made.
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
 
 import milkit as ct
@@ -426,7 +427,8 @@ def test_weight_cache_limit(monkeypatch: pytest.MonkeyPatch) -> None:
         many.run(x_of(8))
         panels.run(x_of(16))
         assert _core.weight_cache_bytes() == 0
-    assert _rss_anon() - before < w.nbytes
+    if "libasan" not in os.environ.get("LD_PRELOAD", ""):  # ASan's quarantine keeps freed memory
+        assert _rss_anon() - before < w.nbytes
     monkeypatch.setenv("MILKIT_WEIGHT_CACHE_MB", "100")
     panels.run(x_of(16))
     assert _core.weight_cache_bytes() == 0
