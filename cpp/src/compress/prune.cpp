@@ -80,12 +80,11 @@ std::vector<float> block_magnitudes(const WeightView& w, int64_t block, int dim)
 }
 
 // np.percentile(x, q) with the default linear method, in the dtype's arithmetic (q a Python
-// float: the interpolation weight is cast to the dtype).
-float percentile(const std::vector<float>& xs, double q, DataType dt) {
-  const std::vector<float>& x = xs;
-  const int64_t n = static_cast<int64_t>(x.size());
-  for (float v : x)
-    if (std::isnan(v)) return NAN;
+// float: the interpolation weight is cast to the dtype), of the n values at x, or of their
+// magnitudes when `absolute` (without a copy of them where the dtype allows).
+float percentile(const float* x, int64_t n, bool absolute, double q, DataType dt) {
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isnan(x[i])) return NAN;
   const double virt = static_cast<double>(n - 1) * (q / 100.0);
   int64_t lo = static_cast<int64_t>(std::floor(virt));
   double gamma = virt - static_cast<double>(lo);
@@ -94,14 +93,15 @@ float percentile(const std::vector<float>& xs, double q, DataType dt) {
   const int64_t hi = virt >= static_cast<double>(n - 1) ? n - 1 : (virt < 0 ? 0 : lo + 1);
   float a, b;
   if (dt == DataType::Float16 &&
-      std::all_of(x.begin(), x.end(), [](float v) { return !(v < 0); })) {
+      (absolute || std::all_of(x, x + n, [](float v) { return !(v < 0); }))) {
     // magnitudes of fp16 values: their bit patterns sort like the values, so the two order
-    // statistics come from a count over the 31744 finite patterns (and inf) instead of a selection
+    // statistics come from a count over the 31744 finite patterns (and inf) instead of a
+    // selection; rounding to fp16 is symmetric, so the sign bit cleared is the magnitude's
     std::vector<int64_t> hist(0x8000, 0);
     uint16_t h[1024];
-    for (size_t i0 = 0; i0 < x.size(); i0 += 1024) {
-      const size_t m = std::min<size_t>(1024, x.size() - i0);
-      floats_to_halves(x.data() + i0, h, m);
+    for (int64_t i0 = 0; i0 < n; i0 += 1024) {
+      const size_t m = static_cast<size_t>(std::min<int64_t>(1024, n - i0));
+      floats_to_halves(x + i0, h, m);
       for (size_t k = 0; k < m; ++k) ++hist[h[k] & 0x7FFF];
     }
     auto kth = [&](int64_t k) {
@@ -115,7 +115,9 @@ float percentile(const std::vector<float>& xs, double q, DataType dt) {
     a = kth(lo);
     b = hi == lo ? a : kth(hi);
   } else {
-    std::vector<float> y(xs);
+    std::vector<float> y(x, x + n);
+    if (absolute)
+      for (float& v : y) v = std::fabs(v);
     std::nth_element(y.begin(), y.begin() + lo, y.end());
     a = y[lo];
     b = hi == lo ? a : *std::min_element(y.begin() + lo + 1, y.end());
@@ -133,7 +135,7 @@ float percentile(const std::vector<float>& xs, double q, DataType dt) {
 std::optional<std::vector<float>> by_magnitude(const WeightView& w, const PruneSpec& s,
                                                std::string* skip_reason) {
   const int64_t n = numel(w.shape);
-  std::vector<float> mag(n);
+  std::vector<float> mag;  // block magnitudes; element magnitudes are read from the weight
   if (s.block_size != 0) {
     const int rank = static_cast<int>(w.shape.size());
     if (s.dim != 0 && s.dim != 1) throw ValueError("prune: block sparsity supports dim 0 or 1");
@@ -148,17 +150,17 @@ std::optional<std::vector<float>> by_magnitude(const WeightView& w, const PruneS
       return std::nullopt;
     }
     mag = block_magnitudes(w, s.block_size, s.dim);
-  } else {
-    for (int64_t i = 0; i < n; ++i) mag[i] = std::fabs(w.data[i]);
   }
+  const bool blocks = !mag.empty();
   std::vector<float> out(w.data, w.data + n);
   const double q = s.target_sparsity * 100;
   if (q == 100) {
     for (float& v : out) v *= 0.0f;  // keeps -0 for negatives and NaN for NaN
   } else if (q != 0) {
-    const float p = percentile(mag, q, w.dtype);
+    const float p = blocks ? percentile(mag.data(), n, false, q, w.dtype)
+                           : percentile(w.data, n, true, q, w.dtype);
     for (int64_t i = 0; i < n; ++i)
-      if (mag[i] <= p) out[i] = 0.0f;
+      if ((blocks ? mag[i] : std::fabs(w.data[i])) <= p) out[i] = 0.0f;
   }
   return out;
 }
