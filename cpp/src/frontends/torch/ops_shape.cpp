@@ -1,6 +1,7 @@
 // ATen shape operators: view / reshape, permute / transpose, squeeze / unsqueeze, flatten, expand, concatenation, splitting, repeat / tile, flip / roll / rot90, pixel and channel shuffles, unfold, as_strided, triangles, diagonals.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -425,6 +426,26 @@ void squeeze_op(C& cv, const json& n) {
 
 void expand_op(C& cv, const json& n) { cv.out(n, expand_to(cv, n, self(cv, n), cv.dims(n, "size"))); }
 
+// every tensor expanded to their common broadcast shape (right-aligned; a non-1 size wins)
+void broadcast_tensors(C& cv, const json& n) {
+  auto vs = cv.tensors(n, "tensors");
+  if (vs.empty()) cv.fail(n, "broadcast_tensors of no tensors");
+  std::vector<Dim> ds;
+  for (Var* v : vs) {
+    const auto& sh = C::shape(v);
+    if (sh.size() > ds.size())
+      ds.insert(ds.begin(), sh.begin(),
+                sh.begin() + static_cast<std::ptrdiff_t>(sh.size() - ds.size()));
+    for (size_t k = 0; k < sh.size(); ++k) {
+      Dim& d = ds[ds.size() - sh.size() + k];
+      if (d->is_const() && d->value() == 1) d = sh[k];
+    }
+  }
+  std::vector<Var*> outs;
+  for (Var* v : vs) outs.push_back(expand_to(cv, n, v, ds));
+  cv.outs(n, outs);
+}
+
 void expand_as(C& cv, const json& n) {
   Var* o = cv.tensor(n, "other");
   cv.out(n, expand_to(cv, n, self(cv, n), C::shape(o)));
@@ -706,20 +727,21 @@ void register_shape(OpTable& t) {
   t.on("aten.flatten", flatten_op);
   t.on("aten.unflatten", unflatten);
   t.on({"aten.permute", "aten.permute_copy"}, permute_op);
-  t.on({"aten.transpose", "aten.swapaxes", "aten.swapdims"}, transpose_op);
-  t.on("aten.t", t_op);
+  t.on({"aten.transpose", "aten.transpose_copy", "aten.swapaxes", "aten.swapdims"}, transpose_op);
+  t.on({"aten.t", "aten.t_copy"}, t_op);
   t.on("aten.numpy_T", numpy_T);
   t.on("aten.movedim", movedim);
   t.on({"aten.unsqueeze", "aten.unsqueeze_copy"}, unsqueeze_op);
   t.on({"aten.squeeze", "aten.squeeze_copy"}, squeeze_op);
   t.on({"aten.expand", "aten.expand_copy", "aten.broadcast_to"}, expand_op);
   t.on("aten.expand_as", expand_as);
+  t.on("aten.broadcast_tensors", broadcast_tensors);
   t.on("aten.repeat", repeat_op);
   t.on("aten.tile", tile_op);
   t.on("aten.repeat_interleave.self_int", repeat_interleave);
   t.on({"aten.cat", "aten.concat", "aten.concatenate"}, cat_op);
   t.on("aten.stack", stack_op);
-  t.on("aten.split.Tensor", split_tensor);
+  t.on({"aten.split.Tensor", "aten.split_copy.Tensor"}, split_tensor);
   t.on({"aten.split_with_sizes", "aten.split_with_sizes_copy"}, split_with_sizes);
   t.on("aten.split.sizes", split_sizes_op);
   t.on("aten.chunk", chunk_op);
@@ -728,9 +750,9 @@ void register_shape(OpTable& t) {
   t.on("aten.roll", roll_op);
   t.on("aten.tril", tril);
   t.on("aten.triu", triu);
-  t.on("aten.unfold", unfold_op);
+  t.on({"aten.unfold", "aten.unfold_copy"}, unfold_op);
   t.on({"aten.as_strided", "aten.as_strided_copy"}, as_strided);
-  t.on("aten.diagonal", diagonal);
+  t.on({"aten.diagonal", "aten.diagonal_copy"}, diagonal);
 }
 
 }  // namespace torch_detail

@@ -23,10 +23,32 @@ CASES = {
     "mul_bool": (lambda x, y: ((x > 0) * (y > 0), torch.mul(x > 0, True), (x > 0) * False), (r(3, 4), r(4))),
     "add_mul_bool_mixed": (lambda x, y: ((x > 0) + (y > 0) * (x < 1), ((x > 0) + (y > 0)).float() * x),
                            (r(3, 4), r(3, 4))),
+    # *_copy variants convert as their views
+    "transpose_copy": (lambda x: (torch.transpose_copy(x, 0, 2), torch.transpose_copy(x, -1, 1),
+                                  torch.t_copy(x[0]), torch.t_copy(x[0, 0])), (r(2, 3, 4),)),
+    "permute_copy": (lambda x: torch.permute_copy(x, (2, 0, 1)), (r(2, 3, 4),)),
+    "narrow_diagonal_copy": (lambda x: (torch.narrow_copy(x, 1, 1, 2), torch.diagonal_copy(x, 1, 1, 2),
+                                        torch.diagonal_copy(x[0])), (r(2, 3, 4),)),
+    "unfold_split_copy": (lambda x: (torch.ops.aten.unfold_copy(x, 2, 2, 1),)
+                          + tuple(torch.split_copy(x, 2, dim=-1)), (r(2, 3, 5),)),
+    "broadcast_tensors": (lambda x, y, z: torch.broadcast_tensors(x, y, z), (r(2, 1, 4), r(3, 1), r(()))),
+    "broadcast_tensors_same": (lambda x, y: torch.broadcast_tensors(x, y * 2), (r(2, 3), r(2, 3))),
+    "broadcast_tensors_int_bool": (lambda x, y: torch.broadcast_tensors(x, y > 0), (ri(5, 3, 1), r(4))),
 }
+
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_op(name: str, dialect: str) -> None:
     fn, args = CASES[name]
     check(Fn(fn), args, dialect)
+
+
+B = torch.export.Dim("b", min=2, max=16)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_broadcast_tensors_dynamic(dialect: str) -> None:
+    # a symbolic size broadcast against 1 and against itself
+    check(Fn(lambda x, y: torch.broadcast_tensors(x, y)), (r(3, 1), r(1, 4)), dialect,
+          dynamic_shapes=(({0: B}, None),), more_args=[(r(6, 1), r(1, 4))])
