@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <string>
 
 #include "ops_common.h"
 
@@ -555,7 +556,59 @@ void unbind(C& cv, const json& n) {
   cv.outs(n, outs);
 }
 
+// torch.atleast_{k}d of one tensor: 0-d -> [1]*k; 1-d [N] -> [1, N] (k=2) or [1, N, 1] (k=3);
+// 2-d [M, N] -> [M, N, 1] (k=3); otherwise unchanged
+Var* atleast(C& cv, const json& n, Var* x, int k) {
+  int r = cv.rank(n, x);
+  std::vector<int64_t> axes;
+  if (r == 0) {
+    for (int j = 0; j < k; ++j) axes.push_back(j);
+  } else if (r == 1 && k >= 2) {
+    axes = k == 2 ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 2};
+  } else if (r == 2 && k == 3) {
+    axes = {2};
+  }
+  if (axes.empty()) return cv.op("identity", {C::a("x", x)});
+  return cv.op("expand_dims", {C::a("x", x), C::aints32("axes", axes)});
+}
+
+void atleast_op(OpTable& t, const char* name, int k) {
+  t.on(name, [k](C& cv, const json& n) {
+    if (!C::has(n, "tensors")) {  // the .default overload: one tensor
+      cv.out(n, atleast(cv, n, self(cv, n), k));
+      return;
+    }
+    std::vector<Var*> outs;
+    for (Var* v : cv.tensors(n, "tensors")) outs.push_back(atleast(cv, n, v, k));
+    cv.outs(n, outs);
+  });
+}
+
+// hstack: cat along dim 1, or dim 0 when the tensors are (at most) 1-d
+void hstack(C& cv, const json& n) {
+  auto vs = promote_all(cv, cv.tensors(n, "tensors"), cv.out_dtype(n));
+  if (vs.empty()) cv.fail(n, "hstack of no tensors");
+  for (auto& v : vs) v = atleast(cv, n, v, 1);
+  int64_t d = cv.rank(n, vs[0]) == 1 ? 0 : 1;
+  if (vs.size() == 1)
+    cv.out(n, cv.op("identity", {C::a("x", vs[0])}));
+  else
+    cv.out(n, cv.op("concat", {values_arg(vs), C::ai32("axis", d)}));
+}
+
 // reordering
+void flip_dim(C& cv, const json& n, int64_t d, int min_rank, const char* what) {
+  Var* x = self(cv, n);
+  if (cv.rank(n, x) < min_rank)
+    cv.fail(
+        n, std::string(what) + " needs a tensor of at least " + std::to_string(min_rank) + " dims");
+  cv.out(n, cv.op("reverse", {C::a("x", x), C::aints32("axes", {d})}));
+}
+
+void fliplr(C& cv, const json& n) { flip_dim(cv, n, 1, 2, "fliplr"); }
+
+void flipud(C& cv, const json& n) { flip_dim(cv, n, 0, 1, "flipud"); }
+
 void flip_op(C& cv, const json& n) {
   Var* x = self(cv, n);
   auto dims = cv.ints(n, "dims");
@@ -747,6 +800,12 @@ void register_shape(OpTable& t) {
   t.on("aten.chunk", chunk_op);
   t.on({"aten.unbind", "aten.unbind_copy"}, unbind);
   t.on("aten.flip", flip_op);
+  t.on("aten.fliplr", fliplr);
+  t.on("aten.flipud", flipud);
+  t.on("aten.hstack", hstack);
+  atleast_op(t, "aten.atleast_1d", 1);
+  atleast_op(t, "aten.atleast_2d", 2);
+  atleast_op(t, "aten.atleast_3d", 3);
   t.on("aten.roll", roll_op);
   t.on("aten.tril", tril);
   t.on("aten.triu", triu);

@@ -34,6 +34,23 @@ CASES = {
     "broadcast_tensors": (lambda x, y, z: torch.broadcast_tensors(x, y, z), (r(2, 1, 4), r(3, 1), r(()))),
     "broadcast_tensors_same": (lambda x, y: torch.broadcast_tensors(x, y * 2), (r(2, 3), r(2, 3))),
     "broadcast_tensors_int_bool": (lambda x, y: torch.broadcast_tensors(x, y > 0), (ri(5, 3, 1), r(4))),
+    # vector products
+    "mv": (lambda a, v: (torch.mv(a, v), a.mv(v * 2)), (r(3, 4), r(4))),
+    "linalg_vecdot": (lambda x, y: (torch.linalg.vecdot(x, y), torch.linalg.vecdot(x, y, dim=1),
+                                    torch.linalg.vecdot(x[0], y, dim=-2)), (r(2, 3, 4), r(3, 4))),
+    # stacking, flipping, minimum ranks
+    "hstack": (lambda x, y, z: (torch.hstack((x, y)), torch.hstack((z, z * 2, z[:1])), torch.hstack((x,))),
+               (r(2, 3), r(2, 4), r(3))),
+    "hstack_0d": (lambda x, y: torch.hstack((x, y, x)), (r(()), r(()))),
+    "hstack_promote": (lambda x, y: torch.hstack((x, y)), (r(2, 3, 2), ri(5, 2, 1, 2))),
+    "fliplr_flipud": (lambda x, y: (torch.fliplr(x), torch.flipud(x), torch.flipud(y), torch.fliplr(x[0])),
+                      (r(2, 3, 4), r(5))),
+    "atleast": (lambda x, y, z, w: (torch.atleast_1d(x), torch.atleast_2d(x), torch.atleast_3d(x),
+                                    torch.atleast_1d(y), torch.atleast_2d(y), torch.atleast_3d(y),
+                                    torch.atleast_2d(z), torch.atleast_3d(z), torch.atleast_3d(w),
+                                    torch.atleast_1d(w)), (r(()), r(3), r(2, 3), r(2, 3, 4))),
+    "atleast_sequence": (lambda x, y, z: torch.atleast_1d((x, y)) + torch.atleast_2d((x, y, z))
+                         + torch.atleast_3d((x, y, z)) + torch.atleast_3d([z]), (r(()), r(3), r(2, 3))),
 }
 
 
@@ -52,3 +69,10 @@ def test_broadcast_tensors_dynamic(dialect: str) -> None:
     # a symbolic size broadcast against 1 and against itself
     check(Fn(lambda x, y: torch.broadcast_tensors(x, y)), (r(3, 1), r(1, 4)), dialect,
           dynamic_shapes=(({0: B}, None),), more_args=[(r(6, 1), r(1, 4))])
+
+
+@pytest.mark.parametrize("name", ["mv", "linalg_vecdot", "hstack"])
+def test_op_fp16(name: str) -> None:
+    fn, args = CASES[name]
+    check(Fn(fn), args, "training", rtol=2e-2, precision="fp16")
+
