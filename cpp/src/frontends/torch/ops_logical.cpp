@@ -29,7 +29,7 @@ void compare(OpTable& t, const char* name, const char* mil) {
       x = cv.cast(x, dt);
       y = cv.cast(y, dt);
     }
-    if (C::dtype(x) == DataType::Bool && std::string(mil) != "equal" && std::string(mil) != "not_equal") {
+    if (C::dtype(x) == DataType::Bool) {  // MIL compares numbers only
       x = cv.cast(x, DataType::Int32);
       y = cv.cast(y, DataType::Int32);
     }

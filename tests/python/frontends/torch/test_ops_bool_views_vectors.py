@@ -1,7 +1,7 @@
 """Bool and integer bitwise arithmetic, *_copy view variants, broadcast_tensors and vector
 products of the torch.export importer, against torch eager in both dialects (TRAINING as exported,
 core ATen after run_decompositions): ~ of bool and integer tensors, + and * of bool tensors (logical
-or / and, bool result), transpose_copy / t_copy / narrow_copy / diagonal_copy / unfold_copy /
+or / and, bool result), comparisons of bool tensors, transpose_copy / t_copy / narrow_copy / diagonal_copy / unfold_copy /
 split_copy, broadcast_tensors, mv, linalg.vecdot, hstack, fliplr / flipud and atleast_1d/2d/3d."""
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ CASES = {
     "mul_bool": (lambda x, y: ((x > 0) * (y > 0), torch.mul(x > 0, True), (x > 0) * False), (r(3, 4), r(4))),
     "add_mul_bool_mixed": (lambda x, y: ((x > 0) + (y > 0) * (x < 1), ((x > 0) + (y > 0)).float() * x),
                            (r(3, 4), r(3, 4))),
+    # comparisons of bools (as 0 / 1)
+    "compare_bool": (lambda x, y: ((x > 0) == (y > 0), (x > 0) != (y > 0), (x > 0) == True,  # noqa: E712
+                                   (x > 0) > (y > 0), (x > 0) <= (y < 0)), (r(3, 4), r(4))),
     # *_copy variants convert as their views
     "transpose_copy": (lambda x: (torch.transpose_copy(x, 0, 2), torch.transpose_copy(x, -1, 1),
                                   torch.t_copy(x[0]), torch.t_copy(x[0, 0])), (r(2, 3, 4),)),
