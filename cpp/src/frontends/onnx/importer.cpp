@@ -120,39 +120,34 @@ Value saturate_int32(const Value& v) {
   return Value::from_ints(DataType::Int32, v.shape(), ints);
 }
 
-// Adds to `out` the values of `gr` (and of its subgraphs, each on its own) that every reader
-// takes as Slice starts or ends, directly or through ops that only move integers around.
-void collect_slice_bounds(const onnx::GraphProto& gr, std::unordered_set<std::string>& out) {
+// Adds to `out` the values of `g` that every reader (in `g` or in its subgraphs: ONNX names are
+// unique across them) takes as Slice starts or ends, directly or through ops that only move
+// integers around.
+void collect_slice_bounds(const onnx::GraphProto& g, std::unordered_set<std::string>& out) {
   std::unordered_map<std::string, std::vector<std::pair<const NodeProto*, int>>> readers;
-  std::unordered_set<std::string> other;  // graph outputs and names subgraphs read
-  for (auto& o : gr.output()) other.insert(o.name());
-  std::function<void(const onnx::GraphProto&)> outer_reads = [&](const onnx::GraphProto& sg) {
-    for (auto& sn : sg.node()) {
-      for (auto& s : sn.input()) other.insert(s);
-      for (auto& a : sn.attribute()) {
-        if (a.has_g()) outer_reads(a.g());
-        for (auto& g2 : a.graphs()) outer_reads(g2);
+  std::unordered_set<std::string> outputs;  // of the graph and of subgraphs: read elsewhere
+  std::function<void(const onnx::GraphProto&)> walk = [&](const onnx::GraphProto& gr) {
+    for (auto& o : gr.output()) outputs.insert(o.name());
+    for (auto& nd : gr.node()) {
+      for (int i = 0; i < nd.input_size(); ++i) readers[nd.input(i)].push_back({&nd, i});
+      for (auto& a : nd.attribute()) {
+        if (a.has_g()) walk(a.g());
+        for (auto& sg : a.graphs()) walk(sg);
       }
     }
   };
-  for (auto& nd : gr.node()) {
-    for (int i = 0; i < nd.input_size(); ++i) readers[nd.input(i)].push_back({&nd, i});
-    for (auto& a : nd.attribute()) {
-      if (a.has_g()) outer_reads(a.g()), collect_slice_bounds(a.g(), out);
-      for (auto& sg : a.graphs()) outer_reads(sg), collect_slice_bounds(sg, out);
-    }
-  }
+  walk(g);
   std::unordered_map<std::string, bool> memo;
   std::function<bool(const std::string&)> bound = [&](const std::string& name) -> bool {
     auto m = memo.find(name);
     if (m != memo.end()) return m->second;
     memo[name] = false;  // a cycle (malformed) is not a bound
     auto it = readers.find(name);
-    bool ok = !other.count(name) && it != readers.end();
+    bool ok = !outputs.count(name) && it != readers.end();
     for (size_t k = 0; ok && it != readers.end() && k < it->second.size(); ++k) {
       const NodeProto& nd = *it->second[k].first;
       int i = it->second[k].second;
-      const std::string& op = nd.domain().empty() || nd.domain() == "ai.onnx" ? nd.op_type() : "";
+      std::string op = nd.domain().empty() || nd.domain() == "ai.onnx" ? nd.op_type() : "";
       if (op == "Slice") {
         ok = i == 1 || i == 2;
         continue;

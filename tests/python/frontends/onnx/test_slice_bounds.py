@@ -78,3 +78,31 @@ def test_an_out_of_range_constant_read_elsewhere_is_still_refused() -> None:
     m = make_model(nodes, [vi("x", ["N", 6, 2])], [vi("y", ["r", "c", "d"]), vi("y2", [1], TensorProto.INT64)], inits)
     with pytest.raises(ValueError, match="'big'.*does not fit in int32"):
         milkit_run(m, {"x": np.zeros((4, 6, 2), np.float32)})
+
+
+def test_a_bound_a_branch_slices_with_and_the_outer_graph_adds_is_still_refused() -> None:
+    # the outer constant is read as a Slice end inside If's branches and as a number outside
+    def branch(name: str) -> helper.GraphProto:
+        return helper.make_graph([helper.make_node("Slice", ["x", "s", "big", "a"], [name + "_y"])], name, [],
+                                 [vi(name + "_y", ["r", "c"])])
+    nodes = [helper.make_node("If", ["cond"], ["y"], then_branch=branch("t"), else_branch=branch("e")),
+             helper.make_node("Add", ["big", "one"], ["y2"])]
+    inits = [i64("big", [MAX]), i64("one", [1]), i64("s", [1]), i64("a", [1])]
+    m = make_model(nodes, [vi("x", [4, 6]), vi("cond", [], TensorProto.BOOL)],
+                   [vi("y", ["r", "c"]), vi("y2", [1], TensorProto.INT64)], inits)
+    with pytest.raises(ValueError, match="'big'.*does not fit in int32"):
+        milkit_run(m, {"x": X, "cond": np.array(True)})
+
+
+def test_a_bound_read_only_by_branch_slices_converts() -> None:
+    def branch(name: str, start: int) -> helper.GraphProto:
+        return helper.make_graph([helper.make_node("Shape", ["x"], [name + "_sh"]),
+                                  helper.make_node("Gather", ["_sh".join([name, ""]), "i0"], [name + "_d0"], axis=0),
+                                  helper.make_node("Concat", [name + "_d0", "big"], [name + "_e"], axis=0),
+                                  helper.make_node("Slice", ["x", "s" + str(start), name + "_e", "a"], [name + "_y"])],
+                                 name, [], [vi(name + "_y", ["r", "c"])])
+    nodes = [helper.make_node("If", ["cond"], ["y"], then_branch=branch("t", 1), else_branch=branch("e", 2))]
+    inits = [i64("big", [MAX]), i64("i0", [0]), i64("s1", [0, 1]), i64("s2", [1, 2]), i64("a", [0, 1])]
+    m = make_model(nodes, [vi("x", ["N", 6]), vi("cond", [], TensorProto.BOOL)], [vi("y", ["r", "c"])], inits)
+    for c in (True, False):
+        check(m, {"x": X, "cond": np.array(c)})
