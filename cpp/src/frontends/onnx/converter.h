@@ -149,6 +149,10 @@ class Converter {
   std::unordered_map<std::string, int> declared_types;
   /// ONNX values that are empty optionals (Optional() with no input).
   std::unordered_set<std::string> empty_optionals;
+  /// Values read only as Slice starts / ends (directly or through Concat, Unsqueeze, Squeeze,
+  /// Reshape, Identity): their int64 constants saturate to int32 (Slice clamps them to the dim
+  /// anyway) instead of being refused, as INT64_MAX / INT64_MIN "to the end" bounds are.
+  std::unordered_set<std::string> slice_bounds;
   /// Vars holding only values of a narrow type (made by to_narrow), by var.
   std::unordered_map<const Var*, int> narrow_vars;
   /// The ONNX element type of input `i` (declared, or a const's own), 0 when not known.

@@ -1,10 +1,16 @@
 // The ONNX importer: ModelProto parsing and checks, graph inputs and outputs with symbolic dims,
 // topological order, the conversion context, local functions, and the unsupported-op report.
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 
 #include "converter.h"
 #include "milkit/types/error.h"
@@ -99,6 +105,67 @@ const OpTable& op_table() {
   return t;
 }
 
+namespace {
+
+// An integer constant with its values clamped to int32's range.
+Value saturate_int32(const Value& v) {
+  if (v.dtype() != DataType::Int64 && v.dtype() != DataType::UInt64 &&
+      v.dtype() != DataType::UInt32)
+    return narrow(v, "");
+  auto ints = v.to_ints();
+  for (auto& i : ints) {
+    if (v.dtype() == DataType::UInt64 && i < 0) i = INT32_MAX;  // beyond int64's range
+    i = std::clamp<int64_t>(i, INT32_MIN, INT32_MAX);
+  }
+  return Value::from_ints(DataType::Int32, v.shape(), ints);
+}
+
+// Adds to `out` the values of `g` that every reader (in `g` or in its subgraphs: ONNX names are
+// unique across them) takes as Slice starts or ends, directly or through ops that only move
+// integers around.
+void collect_slice_bounds(const onnx::GraphProto& g, std::unordered_set<std::string>& out) {
+  std::unordered_map<std::string, std::vector<std::pair<const NodeProto*, int>>> readers;
+  std::unordered_set<std::string> outputs;  // of the graph and of subgraphs: read elsewhere
+  std::function<void(const onnx::GraphProto&)> walk = [&](const onnx::GraphProto& gr) {
+    for (auto& o : gr.output()) outputs.insert(o.name());
+    for (auto& nd : gr.node()) {
+      for (int i = 0; i < nd.input_size(); ++i) readers[nd.input(i)].push_back({&nd, i});
+      for (auto& a : nd.attribute()) {
+        if (a.has_g()) walk(a.g());
+        for (auto& sg : a.graphs()) walk(sg);
+      }
+    }
+  };
+  walk(g);
+  std::unordered_map<std::string, bool> memo;
+  std::function<bool(const std::string&)> bound = [&](const std::string& name) -> bool {
+    auto m = memo.find(name);
+    if (m != memo.end()) return m->second;
+    memo[name] = false;  // a cycle (malformed) is not a bound
+    auto it = readers.find(name);
+    bool ok = !outputs.count(name) && it != readers.end();
+    for (size_t k = 0; ok && it != readers.end() && k < it->second.size(); ++k) {
+      const NodeProto& nd = *it->second[k].first;
+      int i = it->second[k].second;
+      std::string op = nd.domain().empty() || nd.domain() == "ai.onnx" ? nd.op_type() : "";
+      if (op == "Slice") {
+        ok = i == 1 || i == 2;
+        continue;
+      }
+      bool moves = op == "Concat" || op == "Identity" ||
+                   ((op == "Unsqueeze" || op == "Squeeze" || op == "Reshape") && i == 0);
+      ok = moves;
+      for (int o = 0; ok && o < nd.output_size(); ++o) ok = bound(nd.output(o));
+    }
+    memo[name] = ok;
+    if (ok) out.insert(name);
+    return ok;
+  };
+  for (auto& r : readers) bound(r.first);
+}
+
+}  // namespace
+
 Converter::Converter(Builder& b_, int64_t opset_, ExternalData& ext_,
                      std::shared_ptr<const void> keep_,
                      const std::unordered_map<std::string, const onnx::FunctionProto*>& fns)
@@ -126,7 +193,8 @@ Var* Converter::var(const std::string& name) {
     auto ct = s->consts.find(name);
     if (ct != s->consts.end()) {
       // materialize in the outermost block that can see it: consts are hoisted by passes anyway
-      Value v = narrow(*ct->second, "tensor '" + name + "'");
+      Value v = slice_bounds.count(name) ? saturate_int32(*ct->second)
+                                         : narrow(*ct->second, "tensor '" + name + "'");
       Var* out = b.add_const(std::make_shared<const Value>(std::move(v)), "");
       scope->vars[name] = out;
       bound_.insert(out);
@@ -594,6 +662,7 @@ std::shared_ptr<Program> import_onnx(const void* data, size_t size,
   declare(g);
   Scope top;
   cv.scope = &top;
+  collect_slice_bounds(g, cv.slice_bounds);
   cv.add_initializers(g);
   OnnxImportInfo inf;
   inf.ir_version = model->ir_version();

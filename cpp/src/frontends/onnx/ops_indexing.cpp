@@ -55,6 +55,8 @@ void slice_with(C& cv, const NodeProto& n, std::vector<int64_t> starts, std::vec
       // ONNX clamps: [0, dim] for positive steps, [-1, dim - 1] for negative ones
       if (s < 0) s += dim;
       if (e < 0 && e > INT64_MIN) e += dim;
+      // onnxruntime reads an INT_MAX end as "to the end" whatever the step
+      if (st < 0 && (e == INT64_MAX || e == INT32_MAX)) e = -1;
       if (st > 0) {
         s = std::clamp<int64_t>(s, 0, dim);
         e = std::clamp<int64_t>(e, 0, dim);
@@ -64,7 +66,8 @@ void slice_with(C& cv, const NodeProto& n, std::vector<int64_t> starts, std::vec
         else
           end[a] = e, emask[a] = false;
       } else {
-        s = std::clamp<int64_t>(s, -1, dim - 1);
+        // starts clamp to [0, dim - 1] (INT64_MIN: the first element), ends to [-1, dim - 1]
+        s = dim == 0 ? -1 : std::clamp<int64_t>(s, 0, dim - 1);
         e = std::clamp<int64_t>(e, -1, dim - 1);
         begin[a] = s, bmask[a] = s < 0;
         if (s < 0)
@@ -75,24 +78,28 @@ void slice_with(C& cv, const NodeProto& n, std::vector<int64_t> starts, std::vec
           end[a] = e, emask[a] = false;
       }
     } else {
-      // an unknown dim: MIL's slice takes negative indices as numpy does; huge ends mean "to the
-      // end"
+      // an unknown dim: MIL's slice takes negative indices as numpy does; bounds beyond int32
+      // (INT64_MAX / INT64_MIN included) are beyond any dim: the ends of the dim
+      bmask[a] = emask[a] = false;
       if (st > 0) {
-        bmask[a] = false;
-        begin[a] = std::clamp<int64_t>(s, INT32_MIN, INT32_MAX);
+        begin[a] = s <= INT32_MIN ? 0 : std::min<int64_t>(s, INT32_MAX);
         if (e >= INT32_MAX)
           emask[a] = true;
         else
-          end[a] = std::max<int64_t>(e, INT32_MIN), emask[a] = false;
+          end[a] = e <= INT32_MIN ? 0 : e;
       } else {
         if (s >= INT32_MAX)
           bmask[a] = true;
         else
-          begin[a] = std::max<int64_t>(s, INT32_MIN), bmask[a] = false;
+          begin[a] = s <= INT32_MIN ? 0 : s;
         if (e <= INT32_MIN)
           emask[a] = true;
+        else if (e == INT64_MAX || e == INT32_MAX)
+          emask[a] = true;  // onnxruntime's "to the end" whatever the step
+        else if (e > INT32_MAX)
+          begin[a] = 0, bmask[a] = false, end[a] = 0;  // empty
         else
-          end[a] = e, emask[a] = false;
+          end[a] = e;
       }
     }
   }
@@ -117,7 +124,14 @@ void slice_with(C& cv, const NodeProto& n, std::vector<int64_t> starts, std::vec
                                         C::arg_ints32("end", {slot[a] + 1})});
       };
       bp.push_back(pick(sv));
-      ep.push_back(pick(ev));
+      Var* e = pick(ev);
+      if (stride[a] < 0) {
+        // onnxruntime reads an INT_MAX end as "to the end" whatever the step: for a negative
+        // step, past the first element
+        Var* top = cv.op("equal", {C::arg("x", e), C::arg("y", cv.ci({INT32_MAX}))});
+        e = cv.op("select", {C::arg("cond", top), C::arg("a", cv.ci({INT32_MIN})), C::arg("b", e)});
+      }
+      ep.push_back(e);
     }
     bvar = concat_ints(cv, bp);
     evar = concat_ints(cv, ep);

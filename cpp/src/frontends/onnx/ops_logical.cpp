@@ -23,6 +23,18 @@ void where_op(C& cv, const NodeProto& n) {
                {C::arg("cond", cv.in(n, 0)), C::arg("a", cv.in(n, 1)), C::arg("b", cv.in(n, 2))}));
 }
 
+// Equal: MIL's equal takes numbers; of two bools it is not(a xor b)
+void equal_op(C& cv, const NodeProto& n) {
+  Var* a = cv.in(n, 0);
+  Var* b = cv.in(n, 1);
+  if (C::dtype(a) == DataType::Bool || C::dtype(b) == DataType::Bool) {
+    if (C::dtype(a) != C::dtype(b)) cv.fail(n, "Equal of a bool and a non-bool tensor");
+    cv.out(n, 0, cv.op("logical_not", {C::arg("x", binary(cv, "logical_xor", a, b))}));
+    return;
+  }
+  cv.out(n, 0, binary(cv, "equal", a, b));
+}
+
 void is_na_n(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   cv.out(n, 0, binary(cv, "not_equal", x, x));
@@ -164,7 +176,7 @@ void bitwise_not(C& cv, const NodeProto& n) { bitwise(cv, n, '~'); }
 }  // namespace
 
 void register_logical(OpTable& t) {
-  simple_binary(t, "Equal", "equal");
+  t.on("Equal", 1, equal_op);
   simple_binary(t, "Greater", "greater");
   simple_binary(t, "GreaterOrEqual", "greater_equal");
   simple_binary(t, "Less", "less");

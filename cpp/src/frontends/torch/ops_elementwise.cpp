@@ -35,6 +35,13 @@ std::pair<Var*, Var*> operands(C& cv, const json& n) {
 void arith(OpTable& t, const char* name, const char* mil) {
   t.on(name, [mil](C& cv, const json& n) {
     auto [x, y] = operands(cv, n);
+    if (C::dtype(x) == DataType::Bool && C::dtype(y) == DataType::Bool) {
+      // torch keeps bool: add is logical or, mul logical and
+      std::string op = mil;
+      if (op == "sub") cv.fail(n, "sub of two bool tensors is not defined (torch refuses it too)");
+      cv.out(n, bin(cv, op == "add" ? "logical_or" : "logical_and", x, y));
+      return;
+    }
     if (C::has(n, "alpha") && cv.f(n, "alpha", 1) != 1)
       y = bin(cv, "mul", y, cv.cs(cv.f(n, "alpha", 1), C::dtype(y)));
     cv.out(n, bin(cv, mil, x, y));

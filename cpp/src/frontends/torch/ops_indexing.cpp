@@ -529,7 +529,7 @@ void register_indexing(OpTable& t) {
   t.on("aten.slice_copy", slice);
   t.on("aten.select", select);
   t.on("aten.select_copy", select);
-  t.on("aten.narrow", narrow);
+  t.on({"aten.narrow", "aten.narrow_copy"}, narrow);
   t.on("aten.index_select", index_select);
   t.on("aten.gather", gather_op);
   t.on({"aten.index.Tensor", "aten._unsafe_index.Tensor"}, index_op);

@@ -225,6 +225,24 @@ void dot_op(C& cv, const json& n) {
   cv.out(n, cv.op("reduce_sum", {C::a("x", bin(cv, "mul", x, y)), C::aints32("axes", {0}), C::abool("keep_dims", false)}));
 }
 
+// matrix @ vector
+void mv_op(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  Var* v = cv.tensor(n, "vec");
+  if (cv.rank(n, x) != 2 || cv.rank(n, v) != 1)
+    cv.fail(n, "mv takes a 2-d matrix and a 1-d vector");
+  cv.out(n, matmul(cv, x, cv.cast(v, C::dtype(x))));
+}
+
+// sum over `dim` of x * y (broadcast; real tensors, so no conjugate)
+void linalg_vecdot(C& cv, const json& n) {
+  auto [x, y] = cv.promoted(n, cv.tensor(n, "x"), cv.tensor(n, "y"));
+  int r = std::max(cv.rank(n, x), cv.rank(n, y));
+  if (r == 0) cv.fail(n, "linalg_vecdot needs tensors of at least 1 dim");
+  int64_t d = cv.axis(n, cv.i(n, "dim", -1), r);
+  cv.out(n, reduce_op(cv, "reduce_sum", bin(cv, "mul", x, y), {d}, false));
+}
+
 void outer_op(C& cv, const json& n) {
   Var* x = self(cv, n);
   Var* y = cv.tensor(n, "vec2");
@@ -290,6 +308,8 @@ void register_linear(OpTable& t) {
   t.on("aten.matmul", matmul_op);
   t.on("aten.baddbmm", baddbmm);
   t.on("aten.dot", dot_op);
+  t.on("aten.mv", mv_op);
+  t.on("aten.linalg_vecdot", linalg_vecdot);
   t.on("aten.cdist", cdist);
   t.on("aten._cdist_forward", cdist);
   t.on("aten.pdist", pdist);

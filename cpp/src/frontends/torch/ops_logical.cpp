@@ -1,6 +1,7 @@
 // ATen comparisons, logical and bitwise (bool) operators, isin.
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "ops_common.h"
 
@@ -28,7 +29,7 @@ void compare(OpTable& t, const char* name, const char* mil) {
       x = cv.cast(x, dt);
       y = cv.cast(y, dt);
     }
-    if (C::dtype(x) == DataType::Bool && std::string(mil) != "equal" && std::string(mil) != "not_equal") {
+    if (C::dtype(x) == DataType::Bool) {  // MIL compares numbers only
       x = cv.cast(x, DataType::Int32);
       y = cv.cast(y, DataType::Int32);
     }
@@ -63,10 +64,35 @@ void logical_not(C& cv, const json& n) {
   cv.out(n, cv.op("logical_not", {C::a("x", cv.cast(self(cv, n), DataType::Bool))}));
 }
 
+// ~x: logical_not of a bool; of an integer, all bits flipped (-1 - x in two's complement, the
+// type's maximum - x for an unsigned type), computed in int32 and cast back to a narrower type
 void bitwise_not(C& cv, const json& n) {
   Var* x = self(cv, n);
-  if (C::dtype(x) != DataType::Bool) cv.fail(n, "bitwise_not is supported on bool tensors only");
-  cv.out(n, cv.op("logical_not", {C::a("x", x)}));
+  DataType dt = C::dtype(x);
+  if (dt == DataType::Bool) {
+    cv.out(n, cv.op("logical_not", {C::a("x", x)}));
+    return;
+  }
+  double all_ones = 0;
+  switch (dt) {
+    case DataType::Int8:
+    case DataType::Int16:
+    case DataType::Int32:
+    case DataType::Int64:
+      all_ones = -1;
+      break;
+    case DataType::UInt8:
+      all_ones = 255;
+      break;
+    case DataType::UInt16:
+      all_ones = 65535;
+      break;
+    default:
+      cv.fail(n, "bitwise_not needs a bool or integer tensor, got " + std::string(dtype_name(dt)));
+  }
+  Var* r = bin(cv, "sub", cv.cs(all_ones, DataType::Int32), cv.cast(x, DataType::Int32));
+  if (dt != DataType::Int32 && dt != DataType::Int64) r = cv.cast(r, dt);
+  cv.out(n, r);
 }
 
 // isin(elements, test_elements): compare every element with every test element

@@ -1,10 +1,12 @@
 // ATen shape operators: view / reshape, permute / transpose, squeeze / unsqueeze, flatten, expand, concatenation, splitting, repeat / tile, flip / roll / rot90, pixel and channel shuffles, unfold, as_strided, triangles, diagonals.
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <set>
+#include <string>
 
 #include "ops_common.h"
 
@@ -425,6 +427,26 @@ void squeeze_op(C& cv, const json& n) {
 
 void expand_op(C& cv, const json& n) { cv.out(n, expand_to(cv, n, self(cv, n), cv.dims(n, "size"))); }
 
+// every tensor expanded to their common broadcast shape (right-aligned; a non-1 size wins)
+void broadcast_tensors(C& cv, const json& n) {
+  auto vs = cv.tensors(n, "tensors");
+  if (vs.empty()) cv.fail(n, "broadcast_tensors of no tensors");
+  std::vector<Dim> ds;
+  for (Var* v : vs) {
+    const auto& sh = C::shape(v);
+    if (sh.size() > ds.size())
+      ds.insert(ds.begin(), sh.begin(),
+                sh.begin() + static_cast<std::ptrdiff_t>(sh.size() - ds.size()));
+    for (size_t k = 0; k < sh.size(); ++k) {
+      Dim& d = ds[ds.size() - sh.size() + k];
+      if (d->is_const() && d->value() == 1) d = sh[k];
+    }
+  }
+  std::vector<Var*> outs;
+  for (Var* v : vs) outs.push_back(expand_to(cv, n, v, ds));
+  cv.outs(n, outs);
+}
+
 void expand_as(C& cv, const json& n) {
   Var* o = cv.tensor(n, "other");
   cv.out(n, expand_to(cv, n, self(cv, n), C::shape(o)));
@@ -534,7 +556,59 @@ void unbind(C& cv, const json& n) {
   cv.outs(n, outs);
 }
 
+// torch.atleast_{k}d of one tensor: 0-d -> [1]*k; 1-d [N] -> [1, N] (k=2) or [1, N, 1] (k=3);
+// 2-d [M, N] -> [M, N, 1] (k=3); otherwise unchanged
+Var* atleast(C& cv, const json& n, Var* x, int k) {
+  int r = cv.rank(n, x);
+  std::vector<int64_t> axes;
+  if (r == 0) {
+    for (int j = 0; j < k; ++j) axes.push_back(j);
+  } else if (r == 1 && k >= 2) {
+    axes = k == 2 ? std::vector<int64_t>{0} : std::vector<int64_t>{0, 2};
+  } else if (r == 2 && k == 3) {
+    axes = {2};
+  }
+  if (axes.empty()) return cv.op("identity", {C::a("x", x)});
+  return cv.op("expand_dims", {C::a("x", x), C::aints32("axes", axes)});
+}
+
+void atleast_op(OpTable& t, const char* name, int k) {
+  t.on(name, [k](C& cv, const json& n) {
+    if (!C::has(n, "tensors")) {  // the .default overload: one tensor
+      cv.out(n, atleast(cv, n, self(cv, n), k));
+      return;
+    }
+    std::vector<Var*> outs;
+    for (Var* v : cv.tensors(n, "tensors")) outs.push_back(atleast(cv, n, v, k));
+    cv.outs(n, outs);
+  });
+}
+
+// hstack: cat along dim 1, or dim 0 when the tensors are (at most) 1-d
+void hstack(C& cv, const json& n) {
+  auto vs = promote_all(cv, cv.tensors(n, "tensors"), cv.out_dtype(n));
+  if (vs.empty()) cv.fail(n, "hstack of no tensors");
+  for (auto& v : vs) v = atleast(cv, n, v, 1);
+  int64_t d = cv.rank(n, vs[0]) == 1 ? 0 : 1;
+  if (vs.size() == 1)
+    cv.out(n, cv.op("identity", {C::a("x", vs[0])}));
+  else
+    cv.out(n, cv.op("concat", {values_arg(vs), C::ai32("axis", d)}));
+}
+
 // reordering
+void flip_dim(C& cv, const json& n, int64_t d, int min_rank, const char* what) {
+  Var* x = self(cv, n);
+  if (cv.rank(n, x) < min_rank)
+    cv.fail(
+        n, std::string(what) + " needs a tensor of at least " + std::to_string(min_rank) + " dims");
+  cv.out(n, cv.op("reverse", {C::a("x", x), C::aints32("axes", {d})}));
+}
+
+void fliplr(C& cv, const json& n) { flip_dim(cv, n, 1, 2, "fliplr"); }
+
+void flipud(C& cv, const json& n) { flip_dim(cv, n, 0, 1, "flipud"); }
+
 void flip_op(C& cv, const json& n) {
   Var* x = self(cv, n);
   auto dims = cv.ints(n, "dims");
@@ -706,31 +780,38 @@ void register_shape(OpTable& t) {
   t.on("aten.flatten", flatten_op);
   t.on("aten.unflatten", unflatten);
   t.on({"aten.permute", "aten.permute_copy"}, permute_op);
-  t.on({"aten.transpose", "aten.swapaxes", "aten.swapdims"}, transpose_op);
-  t.on("aten.t", t_op);
+  t.on({"aten.transpose", "aten.transpose_copy", "aten.swapaxes", "aten.swapdims"}, transpose_op);
+  t.on({"aten.t", "aten.t_copy"}, t_op);
   t.on("aten.numpy_T", numpy_T);
   t.on("aten.movedim", movedim);
   t.on({"aten.unsqueeze", "aten.unsqueeze_copy"}, unsqueeze_op);
   t.on({"aten.squeeze", "aten.squeeze_copy"}, squeeze_op);
   t.on({"aten.expand", "aten.expand_copy", "aten.broadcast_to"}, expand_op);
   t.on("aten.expand_as", expand_as);
+  t.on("aten.broadcast_tensors", broadcast_tensors);
   t.on("aten.repeat", repeat_op);
   t.on("aten.tile", tile_op);
   t.on("aten.repeat_interleave.self_int", repeat_interleave);
   t.on({"aten.cat", "aten.concat", "aten.concatenate"}, cat_op);
   t.on("aten.stack", stack_op);
-  t.on("aten.split.Tensor", split_tensor);
+  t.on({"aten.split.Tensor", "aten.split_copy.Tensor"}, split_tensor);
   t.on({"aten.split_with_sizes", "aten.split_with_sizes_copy"}, split_with_sizes);
   t.on("aten.split.sizes", split_sizes_op);
   t.on("aten.chunk", chunk_op);
   t.on({"aten.unbind", "aten.unbind_copy"}, unbind);
   t.on("aten.flip", flip_op);
+  t.on("aten.fliplr", fliplr);
+  t.on("aten.flipud", flipud);
+  t.on("aten.hstack", hstack);
+  atleast_op(t, "aten.atleast_1d", 1);
+  atleast_op(t, "aten.atleast_2d", 2);
+  atleast_op(t, "aten.atleast_3d", 3);
   t.on("aten.roll", roll_op);
   t.on("aten.tril", tril);
   t.on("aten.triu", triu);
-  t.on("aten.unfold", unfold_op);
+  t.on({"aten.unfold", "aten.unfold_copy"}, unfold_op);
   t.on({"aten.as_strided", "aten.as_strided_copy"}, as_strided);
-  t.on("aten.diagonal", diagonal);
+  t.on({"aten.diagonal", "aten.diagonal_copy"}, diagonal);
 }
 
 }  // namespace torch_detail
