@@ -399,7 +399,8 @@ class RawData {
   bool ok_ = false;
 };
 
-/// A plain constant (the data of a blockwise_shift_scale, the source of a constexpr_cast).
+/// A plain constant read in place: the data of a blockwise_shift_scale, the source of a
+/// constexpr_cast, or a float weight mapped from the weight file (in_place_weight).
 class RawNode : public PackedWeight {
  public:
   explicit RawNode(const Tensor& t) : PackedWeight(t.dtype(), t.shape()), d_(t) {}
@@ -413,31 +414,6 @@ class RawNode : public PackedWeight {
 
  private:
   RawData d_;
-};
-
-/// A plain float constant read in place (a weight mapped from the weight file): decode widens
-/// the range asked for.
-class DenseNode : public PackedWeight {
- public:
-  explicit DenseNode(const Tensor& t) : PackedWeight(t.dtype(), t.shape()), t_(t) {}
-  void decode(int64_t first, int64_t n, float* out) const override {
-    if (dtype() == DataType::Float16)
-      halves_to_floats(t_.data<uint16_t>() + first, out, static_cast<size_t>(n));
-    else
-      std::memcpy(out, t_.data<float>() + first, static_cast<size_t>(n) * sizeof(float));
-  }
-  RowForm row_form() const override {
-    RowForm f;
-    if (dtype() == DataType::Float16) {
-      f.kind = RowForm::Kind::Half;
-      f.half = t_.data<uint16_t>();
-    }
-    return f;
-  }
-  size_t packed_bytes() const override { return t_.nbytes(); }
-
- private:
-  Tensor t_;
 };
 
 /// The Lut4 row form of 4-bit unsigned indices `idx` over a tensor of `shape` whose tables vary
@@ -818,7 +794,7 @@ const Tensor& weight_tensor(const KernelCtx& k, std::string_view name, Tensor& k
 
 std::shared_ptr<const PackedWeight> in_place_weight(const Tensor& t) {
   if (!t.defined() || !float_dtype(t.dtype())) return nullptr;
-  return std::make_shared<DenseNode>(t);
+  return std::make_shared<RawNode>(t);  // a float constant, read (and widened) in place
 }
 
 bool packable_op_type(const std::string& t) {

@@ -57,7 +57,10 @@ constexpr size_t kInPlaceBytes = 64 * 1024;
 /// Whether flat arg `slot` of `op` is the weight of a kernel that reads packed weights.
 bool weight_slot(const Operation* op, size_t slot) {
   static const char* const kSlots[][2] = {
-      {"linear", "weight"}, {"matmul", "y"}, {"conv", "weight"}, {"conv_transpose", "weight"},
+      {"linear", "weight"},
+      {"matmul", "y"},
+      {"conv", "weight"},
+      {"conv_transpose", "weight"},
       {"gather", "x"}};  // an embedding table: the gathered rows are decoded
   for (const auto& ts : kSlots) {
     if (op->op_type() != ts[0]) continue;
@@ -149,16 +152,22 @@ struct Planner {
     return s;
   }
 
-  int32_t ref(const Var* v) {
+  // The ref of `v`, looked at without reading it (a packed const stays packed).
+  int32_t peek(const Var* v) const {
     auto it = refs.find(v);
     if (it == refs.end())
       throw VerifyError("the interpreter found var '" + v->name() + "' used before it is defined");
-    auto lz = lazy_bits.find(it->second);
-    if (lz != lazy_bits.end()) {  // read as a tensor after all: unpack it now
-      consts[const_index(it->second)] = Tensor::from_value(*lz->second);
+    return it->second;
+  }
+  // The ref of `v` read as a tensor: a sub-byte const still packed is unpacked now.
+  int32_t ref(const Var* v) {
+    const int32_t r = peek(v);
+    auto lz = lazy_bits.find(r);
+    if (lz != lazy_bits.end()) {
+      consts[const_index(r)] = Tensor::from_value(*lz->second);
       lazy_bits.erase(lz);
     }
-    return it->second;
+    return r;
   }
   // Sub-byte consts held packed (Buffer::packed_bits) whose dense tensor is made only when
   // something reads them as a tensor (ref()): a LUT stage reads the packed bytes instead.
@@ -232,10 +241,7 @@ bool Planner::over_constexpr(const Operation* op) const {
     if (!v->type()->is_tensor()) return false;
   bool derived = false;
   for (Var* v : op->args()) {
-    auto it = refs.find(v);  // looked at, not read: a packed const stays packed
-    if (it == refs.end())
-      throw VerifyError("the interpreter found var '" + v->name() + "' used before it is defined");
-    int32_t r = it->second;
+    const int32_t r = peek(v);
     if (r == kAbsent) continue;
     if (!is_const_ref(r)) return false;
     derived = derived || from_constexpr.count(r);

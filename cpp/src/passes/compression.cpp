@@ -524,9 +524,8 @@ bool for_each_const_parallel(
       if (auto j = prepare(*f, op)) jobs.push_back(std::move(*j));
       if (jobs.size() >= window) flush();
     }
-    flush();
+    flush();  // also gives the last window's scratch back
   }
-  release_free_memory();
   return changed;
 }
 

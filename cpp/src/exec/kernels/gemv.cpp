@@ -79,6 +79,18 @@ MILKIT_DEFINE_DOT(dot_avx512vl_t, "avx2,fma,f16c,avx512f,avx512vl")
 #define MILKIT_GEMV_TARGET __attribute__((target("avx2,fma,f16c")))
 #define MILKIT_GEMV_TARGET_VL __attribute__((target("avx2,fma,f16c,avx512f,avx512vl")))
 
+/// Nibbles k .. k + 7 of `b` (two per byte, low nibble first) in the low 4 bits of 8 lanes; the
+/// bits above them are the next nibbles' (mask them, or let a permute ignore them).
+MILKIT_GEMV_TARGET inline __m256i nibbles8(const uint8_t* b, int64_t k) {
+  uint32_t u;
+  std::memcpy(&u, b + k / 2, 4);
+  return _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u)),
+                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28));
+}
+
+/// Nibble k of `b`.
+inline int nibble(const uint8_t* b, int64_t k) { return (b[k / 2] >> ((k & 1) * 4)) & 15; }
+
 /// Weights of an fp32 row.
 struct FloatRow {
   const float* b;
@@ -101,24 +113,15 @@ struct Lut4Row {
   const uint8_t* b;
   const float* table;
   __m256 lo, hi;
-  __m256i shifts, m15;
   MILKIT_GEMV_TARGET Lut4Row(const uint8_t* bytes, const float* t)
-      : b(bytes),
-        table(t),
-        lo(_mm256_loadu_ps(t)),
-        hi(_mm256_loadu_ps(t + 8)),
-        shifts(_mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-        m15(_mm256_set1_epi32(15)) {}
+      : b(bytes), table(t), lo(_mm256_loadu_ps(t)), hi(_mm256_loadu_ps(t + 8)) {}
   MILKIT_GEMV_TARGET __m256 load(int64_t k) const {
-    uint32_t u;
-    std::memcpy(&u, b + k / 2, 4);
-    const __m256i idx =
-        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u)), shifts), m15);
+    const __m256i idx = _mm256_and_si256(nibbles8(b, k), _mm256_set1_epi32(15));
     const __m256 sel = _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28));  // bit 3 to the sign
     return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lo, idx), _mm256_permutevar8x32_ps(hi, idx),
                             sel);
   }
-  float at(int64_t k) const { return table[(b[k / 2] >> ((k & 1) * 4)) & 15]; }
+  float at(int64_t k) const { return table[nibble(b, k)]; }
 };
 
 /// The same row with AVX-512VL: a two-table permute looks up 16 entries in one instruction.
@@ -126,21 +129,13 @@ struct Lut4RowVl {
   const uint8_t* b;
   const float* table;
   __m256 lo, hi;
-  __m256i shifts;
   MILKIT_GEMV_TARGET_VL Lut4RowVl(const uint8_t* bytes, const float* t)
-      : b(bytes),
-        table(t),
-        lo(_mm256_loadu_ps(t)),
-        hi(_mm256_loadu_ps(t + 8)),
-        shifts(_mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)) {}
+      : b(bytes), table(t), lo(_mm256_loadu_ps(t)), hi(_mm256_loadu_ps(t + 8)) {}
   MILKIT_GEMV_TARGET_VL __m256 load(int64_t k) const {
-    uint32_t u;
-    std::memcpy(&u, b + k / 2, 4);
     // the permute reads bits 0-3 of each index (bit 3 picks the table half): no mask
-    const __m256i idx = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u)), shifts);
-    return _mm256_permutex2var_ps(lo, idx, hi);
+    return _mm256_permutex2var_ps(lo, nibbles8(b, k), hi);
   }
-  float at(int64_t k) const { return table[(b[k / 2] >> ((k & 1) * 4)) & 15]; }
+  float at(int64_t k) const { return table[nibble(b, k)]; }
 };
 
 /// Weights of a row of quantized integers (Bits 8 or 4): ((q - offset) * scale), each step
@@ -162,11 +157,7 @@ struct IntRow {
       const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + k));
       v = sgn ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
     } else {
-      uint32_t u;
-      std::memcpy(&u, q + k / 2, 4);
-      v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(u)),
-                                             _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
-                           _mm256_set1_epi32(15));
+      v = _mm256_and_si256(nibbles8(q, k), _mm256_set1_epi32(15));
       if (sgn)
         v = _mm256_sub_epi32(_mm256_xor_si256(v, _mm256_set1_epi32(8)), _mm256_set1_epi32(8));
     }
@@ -184,7 +175,7 @@ struct IntRow {
     if constexpr (Bits == 8) {
       v = sgn ? static_cast<int8_t>(q[k]) : q[k];
     } else {
-      v = (q[k / 2] >> ((k & 1) * 4)) & 15;
+      v = nibble(q, k);
       if (sgn && v >= 8) v -= 16;
     }
     float x = static_cast<float>(v);

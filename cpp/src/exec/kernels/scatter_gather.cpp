@@ -109,39 +109,61 @@ void check_batch_dims(KernelCtx& k, const std::vector<int64_t>& xs, const Tensor
 
 // ---- gather -------------------------------------------------------------------------------------
 
-/// gather from x held packed (a compressed embedding table): only the gathered runs of x are
-/// decoded, straight into the output (fp16 or fp32, x's own dtype).
-void gather_packed(KernelCtx& k, const PackedWeight& pw) {
-  const std::vector<int64_t>& xs = pw.shape();
+/// A checked gather over x of shape `xs`: the indices made non-negative, the output allocated,
+/// and output row r (of `rows`, each I elements) copying x's run at element (from(r)) * I.
+struct GatherRows {
+  std::vector<int64_t> ind;
+  Tensor* out = nullptr;
+  int64_t P = 0, N = 0, I = 0, M = 0, rows = 0;
+  /// The run of x that output row r copies (in units of I elements).
+  int64_t from(int64_t r) const {
+    const int64_t m = r % M, bp = r / M, b = bp / P;
+    return bp * N + ind[b * M + m];
+  }
+};
+
+/// Checks gather's inputs against x (shape `xs`, dtype `dt`: a tensor's or a packed weight's),
+/// loads the indices and allocates the output.
+GatherRows gather_rows(KernelCtx& k, const std::vector<int64_t>& xs, DataType dt) {
   const Tensor& idx = k.in("indices");
   const int rank = static_cast<int>(xs.size());
   if (rank == 0) k.fail("x must have rank >= 1");
   int64_t axis = k.axis(k.int_or("axis", 0), rank);
   int64_t bd = k.int_or("batch_dims", 0);
   check_batch_dims(k, xs, idx, bd);
-  if (axis < bd) k.fail("axis " + std::to_string(axis) + " must be >= batch_dims " + std::to_string(bd));
+  if (axis < bd)
+    k.fail("axis " + std::to_string(axis) + " must be >= batch_dims " + std::to_string(bd));
   const auto& is = idx.shape();
   std::vector<int64_t> oshape(xs.begin(), xs.begin() + axis);
   oshape.insert(oshape.end(), is.begin() + bd, is.end());
   oshape.insert(oshape.end(), xs.begin() + axis + 1, xs.end());
-  std::vector<int64_t> ind = load_indices(k, idx, xs, "x", [axis](int64_t) { return axis; });
-  Tensor& out = k.alloc(0, oshape);
-  if (out.dtype() != pw.dtype()) k.fail("output dtype differs from x's");
-  if (out.numel() == 0) return;
-  int64_t P = prod(xs, bd, axis), N = xs[axis], I = prod(xs, axis + 1, xs.size());
-  int64_t M = prod(is, bd, is.size());
-  const int64_t rows = prod(xs, 0, bd) * P * M;
-  const bool half = out.dtype() == DataType::Float16;
-  parallel_for(rows, grain_for(I), [&](int64_t s, int64_t e) {
+  GatherRows g;
+  g.ind = load_indices(k, idx, xs, "x", [axis](int64_t) { return axis; });
+  g.out = &k.alloc(0, oshape);
+  if (g.out->dtype() != dt) k.fail("output dtype differs from x's");
+  g.P = prod(xs, bd, axis);
+  g.N = xs[axis];
+  g.I = prod(xs, axis + 1, xs.size());
+  g.M = prod(is, bd, is.size());
+  g.rows = g.out->numel() == 0 ? 0 : prod(xs, 0, bd) * g.P * g.M;
+  return g;
+}
+
+/// gather from x held packed (a compressed embedding table): only the gathered runs of x are
+/// decoded, straight into the output (fp16 or fp32, x's own dtype).
+void gather_packed(KernelCtx& k, const PackedWeight& pw) {
+  const GatherRows g = gather_rows(k, pw.shape(), pw.dtype());
+  const int64_t I = g.I;
+  const bool half = g.out->dtype() == DataType::Float16;
+  parallel_for(g.rows, grain_for(I), [&](int64_t s, int64_t e) {
     std::vector<float> tmp(half ? static_cast<size_t>(std::min<int64_t>(I, 4096)) : 0);
     for (int64_t r = s; r < e; ++r) {
-      int64_t m = r % M, bp = r / M, b = bp / P;
-      const int64_t from = (bp * N + ind[b * M + m]) * I;
+      const int64_t from = g.from(r) * I;
       if (!half) {
-        pw.decode(from, I, out.mutable_data<float>() + r * I);
+        pw.decode(from, I, g.out->mutable_data<float>() + r * I);
         continue;
       }
-      uint16_t* o = out.mutable_data<uint16_t>() + r * I;
+      uint16_t* o = g.out->mutable_data<uint16_t>() + r * I;
       for (int64_t c = 0; c < I; c += 4096) {  // fp16 values widened exactly: narrowed exactly
         const int64_t n = std::min<int64_t>(4096, I - c);
         pw.decode(from + c, n, tmp.data());
@@ -157,48 +179,26 @@ void gather(KernelCtx& k) {
     return;
   }
   const Tensor& x = k.in("x");
-  const Tensor& idx = k.in("indices");
-  int rank = x.rank();
-  if (rank == 0) k.fail("x must have rank >= 1");
-  int64_t axis = k.axis(k.int_or("axis", 0), rank);
-  int64_t bd = k.int_or("batch_dims", 0);
-  check_batch_dims(k, x.shape(), idx, bd);
-  if (axis < bd) k.fail("axis " + std::to_string(axis) + " must be >= batch_dims " + std::to_string(bd));
-  const auto& xs = x.shape();
-  const auto& is = idx.shape();
-  std::vector<int64_t> oshape(xs.begin(), xs.begin() + axis);
-  oshape.insert(oshape.end(), is.begin() + bd, is.end());
-  oshape.insert(oshape.end(), xs.begin() + axis + 1, xs.end());
-  std::vector<int64_t> ind = load_indices(k, idx, x.shape(), "x", [axis](int64_t) { return axis; });
-  Tensor& out = k.alloc(0, oshape);
-  if (out.dtype() != x.dtype()) k.fail("output dtype differs from x's");
-  if (out.numel() == 0) return;
-  int64_t nb = prod(xs, 0, bd), P = prod(xs, bd, axis), N = xs[axis], I = prod(xs, axis + 1, xs.size());
-  int64_t M = prod(is, bd, is.size());
-  int sz = x.itemsize();
+  const GatherRows g = gather_rows(k, x.shape(), x.dtype());
+  if (g.rows == 0) return;
+  const int64_t I = g.I;
+  const int sz = x.itemsize();
   const uint8_t* xp = x.bytes();
-  uint8_t* op = out.mutable_bytes();
-  int64_t rows = nb * P * M;
+  uint8_t* op = g.out->mutable_bytes();
   if (I == 1) {  // element gather (e.g. a 1-D table): typed loop over rows
     by_itemsize(k, sz, [&](auto e) {
       using E = decltype(e);
       const E* src = reinterpret_cast<const E*>(xp);
       E* dst = reinterpret_cast<E*>(op);
-      parallel_for(rows, kGrainElems, [&](int64_t s, int64_t en) {
-        for (int64_t r = s; r < en; ++r) {
-          int64_t m = r % M, bp = r / M, b = bp / P;
-          dst[r] = src[bp * N + ind[b * M + m]];
-        }
+      parallel_for(g.rows, kGrainElems, [&](int64_t s, int64_t en) {
+        for (int64_t r = s; r < en; ++r) dst[r] = src[g.from(r)];
       });
     });
     return;
   }
   // row gather (embedding lookup): one contiguous copy of I elements per output row
-  parallel_for(rows, grain_for(I), [&](int64_t s, int64_t e) {
-    for (int64_t r = s; r < e; ++r) {
-      int64_t m = r % M, bp = r / M, b = bp / P;
-      copy_elems(op + r * I * sz, xp + (bp * N + ind[b * M + m]) * I * sz, I, sz);
-    }
+  parallel_for(g.rows, grain_for(I), [&](int64_t s, int64_t e) {
+    for (int64_t r = s; r < e; ++r) copy_elems(op + r * I * sz, xp + g.from(r) * I * sz, I, sz);
   });
 }
 

@@ -439,7 +439,11 @@ void broadcast_tensors(C& cv, const json& n) {
                 sh.begin() + static_cast<std::ptrdiff_t>(sh.size() - ds.size()));
     for (size_t k = 0; k < sh.size(); ++k) {
       Dim& d = ds[ds.size() - sh.size() + k];
-      if (d->is_const() && d->value() == 1) d = sh[k];
+      if (d->is_const() && d->value() == 1)
+        d = sh[k];
+      else if (d->is_const() && sh[k]->is_const() && sh[k]->value() != 1 && sh[k] != d)
+        cv.fail(n, "broadcast_tensors: sizes " + d->str() + " and " + sh[k]->str() +
+                       " do not broadcast");
     }
   }
   std::vector<Var*> outs;
