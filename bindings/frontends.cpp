@@ -120,6 +120,10 @@ void init_frontends(py::module_& m) {
       py::arg("path"), py::arg("target"), py::arg("input_dims") = std::map<std::string, std::vector<int64_t>>{},
       "Imports a .pt2 archive (torch.export.save), its weights mapped in place; returns (program, info).");
   m.def("torch_supported_ops", &torch_supported_ops, "The ATen operators the torch.export importer converts.");
+  m.def("torch_unsupported_ops", &torch_unsupported_ops,
+        "The operators (or families) the torch.export importer does not convert, with the reason.");
+  m.def("torch_unsupported_reason", &torch_unsupported_reason, py::arg("target"),
+        "Why the torch.export importer cannot convert the operator of `target` (\"\" when none is on record).");
   m.def(
       "import_onnx_bytes",
       [](py::buffer data, int target, const std::string& base_dir, const std::string& source,

@@ -5,6 +5,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "_ext"))
 
 project = "milkit"
 author = "the milkit authors"
@@ -15,11 +16,12 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinx.ext.viewcode",
     "myst_parser",
+    "torch_ops",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
-exclude_patterns = ["_build", "make_screenshot.py"]
+exclude_patterns = ["_build", "_ext", "make_screenshot.py", "guides/_generated"]
 templates_path: list = []
 html_static_path = ["_static"]
 html_theme = "alabaster"

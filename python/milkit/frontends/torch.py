@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Tuple
 
 from .. import _core
 
-__all__ = ["is_torch_source", "is_pt2_path", "import_model", "supported_ops"]
+__all__ = ["is_torch_source", "is_pt2_path", "import_model", "supported_ops", "unsupported_ops", "unsupported_reason"]
 
 # torch dtype name -> milkit storage dtype name (kept as stored; the importer narrows)
 _DTYPES = {
@@ -129,3 +129,15 @@ def import_model(model: Any, target: int, input_dims: Dict[str, List[int]] | Non
 def supported_ops() -> List[str]:
     """The ATen operators milkit converts ("aten.add" for every overload, or one overload)."""
     return list(_core.torch_supported_ops())
+
+
+def unsupported_ops() -> Dict[str, str]:
+    """The operators (or families, written with ``*``) milkit does not convert, each with the reason
+    (gradients, sparse tensors, memory layout, ...)."""
+    return dict(_core.torch_unsupported_ops())
+
+
+def unsupported_reason(target: str) -> str:
+    """Why milkit cannot convert the operator of `target` (``"aten.convolution_backward.default"``),
+    or ``""`` when no reason is on record."""
+    return str(_core.torch_unsupported_reason(target))

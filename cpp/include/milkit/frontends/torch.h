@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "milkit/ir/ir.h"
@@ -57,5 +58,13 @@ std::shared_ptr<Program> import_pt2_file(const std::string& path, TorchImportOpt
 /// The operator targets the importer converts ("aten.add.Tensor" style, overload "" for every
 /// overload), sorted.
 std::vector<std::string> torch_supported_ops();
+
+/// Why the importer cannot convert the operator of `target` ("torch.ops.aten.convolution_backward.default"
+/// or "aten.convolution_backward"): gradients, sparse tensors, memory layout, ...; "" when no reason is
+/// on record (an operator nobody has written a converter for yet).
+std::string torch_unsupported_reason(const std::string& target);
+
+/// The operators (or families, written with "*") the importer does not convert, with the reason, sorted.
+std::vector<std::pair<std::string, std::string>> torch_unsupported_ops();
 
 }  // namespace milkit

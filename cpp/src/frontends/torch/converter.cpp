@@ -782,7 +782,10 @@ void Converter::convert_node(const json& n) {
   std::string target = n.value("target", std::string());
   bool inplace = false;
   const ConvertFn* fn = find_op(target, &inplace);
-  if (!fn) fail(n, "operator '" + target + "' is not supported");
+  if (!fn) {
+    std::string why = torch_unsupported_reason(target);
+    fail(n, "operator '" + target + "' is not supported" + (why.empty() ? "" : ": " + why));
+  }
   try {
     (*fn)(*this, n);
   } catch (const FormatError&) {

@@ -472,13 +472,14 @@ void TorchImport::read_header() {
 // every node milkit cannot convert, before any work
 void TorchImport::check_supported() const {
   {
-    std::vector<std::string> bad;
+    std::vector<std::string> bad, why;
     std::function<void(const json&)> scan = [&](const json& ns) {
       for (auto& n : ns) {
         std::string target = n.value("target", std::string());
         if (auto sg = subgraph_of(n); sg.first) scan(sg.first->at("nodes"));
         if (ignorable_target(target) || sym_only_node(n) || find_op(target)) continue;
         bad.push_back(Converter::label(n));
+        why.push_back(torch_unsupported_reason(target));
       }
     };
     scan(*nodes);
@@ -486,7 +487,7 @@ void TorchImport::check_supported() const {
       std::ostringstream m;
       m << src << ": milkit cannot convert " << bad.size() << " node" << (bad.size() > 1 ? "s" : "")
         << " of this program:";
-      for (auto& b : bad) m << "\n  " << b;
+      for (size_t k = 0; k < bad.size(); ++k) m << "\n  " << bad[k] << (why[k].empty() ? "" : ": " + why[k]);
       throw UnsupportedOpsError(m.str(), bad);
     }
   }
@@ -850,6 +851,9 @@ std::shared_ptr<Program> import_pt2_file(const std::string& path, TorchImportOpt
 std::vector<std::string> torch_supported_ops() {
   std::vector<std::string> r;
   for (auto& kv : op_table()) r.push_back(kv.first);
+  // nodes whose outputs are only SymInts take their values from the program's symbolic sizes
+  for (const char* sym : {"aten.sym_size", "aten.sym_numel", "aten.sym_stride", "aten.sym_storage_offset"})
+    if (!op_table().find(sym)) r.push_back(sym);
   std::sort(r.begin(), r.end());
   return r;
 }
