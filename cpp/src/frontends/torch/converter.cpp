@@ -224,6 +224,7 @@ std::optional<int64_t> Converter::opt_i(const json& n, std::string_view name) {
   if (!a) return std::nullopt;
   const auto& t = tag(*a);
   if (t == "as_bool") return (*a)["as_bool"].get<bool>() ? 1 : 0;
+  if (item_value(*a)) fail_item(n, name);
   if (t == "as_int" || t == "as_sym_int") {
     Dim d = sym_dim(*a);
     if (!d->is_const()) fail(n, "argument '" + std::string(name) + "' is the symbolic size " + d->str() + ", which must be known here");
@@ -240,6 +241,7 @@ double Converter::f(const json& n, std::string_view name, double def) {
   if (t == "as_float") return json_number((*a)["as_float"]);
   if (t == "as_int") return static_cast<double>((*a)["as_int"].get<int64_t>());
   if (t == "as_bool") return (*a)["as_bool"].get<bool>() ? 1.0 : 0.0;
+  if (item_value(*a)) fail_item(n, name);
   if (t == "as_sym_int") {
     Dim d = sym_dim(*a);
     if (d->is_const()) return static_cast<double>(d->value());
@@ -428,11 +430,26 @@ bool Converter::is_number(const json& n, std::string_view name) {
 
 double Converter::number(const json& n, std::string_view name, double def) { return f(n, name, def); }
 
+void Converter::fail_item(const json& n, std::string_view name) const {
+  fail(n, "argument '" + std::string(name) +
+              "' is a tensor's value (.item()), which this operator needs as a number known when converting");
+}
+
+Var* Converter::item_value(const json& a) const {
+  const auto& t = tag(a);
+  if (t != "as_sym_int" && t != "as_sym_float" && t != "as_sym_bool") return nullptr;
+  const json& v = a[t];
+  if (!v.is_object() || !v.contains("as_name")) return nullptr;
+  auto it = scalar_values.find(v["as_name"].get<std::string>());
+  return it == scalar_values.end() ? nullptr : it->second;
+}
+
 Var* Converter::scalar_or_tensor(const json& n, std::string_view name, DataType dt) {
   const json* a = arg(n, name);
   if (!a) fail(n, "argument '" + std::string(name) + "' is required");
   const auto& t = tag(*a);
   if (t == "as_tensor" || t == "as_optional_tensor") return cast(tensor(n, name), dt);
+  if (auto v = item_value(*a)) return cast(v, dt);
   if (t == "as_sym_int") {
     Dim d = sym_dim(*a);
     if (!d->is_const()) return cast(dim_var(d), dt);

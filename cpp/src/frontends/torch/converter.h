@@ -149,6 +149,8 @@ class Converter {
   std::unordered_map<std::string, ViewInfo> views;                        ///< Views, for writes.
   /// A subgraph input name -> the outer tensor it is bound to (writes go through to it).
   std::unordered_map<std::string, std::string> aliases;
+  /// A SymInt / SymFloat / SymBool read from a tensor's value (`.item()`) -> the rank-0 var holding it.
+  std::unordered_map<std::string, Var*> scalar_values;
   /// Where each input symbol can be read: (input var, axis).
   std::unordered_map<const Symbol*, std::pair<Var*, int>> sym_sources;
   /// Names of placeholders that are states (buffers the program mutates) -> state input.
@@ -198,6 +200,10 @@ class Converter {
   /// A shape argument as a rank-1 int32 var (a const when every dim is known, else built from
   /// the input shapes).
   Var* shape_var(const std::vector<Dim>& dims);
+  /// The rank-0 var of a SymInt / SymFloat / SymBool argument `a` read by `.item()`, or nullptr.
+  Var* item_value(const json& a) const;
+  /// Fails naming argument `name` of `n` as an `.item()` value where a conversion-time number is needed.
+  [[noreturn]] void fail_item(const json& n, std::string_view name) const;
   /// A scalar (int/float/bool/SymInt) or tensor argument as a var of dtype `dt`.
   Var* scalar_or_tensor(const json& n, std::string_view name, DataType dt);
   /// Whether an argument is a Python number (not a tensor).

@@ -264,6 +264,9 @@ bool ignorable_target(const std::string& target) {
 
 // A node whose only outputs are SymInts / SymBools / SymFloats: its value is in sym_*_values.
 bool sym_only_node(const json& n) {
+  // .item() reads a tensor: its SymInt / SymFloat is computed, not taken from the symbolic sizes
+  const std::string target = n.value("target", std::string());
+  if (target == "torch.ops.aten.item.default" || target == "torch.ops.aten._local_scalar_dense.default") return false;
   auto it = n.find("outputs");
   if (it == n.end() || it->empty()) return false;
   for (auto& o : *it) {

@@ -41,6 +41,20 @@ void zero_op(C& cv, const json& n) {
   cv.out(n, fill(cv, shape_of_var(cv, x), 0, C::dtype(x)));
 }
 
+// .item(): the value stays a rank-0 tensor that the ops reading the scalar take as an operand
+void item(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  if (!C::shape(x).empty())
+    x = cv.op("reshape", {C::a("x", x), C::a("shape", cv.ci(std::vector<int64_t>{}))});
+  auto out = n.find("outputs");
+  if (out == n.end() || out->size() != 1 || !(*out)[0].is_object() || (*out)[0].empty())
+    cv.fail(n, "expected one scalar output");
+  const json& o = (*out)[0].begin().value();
+  if (!o.is_object() || !o.contains("as_name"))
+    cv.fail(n, "the value of .item() is a constant the program does not name");
+  cv.scalar_values[o["as_name"].get<std::string>()] = x;
+}
+
 }  // namespace
 
 void register_copy(OpTable& t) {
@@ -49,6 +63,7 @@ void register_copy(OpTable& t) {
   t.on("aten.fill.Scalar", fill_scalar);
   t.on("aten.fill.Tensor", fill_tensor);
   t.on("aten.zero", zero_op);
+  t.on({"aten.item", "aten._local_scalar_dense"}, item);
 }
 
 }  // namespace torch_detail

@@ -22,15 +22,18 @@ std::string op_name(const std::string& target) {
 const char* const kBackward =
     "a gradient (backward) operator: Core ML programs run inference only (export the model in eval "
     "mode, outside autograd)";
-const char* const kSparse = "works on sparse tensors: Core ML multiarrays are dense (call .to_dense() before export)";
+const char* const kSparse =
+    "works on sparse tensors: Core ML multiarrays are dense (call .to_dense() before export)";
 const char* const kComplexOut =
     "produces a complex tensor from real ones at the FFT's storage level: Core ML has no complex "
     "multiarrays";
 const char* const kLayout =
     "reads the memory layout (strides, storage offset): Core ML tensors have no layout to read";
-const char* const kForeach = "a fused optimizer / training update over tensor lists: not part of inference";
+const char* const kForeach =
+    "a fused optimizer / training update over tensor lists: not part of inference";
 const char* const kQuantized =
-    "works on torch quantized tensors: convert the float model and compress it with milkit.optimize.coreml";
+    "works on torch quantized tensors: convert the float model and compress it with "
+    "milkit.optimize.coreml";
 
 // Operators without a family pattern, with their reasons.
 const std::vector<std::pair<std::string, std::string>>& named() {
@@ -38,13 +41,10 @@ const std::vector<std::pair<std::string, std::string>>& named() {
       {"aten._fft_c2r", kComplexOut},
       {"aten._fft_r2c", kComplexOut},
       {"aten._fft_c2c", kComplexOut},
-      {"aten._local_scalar_dense",
-       "reads a tensor's value into a Python number (.item()), which then steers the program's shapes or "
-       "control flow: Core ML programs cannot take a size or a branch from a tensor's value this way (keep "
-       "the value a tensor)"},
       {"aten.randperm", "a random permutation: MIL has no op drawing one"},
       {"aten.set_", kLayout},
-      {"aten.resize_", "resizes a tensor's storage in place: Core ML tensors are values, not storage"},
+      {"aten.resize_",
+       "resizes a tensor's storage in place: Core ML tensors are values, not storage"},
       {"aten.to_sparse", kSparse},
       {"aten.to_mkldnn", "converts to a oneDNN tensor layout, which has no meaning in Core ML"},
   };
@@ -61,9 +61,11 @@ std::string torch_unsupported_reason(const std::string& target) {
   std::string name = op_name(target);
   for (auto& [k, why] : named())
     if (k == name) return why;
-  if (ends_with(name, "_backward") || ends_with(name, "_backward_data") || ends_with(name, "_double_backward"))
+  if (ends_with(name, "_backward") || ends_with(name, "_backward_data") ||
+      ends_with(name, "_double_backward"))
     return kBackward;
-  if (name.find("sparse") != std::string::npos || name.rfind("aten._to_sparse", 0) == 0) return kSparse;
+  if (name.find("sparse") != std::string::npos || name.rfind("aten._to_sparse", 0) == 0)
+    return kSparse;
   if (name.rfind("aten._foreach_", 0) == 0 || name.rfind("aten._fused_adam", 0) == 0 ||
       name.rfind("aten._fused_sgd", 0) == 0)
     return kForeach;
