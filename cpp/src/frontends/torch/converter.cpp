@@ -782,8 +782,13 @@ void Converter::convert_node(const json& n) {
   std::string target = n.value("target", std::string());
   bool inplace = false;
   const ConvertFn* fn = find_op(target, &inplace);
-  if (!fn) fail(n, "operator '" + target + "' is not supported");
+  const bool cx = complex_node(*this, n);
+  if (!fn && !cx) fail(n, "operator '" + target + "' is not supported");
   try {
+    if (cx) {
+      convert_complex(*this, n, fn);
+      return;
+    }
     (*fn)(*this, n);
   } catch (const FormatError&) {
     throw;

@@ -328,6 +328,8 @@ const OpTable& op_table() {
     register_signal(t);
     register_rnn(t);
     register_control_flow(t);
+    register_complex(t);
+    register_random(t);
     return t;
   }();
   return t;
@@ -664,6 +666,13 @@ void TorchImport::bind_weight(const json& spec) {
   std::string ph = s.at("arg").at("name").get<std::string>();
   std::string fqn = s.at(kind == "parameter" ? "parameter_name" : kind == "buffer" ? "buffer_name" : "tensor_constant_name").get<std::string>();
   auto val = weight(fqn, ph);
+  const json& tv = g->at("tensor_values");
+  if (tv.contains(ph) && is_complex_type(tv[ph].value("dtype", 0))) {
+    if (mutated.count(ph))
+      throw ValueError(src + ": the program mutates complex buffer '" + fqn + "'; Core ML states hold real tensors");
+    bind_complex_const(*cv, ph, *val);
+    return;
+  }
   if (mutated.count(ph)) {
     if (options.target < Target::iOS18)
       throw ValueError(src + ": the program mutates buffer '" + fqn +
@@ -774,6 +783,10 @@ std::vector<Var*> TorchImport::bind_outputs() {
       if (!a.contains("as_tensor"))
         throw ValueError(src + ": output " + a.dump() + " is not a tensor; Core ML outputs are tensors");
       std::string name = a["as_tensor"].at("name").get<std::string>();
+      if (cv->complex_vars.count(name))
+        throw ValueError(src + ": output '" + name +
+                         "' is a complex tensor; Core ML has no complex multiarrays (return torch.view_as_real of it, "
+                         "its real and imaginary parts on a last axis of 2)");
       Var* v = cv->var(name);
       bool dup = std::find(outs.begin(), outs.end(), v) != outs.end();
       if (!v->op() || dup || v->op()->op_type() == "const" || v->op()->op_type() == "read_state" ||
