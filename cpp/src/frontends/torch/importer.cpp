@@ -494,7 +494,8 @@ void TorchImport::check_supported() const {
   }
 }
 
-// a program exported in training mode computes what Core ML cannot (batch statistics, dropout)
+// a program exported in training mode computes what Core ML cannot (batch statistics); dropout
+// in training mode converts to identity, as coremltools converts it
 void TorchImport::check_eval_mode() const {
   for (auto& n : *nodes) {
     std::string target = n.value("target", std::string());
@@ -502,15 +503,7 @@ void TorchImport::check_eval_mode() const {
               target.find("aten._native_batch_norm_legit_functional.") != std::string::npos ||
               target.find("aten.native_batch_norm.") != std::string::npos ||
               target.find("aten._native_batch_norm_legit.default") != std::string::npos;
-    bool drop = target.find("aten.dropout.") != std::string::npos || target.find("aten.native_dropout.") != std::string::npos;
-    bool training = false;
-    if (bn) training = Converter::has(n, "training") && Converter::arg(n, "training")->value("as_bool", false);
-    if (drop) {
-      auto* tr = Converter::arg(n, "train");
-      auto* p = Converter::arg(n, "p");
-      training = tr && tr->value("as_bool", false) && p && p->value("as_float", 0.0) > 0;
-    }
-    if (training)
+    if (bn && Converter::has(n, "training") && Converter::arg(n, "training")->value("as_bool", false))
       throw ValueError(src + ": " + Converter::label(n) + " runs in training mode; call model.eval() before torch.export");
   }
 }

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from support.torch_util import DIALECTS, Fn, check, convert, export, r
 
 PRECISIONS = (("fp32", 1e-4), ("fp16", 3e-2))
