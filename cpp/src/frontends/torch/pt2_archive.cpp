@@ -604,12 +604,7 @@ Meta Reader::parse_meta(const json& tm, const std::string& what) const {
   const json& dt = field("dtype");
   if (!dt.is_number_integer()) fail(what + ": tensor_meta dtype is not an integer");
   int64_t code = dt.get<int64_t>();
-  // a complex tensor is read as its (real, imaginary) pairs: a trailing axis of 2 components
-  const bool complex = code >= 9 && code <= 11;
-  auto stored = complex ? std::optional<DataType>(code == 9    ? DataType::Float16
-                                                  : code == 10 ? DataType::Float32
-                                                               : DataType::Float64)
-                        : stored_dtype(code);
+  auto stored = stored_dtype(code);
   if (!stored) {
     const char* n = torch_dtype_name(code);
     unsupported(what + ": dtype " + (n ? std::string(n) : "number " + std::to_string(code)) +
@@ -644,12 +639,6 @@ Meta Reader::parse_meta(const json& tm, const std::string& what) const {
   auto off = tm.find("storage_offset");
   if (off != tm.end() && !off->is_null()) m.offset = symint(*off, "storage_offset");
   if (m.offset < 0) fail(what + ": negative storage_offset " + std::to_string(m.offset));
-  if (complex) {
-    for (auto& st : m.strides) st *= 2;
-    m.shape.push_back(2);
-    m.strides.push_back(1);
-    m.offset *= 2;
-  }
   return m;
 }
 

@@ -105,17 +105,3 @@ def test_unsupported_complex_op_is_named() -> None:
     with pytest.raises(ValueError, match="sqrt.*of a complex tensor is not supported"):
         convert(ep)
 
-
-def test_rotary_from_pt2_archive(tmp_path) -> None:
-    import milkit
-    import numpy as np
-
-    m = Rotary().eval()
-    args = (r(2, 5, 2, 8), r(2, 5, 2, 8))
-    path = str(tmp_path / "rope.pt2")
-    torch.export.save(export(m, args), path)
-    mm = milkit.convert(path, compute_precision=milkit.precision.FLOAT32, minimum_deployment_target=milkit.target.iOS17)
-    got = list(mm.predict({"xq": args[0].numpy(), "xk": args[1].numpy()}).values())
-    ref = m(*args)
-    for g, e in zip(got, ref):
-        np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-5)
