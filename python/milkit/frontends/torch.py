@@ -48,7 +48,8 @@ def _tensor_entry(name: str, t: Any) -> Tuple[Any, str]:
     if t.device.type != "cpu":
         t = t.cpu()
     if t.is_complex():
-        raise ValueError(f"tensor '{name}' is complex ({t.dtype}); Core ML cannot hold it")
+        # its (real, imaginary) pairs on a last axis of 2, as a .pt2 archive's reader reads them
+        t = torch.view_as_real(t.resolve_conj())
     dname = str(t.dtype).replace("torch.", "")
     if dname not in _DTYPES:
         raise ValueError(f"tensor '{name}' has dtype {t.dtype}, which milkit cannot read")

@@ -799,11 +799,16 @@ void Converter::convert_node(const json& n) {
   std::string target = n.value("target", std::string());
   bool inplace = false;
   const ConvertFn* fn = find_op(target, &inplace);
-  if (!fn) {
+  const bool cx = complex_node(*this, n);
+  if (!fn && !cx) {
     std::string why = torch_unsupported_reason(target);
     fail(n, "operator '" + target + "' is not supported" + (why.empty() ? "" : ": " + why));
   }
   try {
+    if (cx) {
+      convert_complex(*this, n, fn);
+      return;
+    }
     (*fn)(*this, n);
   } catch (const FormatError&) {
     throw;

@@ -113,6 +113,10 @@ void register_signal(OpTable& t);
 void register_rnn(OpTable& t);
 /// Registers the control flow operators.
 void register_control_flow(OpTable& t);
+/// Registers the operators that make or read complex tensors (view_as_complex, polar, ...).
+void register_complex(OpTable& t);
+/// Registers the random operators (rand, randn, bernoulli, ...).
+void register_random(OpTable& t);
 
 /// A view of another tensor made by slice / select (for writes through the view).
 struct ViewInfo {
@@ -147,6 +151,8 @@ class Converter {
   std::unordered_map<std::string, std::string> const_names;               ///< Name a const gets.
   std::unordered_map<std::string, std::vector<std::string>> lists;        ///< Tensor-list names.
   std::unordered_map<std::string, ViewInfo> views;                        ///< Views, for writes.
+  /// Complex tensors: name -> its (real, imaginary) parts, real tensors of one shape.
+  std::unordered_map<std::string, std::pair<Var*, Var*>> complex_vars;
   /// A subgraph input name -> the outer tensor it is bound to (writes go through to it).
   std::unordered_map<std::string, std::string> aliases;
   /// A SymInt / SymFloat / SymBool read from a tensor's value (`.item()`) -> the rank-0 var holding it.
@@ -311,6 +317,16 @@ class Converter {
   std::unordered_map<std::string, Var*> shape_of_;  // input var name -> its shape op
 };
 
+
+/// Whether node `n` reads a complex tensor or makes one (torch's complex dtypes).
+bool complex_node(Converter& cv, const json& n);
+/// Converts a node that reads or makes complex tensors; `real_fn` (may be null) is the node's
+/// converter for real tensors, run on each part for the ops that act on the parts separately.
+void convert_complex(Converter& cv, const json& n, const ConvertFn* real_fn);
+/// Binds `name` to a complex weight stored as `v`: its (real, imaginary) pairs on a last axis of 2.
+void bind_complex_const(Converter& cv, const std::string& name, const Value& v);
+/// Whether torch ScalarType `st` is complex (complex32 / complex64 / complex128).
+inline bool is_complex_type(int st) { return st >= 9 && st <= 11; }
 
 /// The user's source line of a node ("file.py:12: code"), or "".
 std::string user_frame(const json& n);

@@ -331,6 +331,8 @@ const OpTable& op_table() {
     register_signal(t);
     register_rnn(t);
     register_control_flow(t);
+    register_complex(t);
+    register_random(t);
     return t;
   }();
   return t;
@@ -496,7 +498,8 @@ void TorchImport::check_supported() const {
   }
 }
 
-// a program exported in training mode computes what Core ML cannot (batch statistics, dropout)
+// a program exported in training mode computes what Core ML cannot (batch statistics); dropout
+// in training mode converts to identity, as coremltools converts it
 void TorchImport::check_eval_mode() const {
   for (auto& n : *nodes) {
     std::string target = n.value("target", std::string());
@@ -504,15 +507,7 @@ void TorchImport::check_eval_mode() const {
               target.find("aten._native_batch_norm_legit_functional.") != std::string::npos ||
               target.find("aten.native_batch_norm.") != std::string::npos ||
               target.find("aten._native_batch_norm_legit.default") != std::string::npos;
-    bool drop = target.find("aten.dropout.") != std::string::npos || target.find("aten.native_dropout.") != std::string::npos;
-    bool training = false;
-    if (bn) training = Converter::has(n, "training") && Converter::arg(n, "training")->value("as_bool", false);
-    if (drop) {
-      auto* tr = Converter::arg(n, "train");
-      auto* p = Converter::arg(n, "p");
-      training = tr && tr->value("as_bool", false) && p && p->value("as_float", 0.0) > 0;
-    }
-    if (training)
+    if (bn && Converter::has(n, "training") && Converter::arg(n, "training")->value("as_bool", false))
       throw ValueError(src + ": " + Converter::label(n) + " runs in training mode; call model.eval() before torch.export");
   }
 }
@@ -668,6 +663,13 @@ void TorchImport::bind_weight(const json& spec) {
   std::string ph = s.at("arg").at("name").get<std::string>();
   std::string fqn = s.at(kind == "parameter" ? "parameter_name" : kind == "buffer" ? "buffer_name" : "tensor_constant_name").get<std::string>();
   auto val = weight(fqn, ph);
+  const json& tv = g->at("tensor_values");
+  if (tv.contains(ph) && is_complex_type(tv[ph].value("dtype", 0))) {
+    if (mutated.count(ph))
+      throw ValueError(src + ": the program mutates complex buffer '" + fqn + "'; Core ML states hold real tensors");
+    bind_complex_const(*cv, ph, *val);
+    return;
+  }
   if (mutated.count(ph)) {
     if (options.target < Target::iOS18)
       throw ValueError(src + ": the program mutates buffer '" + fqn +
@@ -778,6 +780,10 @@ std::vector<Var*> TorchImport::bind_outputs() {
       if (!a.contains("as_tensor"))
         throw ValueError(src + ": output " + a.dump() + " is not a tensor; Core ML outputs are tensors");
       std::string name = a["as_tensor"].at("name").get<std::string>();
+      if (cv->complex_vars.count(name))
+        throw ValueError(src + ": output '" + name +
+                         "' is a complex tensor; Core ML has no complex multiarrays (return torch.view_as_real of it, "
+                         "its real and imaginary parts on a last axis of 2)");
       Var* v = cv->var(name);
       bool dup = std::find(outs.begin(), outs.end(), v) != outs.end();
       if (!v->op() || dup || v->op()->op_type() == "const" || v->op()->op_type() == "read_state" ||

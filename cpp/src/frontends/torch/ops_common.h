@@ -83,6 +83,8 @@ Var* flat(C& cv, Var* x);
 Var* times(C& cv, const json& n, Var* x, Var* y);
 void like(C& cv, const json& n, double v);
 Var* reshape(C& cv, Var* v, const std::vector<Dim>& dims);
+/// atan2(y, x) of two float vars of one dtype (torch's quadrants; atan2(0, 0) = 0).
+Var* atan2_of(C& cv, Var* y, Var* x);
 /// A list element dim: a constant, or the symbol itself (so the gathered sequence keeps it).
 ArgItem elem_dim(C& cv, Dim d);
 

@@ -1,4 +1,4 @@
-// ATen dropout in eval mode (identity).
+// ATen dropout (identity).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -11,9 +11,13 @@ namespace torch_detail {
 
 namespace {
 
+// identity in training mode too, as coremltools converts it (an inference model keeps every
+// activation); native_dropout's mask is then all true
 void dropout_op(C& cv, const json& n) {
-  if (cv.bo(n, "train", false) && cv.f(n, "p", 0) > 0) cv.fail(n, "dropout in training mode is not supported (export the model in eval mode)");
-  cv.out(n, cv.op("identity", {C::a("x", input(cv, n))}));
+  Var* x = input(cv, n);
+  cv.out(n, cv.op("identity", {C::a("x", x)}));
+  if (C::output_names(n).size() > 1 && output_used(cv, n, 1))
+    cv.out(n, fill(cv, shape_of_var(cv, x), 1, DataType::Bool), 1);
 }
 
 }  // namespace

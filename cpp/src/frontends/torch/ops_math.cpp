@@ -43,21 +43,11 @@ void isinf_op(C& cv, const json& n) {
   cv.out(n, bin(cv, "equal", cv.op("abs", {C::a("x", x)}), cv.cs(INFINITY, C::dtype(x))));
 }
 
-// atan2(y, x): atan(y / x) moved to the right half-plane's quadrant; y / x is +-inf for x == 0
-// (atan gives +-pi/2), and atan2(0, 0) is 0 as in torch.
 void atan2_op(C& cv, const json& n) {
   Var* y = self(cv, n);
   Var* x = cv.tensor(n, "other");
   DataType dt = float_out(cv, n, y);
-  y = cv.cast(y, dt);
-  x = cv.cast(x, dt);
-  Var* q = cv.op("atan", {C::a("x", bin(cv, "real_div", y, x))});
-  Var* zero = cv.cs(0, dt);
-  Var* adj = sel(cv, bin(cv, "less", x, zero),
-                 sel(cv, bin(cv, "greater_equal", y, zero), cv.cs(M_PI, dt), cv.cs(-M_PI, dt)), zero);
-  Var* r = bin(cv, "add", q, adj);
-  Var* both0 = bin(cv, "logical_and", bin(cv, "equal", x, zero), bin(cv, "equal", y, zero));
-  cv.out(n, sel(cv, both0, zero, r));
+  cv.out(n, atan2_of(cv, cv.cast(y, dt), cv.cast(x, dt)));
 }
 
 void hypot_op(C& cv, const json& n) {
@@ -142,6 +132,19 @@ void signbit_op(C& cv, const json& n) {
 }
 
 }  // namespace
+
+// atan2(y, x): atan(y / x) moved to the right half-plane's quadrant; y / x is +-inf for x == 0
+// (atan gives +-pi/2), and atan2(0, 0) is 0 as in torch.
+Var* atan2_of(C& cv, Var* y, Var* x) {
+  DataType dt = C::dtype(y);
+  Var* q = cv.op("atan", {C::a("x", bin(cv, "real_div", y, x))});
+  Var* zero = cv.cs(0, dt);
+  Var* adj = sel(cv, bin(cv, "less", x, zero),
+                 sel(cv, bin(cv, "greater_equal", y, zero), cv.cs(M_PI, dt), cv.cs(-M_PI, dt)), zero);
+  Var* r = bin(cv, "add", q, adj);
+  Var* both0 = bin(cv, "logical_and", bin(cv, "equal", x, zero), bin(cv, "equal", y, zero));
+  return sel(cv, both0, zero, r);
+}
 
 void register_math(OpTable& t) {
   t.on("aten.log2", log2_op);

@@ -41,7 +41,6 @@ const std::vector<std::pair<std::string, std::string>>& named() {
       {"aten._fft_c2r", kComplexOut},
       {"aten._fft_r2c", kComplexOut},
       {"aten._fft_c2c", kComplexOut},
-      {"aten.randperm", "a random permutation: MIL has no op drawing one"},
       {"aten.set_", kLayout},
       {"aten.resize_",
        "resizes a tensor's storage in place: Core ML tensors are values, not storage"},
