@@ -502,7 +502,11 @@ void TorchImport::check_eval_mode() const {
               target.find("aten._native_batch_norm_legit.default") != std::string::npos;
     bool drop = target.find("aten.dropout.") != std::string::npos || target.find("aten.native_dropout.") != std::string::npos;
     bool training = false;
-    if (bn) training = Converter::has(n, "training") && Converter::arg(n, "training")->value("as_bool", false);
+    // (batch statistics without running ones, as weight standardization computes, convert)
+    if (bn)
+      training = Converter::has(n, "training") &&
+                 Converter::arg(n, "training")->value("as_bool", false) &&
+                 (Converter::has(n, "running_mean") || Converter::has(n, "running_var"));
     if (drop) {
       auto* tr = Converter::arg(n, "train");
       auto* p = Converter::arg(n, "p");
