@@ -14,11 +14,16 @@
 //   2. the op is rebuilt as "<op>_cast_fp16" on the new inputs, before the old op;
 //   3. each output that was fp32 and no longer is gets cast(out, "fp32") named "<out>_to_fp32";
 //      users (and function outputs, which keep their names) read it instead; the old op goes.
+// First (milkit's own step, not coremltools'), each p-norm written as pow / reduce_sum / pow is
+// rescaled by the largest |x| so its powers stay within fp16's range (scale_power_sum).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -108,6 +113,85 @@ bool fp16_overflow(const Operation* op) {
   return false;
 }
 
+// A one-element float const's value.
+std::optional<double> scalar_of(const Var* v) {
+  if (!v || !v->has_value() || v->value()->numel() != 1 || !is_float(v->value()->dtype()))
+    return std::nullopt;
+  return v->value()->as_double(0);
+}
+
+// The op making `v` when it is `type` and `v` is read by one op and is no block output.
+Operation* sole_producer(Var* v, const char* type) {
+  Operation* op = v->op();
+  if (!op || op->op_type() != type || v->uses().size() != 1 || !v->block_uses().empty())
+    return nullptr;
+  return op;
+}
+
+// A p-norm written as pow(reduce_sum(pow(|x|, p)), 1 / p) (or sqrt of a sum of squares, x * x
+// for the square), as core ATen decomposes vector norms: its powers overflow fp16 where the norm
+// does not. It becomes pow(reduce_sum(pow(|x| / m, p)), 1 / p) * max|x|, with m = max(max|x|,
+// 2^-14) over the same axes, before the ops are cast. p must be an even integer, or the base an
+// abs; a base that is a real_div (already scaled) is left alone.
+bool scale_power_sum(Builder& b, Block& blk, Operation* outer) {
+  std::optional<double> e = outer->op_type() == "sqrt"  ? std::optional<double>(0.5)
+                            : outer->op_type() == "pow" ? scalar_of(outer->input1("y"))
+                                                        : std::nullopt;
+  if (!e || !is_fp32(outer->input1("x"))) return false;
+  Operation* sum = sole_producer(outer->input1("x"), "reduce_sum");
+  Operation* inner = sum ? sole_producer(sum->input1("x"), "pow") : nullptr;
+  std::optional<double> p = inner ? scalar_of(inner->input1("y")) : std::nullopt;
+  if (Operation* sq = sum && !inner ? sole_producer(sum->input1("x"), "mul") : nullptr;
+      sq && sq->input1("x") == sq->input1("y")) {  // x * x: the square
+    inner = sq;
+    p = 2.0;
+  }
+  if (!p || !(*p > 0) || std::isinf(*p) || std::fabs(*p * *e - 1) > 1e-6) return false;
+  Var* x = inner->input1("x");
+  if (x->op() && x->op()->op_type() == "real_div") return false;  // already scaled
+  bool is_abs = x->op() && x->op()->op_type() == "abs";
+  if (!is_abs && !(std::fmod(*p, 2.0) == 0)) return false;
+  if (!is_fp32(x) || sum->parent() != &blk || inner->parent() != &blk) return false;
+  b.set_insertion_point(&blk, outer);
+  b.set_location(outer->location());
+  const std::string name = outer->output(0)->name();
+  auto one = [&](std::string_view type, std::vector<Arg> args, const std::string& suffix) {
+    return b.create(type, args, name + suffix)[0];
+  };
+  Var* ax = is_abs ? x : one("abs", {Builder::arg("x", x)}, "_abs");
+  auto reduce_args = [&](Var* v, std::optional<bool> keep) {
+    std::vector<Arg> a = pass_util::inputs_except(*sum, {"x", "keep_dims"});
+    a.insert(a.begin(), Builder::arg("x", v));
+    if (keep)
+      a.push_back(Builder::arg("keep_dims", Value::scalar_bool(*keep)));
+    else if (Var* k = sum->input1("keep_dims"))
+      a.push_back(Builder::arg("keep_dims", k));
+    return a;
+  };
+  Var* m = one("reduce_max", reduce_args(ax, true), "_max");
+  m = one("maximum",
+          {Builder::arg("x", m),
+           Builder::arg("y", Value::scalar_float(DataType::Float32, 6.103515625e-05))},
+          "_scale");
+  Var* q = one("real_div", {Builder::arg("x", ax), Builder::arg("y", m)}, "_scaled");
+  q = one("pow",
+          {Builder::arg("x", q), Builder::arg("y", Value::scalar_float(DataType::Float32, *p))},
+          "_pow");
+  Var* s = one("reduce_sum", reduce_args(q, std::nullopt), "_sum");
+  s = one("pow",
+          {Builder::arg("x", s), Builder::arg("y", Value::scalar_float(DataType::Float32, *e))},
+          "_root");
+  Var* y = one("mul",
+               {Builder::arg("x", s),
+                Builder::arg("y", one("reduce_max", reduce_args(ax, std::nullopt), "_outer_max"))},
+               "");
+  pass_util::replace_var(outer->output(0), y);
+  blk.erase(outer);
+  blk.erase(sum);
+  blk.erase(inner);
+  return true;
+}
+
 class AddFp16Cast : public Pass {
  public:
   bool run(Program& p, const PassOptions& opts) override {
@@ -121,6 +205,7 @@ class AddFp16Cast : public Pass {
       while (std::getline(ss, t, ',')) skip_.insert(t);
     }
     for (auto& [name, f] : p.functions()) {
+      changed_ = pass_util::rewrite_ops(*f, scale_power_sum) || changed_;
       Builder b(*f);
       builder_ = &b;
       apply_block(f->body());

@@ -507,7 +507,9 @@ void TorchImport::check_eval_mode() const {
               target.find("aten._native_batch_norm_legit_functional.") != std::string::npos ||
               target.find("aten.native_batch_norm.") != std::string::npos ||
               target.find("aten._native_batch_norm_legit.default") != std::string::npos;
-    if (bn && Converter::has(n, "training") && Converter::arg(n, "training")->value("as_bool", false))
+    // (batch statistics without running ones, as weight standardization computes, convert)
+    if (bn && Converter::has(n, "training") && Converter::arg(n, "training")->value("as_bool", false) &&
+        (Converter::has(n, "running_mean") || Converter::has(n, "running_var")))
       throw ValueError(src + ": " + Converter::label(n) + " runs in training mode; call model.eval() before torch.export");
   }
 }

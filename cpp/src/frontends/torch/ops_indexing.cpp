@@ -119,6 +119,15 @@ struct Stacked {
   Var* st = nullptr;
 };
 
+// A computed index into an axis of size `len` wrapped into [0, len) (i < 0 -> i + len): the fp16
+// pipeline may run a gather on uint16 indices (common::add_int16_cast), where -1 would read 65535.
+Var* nonneg_index(C& cv, Var* i, Dim len) {
+  if (is_const(i)) return i;
+  Var* neg = bin(cv, "less", i, cv.cs(0, DataType::Int32));
+  return cv.op("select",
+               {C::a("cond", neg), C::a("a", bin(cv, "add", i, cv.dim_var(len))), C::a("b", i)});
+}
+
 Stacked stack_indices(C& cv, const json& n, Var* x, const std::vector<Var*>& idx, const std::vector<int64_t>& pos) {
   Stacked r;
   int rank = cv.rank(n, x);
@@ -127,7 +136,9 @@ Stacked stack_indices(C& cv, const json& n, Var* x, const std::vector<Var*>& idx
     if (std::find(pos.begin(), pos.end(), k) == pos.end()) r.perm.push_back(k);
   for (size_t k = 0; k < r.perm.size(); ++k) r.ident = r.ident && r.perm[k] == static_cast<int64_t>(k);
   r.xt = r.ident ? x : cv.op("transpose", {C::a("x", x), C::aints32("perm", r.perm)});
-  for (auto p : pos) r.is.push_back(cv.cast(idx[static_cast<size_t>(p)], DataType::Int32));
+  for (auto p : pos)
+    r.is.push_back(nonneg_index(cv, cv.cast(idx[static_cast<size_t>(p)], DataType::Int32),
+                                C::shape(x)[static_cast<size_t>(p)]));
   Var* acc = r.is[0];
   for (size_t k = 1; k < r.is.size(); ++k) acc = bin(cv, "add", acc, bin(cv, "mul", r.is[k], cv.cs(0, DataType::Int32)));
   for (auto& v : r.is) v = bin(cv, "add", v, bin(cv, "mul", acc, cv.cs(0, DataType::Int32)));
@@ -147,7 +158,8 @@ Var* index(C& cv, const json& n, Var* x, const std::vector<Var*>& idx) {
     }
   if (pos.empty()) return cv.op("identity", {C::a("x", x)});
   if (pos.size() == 1) {
-    Var* i = cv.cast(idx[static_cast<size_t>(pos[0])], DataType::Int32);
+    Var* i = nonneg_index(cv, cv.cast(idx[static_cast<size_t>(pos[0])], DataType::Int32),
+                          C::shape(x)[static_cast<size_t>(pos[0])]);
     return gather_any(cv, "gather", x, {C::a("indices", i), C::ai32("axis", pos[0])});
   }
   bool adjacent = pos.back() - pos.front() + 1 == static_cast<int64_t>(pos.size());

@@ -19,18 +19,8 @@ Var* batch_norm(C& cv, const json& n, Var* x, Var* w, Var* b, Var* mean, Var* va
   return compose::batch_norm(cv.e, x, {mean, var, w, b, eps});
 }
 
-// batch norm from the node's running statistics (every aten variant with them); a `training`
-// argument set is refused where the variant has one
-void batch_norm_op(C& cv, const json& n) {
-  if (cv.bo(n, "training", false)) cv.fail(n, "batch_norm in training mode is not supported (export the model in eval mode)");
-  Var* x = input(cv, n);
-  cv.out(n, batch_norm(cv, n, x, cv.opt_tensor(n, "weight"), cv.opt_tensor(n, "bias"), cv.opt_tensor(n, "running_mean"),
-                       cv.opt_tensor(n, "running_var"), cv.f(n, "eps", 1e-5)));
-}
-
-// no running statistics: normalized by the batch's own (instance_norm decomposes to this)
-void native_batch_norm_legit_no_stats(C& cv, const json& n) {
-  Var* x = input(cv, n);
+// batch norm by the batch's own statistics: mean and biased variance over every axis but 1
+Var* batch_stats_norm(C& cv, const json& n, Var* x) {
   int r = cv.rank(n, x);
   DataType dt = C::dtype(x);
   std::vector<int64_t> axes{0};
@@ -44,7 +34,37 @@ void native_batch_norm_legit_no_stats(C& cv, const json& n) {
     y = bin(cv, "mul", y, cv.e.per_channel(cv.cast(w, dt), std::max(r, 2)));
   if (Var* b = cv.opt_tensor(n, "bias"))
     y = bin(cv, "add", y, cv.e.per_channel(cv.cast(b, dt), std::max(r, 2)));
-  cv.out(n, y);
+  return y;
+}
+
+// the normalized output of a batch norm with training set: batch statistics. Refused when the
+// node would update running statistics (a module in training mode) or another output (the
+// batch's mean / inverse std) is read.
+void batch_norm_training(C& cv, const json& n, Var* x) {
+  if (cv.opt_tensor(n, "running_mean") || cv.opt_tensor(n, "running_var"))
+    cv.fail(n,
+            "batch_norm in training mode updates its running statistics, which is not supported "
+            "(export the model in eval mode)");
+  for (size_t k = 1; k < C::output_names(n).size(); ++k)
+    if (output_used(cv, n, k))
+      cv.fail(n, "batch_norm in training mode: only the normalized output converts (output " +
+                     std::to_string(k) + ", a batch statistic, is read)");
+  cv.out(n, batch_stats_norm(cv, n, x));
+}
+
+// batch norm from the node's running statistics (every aten variant with them); with `training`
+// set, by the batch's own statistics (batch_norm_training)
+void batch_norm_op(C& cv, const json& n) {
+  Var* x = input(cv, n);
+  if (cv.bo(n, "training", false)) return batch_norm_training(cv, n, x);
+  cv.out(n, batch_norm(cv, n, x, cv.opt_tensor(n, "weight"), cv.opt_tensor(n, "bias"),
+                       cv.opt_tensor(n, "running_mean"), cv.opt_tensor(n, "running_var"),
+                       cv.f(n, "eps", 1e-5)));
+}
+
+// no running statistics: normalized by the batch's own (instance_norm decomposes to this)
+void native_batch_norm_legit_no_stats(C& cv, const json& n) {
+  batch_norm_training(cv, n, input(cv, n));
 }
 
 void instance_norm(C& cv, const json& n) {
@@ -98,6 +118,26 @@ void rms_norm(C& cv, const json& n) {
                               w ? cv.cast(w, dt) : nullptr, eps));
 }
 
+// torch._weight_norm(v, g, dim): g * v / ||v||, the 2-norm over every axis but `dim` (dim -1:
+// over every axis, as torch's norm_except_dim); _weight_norm_interface also returns the norms
+void weight_norm(C& cv, const json& n) {
+  Var* v = cv.tensor(n, "v");
+  DataType dt = C::dtype(v);
+  Var* g = cv.cast(cv.tensor(n, "g"), dt);
+  int r = cv.rank(n, v);
+  int64_t dim = cv.i(n, "dim", 0);
+  if (dim != -1) dim = cv.axis(n, dim, r);
+  std::vector<int64_t> axes;
+  for (int64_t k = 0; k < r; ++k)
+    if (k != dim) axes.push_back(k);
+  if (axes.empty()) cv.fail(n, "_weight_norm needs a tensor with at least one dim besides `dim`");
+  Var* norm = cv.op("reduce_l2_norm",
+                    {C::a("x", v), C::aints32("axes", axes), C::abool("keep_dims", true)});
+  Var* w = bin(cv, "mul", v, bin(cv, "real_div", g, norm));
+  if (C::output_names(n).size() > 1) return cv.outs(n, {w, norm});
+  cv.out(n, w);
+}
+
 }  // namespace
 
 void register_normalization(OpTable& t) {
@@ -110,6 +150,7 @@ void register_normalization(OpTable& t) {
   t.on("aten.group_norm", group_norm_op);
   t.on("aten.native_group_norm", native_group_norm);
   t.on({"aten.rms_norm", "aten._fused_rms_norm"}, rms_norm);
+  t.on({"aten._weight_norm", "aten._weight_norm_interface"}, weight_norm);
 }
 
 }  // namespace torch_detail

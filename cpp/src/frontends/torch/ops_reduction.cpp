@@ -260,26 +260,141 @@ void any_op(C& cv, const json& n) { anyall(cv, n, true); }
 
 void all_op(C& cv, const json& n) { anyall(cv, n, false); }
 
-// The `ord`-norm of self over the node's dims (float; an integer input is cast to fp32). Orders
-// other than 1, 2 and +-inf are computed by pow / sum / pow only where `any_order` is set.
-void vector_norm(C& cv, const json& n, double ord, bool any_order) {
+// The float input of a norm: the node's `dtype` argument, else an integer input as fp32
+Var* norm_input(C& cv, const json& n) {
   Var* x = self(cv, n);
+  if (auto dt = cv.dtype_arg(n, "dtype")) x = cv.cast(x, *dt);
   if (!is_float(C::dtype(x))) x = cv.cast(x, DataType::Float32);
-  auto axes = axes_of(cv, n, x);
-  bool keep = cv.bo(n, "keepdim", false);
-  if (ord == 2) return cv.out(n, reduce(cv, "reduce_l2_norm", x, axes, keep));
-  if (ord == 1) return cv.out(n, reduce(cv, "reduce_l1_norm", x, axes, keep));
-  if (!any_order) cv.fail(n, "norm with p=" + std::to_string(ord) + " is not supported");
-  Var* ax = cv.op("abs", {C::a("x", x)});
-  if (std::isinf(ord)) return cv.out(n, reduce(cv, ord > 0 ? "reduce_max" : "reduce_min", ax, axes, keep));
-  Var* p = cv.op("pow", {C::a("x", ax), C::a("y", cv.cs(ord, C::dtype(x)))});
-  Var* s = reduce(cv, "reduce_sum", p, axes, keep);
-  cv.out(n, cv.op("pow", {C::a("x", s), C::a("y", cv.cs(1.0 / ord, C::dtype(x)))}));
+  return x;
 }
 
-void linalg_vector_norm(C& cv, const json& n) { vector_norm(cv, n, cv.f(n, "ord", 2), true); }
+// (sum |x|^p)^(1/p) over `axes`, computed as m * (sum (|x| / m)^p)^(1/p) with m the largest |x|
+// (at least the smallest normal of the dtype), so the powers stay in range in fp16 too
+Var* scaled_p_norm(C& cv, Var* x, double p, const std::vector<int64_t>& axes, bool keep) {
+  DataType dt = C::dtype(x);
+  Var* ax = cv.op("abs", {C::a("x", x)});
+  double tiny = dt == DataType::Float16 ? 6.103515625e-05
+                                        : static_cast<double>(std::numeric_limits<float>::min());
+  Var* m = cv.op("maximum",
+                 {C::a("x", reduce(cv, "reduce_max", ax, axes, true)), C::a("y", cv.cs(tiny, dt))});
+  Var* q = cv.op("pow", {C::a("x", bin(cv, "real_div", ax, m)), C::a("y", cv.cs(p, dt))});
+  Var* s = cv.op(
+      "pow", {C::a("x", reduce(cv, "reduce_sum", q, axes, keep)), C::a("y", cv.cs(1.0 / p, dt))});
+  if (!keep) m = cv.op("squeeze", {C::a("x", m), C::aints32("axes", axes)});
+  return bin(cv, "mul", s, m);
+}
 
-void norm_op(C& cv, const json& n) { vector_norm(cv, n, cv.f(n, "p", 2), false); }
+// The vector `ord`-norm of x over `axes` (torch.linalg.vector_norm): 2 and 1 by reduce_l2_norm /
+// reduce_l1_norm, +-inf by the largest / smallest |x|, 0 by the count of non-zeros, others scaled
+Var* vector_norm_of(C& cv, Var* x, double ord, const std::vector<int64_t>& axes, bool keep) {
+  if (axes.empty()) return cv.op("abs", {C::a("x", x)});
+  if (ord == 2) return reduce(cv, "reduce_l2_norm", x, axes, keep);
+  if (ord == 1) return reduce(cv, "reduce_l1_norm", x, axes, keep);
+  if (std::isinf(ord))
+    return reduce(cv, ord > 0 ? "reduce_max" : "reduce_min", cv.op("abs", {C::a("x", x)}), axes,
+                  keep);
+  if (ord == 0) {
+    Var* nz =
+        cv.cast(cv.op("not_equal", {C::a("x", x), C::a("y", cv.cs(0, C::dtype(x)))}), C::dtype(x));
+    return reduce(cv, "reduce_sum", nz, axes, keep);
+  }
+  return scaled_p_norm(cv, x, ord, axes, keep);
+}
+
+// The matrix `ord`-norm of x over the two `axes` (torch.linalg.matrix_norm): "fro", 1 / -1 (the
+// largest / smallest column sum of |x|), inf / -inf (row sums); 2, -2 and "nuc" need singular
+// values
+Var* matrix_norm_of(C& cv, const json& n, Var* x, const std::string& ord,
+                    const std::vector<int64_t>& axes, bool keep) {
+  if (axes.size() != 2 || axes[0] == axes[1]) cv.fail(n, "a matrix norm needs two different dims");
+  if (ord == "fro") return reduce(cv, "reduce_l2_norm", x, axes, keep);
+  if (ord == "2" || ord == "-2" || ord == "nuc")
+    cv.fail(n, "matrix norm with ord=" + ord +
+                   " needs singular values, and MIL has no singular value decomposition (ords "
+                   "'fro', 1, -1, inf and -inf convert)");
+  bool cols = ord == "1" || ord == "-1";
+  bool largest = ord == "1" || ord == "inf";
+  if (!cols && ord != "inf" && ord != "-inf")
+    cv.fail(n, "matrix norm with ord=" + ord + " is not defined");
+  Var* sums = reduce(cv, "reduce_sum", cv.op("abs", {C::a("x", x)}), {axes[cols ? 0 : 1]}, true);
+  return reduce(cv, largest ? "reduce_max" : "reduce_min", sums, axes, keep);
+}
+
+// A numeric matrix ord as matrix_norm_of names it ("1", "-1", "inf", "-inf", "2", "-2", or the
+// number)
+std::string matrix_ord_name(double ord) {
+  if (std::isinf(ord)) return ord > 0 ? "inf" : "-inf";
+  if (ord == std::floor(ord) && std::fabs(ord) < 1e9)
+    return std::to_string(static_cast<int64_t>(ord));
+  return std::to_string(ord);
+}
+
+void linalg_vector_norm(C& cv, const json& n) {
+  Var* x = norm_input(cv, n);
+  cv.out(n,
+         vector_norm_of(cv, x, cv.f(n, "ord", 2), axes_of(cv, n, x), cv.bo(n, "keepdim", false)));
+}
+
+// aten.norm: p (a number, default 2) over `dim` (default every axis); p "fro" is the 2-norm
+void norm_op(C& cv, const json& n) {
+  Var* x = norm_input(cv, n);
+  const json* p = C::arg(n, "p");
+  double ord = 2;
+  if (p && p->contains("as_string")) {
+    std::string s = cv.s(n, "p", "fro");
+    if (s != "fro")
+      cv.fail(n, "norm with p='" + s +
+                     "' needs singular values, and MIL has no singular value decomposition");
+  } else {
+    ord = cv.f(n, "p", 2);
+  }
+  cv.out(n, vector_norm_of(cv, x, ord, axes_of(cv, n, x), cv.bo(n, "keepdim", false)));
+}
+
+// torch.linalg.norm (both overloads): no ord: the 2-norm over `dim` (every axis when absent);
+// else a vector norm for one dim, a matrix norm for two (no dim: the input's one or two dims)
+void linalg_norm(C& cv, const json& n) {
+  Var* x = norm_input(cv, n);
+  int r = cv.rank(n, x);
+  bool keep = cv.bo(n, "keepdim", false);
+  const json* o = C::arg(n, "ord");
+  auto axes = axes_of(cv, n, x);
+  if (!o) return cv.out(n, reduce(cv, "reduce_l2_norm", x, axes, keep));
+  bool is_str = o->contains("as_string");
+  if (!C::has(n, "dim") && r != 1 && r != 2)
+    cv.fail(n, "linalg.norm with an ord and no dim needs a 1-D or 2-D input, got rank " +
+                   std::to_string(r));
+  if (axes.size() == 2)
+    return cv.out(
+        n, matrix_norm_of(cv, n, x,
+                          is_str ? cv.s(n, "ord", "fro") : matrix_ord_name(cv.f(n, "ord", 2)), axes,
+                          keep));
+  if (axes.size() != 1) cv.fail(n, "linalg.norm with an ord needs one or two dims");
+  if (is_str) cv.fail(n, "linalg.norm with ord '" + cv.s(n, "ord", "") + "' needs two dims");
+  cv.out(n, vector_norm_of(cv, x, cv.f(n, "ord", 2), axes, keep));
+}
+
+// torch.linalg.matrix_norm (numeric and string ord; dims default to the last two)
+void linalg_matrix_norm(C& cv, const json& n) {
+  Var* x = norm_input(cv, n);
+  int r = cv.rank(n, x);
+  if (r < 2) cv.fail(n, "linalg.matrix_norm needs at least two dims");
+  std::vector<int64_t> axes = cv.ints(n, "dim", {-2, -1});
+  for (auto& a : axes) a = cv.axis(n, a, r);
+  const json* o = C::arg(n, "ord");
+  std::string ord = !o                         ? "fro"
+                    : o->contains("as_string") ? cv.s(n, "ord", "fro")
+                                               : matrix_ord_name(cv.f(n, "ord", 2));
+  cv.out(n, matrix_norm_of(cv, n, x, ord, axes, cv.bo(n, "keepdim", false)));
+}
+
+// the singular value decomposition (core ATen's decomposition of the 2 / -2 / nuclear matrix norms)
+void svd_refused(C& cv, const json& n) {
+  cv.fail(n,
+          "singular values are not supported: MIL has no singular value decomposition (matrix "
+          "norms with "
+          "ord 2, -2 or 'nuc' need it)");
+}
 
 }  // namespace
 
@@ -301,6 +416,9 @@ void register_reduction(OpTable& t) {
   t.on("aten.all", all_op);
   t.on("aten.linalg_vector_norm", linalg_vector_norm);
   t.on("aten.norm", norm_op);
+  t.on("aten.linalg_norm", linalg_norm);
+  t.on("aten.linalg_matrix_norm", linalg_matrix_norm);
+  t.on({"aten._linalg_svd", "aten.linalg_svd", "aten.linalg_svdvals", "aten.svd"}, svd_refused);
   sum_like(t, "aten.sum", "reduce_sum", false);
   sum_like(t, "aten.mean", "reduce_mean", true);
   sum_like(t, "aten.prod", "reduce_prod", false);
