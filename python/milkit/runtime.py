@@ -124,8 +124,8 @@ def _integral(name: str, arr: Any, want: Any) -> Any:
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(arr) | (arr != np.trunc(arr))
         if bad.any():
-            raise ValueError(f"input {name!r} is {want.name} and its {arr.dtype.name} feed holds "
-                             f"{arr[bad].flat[0]}, which is not an integer")
+            raise ValueError(f"input {name!r} has dtype {arr.dtype.name}, which cannot be cast safely to the "
+                             f"model's {want.name}: it holds {arr[bad].flat[0]}, which is not an integer")
         out = (arr < info.min) | (arr > info.max)
         if out.any():
             raise ValueError(f"input {name!r}: the value {arr[out].flat[0]} does not fit {want.name}")
