@@ -266,6 +266,18 @@ void init_ir(py::module_& m) {
         return handle(f.add_input(name, t));
       }, py::arg("name"), py::arg("dtype"), py::arg("shape"), py::arg("state") = false,
           "Adds an input of MIL dtype code dtype and the given shape (ints and SymExprs); state=True makes an iOS18 state.")
+      .def("_retype_input", [](Function& f, const std::string& name, int dtype) {
+        for (Var* in : f.inputs()) {
+          if (in->name() != name) continue;
+          const Type* t = in->type();
+          if (!t->is_tensor()) throw ValueError("input '" + name + "' is not a tensor");
+          const auto to = static_cast<DataType>(dtype);
+          in->set_type(t->has_rank() ? f.ctx().tensor(to, t->shape()) : f.ctx().tensor_unknown_rank(to));
+          return;
+        }
+        throw ValueError("the function has no input named '" + name + "'");
+      }, py::arg("name"), py::arg("dtype"),
+          "Gives tensor input `name` MIL dtype code `dtype`, keeping its shape (its readers are not re-typed).")
       .def_property_readonly("inputs", [](const Function& f) { return vars_list(f.inputs()); })
       .def_property_readonly("outputs", [](const Function& f) { return vars_list(f.body().outputs()); },
           "The function's output Vars.")

@@ -43,8 +43,7 @@ def _apply_input_types(fn: Any, inputs: Sequence[Any]) -> dict:
                 _check_enumerated(name, es, var)
             images.append(_image_input_record(t, names.index(name), var, es))
         elif t.dtype is not None and _as_dtype(t.dtype) is not var.dtype:
-            raise ValueError(f"input {name!r}: dtype {types.builtin_to_string(_as_dtype(t.dtype))} differs from "
-                             f"the program's {var.dtype}; cast inside the program instead")
+            _cast_input(fn, name, _as_dtype(t.dtype))
         if t.shape is None:
             continue
         if isinstance(t.shape, EnumeratedShapes):
@@ -81,6 +80,33 @@ def _apply_input_types(fn: Any, inputs: Sequence[Any]) -> dict:
     keep = [r for r in fn._image_inputs() if names[r["input"]] not in named]
     fn._set_image_inputs(keep + images)
     return enumerated
+
+
+# requested dtype -> the program's dtype it stands for without a cast (coremltools narrows these
+# inputs to the dtype Core ML computes in)
+_NARROWED = {"int64": "int32", "fp64": "fp32"}
+
+
+def _cast_input(fn: Any, name: str, want: Any) -> None:
+    """Input `name` takes dtype `want` and a cast to the dtype the program reads is inserted before
+    the first op (coremltools does the same for ``TensorType(dtype=...)`` differing from the traced
+    input: an int program input given fp32 or fp16 reads ``cast(x, dtype="int32")``). An int64 /
+    fp64 request for an int32 / fp32 input is the narrowing coremltools applies: no cast."""
+    var = fn.inputs[name]
+    have = types.builtin_to_string(var.dtype)
+    want_s = types.builtin_to_string(want)
+    if _NARROWED.get(want_s) == have:
+        return
+    if var._kind not in ("tensor", "scalar"):
+        raise ValueError(f"input {name!r}: only tensor inputs take a dtype")
+    fn._retype_input(name, want.code)
+    ops = fn.operations
+    _core._push_scope(fn, None, ops[0] if ops else None)
+    try:
+        c = mb.cast(x=var, dtype=have)
+    finally:
+        _core._pop_scope()
+    fn.block.replace_uses_of_var_after_op(anchor_op=c.op, old_var=var, new_var=c)
 
 
 def _apply_output_types(fn: Any, outputs: Sequence[Any]) -> None:

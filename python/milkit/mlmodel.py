@@ -123,7 +123,11 @@ class MLModel:
         probabilities a dict label -> float, as Core ML returns them). Image inputs take PIL images
         (mode 'RGB' for RGB / BGR, 'L' for GRAYSCALE, 'F' for GRAYSCALE_FLOAT16), turned into the
         tensor Core ML feeds; image outputs come back as PIL images ('RGBA', 'L' or 'F'). Stateful models take
-        ``state=model.make_state()``. Several threads may predict on one model at once."""
+        ``state=model.make_state()``. Several threads may predict on one model at once.
+
+        Feeds and results follow Core ML: a rank-0 output comes back with shape (1,) and a rank-0
+        input takes a (1,) array; fp64 / int64 / bool feeds are cast to the input's dtype, and float
+        feeds of an int input too when their values are integers (1.5 for an int input raises)."""
         from . import runtime
 
         plan = self._get_plan()
@@ -137,12 +141,16 @@ class MLModel:
                 if name in data:
                     data[name] = image_to_array(data[name], name, desc["colorSpace"])
                     check_image_size(data[name], name, desc)
-        feed = runtime.coerce_inputs(self._fn, data)
+        feed = runtime.coerce_inputs(self._fn, data, as_coreml=True)
         for name, shapes in self._enumerated.items():
             if name in feed and list(feed[name].shape) not in shapes:
                 raise ValueError(f"input {name!r} has shape {tuple(feed[name].shape)}, which is not one of the "
                                  f"model's enumerated shapes {[tuple(s) for s in shapes]}")
         out = runtime.outputs_as_coreml(self._fn, plan.run(feed, state))
+        for name, value in out.items():
+            # Core ML's multiarrays have rank >= 1: a rank-0 output comes back with shape (1,)
+            if getattr(value, "ndim", None) == 0 and not isinstance(value, str):
+                out[name] = value.reshape(1)
         if self._image_out:
             from .image_types import array_to_image
 

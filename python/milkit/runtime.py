@@ -70,10 +70,15 @@ def _c_order(arr: Any) -> Any:
     return arr if arr.flags.c_contiguous else arr.copy(order="C")
 
 
-def coerce_inputs(fn: Any, data: Mapping[str, Any]) -> dict:
+def coerce_inputs(fn: Any, data: Mapping[str, Any], as_coreml: bool = False) -> dict:
     """The inputs as C-ordered arrays of the declared dtypes. Values of another dtype are cast when
     numpy can do it without losing the kind (fp64 -> fp32, int64 -> int32 within range, int ->
-    float); anything else (float -> int, out-of-range ints) raises ValueError naming the input."""
+    float, bool -> int); anything else (float -> int, out-of-range ints) raises ValueError naming
+    the input.
+
+    With `as_coreml` (``MLModel.predict``) the feeds are taken as Core ML takes them: float values
+    for an int input are cast when every one is integral (1.5 for an int32 input raises), and a
+    (1,) array feeds a rank-0 input."""
     import numpy as np
 
     if not isinstance(data, Mapping):
@@ -89,9 +94,14 @@ def coerce_inputs(fn: Any, data: Mapping[str, Any]) -> dict:
             out[name] = _c_order(arr)  # the interpreter reports the unknown name
             continue
         want = np.dtype(_NP_OF[var._dtype_code])
+        if as_coreml and arr.shape == (1,) and var._kind == "scalar":
+            arr = arr.reshape(())
         if arr.dtype != want:
             ok = np.can_cast(arr.dtype, want, "same_kind") or (
                 arr.dtype.kind in "biu" and want.kind in "fc") or (arr.dtype.kind == "b" and want.kind in "iu")
+            if as_coreml and not ok and arr.dtype.kind == "f" and want.kind in "iu":
+                arr = _integral(name, arr, want)
+                ok = True
             if ok and arr.dtype.kind in "iu" and want.kind in "iu" and arr.size:
                 info = np.iinfo(want)
                 lo, hi = arr.min(), arr.max()
@@ -103,6 +113,23 @@ def coerce_inputs(fn: Any, data: Mapping[str, Any]) -> dict:
             arr = arr.astype(want)
         out[name] = _c_order(arr)
     return out
+
+
+def _integral(name: str, arr: Any, want: Any) -> Any:
+    """Float feeds of an int input as integers of their values (in range and integral), else a
+    ValueError naming the input and a value that is not."""
+    import numpy as np
+
+    info = np.iinfo(want)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(arr) | (arr != np.trunc(arr))
+        if bad.any():
+            raise ValueError(f"input {name!r} has dtype {arr.dtype.name}, which cannot be cast safely to the "
+                             f"model's {want.name}: it holds {arr[bad].flat[0]}, which is not an integer")
+        out = (arr < info.min) | (arr > info.max)
+        if out.any():
+            raise ValueError(f"input {name!r}: the value {arr[out].flat[0]} does not fit {want.name}")
+    return arr.astype(want)
 
 
 def classifier_labels(fn: Any) -> set:

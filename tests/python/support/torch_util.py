@@ -89,7 +89,10 @@ def compare(got: Dict[str, np.ndarray], ref: Any, rtol: float = 1e-4, what: str 
     assert len(outs) == len(refs), f"{what}: {len(outs)} outputs, torch gives {len(refs)}"
     for k, (o, r) in enumerate(zip(outs, refs)):
         o = np.asarray(o)
-        assert o.shape == r.shape, f"{what}: output {k} has shape {o.shape}, torch {r.shape}"
+        # predict returns a rank-0 torch output with shape (1,), as Core ML does
+        want_shape = (1,) if r.shape == () else r.shape
+        assert o.shape == want_shape, f"{what}: output {k} has shape {o.shape}, torch {r.shape}"
+        o = o.reshape(r.shape)
         if r.dtype == np.bool_ or np.issubdtype(r.dtype, np.integer):
             np.testing.assert_array_equal(o.astype(r.dtype), r, err_msg=f"{what}: output {k}")
             continue

@@ -125,13 +125,36 @@ void one_hot(C& cv, const NodeProto& n) {
                 C::arg_i32("axis", ax), C::arg("on_value", mk(1)), C::arg("off_value", mk(0))}));
 }
 
+// Trilu's mask built at run time: col - row >= k (upper) or <= k (lower) over the last two dims
+// of `x`'s run-time shape, `k` an int32 var.
+Var* trilu_mask_runtime(C& cv, Var* x, int r, Var* k, bool upper) {
+  Var* shp = cv.op("shape", {C::arg("x", x)});
+  auto range = [&](int axis) {
+    Var* d = cv.op("gather",
+                   {C::arg("x", shp), C::arg("indices", Value::scalar_int(DataType::Int32, axis))});
+    return cv.op("range_1d",
+                 {C::arg("start", Value::scalar_int(DataType::Int32, 0)), C::arg("end", d),
+                  C::arg("step", Value::scalar_int(DataType::Int32, 1))});
+  };
+  Var* rows = cv.em.expand_dims(range(r - 2), {1});
+  Var* diff = cv.op("sub", {C::arg("x", range(r - 1)), C::arg("y", rows)});
+  return cv.op(upper ? "greater_equal" : "less_equal", {C::arg("x", diff), C::arg("y", k)});
+}
+
 void trilu(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
+  if (r < 2) cv.fail(n, "needs an input of rank 2 or more");
   auto s = C::static_shape(x);
-  if (!s || r < 2) cv.fail(n, "needs a known shape of rank 2 or more");
-  int64_t k = C::has(n, 1) ? cv.ints(n, 1, "k").at(0) : 0;
   bool upper = C::attr_int(n, "upper", 1) != 0;
+  if (!s || (C::has(n, 1) && !cv.value(n, 1))) {
+    Var* k = C::has(n, 1) ? cv.in(n, 1) : cv.c(Value::scalar_int(DataType::Int32, 0));
+    if (C::dtype(k) != DataType::Int32) k = cv.cast(k, DataType::Int32);
+    Var* mask = trilu_mask_runtime(cv, x, r, k, upper);
+    Var* zero = cv.cs(0, C::dtype(x));
+    return cv.out(n, 0, cv.op("select", {C::arg("cond", mask), C::arg("a", x), C::arg("b", zero)}));
+  }
+  int64_t k = C::has(n, 1) ? cv.ints(n, 1, "k").at(0) : 0;
   int64_t h = (*s)[r - 2], w = (*s)[r - 1];
   std::vector<int64_t> m(static_cast<size_t>(h * w));
   for (int64_t i = 0; i < h; ++i)

@@ -73,6 +73,147 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
   return compose::resize(cv.em, x, s);
 }
 
+// ---- Resize whose output size is known only at run time ----------------------------------
+// One axis at a time: ONNX's source coordinate of every output index, computed in fp32 as
+// onnxruntime does, then a gather of the nearest source (nearest) or of the two neighbours
+// blended (linear, the coordinate clamped to [0, in - 1]).
+
+Var* scalar_i32(C& cv, int64_t v) { return cv.c(Value::scalar_int(DataType::Int32, v)); }
+
+// The fp32 source coordinate of output indices `i` (fp32 [N]) over an axis of `in` -> `out`
+// elements (fp32 scalars) with `scale` (fp32 scalar) and `width` the unrounded output size.
+Var* source_coord(C& cv, const NodeProto& n, const std::string& coord, Var* i, Var* in, Var* out,
+                  Var* scale, Var* width) {
+  auto b = [&](const char* t, Var* x, Var* y) { return binary(cv, t, x, y); };
+  Var* half = fconst(cv, 0.5);
+  Var* hp = b("sub", b("real_div", b("add", i, half), scale), half);
+  if (coord == "half_pixel") return hp;
+  if (coord == "asymmetric") return b("real_div", i, scale);
+  if (coord == "pytorch_half_pixel")
+    return cv.em.sel(b("greater", out, fconst(cv, 1)), hp, fconst(cv, 0));
+  if (coord == "half_pixel_symmetric") {
+    Var* adj = b("real_div", out, width);
+    Var* offset = b("mul", b("mul", in, half), b("sub", fconst(cv, 1), adj));
+    return b("add", offset, hp);
+  }
+  if (coord == "align_corners") {
+    Var* one = fconst(cv, 1);
+    Var* den = b("maximum", b("sub", out, one), one);
+    Var* v = b("real_div", b("mul", i, b("sub", in, one)), den);
+    return cv.em.sel(b("equal", out, one), fconst(cv, 0), v);
+  }
+  cv.fail(n, "coordinate_transformation_mode '" + coord +
+                 "' needs the output size to be known at conversion time");
+}
+
+// Resizes axis `axis` of `x` from its run-time size to `out_i` (int32 scalar) elements; `scale`
+// (fp32 scalar) is the given scale, or nullptr for out / in.
+Var* resize_axis_runtime(C& cv, const NodeProto& n, Var* x, int axis, int rank, Var* out_i,
+                         Var* scale, const std::string& mode, const std::string& coord,
+                         const std::string& nearest_mode) {
+  auto b = [&](const char* t, Var* p, Var* q) { return binary(cv, t, p, q); };
+  Var* in_i = cv.op("gather", {C::arg("x", cv.op("shape", {C::arg("x", x)})),
+                               C::arg("indices", Value::scalar_int(DataType::Int32, axis))});
+  Var* in = cv.cast(in_i, DataType::Float32);
+  Var* out = cv.cast(out_i, DataType::Float32);
+  Var* width = scale ? b("mul", in, scale) : out;
+  if (!scale) scale = b("real_div", out, in);
+  Var* idx = cv.op("range_1d",
+                   {C::arg("start", Value::scalar_int(DataType::Int32, 0)), C::arg("end", out_i),
+                    C::arg("step", Value::scalar_int(DataType::Int32, 1))});
+  Var* g = source_coord(cv, n, coord, cv.cast(idx, DataType::Float32), in, out, scale, width);
+  Var* last_i = b("sub", in_i, scalar_i32(cv, 1));
+  Var* last = cv.cast(last_i, DataType::Float32);
+  auto gather = [&](Var* ind) {
+    return cv.op("gather", {C::arg("x", x), C::arg("indices", ind), C::arg_i32("axis", axis)});
+  };
+  if (mode == "nearest") {
+    Var* r = nullptr;
+    if (nearest_mode == "floor")
+      r = cv.em.un("floor", g);
+    else if (nearest_mode == "ceil")
+      r = cv.em.un("ceil", g);
+    else if (nearest_mode == "round_prefer_ceil")
+      r = cv.em.un("floor", b("add", g, fconst(cv, 0.5)));
+    else
+      r = cv.em.un("ceil", b("sub", g, fconst(cv, 0.5)));  // round_prefer_floor
+    r = b("maximum", b("minimum", r, last), fconst(cv, 0));
+    return gather(cv.cast(r, DataType::Int32));
+  }
+  Var* xc = b("maximum", b("minimum", g, last), fconst(cv, 0));
+  Var* lo = cv.em.un("floor", xc);
+  Var* lo_i = cv.cast(lo, DataType::Int32);
+  Var* hi_i = b("minimum", b("add", lo_i, scalar_i32(cv, 1)), last_i);
+  std::vector<int64_t> wshape(static_cast<size_t>(rank), 1);
+  wshape[static_cast<size_t>(axis)] = -1;
+  DataType dt = C::dtype(x);
+  Var* w = cv.cast(
+      cv.op("reshape", {C::arg("x", b("sub", xc, lo)), C::arg_ints32("shape", wshape)}), dt);
+  Var* one = cv.cs(1, dt);
+  return b("add", b("mul", gather(lo_i), b("sub", one, w)), b("mul", gather(hi_i), w));
+}
+
+// Whether resize_runtime takes this Resize (else its sizes must be known at conversion time).
+bool runtime_sizes_ok(const NodeProto& n, Var* x, const std::string& mode,
+                      const std::string& coord) {
+  if (mode != "nearest" && mode != "linear") return false;
+  if (mode == "linear" && (!is_float(C::dtype(x)) || C::attr_int(n, "antialias", 0) != 0))
+    return false;
+  return coord != "tf_crop_and_resize" &&
+         C::attr_string(n, "keep_aspect_ratio_policy", "stretch") == "stretch";
+}
+
+// Resize to `sizes` (an int32 var, one value per entry of `axes` or per dim) or by `scales`
+// known at conversion time, on an input whose size or output size is known only at run time.
+void resize_runtime(C& cv, const NodeProto& n, Var* x, const std::vector<double>& scales,
+                    Var* sizes, std::vector<int64_t> axes, const std::string& mode,
+                    const std::string& coord, const std::string& nearest_mode) {
+  int r = cv.rank(n, x);
+  if (mode != "nearest" && mode != "linear")
+    cv.fail(n, "mode '" + mode + "' needs the output size to be known at conversion time");
+  if (mode == "linear" && !is_float(C::dtype(x)))
+    cv.fail(n, "linear resizing of a non-float input needs the output size at conversion time");
+  if (C::attr_int(n, "antialias", 0) != 0 && mode == "linear")
+    cv.fail(n, "antialias needs the output size to be known at conversion time");
+  if (C::attr_string(n, "keep_aspect_ratio_policy", "stretch") != "stretch")
+    cv.fail(n, "keep_aspect_ratio_policy needs the output size to be known at conversion time");
+  if (axes.empty())
+    for (int a = 0; a < r; ++a) axes.push_back(a);
+  size_t count = scales.size();
+  if (sizes) {
+    auto ss = C::static_shape(sizes);
+    if (!ss || ss->size() != 1) cv.fail(n, "sizes must be a 1-D tensor of known length");
+    count = static_cast<size_t>((*ss)[0]);
+  }
+  if (count != axes.size()) cv.fail(n, "sizes / scales must have one value per resized dim");
+  // sizes whose elements are the input's own dims (Shape -> Slice -> Concat) leave those as is
+  const Value* known = sizes && sizes->value() && sizes->value()->is_symbolic() &&
+                               sizes->value()->dims().size() == count
+                           ? sizes->value().get()
+                           : nullptr;
+  const auto& xs = C::shape(x);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    int a = static_cast<int>(axes[k]);
+    if (sizes) {
+      if (known && known->dims()[k] == xs[static_cast<size_t>(a)]) continue;  // same size: as is
+      Var* o =
+          cv.op("gather",
+                {C::arg("x", sizes),
+                 C::arg("indices", Value::scalar_int(DataType::Int32, static_cast<int64_t>(k)))});
+      x = resize_axis_runtime(cv, n, x, a, r, o, nullptr, mode, coord, nearest_mode);
+    } else {
+      if (scales[k] == 1.0) continue;
+      Var* sc = fconst(cv, scales[k]);
+      Var* in = cv.cast(cv.op("gather", {C::arg("x", cv.op("shape", {C::arg("x", x)})),
+                                         C::arg("indices", Value::scalar_int(DataType::Int32, a))}),
+                        DataType::Float32);
+      Var* o = cv.cast(cv.em.un("floor", binary(cv, "mul", in, sc)), DataType::Int32);
+      x = resize_axis_runtime(cv, n, x, a, r, o, sc, mode, coord, nearest_mode);
+    }
+  }
+  cv.out(n, 0, cv.op("identity", {C::arg("x", x)}));
+}
+
 void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales,
             std::vector<int64_t> sizes, const std::string& mode, std::string coord,
             const std::string& nearest_mode, std::vector<double> roi) {
@@ -124,7 +265,12 @@ void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales,
           cv.op("upsample_nearest_neighbor",
                 {C::arg("x", x), C::arg_i32("scale_factor_height", static_cast<int64_t>(scales[2])),
                  C::arg_i32("scale_factor_width", static_cast<int64_t>(scales[3]))}));
-    cv.fail(n, "resizing needs the input's shape to be known");
+    Var* sz =
+        sizes.empty()
+            ? nullptr
+            : cv.c(Value::from_ints(DataType::Int32, {static_cast<int64_t>(sizes.size())}, sizes));
+    return resize_runtime(cv, n, x, scales, sz, sizes.empty() ? std::vector<int64_t>{} : axes, mode,
+                          coord, nearest_mode);
   }
   std::vector<int64_t> out(static_cast<size_t>(r));
   if (!sizes.empty()) {
@@ -186,6 +332,17 @@ void resize_op(C& cv, const NodeProto& n) {
     nm = "floor";
   } else {
     if (coord == "tf_crop_and_resize") roi = cv.doubles(n, 1, "roi");
+    if (C::has(n, 3) && !cv.value(n, 3) && runtime_sizes_ok(n, x, mode, coord)) {
+      Var* sz = cv.in(n, 3);
+      if (C::dtype(sz) != DataType::Int32) sz = cv.cast(sz, DataType::Int32);
+      pick(n, "mode", modes, mode);
+      pick(n, "coordinate_transformation_mode", coords, coord);
+      pick(n, "nearest_mode", roundings, nm);
+      std::vector<int64_t> axes = C::attr_ints(n, "axes");
+      int r = cv.rank(n, x);
+      for (auto& a : axes) a = cv.axis(n, a, r);
+      return resize_runtime(cv, n, x, {}, sz, axes, mode, coord, nm);
+    }
     if (C::has(n, 3))
       sizes = cv.ints(n, 3, "sizes");
     else if (C::has(n, 2))
