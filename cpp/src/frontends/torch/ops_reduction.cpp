@@ -388,14 +388,6 @@ void linalg_matrix_norm(C& cv, const json& n) {
   cv.out(n, matrix_norm_of(cv, n, x, ord, axes, cv.bo(n, "keepdim", false)));
 }
 
-// the singular value decomposition (core ATen's decomposition of the 2 / -2 / nuclear matrix norms)
-void svd_refused(C& cv, const json& n) {
-  cv.fail(n,
-          "singular values are not supported: MIL has no singular value decomposition (matrix "
-          "norms with "
-          "ord 2, -2 or 'nuc' need it)");
-}
-
 }  // namespace
 
 void register_reduction(OpTable& t) {
@@ -418,7 +410,6 @@ void register_reduction(OpTable& t) {
   t.on("aten.norm", norm_op);
   t.on("aten.linalg_norm", linalg_norm);
   t.on("aten.linalg_matrix_norm", linalg_matrix_norm);
-  t.on({"aten._linalg_svd", "aten.linalg_svd", "aten.linalg_svdvals", "aten.svd"}, svd_refused);
   sum_like(t, "aten.sum", "reduce_sum", false);
   sum_like(t, "aten.mean", "reduce_mean", true);
   sum_like(t, "aten.prod", "reduce_prod", false);

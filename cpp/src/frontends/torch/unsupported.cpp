@@ -35,6 +35,10 @@ const char* const kQuantized =
     "works on torch quantized tensors: convert the float model and compress it with "
     "milkit.optimize.coreml";
 
+const char* const kSvd =
+    "singular values are not supported: MIL has no singular value decomposition (matrix norms with ord "
+    "2, -2 or 'nuc' need it)";
+
 // Operators without a family pattern, with their reasons.
 const std::vector<std::pair<std::string, std::string>>& named() {
   static const std::vector<std::pair<std::string, std::string>> v = {
@@ -45,6 +49,10 @@ const std::vector<std::pair<std::string, std::string>>& named() {
       {"aten.resize_",
        "resizes a tensor's storage in place: Core ML tensors are values, not storage"},
       {"aten.to_sparse", kSparse},
+      {"aten._linalg_svd", kSvd},
+      {"aten.linalg_svd", kSvd},
+      {"aten.linalg_svdvals", kSvd},
+      {"aten.svd", kSvd},
       {"aten.to_mkldnn", "converts to a oneDNN tensor layout, which has no meaning in Core ML"},
   };
   return v;
