@@ -55,6 +55,25 @@ compose::Window window_args(C& cv, const json& n) {
   return w;
 }
 
+// im2col of symbolic spatial sizes: each plane [N * C, 1, H, W] convolved with a one-hot kernel
+// of kh * kw output channels (one per tap) is [N * C, kh * kw, oh, ow], which reshapes to
+// [N, C * kh * kw, oh * ow]; no size is needed before run time
+Var* im2col_by_conv(C& cv, const json& n, Var* x, const compose::Window& w) {
+  if (!is_float(C::dtype(x))) cv.fail(n, "unfolding a symbolic size needs a float input");
+  const auto& sh = C::shape(x);
+  Context& ctx = cv.ctx();
+  const int64_t K = w.kernel[0] * w.kernel[1];
+  Var* planes = reshape(cv, x, std::vector<Dim>{ctx.mul(sh[0], sh[1]), ctx.constant(1), sh[2], sh[3]});
+  std::vector<double> one_hot(static_cast<size_t>(K * K), 0.0);
+  for (int64_t t = 0; t < K; ++t) one_hot[static_cast<size_t>(t * K + t)] = 1.0;
+  Var* kernel = cv.c(Value::from_doubles(C::dtype(x), {K, 1, w.kernel[0], w.kernel[1]}, one_hot));
+  Var* taps = cv.op("conv", {C::a("x", planes), C::a("weight", kernel), C::aints32("strides", w.stride),
+                             C::aints32("dilations", w.dilation), C::astr("pad_type", "custom"),
+                             C::aints32("pad", {w.pad_begin[0], w.pad_end[0], w.pad_begin[1], w.pad_end[1]})});
+  const auto& th = C::shape(taps);
+  return reshape(cv, taps, std::vector<Dim>{sh[0], ctx.mul(sh[1], ctx.constant(K)), ctx.mul(th[2], th[3])});
+}
+
 // F.unfold: [N, C, H, W] (or unbatched [C, H, W]) -> [N, C * kh * kw, L] by compose::im2col
 void im2col(C& cv, const json& n) {
   Var* x = cv.tensor(n, "self");
@@ -62,8 +81,9 @@ void im2col(C& cv, const json& n) {
   if (r != 3 && r != 4) cv.fail(n, "input must be [N, C, H, W] or [C, H, W]");
   bool unb = r == 3;
   if (unb) x = cv.e.expand_dims(x, {0});
-  for (int64_t q = 2; q < 4; ++q) known_dim(cv, n, x, q, "the spatial sizes");
-  Var* y = compose::im2col(cv.e, x, window_args(cv, n));
+  const auto& sh = C::shape(x);
+  Var* y = sh[2]->is_const() && sh[3]->is_const() ? compose::im2col(cv.e, x, window_args(cv, n))
+                                                  : im2col_by_conv(cv, n, x, window_args(cv, n));
   if (unb) y = cv.e.squeeze(y, {0});
   cv.out(n, y);
 }
