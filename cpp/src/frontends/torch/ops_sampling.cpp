@@ -63,15 +63,18 @@ Var* im2col_by_conv(C& cv, const json& n, Var* x, const compose::Window& w) {
   const auto& sh = C::shape(x);
   Context& ctx = cv.ctx();
   const int64_t K = w.kernel[0] * w.kernel[1];
-  Var* planes = reshape(cv, x, std::vector<Dim>{ctx.mul(sh[0], sh[1]), ctx.constant(1), sh[2], sh[3]});
+  Var* planes =
+      reshape(cv, x, std::vector<Dim>{ctx.mul(sh[0], sh[1]), ctx.constant(1), sh[2], sh[3]});
   std::vector<double> one_hot(static_cast<size_t>(K * K), 0.0);
   for (int64_t t = 0; t < K; ++t) one_hot[static_cast<size_t>(t * K + t)] = 1.0;
   Var* kernel = cv.c(Value::from_doubles(C::dtype(x), {K, 1, w.kernel[0], w.kernel[1]}, one_hot));
-  Var* taps = cv.op("conv", {C::a("x", planes), C::a("weight", kernel), C::aints32("strides", w.stride),
-                             C::aints32("dilations", w.dilation), C::astr("pad_type", "custom"),
-                             C::aints32("pad", {w.pad_begin[0], w.pad_end[0], w.pad_begin[1], w.pad_end[1]})});
+  Var* taps = cv.op(
+      "conv", {C::a("x", planes), C::a("weight", kernel), C::aints32("strides", w.stride),
+               C::aints32("dilations", w.dilation), C::astr("pad_type", "custom"),
+               C::aints32("pad", {w.pad_begin[0], w.pad_end[0], w.pad_begin[1], w.pad_end[1]})});
   const auto& th = C::shape(taps);
-  return reshape(cv, taps, std::vector<Dim>{sh[0], ctx.mul(sh[1], ctx.constant(K)), ctx.mul(th[2], th[3])});
+  return reshape(cv, taps,
+                 std::vector<Dim>{sh[0], ctx.mul(sh[1], ctx.constant(K)), ctx.mul(th[2], th[3])});
 }
 
 // F.unfold: [N, C, H, W] (or unbatched [C, H, W]) -> [N, C * kh * kw, L] by compose::im2col
