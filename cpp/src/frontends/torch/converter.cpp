@@ -536,6 +536,20 @@ void Converter::out(const json& n, Var* v, size_t idx) {
   vars[name] = v;
   // a size milkit could not express (a fresh symbol) can still be read from the tensor that has it
   note_sources(v);
+  // so can torch's symbol for it (an unbacked size such as the count of a mask's true elements)
+  if (!v->type()->is_tensor() || !v->type()->has_rank()) return;
+  std::optional<std::vector<Dim>> ms;
+  try {
+    ms = meta_shape(name);
+  } catch (const FormatError&) {
+    return;
+  }
+  if (!ms || ms->size() != shape(v).size()) return;
+  for (size_t k = 0; k < ms->size(); ++k) {
+    Dim d = (*ms)[k];
+    if (d->kind() == Expr::Kind::Symbol && !shape(v)[k]->is_const() && !can_compute(d))
+      sym_sources[d->symbol()] = {v, static_cast<int>(k)};
+  }
 }
 
 void Converter::outs(const json& n, const std::vector<Var*>& vs) {
