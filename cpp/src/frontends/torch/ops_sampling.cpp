@@ -44,6 +44,55 @@ void grid_sampler(C& cv, const json& n) {
   cv.out(n, compose::grid_sample(cv.e, x, grid, s));
 }
 
+// F.affine_grid (affine_grid_generator): the base grid of the output size (x, y[, z], 1 per
+// position, torch's linspace of [-1, 1]) times theta^T; [N, H, W, 2] or [N, D, H, W, 3]
+void affine_grid(C& cv, const json& n) {
+  Var* theta = cv.tensor(n, "theta");
+  auto size = cv.ints(n, "size");
+  bool ac = cv.bo(n, "align_corners", false);
+  if (size.size() != 4 && size.size() != 5)
+    cv.fail(n, "size must be [N, C, H, W] or [N, C, D, H, W]");
+  if (!is_float(C::dtype(theta))) cv.fail(n, "theta must be a float tensor");
+  const size_t sp = size.size() - 2;
+  auto coords = [&](int64_t steps) {
+    std::vector<double> v(static_cast<size_t>(steps), 0.0);
+    if (steps <= 1) return v;
+    for (int64_t i = 0; i < steps; ++i) {
+      double t = -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(steps - 1);
+      v[static_cast<size_t>(i)] =
+          ac ? t : t * static_cast<double>(steps - 1) / static_cast<double>(steps);
+    }
+    return v;
+  };
+  // spatial sizes in torch's order (D,) H, W; the grid's components are x (W), y (H), z (D), 1
+  std::vector<int64_t> dims(size.begin() + 2, size.end());
+  int64_t count = 1;
+  for (int64_t s : dims) count *= s;
+  std::vector<std::vector<double>> axis;
+  for (int64_t s : dims) axis.push_back(coords(s));
+  const int64_t comps = static_cast<int64_t>(sp) + 1;
+  std::vector<double> base(static_cast<size_t>(count * comps));
+  for (int64_t p = 0; p < count; ++p) {
+    int64_t rem = p;
+    std::vector<int64_t> at(sp);
+    for (size_t q = sp; q-- > 0;) {
+      at[q] = rem % dims[q];
+      rem /= dims[q];
+    }
+    for (size_t c = 0; c < sp; ++c)
+      base[static_cast<size_t>(p * comps) + c] =
+          axis[sp - 1 - c][static_cast<size_t>(at[sp - 1 - c])];
+    base[static_cast<size_t>(p * comps + comps - 1)] = 1.0;
+  }
+  Var* b = cv.c(Value::from_doubles(C::dtype(theta), {1, count, comps}, base));
+  Var* g = cv.op("matmul", {C::a("x", b), C::a("y", theta), C::abool("transpose_x", false),
+                            C::abool("transpose_y", true)});
+  std::vector<int64_t> out{size[0]};
+  out.insert(out.end(), dims.begin(), dims.end());
+  out.push_back(static_cast<int64_t>(sp));
+  cv.out(n, cv.e.reshape(g, out));
+}
+
 // ---- im2col / col2im -------------------------------------------------------------------------
 // kernel_size, dilation, padding (both sides) and stride of im2col / col2im as a 2-D window
 compose::Window window_args(C& cv, const json& n) {
@@ -337,6 +386,7 @@ void register_sampling(OpTable& t) {
   t.on("aten.grid_sampler_2d", grid_sampler);
   t.on("aten.grid_sampler_3d", grid_sampler);
   t.on("aten.im2col", im2col);
+  t.on("aten.affine_grid_generator", affine_grid);
   t.on("aten.col2im", col2im);
   t.on("aten.max_unpool2d", +[](C& cv, const json& n) { max_unpool(cv, n, 2); });
   t.on("aten.max_unpool3d", +[](C& cv, const json& n) { max_unpool(cv, n, 3); });
