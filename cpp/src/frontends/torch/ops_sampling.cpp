@@ -441,7 +441,9 @@ void upsample(C& cv, const json& n, size_t sp, Mode mode) {
   bool computable = std::all_of(axes.begin(), axes.end(), [&](const Axis& a) {
     return cv.can_compute(a.in) && cv.can_compute(a.out);
   });
-  if (!all_static && computable && !aa && sp <= 2) {
+  // (linear by an integer factor without align_corners stays refused before iOS16, as it was)
+  bool refused = mode == Mode::Linear && all_factor && !ac && cv.target() < Target::iOS16;
+  if (!all_static && computable && !aa && sp <= 2 && !refused) {
     // sizes known at run time only: each axis resized by its own taps
     Var* y = x;
     for (size_t k = 0; k < sp; ++k)
