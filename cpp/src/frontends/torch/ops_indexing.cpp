@@ -202,17 +202,24 @@ bool compact_values(C& cv, const json& n, Var* v, int rows_rank) {
 }
 
 // rows [count, rest...] of x[mask] = rows laid out at the mask's positions ([mask dims, rest...]):
-// the running count of true elements picks each position's row (others get row 0, unused)
+// the running count of true elements picks each position's row (others get row 0, unused; a
+// zero row is appended so that there is a row 0 when the mask selects nothing)
 Var* spread_values(C& cv, Var* m, Var* rows) {
   Var* mf = flat(cv, cv.cast(m, DataType::Int32));
   Var* at = bin(cv, "sub", cv.op("cumsum", {C::a("x", mf), C::ai32("axis", 0)}),
                 cv.cs(1, DataType::Int32));
   at = bin(cv, "maximum", at, cv.cs(0, DataType::Int32));
-  Var* g = gather_any(cv, "gather", rows, {C::a("indices", at), C::ai32("axis", 0)});
   int rr = static_cast<int>(C::shape(rows).size());
+  Var* rest = rr == 1
+                  ? nullptr
+                  : cv.op("slice_by_index", {C::a("x", shape_of_var(cv, rows)),
+                                             C::aints32("begin", {1}), C::aints32("end", {rr})});
+  Var* one =
+      rest ? cv.op("concat", {values_arg({cv.ci({1}), rest}), C::ai32("axis", 0)}) : cv.ci({1});
+  Var* padded =
+      cv.op("concat", {values_arg({rows, fill(cv, one, 0, C::dtype(rows))}), C::ai32("axis", 0)});
+  Var* g = gather_any(cv, "gather", padded, {C::a("indices", at), C::ai32("axis", 0)});
   if (rr == 1) return reshape(cv, g, shape_of_var(cv, m));
-  Var* rest = cv.op("slice_by_index", {C::a("x", shape_of_var(cv, rows)), C::aints32("begin", {1}),
-                                       C::aints32("end", {rr})});
   return reshape(cv, g,
                  cv.op("concat", {values_arg({shape_of_var(cv, m), rest}), C::ai32("axis", 0)}));
 }

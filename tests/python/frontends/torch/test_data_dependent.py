@@ -46,6 +46,12 @@ def test_mask_selecting_nothing_or_everything(dialect):
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
+def test_mask_put_of_rows_selecting_nothing(dialect):
+    fn = Fn(lambda x, y: torch.index_put(x, (x[:, 0] > 0,), y[x[:, 0] > 0] * 3))
+    check(fn, (r(5, 3), r(5, 3)), dialect, more_args=[(-torch.ones(5, 3), r(5, 3)), (torch.ones(5, 3), r(5, 3))])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
 def test_mask_index_of_symbolic_size(dialect):
     b = torch.export.Dim("b", min=2, max=16)
     check(Fn(lambda x: x[x[:, 0] > 0]), (r(4, 3),), dialect, dynamic_shapes=(({0: b},),),
