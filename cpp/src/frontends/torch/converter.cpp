@@ -329,6 +329,49 @@ std::vector<Dim> Converter::dims(const json& n, std::string_view name) {
   return r;
 }
 
+Var* Converter::shape_of(Var* in) {
+  auto sh = shape_of_.find(in->name());
+  if (sh != shape_of_.end()) return sh->second;
+  Var* s = op("shape", {a("x", in)});
+  shape_of_[in->name()] = s;
+  return s;
+}
+
+Var* Converter::scaled_symbol(const ScaledSource& q) {
+  Var* r = op("gather", {a("x", shape_of(q.var)), ai32("indices", q.axis), ai32("axis", 0)});
+  if (q.offset != 0)
+    r = op("sub", {a("x", r), a("y", Value::scalar_int(DataType::Int32, q.offset))});
+  if (q.scale == 1) return r;
+  // read as the rows of [dim] reshaped to [-1, scale]: a dim that is not a multiple stops the
+  // program there (on device too) instead of computing with a wrong size
+  Var* v = op("fill", {a("shape", op("expand_dims", {a("x", r), aints32("axes", {0})})),
+                       a("value", Value::scalar_int(DataType::Int32, 0))});
+  Var* rows = op("reshape", {a("x", v), aints32("shape", {-1, q.scale})});
+  rows->op()->set_name(ctx().free_name(q.var->name() + "_dim" + std::to_string(q.axis) +
+                                       "_must_be_a_multiple_of_" + std::to_string(q.scale)));
+  return op("gather", {a("x", op("shape", {a("x", rows)})), ai32("indices", 0), ai32("axis", 0)});
+}
+
+void Converter::note_sources(Var* v) {
+  if (!v->type()->is_tensor() || !v->type()->has_rank()) return;
+  for (size_t k = 0; k < shape(v).size(); ++k) {
+    Dim d = shape(v)[k];
+    if (d->kind() == Expr::Kind::Symbol) {
+      if (!sym_sources.count(d->symbol())) sym_sources[d->symbol()] = {v, static_cast<int>(k)};
+      continue;
+    }
+    // scale * s + offset
+    if (d->kind() != Expr::Kind::Poly || d->terms().size() != 1 || d->terms()[0].atoms.size() != 1)
+      continue;
+    Dim s = d->terms()[0].atoms[0];
+    if (s->kind() != Expr::Kind::Symbol || sym_sources.count(s->symbol()) ||
+        sym_scaled.count(s->symbol()))
+      continue;
+    if (d->terms()[0].coef <= 0) continue;
+    sym_scaled[s->symbol()] = ScaledSource{v, static_cast<int>(k), d->terms()[0].coef, d->value()};
+  }
+}
+
 Var* Converter::dim_var(Dim d) {
   if (d->is_const()) return cs(static_cast<double>(d->value()), DataType::Int32);
   auto it = dim_vars_.find(d);
@@ -337,18 +380,15 @@ Var* Converter::dim_var(Dim d) {
   switch (d->kind()) {
     case Expr::Kind::Symbol: {
       auto src = sym_sources.find(d->symbol());
+      auto sc = sym_scaled.find(d->symbol());
+      if (src == sym_sources.end() && sc != sym_scaled.end()) {
+        r = scaled_symbol(sc->second);
+        break;
+      }
       if (src == sym_sources.end())
         throw ValueError("the size " + d->str() + " is not the size of any input (data-dependent sizes are not supported)");
-      Var* in = src->second.first;
-      auto sh = shape_of_.find(in->name());
-      Var* s;
-      if (sh != shape_of_.end()) {
-        s = sh->second;
-      } else {
-        s = op("shape", {a("x", in)});
-        shape_of_[in->name()] = s;
-      }
-      r = op("gather", {a("x", s), ai32("indices", src->second.second), ai32("axis", 0)});
+      r = op("gather", {a("x", shape_of(src->second.first)), ai32("indices", src->second.second),
+                        ai32("axis", 0)});
       break;
     }
     case Expr::Kind::Poly: {
@@ -385,7 +425,7 @@ bool Converter::can_compute(Dim d) const {
     case Expr::Kind::Const:
       return true;
     case Expr::Kind::Symbol:
-      return sym_sources.count(d->symbol()) > 0;
+      return sym_sources.count(d->symbol()) > 0 || sym_scaled.count(d->symbol()) > 0;
     case Expr::Kind::Poly:
       for (auto& t : d->terms())
         for (Dim atom : t.atoms)
@@ -512,12 +552,21 @@ void Converter::out(const json& n, Var* v, size_t idx) {
   bound_.insert(v);
   vars[name] = v;
   // a size milkit could not express (a fresh symbol) can still be read from the tensor that has it
-  if (v->type()->is_tensor() && v->type()->has_rank())
-    for (size_t k = 0; k < shape(v).size(); ++k) {
-      Dim d = shape(v)[k];
-      if (d->kind() == Expr::Kind::Symbol && !sym_sources.count(d->symbol()))
-        sym_sources[d->symbol()] = {v, static_cast<int>(k)};
-    }
+  note_sources(v);
+  // so can torch's symbol for it (an unbacked size such as the count of a mask's true elements)
+  if (!v->type()->is_tensor() || !v->type()->has_rank()) return;
+  std::optional<std::vector<Dim>> ms;
+  try {
+    ms = meta_shape(name);
+  } catch (const FormatError&) {
+    return;
+  }
+  if (!ms || ms->size() != shape(v).size()) return;
+  for (size_t k = 0; k < ms->size(); ++k) {
+    Dim d = (*ms)[k];
+    if (d->kind() == Expr::Kind::Symbol && !shape(v)[k]->is_const() && !can_compute(d))
+      sym_sources[d->symbol()] = {v, static_cast<int>(k)};
+  }
 }
 
 void Converter::outs(const json& n, const std::vector<Var*>& vs) {

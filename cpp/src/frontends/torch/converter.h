@@ -159,6 +159,20 @@ class Converter {
   std::unordered_map<std::string, Var*> scalar_values;
   /// Where each input symbol can be read: (input var, axis).
   std::unordered_map<const Symbol*, std::pair<Var*, int>> sym_sources;
+  /// A symbol an input dim is a multiple of, plus an offset (dim = scale * symbol + offset): it
+  /// is read as (dim - offset) / scale.
+  struct ScaledSource {
+    Var* var;        ///< The input.
+    int axis;        ///< Its axis.
+    int64_t scale;   ///< The multiple.
+    int64_t offset;  ///< The offset.
+  };
+  /// Symbols read from inputs whose dim is `scale * symbol + offset` (no input has the symbol
+  /// itself).
+  std::unordered_map<const Symbol*, ScaledSource> sym_scaled;
+  /// Records the sources of the symbols in `v`'s dims: a bare symbol is read from v, a multiple of
+  /// a symbol plus a constant is divided back.
+  void note_sources(Var* v);
   /// Names of placeholders that are states (buffers the program mutates) -> state input.
   std::unordered_map<std::string, Var*> state_inputs;
   /// State placeholder name -> the name its current value is bound to.
@@ -315,6 +329,8 @@ class Converter {
   std::unordered_set<const Var*> bound_;
   std::unordered_map<const Expr*, Var*> dim_vars_;
   std::unordered_map<std::string, Var*> shape_of_;  // input var name -> its shape op
+  Var* shape_of(Var* in);                           // the (one) shape op of `in`
+  Var* scaled_symbol(const ScaledSource& q);        // (dim - offset) / scale, checked
 };
 
 

@@ -730,11 +730,7 @@ void TorchImport::bind_user_input(const json& spec) {
   cv->vars[name] = in;
   user_inputs.push_back({name, in});
   inf.input_names.push_back(name);
-  for (size_t k = 0; k < t->shape().size(); ++k) {
-    Dim d = t->shape()[k];
-    if (d->kind() == Expr::Kind::Symbol && !cv->sym_sources.count(d->symbol()))
-      cv->sym_sources[d->symbol()] = {in, static_cast<int>(k)};
-  }
+  cv->note_sources(in);
 }
 
 // the shapes given for inputs name inputs of the program; a fixed dim's symbol gets its value

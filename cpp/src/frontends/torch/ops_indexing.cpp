@@ -147,13 +147,41 @@ Stacked stack_indices(C& cv, const json& n, Var* x, const std::vector<Var*>& idx
   return r;
 }
 
+// x[mask] with the mask over dims [p, p + rank(mask)): the true positions (non_zero, a count
+// known at run time only) gathered, the count dim in place of the mask's dims
+Var* mask_index(C& cv, const json& n, Var* x, Var* m, int64_t p) {
+  int xr = cv.rank(n, x), mr = cv.rank(n, m);
+  if (mr == 0) cv.fail(n, "indexing with a 0-d bool mask is not supported");
+  if (p + mr > xr)
+    cv.fail(n, "the bool mask has more dims than the indexed tensor has from its position");
+  std::vector<int64_t> perm;
+  for (int64_t k = 0; k < mr; ++k) perm.push_back(p + k);
+  for (int64_t k = 0; k < xr; ++k)
+    if (k < p || k >= p + mr) perm.push_back(k);
+  Var* xt = p == 0 ? x : cv.op("transpose", {C::a("x", x), C::aints32("perm", perm)});
+  Var* nz = cv.op("non_zero", {C::a("x", m)});
+  Var* g = gather_any(cv, "gather_nd", xt, {C::a("indices", nz)});
+  if (p == 0) return g;
+  std::vector<int64_t> back;
+  for (int64_t k = 1; k <= p; ++k) back.push_back(k);
+  back.push_back(0);
+  for (int64_t k = p + 1; k < xr - mr + 1; ++k) back.push_back(k);
+  return cv.op("transpose", {C::a("x", g), C::aints32("perm", back)});
+}
+
 // advanced indexing x[i0, i1, ...] (None entries are full slices)
 Var* index(C& cv, const json& n, Var* x, const std::vector<Var*>& idx) {
   (void)cv.rank(n, x);  // fails clearly when the rank is unknown
   std::vector<int64_t> pos;
   for (size_t k = 0; k < idx.size(); ++k)
     if (idx[k]) {
-      if (C::dtype(idx[k]) == DataType::Bool) cv.fail(n, "indexing with a bool mask gives a data-dependent shape, which Core ML cannot express");
+      if (C::dtype(idx[k]) == DataType::Bool) {
+        if (std::count(idx.begin(), idx.end(), nullptr) + 1 !=
+            static_cast<std::ptrdiff_t>(idx.size()))
+          cv.fail(n,
+                  "indexing with a bool mask together with other index tensors is not supported");
+        return mask_index(cv, n, x, idx[k], static_cast<int64_t>(k));
+      }
       pos.push_back(static_cast<int64_t>(k));
     }
   if (pos.empty()) return cv.op("identity", {C::a("x", x)});
@@ -177,6 +205,37 @@ Var* index(C& cv, const json& n, Var* x, const std::vector<Var*>& idx) {
   return cv.op("transpose", {C::a("x", g), C::aints32("perm", back)});
 }
 
+// whether values for x[mask] hold one row per true mask element ([count, rest...], count not 1)
+// rather than one broadcast over them
+bool compact_values(C& cv, const json& n, Var* v, int rows_rank) {
+  if (cv.rank(n, v) != rows_rank) return false;
+  Dim c = C::shape(v)[0];
+  return !(c->is_const() && c->value() == 1);
+}
+
+// rows [count, rest...] of x[mask] = rows laid out at the mask's positions ([mask dims, rest...]):
+// the running count of true elements picks each position's row (others get row 0, unused; a
+// zero row is appended so that there is a row 0 when the mask selects nothing)
+Var* spread_values(C& cv, Var* m, Var* rows) {
+  Var* mf = flat(cv, cv.cast(m, DataType::Int32));
+  Var* at = bin(cv, "sub", cv.op("cumsum", {C::a("x", mf), C::ai32("axis", 0)}),
+                cv.cs(1, DataType::Int32));
+  at = bin(cv, "maximum", at, cv.cs(0, DataType::Int32));
+  int rr = static_cast<int>(C::shape(rows).size());
+  Var* rest = rr == 1
+                  ? nullptr
+                  : cv.op("slice_by_index", {C::a("x", shape_of_var(cv, rows)),
+                                             C::aints32("begin", {1}), C::aints32("end", {rr})});
+  Var* one =
+      rest ? cv.op("concat", {values_arg({cv.ci({1}), rest}), C::ai32("axis", 0)}) : cv.ci({1});
+  Var* padded =
+      cv.op("concat", {values_arg({rows, fill(cv, one, 0, C::dtype(rows))}), C::ai32("axis", 0)});
+  Var* g = gather_any(cv, "gather", padded, {C::a("indices", at), C::ai32("axis", 0)});
+  if (rr == 1) return reshape(cv, g, shape_of_var(cv, m));
+  return reshape(cv, g,
+                 cv.op("concat", {values_arg({shape_of_var(cv, m), rest}), C::ai32("axis", 0)}));
+}
+
 // x with x[i0, i1, ...] = values (accumulate: +=); index tensors must lead
 Var* index_put(C& cv, const json& n, Var* x, const std::vector<Var*>& idx, Var* values, bool accumulate) {
   std::vector<int64_t> pos;
@@ -194,6 +253,8 @@ Var* index_put(C& cv, const json& n, Var* x, const std::vector<Var*>& idx, Var* 
       for (int k = mr; k < xr; ++k) axes.push_back(k);
       if (!axes.empty()) m = cv.op("expand_dims", {C::a("x", m), C::aints32("axes", axes)});
       Var* v = cv.cast(values, C::dtype(x));
+      if (compact_values(cv, n, v, xr - mr + 1))
+        v = spread_values(cv, idx[static_cast<size_t>(p)], v);
       if (accumulate) v = bin(cv, "add", x, v);
       return cv.op("select", {C::a("cond", m), C::a("a", v), C::a("b", x)});
     }
@@ -358,6 +419,36 @@ void nonzero(C& cv, const json& n) {
   Var* x = self(cv, n);
   if (cv.rank(n, x) == 0) cv.fail(n, "nonzero of a 0-d tensor is not supported");
   cv.out(n, cv.op("non_zero", {C::a("x", x)}));
+}
+
+// where(condition) with one argument: the coordinates of the true elements, one [count] tensor
+// per dim
+void where_nonzero(C& cv, const json& n) {
+  Var* c = cv.tensor(n, "condition");
+  int r = cv.rank(n, c);
+  if (r == 0) cv.fail(n, "where(condition) of a 0-d tensor is not supported");
+  Var* nz = cv.op("non_zero", {C::a("x", c)});
+  std::vector<Var*> outs;
+  for (int k = 0; k < r; ++k)
+    outs.push_back(cv.op("gather", {C::a("x", nz), C::ai32("indices", k), C::ai32("axis", 1)}));
+  cv.outs(n, outs);
+}
+
+// masked_select(x, mask): x and mask broadcast together, the elements at true positions in
+// row-major order
+void masked_select(C& cv, const json& n) {
+  Var* x = self(cv, n);
+  Var* m = cv.cast(cv.tensor(n, "mask"), DataType::Bool);
+  if (C::shape(m) != C::shape(x)) {
+    x = cv.op("select",
+              {C::a("cond", m), C::a("a", x), C::a("b", x)});  // x broadcast with the mask
+    m = expand_to(cv, n, m, C::shape(x));
+  }
+  if (cv.rank(n, x) == 0) {
+    x = cv.e.expand_dims(x, {0});
+    m = cv.e.expand_dims(m, {0});
+  }
+  cv.out(n, mask_index(cv, n, x, m, 0));
 }
 
 // take_along_dim(x, idx, dim): x and idx broadcast against each other except along dim, then
@@ -534,6 +625,8 @@ void register_indexing(OpTable& t) {
   t.on("aten.scatter_reduce.two", scatter_reduce);
   t.on("aten.masked_scatter", masked_scatter);
   t.on({"aten.nonzero", "aten.argwhere"}, nonzero);
+  t.on("aten.where.default", where_nonzero);
+  t.on("aten.masked_select", masked_select);
   t.on("aten.take_along_dim", take_along_dim);
   t.on("aten.index_add", index_add);
   t.on("aten.index_fill", index_fill);

@@ -44,6 +44,55 @@ void grid_sampler(C& cv, const json& n) {
   cv.out(n, compose::grid_sample(cv.e, x, grid, s));
 }
 
+// F.affine_grid (affine_grid_generator): the base grid of the output size (x, y[, z], 1 per
+// position, torch's linspace of [-1, 1]) times theta^T; [N, H, W, 2] or [N, D, H, W, 3]
+void affine_grid(C& cv, const json& n) {
+  Var* theta = cv.tensor(n, "theta");
+  auto size = cv.ints(n, "size");
+  bool ac = cv.bo(n, "align_corners", false);
+  if (size.size() != 4 && size.size() != 5)
+    cv.fail(n, "size must be [N, C, H, W] or [N, C, D, H, W]");
+  if (!is_float(C::dtype(theta))) cv.fail(n, "theta must be a float tensor");
+  const size_t sp = size.size() - 2;
+  auto coords = [&](int64_t steps) {
+    std::vector<double> v(static_cast<size_t>(steps), 0.0);
+    if (steps <= 1) return v;
+    for (int64_t i = 0; i < steps; ++i) {
+      double t = -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(steps - 1);
+      v[static_cast<size_t>(i)] =
+          ac ? t : t * static_cast<double>(steps - 1) / static_cast<double>(steps);
+    }
+    return v;
+  };
+  // spatial sizes in torch's order (D,) H, W; the grid's components are x (W), y (H), z (D), 1
+  std::vector<int64_t> dims(size.begin() + 2, size.end());
+  int64_t count = 1;
+  for (int64_t s : dims) count *= s;
+  std::vector<std::vector<double>> axis;
+  for (int64_t s : dims) axis.push_back(coords(s));
+  const int64_t comps = static_cast<int64_t>(sp) + 1;
+  std::vector<double> base(static_cast<size_t>(count * comps));
+  for (int64_t p = 0; p < count; ++p) {
+    int64_t rem = p;
+    std::vector<int64_t> at(sp);
+    for (size_t q = sp; q-- > 0;) {
+      at[q] = rem % dims[q];
+      rem /= dims[q];
+    }
+    for (size_t c = 0; c < sp; ++c)
+      base[static_cast<size_t>(p * comps) + c] =
+          axis[sp - 1 - c][static_cast<size_t>(at[sp - 1 - c])];
+    base[static_cast<size_t>(p * comps + comps - 1)] = 1.0;
+  }
+  Var* b = cv.c(Value::from_doubles(C::dtype(theta), {1, count, comps}, base));
+  Var* g = cv.op("matmul", {C::a("x", b), C::a("y", theta), C::abool("transpose_x", false),
+                            C::abool("transpose_y", true)});
+  std::vector<int64_t> out{size[0]};
+  out.insert(out.end(), dims.begin(), dims.end());
+  out.push_back(static_cast<int64_t>(sp));
+  cv.out(n, cv.e.reshape(g, out));
+}
+
 // ---- im2col / col2im -------------------------------------------------------------------------
 // kernel_size, dilation, padding (both sides) and stride of im2col / col2im as a 2-D window
 compose::Window window_args(C& cv, const json& n) {
@@ -55,6 +104,28 @@ compose::Window window_args(C& cv, const json& n) {
   return w;
 }
 
+// im2col of symbolic spatial sizes: each plane [N * C, 1, H, W] convolved with a one-hot kernel
+// of kh * kw output channels (one per tap) is [N * C, kh * kw, oh, ow], which reshapes to
+// [N, C * kh * kw, oh * ow]; no size is needed before run time
+Var* im2col_by_conv(C& cv, const json& n, Var* x, const compose::Window& w) {
+  if (!is_float(C::dtype(x))) cv.fail(n, "unfolding a symbolic size needs a float input");
+  const auto& sh = C::shape(x);
+  Context& ctx = cv.ctx();
+  const int64_t K = w.kernel[0] * w.kernel[1];
+  Var* planes =
+      reshape(cv, x, std::vector<Dim>{ctx.mul(sh[0], sh[1]), ctx.constant(1), sh[2], sh[3]});
+  std::vector<double> one_hot(static_cast<size_t>(K * K), 0.0);
+  for (int64_t t = 0; t < K; ++t) one_hot[static_cast<size_t>(t * K + t)] = 1.0;
+  Var* kernel = cv.c(Value::from_doubles(C::dtype(x), {K, 1, w.kernel[0], w.kernel[1]}, one_hot));
+  Var* taps = cv.op(
+      "conv", {C::a("x", planes), C::a("weight", kernel), C::aints32("strides", w.stride),
+               C::aints32("dilations", w.dilation), C::astr("pad_type", "custom"),
+               C::aints32("pad", {w.pad_begin[0], w.pad_end[0], w.pad_begin[1], w.pad_end[1]})});
+  const auto& th = C::shape(taps);
+  return reshape(cv, taps,
+                 std::vector<Dim>{sh[0], ctx.mul(sh[1], ctx.constant(K)), ctx.mul(th[2], th[3])});
+}
+
 // F.unfold: [N, C, H, W] (or unbatched [C, H, W]) -> [N, C * kh * kw, L] by compose::im2col
 void im2col(C& cv, const json& n) {
   Var* x = cv.tensor(n, "self");
@@ -62,8 +133,9 @@ void im2col(C& cv, const json& n) {
   if (r != 3 && r != 4) cv.fail(n, "input must be [N, C, H, W] or [C, H, W]");
   bool unb = r == 3;
   if (unb) x = cv.e.expand_dims(x, {0});
-  for (int64_t q = 2; q < 4; ++q) known_dim(cv, n, x, q, "the spatial sizes");
-  Var* y = compose::im2col(cv.e, x, window_args(cv, n));
+  const auto& sh = C::shape(x);
+  Var* y = sh[2]->is_const() && sh[3]->is_const() ? compose::im2col(cv.e, x, window_args(cv, n))
+                                                  : im2col_by_conv(cv, n, x, window_args(cv, n));
   if (unb) y = cv.e.squeeze(y, {0});
   cv.out(n, y);
 }
@@ -168,6 +240,77 @@ compose::ResizeSpec resize_spec(const std::vector<Axis>& axes, Mode m, bool ac, 
     s.axes.push_back(a);
   }
   return s;
+}
+
+// One axis of x resized to a size known at run time only, in torch's arithmetic (fp32
+// coordinates): the source coordinate of each output index, its taps (1 nearest, 2 linear, 4
+// cubic, clamped to the axis) gathered and weighted
+Var* resize_axis_at_run_time(C& cv, Var* x, int64_t ax, const Axis& a, Mode m, bool ac) {
+  const DataType f32 = DataType::Float32;
+  auto f = [&](double v) { return cv.cs(v, f32); };
+  auto b = [&](const char* op, Var* p, Var* q) { return bin(cv, op, p, q); };
+  Var* in = cv.dim_var(a.in);
+  Var* out = cv.dim_var(a.out);
+  Var* o = cv.cast(cv.op("range_1d", {C::a("start", cv.cs(0, DataType::Int32)), C::a("end", out),
+                                      C::a("step", cv.cs(1, DataType::Int32))}),
+                   f32);
+  Var* inf = cv.cast(in, f32);
+  Var* scale;  // the source step per output index
+  if (ac && m != Mode::Nearest && m != Mode::NearestExact)
+    scale =
+        b("real_div", b("sub", inf, f(1)),
+          cv.cast(b("maximum", b("sub", out, cv.cs(1, DataType::Int32)), cv.cs(1, DataType::Int32)),
+                  f32));
+  else if (a.scale)
+    scale = f(static_cast<double>(static_cast<float>(1.0 / *a.scale)));
+  else
+    scale = b("real_div", inf, cv.cast(out, f32));
+  Var* src;
+  if (m == Mode::Nearest)
+    src = b("mul", o, scale);
+  else if (ac)
+    src = b("mul", o, scale);
+  else
+    src = b("sub", b("mul", b("add", o, f(0.5)), scale), f(0.5));
+  if (m == Mode::NearestExact) src = b("mul", b("add", o, f(0.5)), scale);
+  if (m == Mode::Linear && !ac) src = b("maximum", src, f(0));
+  Var* fl = cv.op("floor", {C::a("x", src)});
+  Var* i0 = cv.cast(fl, DataType::Int32);
+  Var* last = b("sub", in, cv.cs(1, DataType::Int32));
+  auto tap = [&](int64_t j) {
+    Var* i = j == 0 ? i0 : b("add", i0, cv.cs(static_cast<double>(j), DataType::Int32));
+    i = b("minimum", b("maximum", i, cv.cs(0, DataType::Int32)), last);
+    return gather_any(cv, "gather", x, {C::a("indices", i), C::ai32("axis", ax)});
+  };
+  // weights broadcast along the axis (ax is 2 of rank 4: [O, 1])
+  const int r = static_cast<int>(C::shape(x).size());
+  auto along = [&](Var* w) {
+    w = cv.cast(w, C::dtype(x));
+    return ax == r - 1 ? w : cv.e.expand_dims(w, {1});
+  };
+  if (m == Mode::Nearest || m == Mode::NearestExact) return tap(0);
+  Var* t = b("sub", src, fl);
+  if (m == Mode::Linear) {
+    Var* x0 = tap(0);
+    Var* x1 = tap(1);
+    return b("add", x0, b("mul", b("sub", x1, x0), along(t)));
+  }
+  const double A = -0.75;
+  auto near = [&](Var* d) {  // ((A + 2) d - (A + 3)) d^2 + 1, |d| <= 1
+    return b("add", b("mul", b("sub", b("mul", d, f(A + 2)), f(A + 3)), b("mul", d, d)), f(1));
+  };
+  auto far = [&](Var* d) {  // ((A d - 5A) d + 8A) d - 4A, 1 < |d| < 2
+    return b("sub",
+             b("mul", b("add", b("mul", b("sub", b("mul", d, f(A)), f(5 * A)), d), f(8 * A)), d),
+             f(4 * A));
+  };
+  Var* w[4] = {far(b("add", t, f(1))), near(t), near(b("sub", f(1), t)), far(b("sub", f(2), t))};
+  Var* y = nullptr;
+  for (int64_t j = 0; j < 4; ++j) {
+    Var* term = b("mul", tap(j - 1), along(w[j]));
+    y = y ? b("add", y, term) : term;
+  }
+  return y;
 }
 
 void upsample(C& cv, const json& n, size_t sp, Mode mode) {
@@ -295,6 +438,20 @@ void upsample(C& cv, const json& n, size_t sp, Mode mode) {
     done(cv.op("upsample_bilinear", std::move(args)));
     return;
   }
+  bool computable = std::all_of(axes.begin(), axes.end(), [&](const Axis& a) {
+    return cv.can_compute(a.in) && cv.can_compute(a.out);
+  });
+  // (linear by an integer factor without align_corners stays refused before iOS16, as it was)
+  bool refused = mode == Mode::Linear && all_factor && !ac && cv.target() < Target::iOS16;
+  if (!all_static && computable && !aa && sp <= 2 && !refused) {
+    // sizes known at run time only: each axis resized by its own taps
+    Var* y = x;
+    for (size_t k = 0; k < sp; ++k)
+      y = resize_axis_at_run_time(cv, y, r - static_cast<int64_t>(sp) + static_cast<int64_t>(k),
+                                  axes[k], mode, ac);
+    cv.out(n, y);
+    return;
+  }
   if (!all_static) {
     std::string why =
         mode == Mode::Linear && all_factor
@@ -314,6 +471,7 @@ void register_sampling(OpTable& t) {
   t.on("aten.grid_sampler_2d", grid_sampler);
   t.on("aten.grid_sampler_3d", grid_sampler);
   t.on("aten.im2col", im2col);
+  t.on("aten.affine_grid_generator", affine_grid);
   t.on("aten.col2im", col2im);
   t.on("aten.max_unpool2d", +[](C& cv, const json& n) { max_unpool(cv, n, 2); });
   t.on("aten.max_unpool3d", +[](C& cv, const json& n) { max_unpool(cv, n, 3); });

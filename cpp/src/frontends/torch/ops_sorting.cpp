@@ -61,8 +61,27 @@ void searchsorted(C& cv, const json& n) {
 void topk_op(C& cv, const json& n) {
   Var* x = self(cv, n);
   int64_t d = cv.axis(n, cv.i(n, "dim", -1), cv.rank(n, x));
-  auto outs = cv.ops("topk", {C::a("x", x), C::ai32("k", cv.i(n, "k", 1)), C::ai32("axis", d),
-                              C::abool("ascending", !cv.bo(n, "largest", true))});
+  const json* ka = C::arg(n, "k");
+  Dim k = ka ? cv.sym_dim(*ka) : cv.ctx().constant(1);
+  bool asc = !cv.bo(n, "largest", true);
+  if (k->is_const()) {
+    cv.outs(n, cv.ops("topk", {C::a("x", x), C::ai32("k", k->value()), C::ai32("axis", d),
+                               C::abool("ascending", asc)}));
+    return;
+  }
+  // a k known at run time only: the whole axis sorted (MIL's k is a const), then its first k
+  Dim len = C::shape(x)[static_cast<size_t>(d)];
+  std::vector<Var*> outs;
+  if (len->is_const() || cv.target() >= Target::iOS17) {
+    outs = cv.ops("topk", {C::a("x", x), C::ai32("k", len->is_const() ? len->value() : -1),
+                           C::ai32("axis", d), C::abool("ascending", asc)});
+  } else {
+    Var* idx = cv.op("argsort", {C::a("x", x), C::ai32("axis", d), C::abool("ascending", asc)});
+    outs = {gather_any(cv, "gather_along_axis", x, {C::a("indices", idx), C::ai32("axis", d)}),
+            idx};
+  }
+  Var* kv = cv.dim_var(k);
+  for (Var*& o : outs) o = slice_axis(cv, n, o, d, SliceSpec{}, nullptr, kv);
   cv.outs(n, outs);
 }
 
