@@ -17,7 +17,9 @@ def core_aten_ops() -> Set[str]:
     except ImportError:  # pragma: no cover - the docs build installs torch
         return set()
     names: Set[str] = set()
-    for name in dir(torch.ops.aten):
+    # every aten schema torch knows (dir(torch.ops.aten) lists only the operators loaded so far)
+    every = {str(s.name).split("::", 1)[1] for s in torch._C._jit_get_all_schemas() if str(s.name).startswith("aten::")}
+    for name in sorted(every | set(dir(torch.ops.aten))):
         try:
             packet = getattr(torch.ops.aten, name)
             overloads = packet.overloads()

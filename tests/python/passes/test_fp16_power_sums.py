@@ -2,8 +2,8 @@
 norms) by the largest |x| before casting, so their powers stay within fp16's range."""
 
 import numpy as np
-from support.pass_parity import op_types
 from support.parity import _build, _make_symbols
+from support.pass_parity import op_types
 
 FP16 = "common::add_fp16_cast"
 

@@ -859,7 +859,8 @@ std::vector<std::string> torch_supported_ops() {
   std::vector<std::string> r;
   for (auto& kv : op_table()) r.push_back(kv.first);
   // nodes whose outputs are only SymInts take their values from the program's symbolic sizes
-  for (const char* sym : {"aten.sym_size", "aten.sym_numel", "aten.sym_stride", "aten.sym_storage_offset"})
+  for (const char* sym : {"aten.sym_size", "aten.sym_numel", "aten.sym_stride", "aten.sym_storage_offset",
+                          "aten.sym_is_contiguous"})
     if (!op_table().find(sym)) r.push_back(sym);
   std::sort(r.begin(), r.end());
   return r;
