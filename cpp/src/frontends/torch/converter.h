@@ -239,6 +239,10 @@ class Converter {
   std::optional<std::pair<Dim, Dim>> sym_ratio(const json& a);
   /// A dim as an int32 scalar var (built from the input shapes when symbolic).
   Var* dim_var(Dim d);
+  /// Makes `v` (an int32 scalar) the value of the symbolic dim `d`, as `.item()` defines one.
+  void bind_dim(Dim d, Var* v) {
+    if (!d->is_const()) dim_vars_.emplace(d, v);
+  }
   /// Whether dim_var can compute `d` (every symbol in it is a dim of some var converted so far).
   bool can_compute(Dim d) const;
 

@@ -53,6 +53,8 @@ void item(C& cv, const json& n) {
   if (!o.is_object() || !o.contains("as_name"))
     cv.fail(n, "the value of .item() is a constant the program does not name");
   cv.scalar_values[o["as_name"].get<std::string>()] = x;
+  // an integer read this way is torch's unbacked symbol (u0): sizes computed from it read x
+  if ((*out)[0].contains("as_sym_int")) cv.bind_dim(cv.sym_dim((*out)[0]), cv.cast(x, DataType::Int32));
 }
 
 }  // namespace

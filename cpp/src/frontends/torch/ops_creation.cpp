@@ -129,15 +129,20 @@ void empty_memory_format(C& cv, const json& n) { filled(cv, n, 0); }
 
 void empty_op(C& cv, const json& n) { filled(cv, n, 0); }
 
+// a tensor of shape `shp` filled with the node's fill_value: a constant where it is a known number,
+// else the value computed at run time (a symbolic size, a tensor's .item())
+Var* filled_with_value(C& cv, const json& n, Var* shp, DataType dt) {
+  const json* a = C::arg(n, "fill_value");
+  if (C::is_number(n, "fill_value") && !a->contains("as_sym_int") && !cv.item_value(*a))
+    return fill(cv, shp, cv.f(n, "fill_value", 0), dt);
+  // MIL's fill takes a constant value: a run-time one is added to zeros of the shape
+  Var* v = cv.scalar_or_tensor(n, "fill_value", dt);
+  return cv.op("add", {C::a("x", fill(cv, shp, 0, dt)), C::a("y", v)});
+}
+
 void full_op(C& cv, const json& n) {
   DataType dt = factory_dtype(cv, n, nullptr, DataType::Float32);
-  Var* shp = cv.shape_var(cv.dims(n, "size"));
-  if (C::is_number(n, "fill_value") && !(C::arg(n, "fill_value")->contains("as_sym_int"))) {
-    cv.out(n, fill(cv, shp, cv.f(n, "fill_value", 0), dt));
-    return;
-  }
-  Var* v = cv.scalar_or_tensor(n, "fill_value", dt);
-  cv.out(n, cv.op("fill", {C::a("shape", shp), C::a("value", v)}));
+  cv.out(n, filled_with_value(cv, n, cv.shape_var(cv.dims(n, "size")), dt));
 }
 
 void new_zeros(C& cv, const json& n) { new_filled(cv, n, 0); }
@@ -149,7 +154,7 @@ void new_empty(C& cv, const json& n) { new_filled(cv, n, 0); }
 void new_full(C& cv, const json& n) {
   Var* x = self(cv, n);
   DataType dt = factory_dtype(cv, n, x, C::dtype(x));
-  cv.out(n, fill(cv, size_shape(cv, cv.dims(n, "size"), x), cv.f(n, "fill_value", 0), dt));
+  cv.out(n, filled_with_value(cv, n, size_shape(cv, cv.dims(n, "size"), x), dt));
 }
 
 void zeros_like(C& cv, const json& n) { like(cv, n, 0); }
@@ -161,7 +166,7 @@ void empty_like(C& cv, const json& n) { like(cv, n, 0); }
 void full_like(C& cv, const json& n) {
   Var* x = self(cv, n);
   DataType dt = factory_dtype(cv, n, x, C::dtype(x));
-  cv.out(n, fill(cv, shape_of_var(cv, x), cv.f(n, "fill_value", 0), dt));
+  cv.out(n, filled_with_value(cv, n, shape_of_var(cv, x), dt));
 }
 
 void scalar_tensor(C& cv, const json& n) {

@@ -103,6 +103,13 @@ void pow_op(C& cv, const json& n) {
     return;
   }
   Var* x = self(cv, n);
+  if (const json* ea = C::arg(n, "exponent"); ea && cv.item_value(*ea)) {
+    // an exponent read from a tensor (.item()): the value at run time
+    Var* e = cv.item_value(*ea);
+    auto [a, b] = cv.promoted(n, x, e);
+    cv.out(n, bin(cv, "pow", a, b));
+    return;
+  }
   if (C::is_number(n, "exponent")) {
     double e = cv.number(n, "exponent", 1);
     DataType dt = C::dtype(x);
@@ -207,7 +214,7 @@ void clamp_op(C& cv, const json& n) {
   // a bound may be a symbolic size (decomposed upsampling clamps indices to s - 1)
   auto symbolic = [&](const char* k) {
     const json* a = C::arg(n, k);
-    return a && a->contains("as_sym_int") && !cv.sym_dim(*a)->is_const();
+    return a && ((a->contains("as_sym_int") && !cv.sym_dim(*a)->is_const()) || cv.item_value(*a));
   };
   if (symbolic("min") || symbolic("max")) {
     Var* r = x;
@@ -225,13 +232,15 @@ void clamp_op(C& cv, const json& n) {
 
 void clamp_min(C& cv, const json& n) {
   Var* x = self(cv, n);
-  if (C::is_number(n, "min") && !C::arg(n, "min")->contains("as_sym_int")) cv.out(n, clip(cv, x, cv.f(n, "min", 0), std::nullopt));
+  if (C::is_number(n, "min") && !C::arg(n, "min")->contains("as_sym_int") && !cv.item_value(*C::arg(n, "min")))
+    cv.out(n, clip(cv, x, cv.f(n, "min", 0), std::nullopt));
   else cv.out(n, bin(cv, "maximum", x, cv.scalar_or_tensor(n, "min", C::dtype(x))));
 }
 
 void clamp_max(C& cv, const json& n) {
   Var* x = self(cv, n);
-  if (C::is_number(n, "max") && !C::arg(n, "max")->contains("as_sym_int")) cv.out(n, clip(cv, x, std::nullopt, cv.f(n, "max", 0)));
+  if (C::is_number(n, "max") && !C::arg(n, "max")->contains("as_sym_int") && !cv.item_value(*C::arg(n, "max")))
+    cv.out(n, clip(cv, x, std::nullopt, cv.f(n, "max", 0)));
   else cv.out(n, bin(cv, "minimum", x, cv.scalar_or_tensor(n, "max", C::dtype(x))));
 }
 
