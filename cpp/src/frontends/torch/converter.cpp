@@ -199,7 +199,9 @@ std::optional<std::pair<Dim, Dim>> Converter::sym_ratio(const json& a) {
   const json* v = lookup("sym_float_values", s["as_name"].get<std::string>());
   if (!v || !v->contains("as_expr")) return std::nullopt;
   std::string e = v->at("as_expr").at("expr_str").get<std::string>();
-  const std::string head = "IntTrueDiv(";
+  // a / b of two sizes: IntTrueDiv, or FloatTrueDiv of sizes made floats (whole numbers only)
+  std::string head = "IntTrueDiv(";
+  if (e.rfind("FloatTrueDiv(", 0) == 0) head = "FloatTrueDiv(";
   if (e.rfind(head, 0) != 0 || e.back() != ')') return std::nullopt;
   // split the two arguments at the top-level comma
   std::string body = e.substr(head.size(), e.size() - head.size() - 1);
@@ -208,8 +210,13 @@ std::optional<std::pair<Dim, Dim>> Converter::sym_ratio(const json& a) {
     char ch = body[k];
     if (ch == '(') ++depth;
     else if (ch == ')') --depth;
-    else if (ch == ',' && depth == 0)
-      return std::make_pair(parse_sym_expr(body.substr(0, k), ctx()), parse_sym_expr(body.substr(k + 1), ctx()));
+    else if (ch == ',' && depth == 0) {
+      try {
+        return std::make_pair(parse_sym_expr(body.substr(0, k), ctx()), parse_sym_expr(body.substr(k + 1), ctx()));
+      } catch (const FormatError&) {
+        return std::nullopt;  // a fractional number in it: not a ratio of sizes
+      }
+    }
   }
   return std::nullopt;
 }

@@ -3,6 +3,7 @@
 // states), symbolic input dims with their ranges, and the unsupported-op report.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -166,6 +167,21 @@ struct SymParser {
       if (!eat(')')) bad("expected ')'");
       return ctx.constant(v);
     }
+    if (f == "Float") {
+      // a float of a size computation (scale_factor=2.0): read only when it is a whole number, so
+      // the expression stays an integer and the ToFloat / TruncToInt around it are identities
+      std::string text = quoted();
+      while (eat(',')) keyword();
+      if (!eat(')')) bad("expected ')'");
+      double v = 0;
+      try {
+        v = std::stod(text);
+      } catch (...) {
+        bad("bad float '" + text + "'");
+      }
+      if (!(std::fabs(v) < 9.0e15) || v != std::floor(v)) bad("a size computed with the fractional number " + text);
+      return ctx.constant(static_cast<int64_t>(v));
+    }
     std::vector<Dim> args;
     if (!eat(')')) {
       do {
@@ -177,6 +193,11 @@ struct SymParser {
     auto need = [&](size_t k) {
       if (args.size() < k) bad(f + " needs " + std::to_string(k) + " arguments");
     };
+    if (f == "ToFloat" || f == "TruncToInt" || f == "FloorToInt" || f == "CeilToInt" || f == "RoundToInt") {
+      // every number read is whole (see Float), so these conversions do not change the value
+      need(1);
+      return args[0];
+    }
     if (f == "Add") {
       need(1);
       Dim r = args[0];
