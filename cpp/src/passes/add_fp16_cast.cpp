@@ -132,7 +132,7 @@ Operation* sole_producer(Var* v, const char* type) {
 // for the square), as core ATen decomposes vector norms: its powers overflow fp16 where the norm
 // does not. It becomes pow(reduce_sum(pow(|x| / m, p)), 1 / p) * max|x|, with m = max(max|x|,
 // 2^-14) over the same axes, before the ops are cast. p must be an even integer, or the base an
-// abs; a base that is a real_div (already scaled) is left alone.
+// abs; a base that is a real_div (this rewrite's own result) is left alone.
 bool scale_power_sum(Builder& b, Block& blk, Operation* outer) {
   std::optional<double> e = outer->op_type() == "sqrt"  ? std::optional<double>(0.5)
                             : outer->op_type() == "pow" ? scalar_of(outer->input1("y"))
@@ -148,7 +148,8 @@ bool scale_power_sum(Builder& b, Block& blk, Operation* outer) {
   }
   if (!p || !(*p > 0) || std::isinf(*p) || std::fabs(*p * *e - 1) > 1e-6) return false;
   Var* x = inner->input1("x");
-  if (x->op() && x->op()->op_type() == "real_div") return false;  // already scaled
+  // its own result (pow of |x| / m) is not rewritten again
+  if (x->op() && x->op()->op_type() == "real_div") return false;
   bool is_abs = x->op() && x->op()->op_type() == "abs";
   if (!is_abs && !(std::fmod(*p, 2.0) == 0)) return false;
   if (!is_fp32(x) || sum->parent() != &blk || inner->parent() != &blk) return false;

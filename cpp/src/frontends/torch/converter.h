@@ -63,6 +63,12 @@ class OpTable {
  private:
   std::unordered_map<std::string, ConvertFn> fns_;
 };
+/// "torch.ops.aten.add_.Tensor" -> ("aten.add_", "Tensor"); a target outside aten
+/// ("_operator.getitem") whole, with no overload.
+std::pair<std::string, std::string> split_target(const std::string& target);
+/// The functional packet of an in-place one ("aten.add_" -> "aten.add"); "" when `packet` is not
+/// in-place (dunder names such as aten.__and__ are not).
+std::string functional_of(const std::string& packet);
 /// The table, filled once by the register_* functions of the family files.
 const OpTable& op_table();
 /// The converter for a node target ("torch.ops.aten.add_.Tensor"), or nullptr. In-place

@@ -359,9 +359,6 @@ const OpTable& op_table() {
   return t;
 }
 
-namespace {
-
-// "torch.ops.aten.add_.Tensor" -> ("aten.add_", "Tensor"); "_operator.getitem" -> itself
 std::pair<std::string, std::string> split_target(const std::string& target) {
   std::string t = target.rfind("torch.ops.", 0) == 0 ? target.substr(10) : target;
   if (t.rfind("aten.", 0) != 0) return {t, ""};
@@ -370,7 +367,11 @@ std::pair<std::string, std::string> split_target(const std::string& target) {
   return {t.substr(0, dot), t.substr(dot + 1)};
 }
 
-}  // namespace
+std::string functional_of(const std::string& packet) {
+  if (packet.size() > 6 && packet.back() == '_' && packet[packet.size() - 2] != '_')
+    return packet.substr(0, packet.size() - 1);
+  return "";
+}
 
 const ConvertFn* find_op(const std::string& target, bool* inplace) {
   auto& t = op_table();
@@ -385,13 +386,13 @@ const ConvertFn* find_op(const std::string& target, bool* inplace) {
     return t.find(p);
   };
   if (auto* f = look(packet)) return f;
-  // in-place: aten.add_ -> aten.add (not dunder names such as aten.__and__)
-  if (packet.size() > 6 && packet.back() == '_' && packet[packet.size() - 2] != '_') {
-    if (auto* f = look(packet.substr(0, packet.size() - 1))) {
+  // in-place: aten.add_ -> aten.add
+  std::string functional = functional_of(packet);
+  if (!functional.empty())
+    if (auto* f = look(functional)) {
       if (inplace) *inplace = true;
       return f;
     }
-  }
   return nullptr;
 }
 

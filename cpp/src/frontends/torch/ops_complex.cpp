@@ -26,11 +26,6 @@ struct Cx {
   Var* im = nullptr;
 };
 
-std::string op_name(const json& n) {
-  std::string t = n.value("target", std::string());
-  return t.rfind("torch.ops.", 0) == 0 ? t.substr(10) : t;
-}
-
 bool complex_name(C& cv, const std::string& name) {
   if (cv.complex_vars.count(name)) return true;
   if (cv.defined(name)) return false;
@@ -296,6 +291,13 @@ const std::unordered_set<std::string>& partwise_ops() {
   return s;
 }
 
+// "aten.mul.Tensor" / "aten.mul_.Tensor" -> "aten.mul"
+std::string packet(const json& n) {
+  std::string p = split_target(n.value("target", std::string())).first;
+  std::string functional = functional_of(p);
+  return functional.empty() ? p : functional;
+}
+
 // cat / stack: every tensor argument is a value (not an index)
 bool lists_values(const std::string& op) {
   return op.find("cat") != std::string::npos || op.find("stack") != std::string::npos;
@@ -318,7 +320,7 @@ void partwise(C& cv, const json& n, const ConvertFn& fn) {
   for (int part = 0; part < 2; ++part) {
     for (const auto& nm : cx_in)
       cv.vars[nm] = part ? cv.complex_vars[nm].second : cv.complex_vars[nm].first;
-    if (part && lists_values(op_name(n)))
+    if (part && lists_values(packet(n)))
       for (const auto& nm : real_in) cv.vars[nm] = zeros_like(cv, saved[nm]);
     fn(cv, n);
     for (size_t k = 0; k < outs.size(); ++k) {
@@ -366,16 +368,6 @@ const std::unordered_map<std::string, Fn>& complex_ops() {
   return m;
 }
 
-// "aten.mul.Tensor" / "aten.mul_.Tensor" -> "aten.mul"
-std::string packet(const json& n) {
-  std::string t = op_name(n);
-  if (t.rfind("aten.", 0) != 0) return t;
-  auto dot = t.find('.', 5);
-  std::string p = dot == std::string::npos ? t : t.substr(0, dot);
-  if (p.size() > 6 && p.back() == '_' && p[p.size() - 2] != '_') p.pop_back();
-  return p;
-}
-
 }  // namespace
 
 bool complex_node(C& cv, const json& n) {
@@ -391,8 +383,7 @@ void convert_complex(C& cv, const json& n, const ConvertFn* real_fn) {
   auto it = complex_ops().find(p);
   if (it != complex_ops().end()) return it->second(cv, n);
   if (partwise_ops().count(p) && real_fn) return partwise(cv, n, *real_fn);
-  cv.fail(n, "operator '" + op_name(n) +
-                 "' of a complex tensor is not supported (complex tensors convert through "
+  cv.fail(n, "this operator of a complex tensor is not supported (complex tensors convert through "
                  "view_as_complex / complex "
                  "/ polar, elementwise add, sub, mul, div, neg, conj, exp, abs, angle, real, imag, "
                  "view_as_real and "

@@ -268,24 +268,17 @@ Var* norm_input(C& cv, const json& n) {
   return x;
 }
 
-// (sum |x|^p)^(1/p) over `axes`, computed as m * (sum (|x| / m)^p)^(1/p) with m the largest |x|
-// (at least the smallest normal of the dtype), so the powers stay in range in fp16 too
-Var* scaled_p_norm(C& cv, Var* x, double p, const std::vector<int64_t>& axes, bool keep) {
+// (sum |x|^p)^(1/p) over `axes`, as torch computes it (under FLOAT16 the fp16 pass rescales the
+// powers by the largest |x|: common::add_fp16_cast's scale_power_sum)
+Var* p_norm(C& cv, Var* x, double p, const std::vector<int64_t>& axes, bool keep) {
   DataType dt = C::dtype(x);
-  Var* ax = cv.op("abs", {C::a("x", x)});
-  double tiny = dt == DataType::Float16 ? 6.103515625e-05
-                                        : static_cast<double>(std::numeric_limits<float>::min());
-  Var* m = cv.op("maximum",
-                 {C::a("x", reduce(cv, "reduce_max", ax, axes, true)), C::a("y", cv.cs(tiny, dt))});
-  Var* q = cv.op("pow", {C::a("x", bin(cv, "real_div", ax, m)), C::a("y", cv.cs(p, dt))});
-  Var* s = cv.op(
-      "pow", {C::a("x", reduce(cv, "reduce_sum", q, axes, keep)), C::a("y", cv.cs(1.0 / p, dt))});
-  if (!keep) m = cv.op("squeeze", {C::a("x", m), C::aints32("axes", axes)});
-  return bin(cv, "mul", s, m);
+  Var* q = cv.op("pow", {C::a("x", cv.op("abs", {C::a("x", x)})), C::a("y", cv.cs(p, dt))});
+  return cv.op("pow",
+               {C::a("x", reduce(cv, "reduce_sum", q, axes, keep)), C::a("y", cv.cs(1.0 / p, dt))});
 }
 
 // The vector `ord`-norm of x over `axes` (torch.linalg.vector_norm): 2 and 1 by reduce_l2_norm /
-// reduce_l1_norm, +-inf by the largest / smallest |x|, 0 by the count of non-zeros, others scaled
+// reduce_l1_norm, +-inf by the largest / smallest |x|, 0 by the count of non-zeros, others by p_norm
 Var* vector_norm_of(C& cv, Var* x, double ord, const std::vector<int64_t>& axes, bool keep) {
   if (axes.empty()) return cv.op("abs", {C::a("x", x)});
   if (ord == 2) return reduce(cv, "reduce_l2_norm", x, axes, keep);
@@ -298,7 +291,7 @@ Var* vector_norm_of(C& cv, Var* x, double ord, const std::vector<int64_t>& axes,
         cv.cast(cv.op("not_equal", {C::a("x", x), C::a("y", cv.cs(0, C::dtype(x)))}), C::dtype(x));
     return reduce(cv, "reduce_sum", nz, axes, keep);
   }
-  return scaled_p_norm(cv, x, ord, axes, keep);
+  return p_norm(cv, x, ord, axes, keep);
 }
 
 // The matrix `ord`-norm of x over the two `axes` (torch.linalg.matrix_norm): "fro", 1 / -1 (the

@@ -5,19 +5,11 @@
 #include <utility>
 #include <vector>
 
+#include "converter.h"
 #include "milkit/frontends/torch.h"
 
 namespace milkit {
 namespace {
-
-// "torch.ops.aten.convolution_backward.default" -> "aten.convolution_backward"
-std::string op_name(const std::string& target) {
-  std::string t = target.rfind("torch.ops.", 0) == 0 ? target.substr(10) : target;
-  size_t first = t.find('.');
-  if (first == std::string::npos) return t;
-  size_t second = t.find('.', first + 1);
-  return second == std::string::npos ? t : t.substr(0, second);
-}
 
 const char* const kBackward =
     "a gradient (backward) operator: Core ML programs run inference only (export the model in eval "
@@ -65,7 +57,8 @@ bool ends_with(const std::string& s, const std::string& tail) {
 }  // namespace
 
 std::string torch_unsupported_reason(const std::string& target) {
-  std::string name = op_name(target);
+  // "torch.ops.aten.convolution_backward.default" -> "aten.convolution_backward"
+  const std::string name = torch_detail::split_target(target).first;
   for (auto& [k, why] : named())
     if (k == name) return why;
   if (ends_with(name, "_backward") || ends_with(name, "_backward_data") ||
