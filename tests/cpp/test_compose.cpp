@@ -127,6 +127,22 @@ TEST_CASE("compose: round_half_even sends ties to the even neighbour", "[compose
   near(p.run1(round_half_even(p.e, x), {9}), {0, 2, 2, 0, -2, -2, 2, 3, -3});
 }
 
+TEST_CASE("compose: iota and triangle masks of lengths and diagonals known at run time",
+          "[compose]") {
+  Prog p;
+  // the lengths and k arrive as int32 inputs: nothing is known when the ops are built
+  Var* rows = p.input("rows", {}, {3}, DataType::Int32);
+  Var* cols = p.input("cols", {}, {4}, DataType::Int32);
+  Var* k = p.input("k", {}, {1}, DataType::Int32);
+  Var* lower = p.e.cast(tri_mask(p.e, rows, cols, k, true), DataType::Int32);
+  Var* upper = p.e.cast(tri_mask(p.e, rows, cols, p.e.cs(-1, DataType::Int32), false),
+                        DataType::Int32);
+  auto r = p.run({iota(p.e, cols), lower, upper}, {{4}, {3, 4}, {3, 4}});
+  near(r[0], {0, 1, 2, 3});
+  near(r[1], {1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1});  // col - row <= 1
+  near(r[2], {1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1});  // col - row >= -1
+}
+
 // ---- scans --------------------------------------------------------------------------------------
 
 TEST_CASE("compose: cumsum and cumprod, inclusive / exclusive, forward / reverse", "[compose]") {

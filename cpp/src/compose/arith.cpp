@@ -1,4 +1,4 @@
-// Division, remainders and rounding from MIL ops.
+// Division, remainders, rounding, index ranges and triangle masks from MIL ops.
 #include "milkit/compose/arith.h"
 
 namespace milkit {
@@ -36,6 +36,18 @@ Var* round_half_even(Emitter& e, Var* x) {
       e.bin("logical_or", e.bin("greater", d, e.f32(0.5)),
             e.bin("logical_and", e.bin("equal", d, e.f32(0.5)), e.bin("equal", odd, e.f32(1))));
   return e.bin("add", f, e.cast(up, DataType::Float32));
+}
+
+Var* iota(Emitter& e, Var* n) {
+  return e.op("range_1d", {Builder::arg("start", Value::scalar_int(DataType::Int32, 0)),
+                           Builder::arg("end", n),
+                           Builder::arg("step", Value::scalar_int(DataType::Int32, 1))});
+}
+
+Var* tri_mask(Emitter& e, Var* rows, Var* cols, Var* k, bool lower) {
+  Var* i = e.expand_dims(iota(e, rows), {1});
+  Var* j = e.expand_dims(iota(e, cols), {0});
+  return e.bin(lower ? "less_equal" : "greater_equal", e.bin("sub", j, i), k);
 }
 
 }  // namespace compose

@@ -1,4 +1,5 @@
-// milkit/compose/arith.h - integer-style division, remainders and rounding built from MIL ops.
+// milkit/compose/arith.h - integer-style division, remainders, rounding, index ranges and
+// triangle masks built from MIL ops.
 #pragma once
 
 #include "milkit/compose/emitter.h"
@@ -19,6 +20,11 @@ Var* python_mod(Emitter& e, Var* x, Var* y);
 /// x (fp32) rounded to the nearest integer, ties to even, from floor and comparisons (does not
 /// rely on the rounding mode of MIL's round).
 Var* round_half_even(Emitter& e, Var* x);
+/// [0, 1, ..., n - 1] (int32) for an int32 scalar n (a const or a value known at run time).
+Var* iota(Emitter& e, Var* n);
+/// The [rows, cols] bool mask of a matrix triangle: col - row <= k (lower, tril) or >= k (upper,
+/// triu); rows, cols and k are int32 scalars, consts or values known at run time.
+Var* tri_mask(Emitter& e, Var* rows, Var* cols, Var* k, bool lower);
 
 }  // namespace compose
 }  // namespace milkit

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "milkit/compose/arith.h"
 #include "milkit/compose/einsum.h"
 #include "milkit/compose/scan.h"
 #include "ops_common.h"
@@ -125,20 +126,14 @@ void one_hot(C& cv, const NodeProto& n) {
                 C::arg_i32("axis", ax), C::arg("on_value", mk(1)), C::arg("off_value", mk(0))}));
 }
 
-// Trilu's mask built at run time: col - row >= k (upper) or <= k (lower) over the last two dims
-// of `x`'s run-time shape, `k` an int32 var.
+// Trilu's mask built at run time over the last two dims of `x`'s run-time shape, `k` an int32 var.
 Var* trilu_mask_runtime(C& cv, Var* x, int r, Var* k, bool upper) {
   Var* shp = cv.op("shape", {C::arg("x", x)});
-  auto range = [&](int axis) {
-    Var* d = cv.op("gather",
-                   {C::arg("x", shp), C::arg("indices", Value::scalar_int(DataType::Int32, axis))});
-    return cv.op("range_1d",
-                 {C::arg("start", Value::scalar_int(DataType::Int32, 0)), C::arg("end", d),
-                  C::arg("step", Value::scalar_int(DataType::Int32, 1))});
+  auto dim = [&](int axis) {
+    return cv.op("gather",
+                 {C::arg("x", shp), C::arg("indices", Value::scalar_int(DataType::Int32, axis))});
   };
-  Var* rows = cv.em.expand_dims(range(r - 2), {1});
-  Var* diff = cv.op("sub", {C::arg("x", range(r - 1)), C::arg("y", rows)});
-  return cv.op(upper ? "greater_equal" : "less_equal", {C::arg("x", diff), C::arg("y", k)});
+  return compose::tri_mask(cv.em, dim(r - 2), dim(r - 1), k, !upper);
 }
 
 void trilu(C& cv, const NodeProto& n) {

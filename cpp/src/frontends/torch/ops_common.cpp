@@ -7,6 +7,7 @@
 #include <numeric>
 #include <set>
 
+#include "milkit/compose/arith.h"
 #include "ops_common.h"
 
 namespace milkit {
@@ -351,10 +352,7 @@ Var* pad(C& cv, const json& n, Var* x, const std::vector<int64_t>& tp, const std
 }
 
 // [0, 1, ..., d - 1] as int32
-Var* range_of(C& cv, Dim d) {
-  return cv.op("range_1d", {C::a("end", cv.dim_var(d)), C::a("start", Value::scalar_int(DataType::Int32, 0)),
-                            C::a("step", Value::scalar_int(DataType::Int32, 1))});
-}
+Var* range_of(C& cv, Dim d) { return compose::iota(cv.e, cv.dim_var(d)); }
 
 // x as rank 1
 Var* flat(C& cv, Var* x) { return reshape(cv, x, cv.ci({-1})); }

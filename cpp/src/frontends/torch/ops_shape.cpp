@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "milkit/compose/arith.h"
 #include "ops_common.h"
 
 namespace milkit {
@@ -78,14 +79,8 @@ Var* tri_mask(C& cv, const json& n, Var* x, int64_t k, bool lower) {
   int r = cv.rank(n, x);
   if (r < 2) cv.fail(n, "tril/triu need rank >= 2");
   Dim H = C::shape(x)[static_cast<size_t>(r - 2)], W = C::shape(x)[static_cast<size_t>(r - 1)];
-  auto range = [&](Dim d) {
-    return cv.op("range_1d", {C::a("end", cv.dim_var(d)), C::a("start", Value::scalar_int(DataType::Int32, 0)),
-                              C::a("step", Value::scalar_int(DataType::Int32, 1))});
-  };
-  Var* i = cv.op("expand_dims", {C::a("x", range(H)), C::aints32("axes", {1})});
-  Var* j = cv.op("expand_dims", {C::a("x", range(W)), C::aints32("axes", {0})});
-  Var* diff = bin(cv, "sub", j, i);
-  return bin(cv, lower ? "less_equal" : "greater_equal", diff, cv.cs(static_cast<double>(k), DataType::Int32));
+  return compose::tri_mask(cv.e, cv.dim_var(H), cv.dim_var(W),
+                           cv.cs(static_cast<double>(k), DataType::Int32), lower);
 }
 
 Var* transpose2(C& cv, Var* x, int r, int64_t a, int64_t b) {
