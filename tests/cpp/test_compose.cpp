@@ -135,8 +135,8 @@ TEST_CASE("compose: iota and triangle masks of lengths and diagonals known at ru
   Var* cols = p.input("cols", {}, {4}, DataType::Int32);
   Var* k = p.input("k", {}, {1}, DataType::Int32);
   Var* lower = p.e.cast(tri_mask(p.e, rows, cols, k, true), DataType::Int32);
-  Var* upper = p.e.cast(tri_mask(p.e, rows, cols, p.e.cs(-1, DataType::Int32), false),
-                        DataType::Int32);
+  Var* upper =
+      p.e.cast(tri_mask(p.e, rows, cols, p.e.cs(-1, DataType::Int32), false), DataType::Int32);
   auto r = p.run({iota(p.e, cols), lower, upper}, {{4}, {3, 4}, {3, 4}});
   near(r[0], {0, 1, 2, 3});
   near(r[1], {1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1});  // col - row <= 1

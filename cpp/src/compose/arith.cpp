@@ -39,9 +39,9 @@ Var* round_half_even(Emitter& e, Var* x) {
 }
 
 Var* iota(Emitter& e, Var* n) {
-  return e.op("range_1d", {Builder::arg("start", Value::scalar_int(DataType::Int32, 0)),
-                           Builder::arg("end", n),
-                           Builder::arg("step", Value::scalar_int(DataType::Int32, 1))});
+  return e.op("range_1d",
+              {Builder::arg("start", Value::scalar_int(DataType::Int32, 0)), Builder::arg("end", n),
+               Builder::arg("step", Value::scalar_int(DataType::Int32, 1))});
 }
 
 Var* tri_mask(Emitter& e, Var* rows, Var* cols, Var* k, bool lower) {

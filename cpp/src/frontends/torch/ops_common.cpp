@@ -1,4 +1,6 @@
 // Helpers shared by the torch.export importer's operator families.
+#include "ops_common.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -8,7 +10,6 @@
 #include <set>
 
 #include "milkit/compose/arith.h"
-#include "ops_common.h"
 
 namespace milkit {
 namespace torch_detail {
