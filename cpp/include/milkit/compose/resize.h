@@ -55,6 +55,21 @@ struct ResizeSpec {
   ResizeConvention convention = ResizeConvention::Onnx;  ///< See ResizeConvention.
 };
 
+/// One axis resized to a length known only at run time.
+struct RunTimeAxis {
+  int64_t axis = 0;    ///< The axis of x (non-negative).
+  Var* in = nullptr;   ///< Its input length, an int32 scalar.
+  Var* out = nullptr;  ///< Its output length, an int32 scalar.
+  double scale = 0;    ///< out / in as the framework states it; 0: none given (in / out is used).
+};
+
+/// Resizes x along `axes`, whose lengths are known only at run time: each axis's source
+/// coordinates (fp32), clamped taps (1 nearest, 2 linear, 4 cubic) and weights are computed by
+/// MIL ops, by s.mode, s.coord, s.nearest, s.cubic_a and s.convention as resize_by_taps takes
+/// them (s.axes is not read). Antialiasing, exclude_outside, TfCropAndResize and interpolating
+/// integer tensors need known lengths: ValueError.
+Var* resize_at_run_time(Emitter& e, Var* x, const ResizeSpec& s,
+                        const std::vector<RunTimeAxis>& axes);
 /// Resizes x along s.axes (known lengths) by per-axis gathers weighted by constant taps (1
 /// nearest, 2 linear, 4 cubic, more when Onnx antialiases); Torch antialiasing goes to
 /// resize_by_matrix. Returns a new var even when nothing is resized.

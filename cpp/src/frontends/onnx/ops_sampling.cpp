@@ -73,85 +73,9 @@ Var* resize_general(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t
   return compose::resize(cv.em, x, s);
 }
 
-// ---- Resize whose output size is known only at run time ----------------------------------
-// One axis at a time: ONNX's source coordinate of every output index, computed in fp32 as
-// onnxruntime does, then a gather of the nearest source (nearest) or of the two neighbours
-// blended (linear, the coordinate clamped to [0, in - 1]).
-
-Var* scalar_i32(C& cv, int64_t v) { return cv.c(Value::scalar_int(DataType::Int32, v)); }
-
-// The fp32 source coordinate of output indices `i` (fp32 [N]) over an axis of `in` -> `out`
-// elements (fp32 scalars) with `scale` (fp32 scalar) and `width` the unrounded output size.
-Var* source_coord(C& cv, const NodeProto& n, const std::string& coord, Var* i, Var* in, Var* out,
-                  Var* scale, Var* width) {
-  auto b = [&](const char* t, Var* x, Var* y) { return binary(cv, t, x, y); };
-  Var* half = fconst(cv, 0.5);
-  Var* hp = b("sub", b("real_div", b("add", i, half), scale), half);
-  if (coord == "half_pixel") return hp;
-  if (coord == "asymmetric") return b("real_div", i, scale);
-  if (coord == "pytorch_half_pixel")
-    return cv.em.sel(b("greater", out, fconst(cv, 1)), hp, fconst(cv, 0));
-  if (coord == "half_pixel_symmetric") {
-    Var* adj = b("real_div", out, width);
-    Var* offset = b("mul", b("mul", in, half), b("sub", fconst(cv, 1), adj));
-    return b("add", offset, hp);
-  }
-  if (coord == "align_corners") {
-    Var* one = fconst(cv, 1);
-    Var* den = b("maximum", b("sub", out, one), one);
-    Var* v = b("real_div", b("mul", i, b("sub", in, one)), den);
-    return cv.em.sel(b("equal", out, one), fconst(cv, 0), v);
-  }
-  cv.fail(n, "coordinate_transformation_mode '" + coord +
-                 "' needs the output size to be known at conversion time");
-}
-
-// Resizes axis `axis` of `x` from its run-time size to `out_i` (int32 scalar) elements; `scale`
-// (fp32 scalar) is the given scale, or nullptr for out / in.
-Var* resize_axis_runtime(C& cv, const NodeProto& n, Var* x, int axis, int rank, Var* out_i,
-                         Var* scale, const std::string& mode, const std::string& coord,
-                         const std::string& nearest_mode) {
-  auto b = [&](const char* t, Var* p, Var* q) { return binary(cv, t, p, q); };
-  Var* in_i = cv.op("gather", {C::arg("x", cv.op("shape", {C::arg("x", x)})),
-                               C::arg("indices", Value::scalar_int(DataType::Int32, axis))});
-  Var* in = cv.cast(in_i, DataType::Float32);
-  Var* out = cv.cast(out_i, DataType::Float32);
-  Var* width = scale ? b("mul", in, scale) : out;
-  if (!scale) scale = b("real_div", out, in);
-  Var* idx = cv.op("range_1d",
-                   {C::arg("start", Value::scalar_int(DataType::Int32, 0)), C::arg("end", out_i),
-                    C::arg("step", Value::scalar_int(DataType::Int32, 1))});
-  Var* g = source_coord(cv, n, coord, cv.cast(idx, DataType::Float32), in, out, scale, width);
-  Var* last_i = b("sub", in_i, scalar_i32(cv, 1));
-  Var* last = cv.cast(last_i, DataType::Float32);
-  auto gather = [&](Var* ind) {
-    return cv.op("gather", {C::arg("x", x), C::arg("indices", ind), C::arg_i32("axis", axis)});
-  };
-  if (mode == "nearest") {
-    Var* r = nullptr;
-    if (nearest_mode == "floor")
-      r = cv.em.un("floor", g);
-    else if (nearest_mode == "ceil")
-      r = cv.em.un("ceil", g);
-    else if (nearest_mode == "round_prefer_ceil")
-      r = cv.em.un("floor", b("add", g, fconst(cv, 0.5)));
-    else
-      r = cv.em.un("ceil", b("sub", g, fconst(cv, 0.5)));  // round_prefer_floor
-    r = b("maximum", b("minimum", r, last), fconst(cv, 0));
-    return gather(cv.cast(r, DataType::Int32));
-  }
-  Var* xc = b("maximum", b("minimum", g, last), fconst(cv, 0));
-  Var* lo = cv.em.un("floor", xc);
-  Var* lo_i = cv.cast(lo, DataType::Int32);
-  Var* hi_i = b("minimum", b("add", lo_i, scalar_i32(cv, 1)), last_i);
-  std::vector<int64_t> wshape(static_cast<size_t>(rank), 1);
-  wshape[static_cast<size_t>(axis)] = -1;
-  DataType dt = C::dtype(x);
-  Var* w = cv.cast(
-      cv.op("reshape", {C::arg("x", b("sub", xc, lo)), C::arg_ints32("shape", wshape)}), dt);
-  Var* one = cv.cs(1, dt);
-  return b("add", b("mul", gather(lo_i), b("sub", one, w)), b("mul", gather(hi_i), w));
-}
+// ---- Resize whose output size is known only at run time ----
+// compose::resize_at_run_time in ONNX's arithmetic: the source coordinates computed in fp32 as
+// onnxruntime does, then the nearest source (nearest) or the two neighbours blended (linear).
 
 // Whether resize_runtime takes this Resize (else its sizes must be known at conversion time).
 bool runtime_sizes_ok(const NodeProto& n, Var* x, const std::string& mode,
@@ -186,32 +110,36 @@ void resize_runtime(C& cv, const NodeProto& n, Var* x, const std::vector<double>
     count = static_cast<size_t>((*ss)[0]);
   }
   if (count != axes.size()) cv.fail(n, "sizes / scales must have one value per resized dim");
+  compose::ResizeSpec s;
+  s.convention = compose::ResizeConvention::Onnx;
+  s.mode = pick(n, "mode", modes, mode);
+  s.coord = pick(n, "coordinate_transformation_mode", coords, coord);
+  s.nearest = pick(n, "nearest_mode", roundings, nearest_mode);
+  Var* shape = cv.op("shape", {C::arg("x", x)});
+  std::vector<compose::RunTimeAxis> rt;
   // sizes whose elements are the input's own dims (Shape -> Slice -> Concat) leave those as is
   const Value* known = sizes && sizes->value() && sizes->value()->is_symbolic() &&
                                sizes->value()->dims().size() == count
                            ? sizes->value().get()
                            : nullptr;
   const auto& xs = C::shape(x);
+  auto element = [&](Var* v, int64_t k) {
+    return cv.op("gather",
+                 {C::arg("x", v), C::arg("indices", Value::scalar_int(DataType::Int32, k))});
+  };
   for (size_t k = 0; k < axes.size(); ++k) {
-    int a = static_cast<int>(axes[k]);
+    int64_t a = axes[k];
+    Var* in = element(shape, a);
     if (sizes) {
       if (known && known->dims()[k] == xs[static_cast<size_t>(a)]) continue;  // same size: as is
-      Var* o =
-          cv.op("gather",
-                {C::arg("x", sizes),
-                 C::arg("indices", Value::scalar_int(DataType::Int32, static_cast<int64_t>(k)))});
-      x = resize_axis_runtime(cv, n, x, a, r, o, nullptr, mode, coord, nearest_mode);
+      rt.push_back({a, in, element(sizes, static_cast<int64_t>(k)), 0});
     } else {
       if (scales[k] == 1.0) continue;
-      Var* sc = fconst(cv, scales[k]);
-      Var* in = cv.cast(cv.op("gather", {C::arg("x", cv.op("shape", {C::arg("x", x)})),
-                                         C::arg("indices", Value::scalar_int(DataType::Int32, a))}),
-                        DataType::Float32);
-      Var* o = cv.cast(cv.em.un("floor", binary(cv, "mul", in, sc)), DataType::Int32);
-      x = resize_axis_runtime(cv, n, x, a, r, o, sc, mode, coord, nearest_mode);
+      Var* o = binary(cv, "mul", cv.cast(in, DataType::Float32), fconst(cv, scales[k]));
+      rt.push_back({a, in, cv.cast(cv.em.un("floor", o), DataType::Int32), scales[k]});
     }
   }
-  cv.out(n, 0, cv.op("identity", {C::arg("x", x)}));
+  cv.out(n, 0, cv.op("identity", {C::arg("x", compose::resize_at_run_time(cv.em, x, s, rt))}));
 }
 
 void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales,

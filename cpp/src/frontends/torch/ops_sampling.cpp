@@ -219,8 +219,8 @@ struct Axis {
   bool in_over_out = false;  // torch's source scale is in / out (no scale factor, or an exact one)
 };
 
-// The resize of the last axes of x (rank r) by compose in torch's convention.
-compose::ResizeSpec resize_spec(const std::vector<Axis>& axes, Mode m, bool ac, int r) {
+// A resize in torch's convention for mode m (no axes yet).
+compose::ResizeSpec torch_resize(Mode m, bool ac) {
   compose::ResizeSpec s;
   s.convention = compose::ResizeConvention::Torch;
   bool nearest = m == Mode::Nearest || m == Mode::NearestExact;
@@ -231,6 +231,12 @@ compose::ResizeSpec resize_spec(const std::vector<Axis>& axes, Mode m, bool ac, 
             : ac               ? compose::ResizeCoord::AlignCorners
                                : compose::ResizeCoord::HalfPixel;
   s.antialias = m == Mode::LinearAA || m == Mode::CubicAA;
+  return s;
+}
+
+// The resize of the last axes of x (rank r) by compose in torch's convention.
+compose::ResizeSpec resize_spec(const std::vector<Axis>& axes, Mode m, bool ac, int r) {
+  compose::ResizeSpec s = torch_resize(m, ac);
   for (size_t k = 0; k < axes.size(); ++k) {
     compose::ResizeAxis a;
     a.axis = r - static_cast<int64_t>(axes.size()) + static_cast<int64_t>(k);
@@ -240,77 +246,6 @@ compose::ResizeSpec resize_spec(const std::vector<Axis>& axes, Mode m, bool ac, 
     s.axes.push_back(a);
   }
   return s;
-}
-
-// One axis of x resized to a size known at run time only, in torch's arithmetic (fp32
-// coordinates): the source coordinate of each output index, its taps (1 nearest, 2 linear, 4
-// cubic, clamped to the axis) gathered and weighted
-Var* resize_axis_at_run_time(C& cv, Var* x, int64_t ax, const Axis& a, Mode m, bool ac) {
-  const DataType f32 = DataType::Float32;
-  auto f = [&](double v) { return cv.cs(v, f32); };
-  auto b = [&](const char* op, Var* p, Var* q) { return bin(cv, op, p, q); };
-  Var* in = cv.dim_var(a.in);
-  Var* out = cv.dim_var(a.out);
-  Var* o = cv.cast(cv.op("range_1d", {C::a("start", cv.cs(0, DataType::Int32)), C::a("end", out),
-                                      C::a("step", cv.cs(1, DataType::Int32))}),
-                   f32);
-  Var* inf = cv.cast(in, f32);
-  Var* scale;  // the source step per output index
-  if (ac && m != Mode::Nearest && m != Mode::NearestExact)
-    scale =
-        b("real_div", b("sub", inf, f(1)),
-          cv.cast(b("maximum", b("sub", out, cv.cs(1, DataType::Int32)), cv.cs(1, DataType::Int32)),
-                  f32));
-  else if (a.scale)
-    scale = f(static_cast<double>(static_cast<float>(1.0 / *a.scale)));
-  else
-    scale = b("real_div", inf, cv.cast(out, f32));
-  Var* src;
-  if (m == Mode::Nearest)
-    src = b("mul", o, scale);
-  else if (ac)
-    src = b("mul", o, scale);
-  else
-    src = b("sub", b("mul", b("add", o, f(0.5)), scale), f(0.5));
-  if (m == Mode::NearestExact) src = b("mul", b("add", o, f(0.5)), scale);
-  if (m == Mode::Linear && !ac) src = b("maximum", src, f(0));
-  Var* fl = cv.op("floor", {C::a("x", src)});
-  Var* i0 = cv.cast(fl, DataType::Int32);
-  Var* last = b("sub", in, cv.cs(1, DataType::Int32));
-  auto tap = [&](int64_t j) {
-    Var* i = j == 0 ? i0 : b("add", i0, cv.cs(static_cast<double>(j), DataType::Int32));
-    i = b("minimum", b("maximum", i, cv.cs(0, DataType::Int32)), last);
-    return gather_any(cv, "gather", x, {C::a("indices", i), C::ai32("axis", ax)});
-  };
-  // weights broadcast along the axis (ax is 2 of rank 4: [O, 1])
-  const int r = static_cast<int>(C::shape(x).size());
-  auto along = [&](Var* w) {
-    w = cv.cast(w, C::dtype(x));
-    return ax == r - 1 ? w : cv.e.expand_dims(w, {1});
-  };
-  if (m == Mode::Nearest || m == Mode::NearestExact) return tap(0);
-  Var* t = b("sub", src, fl);
-  if (m == Mode::Linear) {
-    Var* x0 = tap(0);
-    Var* x1 = tap(1);
-    return b("add", x0, b("mul", b("sub", x1, x0), along(t)));
-  }
-  const double A = -0.75;
-  auto near = [&](Var* d) {  // ((A + 2) d - (A + 3)) d^2 + 1, |d| <= 1
-    return b("add", b("mul", b("sub", b("mul", d, f(A + 2)), f(A + 3)), b("mul", d, d)), f(1));
-  };
-  auto far = [&](Var* d) {  // ((A d - 5A) d + 8A) d - 4A, 1 < |d| < 2
-    return b("sub",
-             b("mul", b("add", b("mul", b("sub", b("mul", d, f(A)), f(5 * A)), d), f(8 * A)), d),
-             f(4 * A));
-  };
-  Var* w[4] = {far(b("add", t, f(1))), near(t), near(b("sub", f(1), t)), far(b("sub", f(2), t))};
-  Var* y = nullptr;
-  for (int64_t j = 0; j < 4; ++j) {
-    Var* term = b("mul", tap(j - 1), along(w[j]));
-    y = y ? b("add", y, term) : term;
-  }
-  return y;
 }
 
 void upsample(C& cv, const json& n, size_t sp, Mode mode) {
@@ -444,12 +379,12 @@ void upsample(C& cv, const json& n, size_t sp, Mode mode) {
   // (linear by an integer factor without align_corners stays refused before iOS16, as it was)
   bool refused = mode == Mode::Linear && all_factor && !ac && cv.target() < Target::iOS16;
   if (!all_static && computable && !aa && sp <= 2 && !refused) {
-    // sizes known at run time only: each axis resized by its own taps
-    Var* y = x;
+    // sizes known at run time only: each axis's taps computed by the program
+    std::vector<compose::RunTimeAxis> rt;
     for (size_t k = 0; k < sp; ++k)
-      y = resize_axis_at_run_time(cv, y, r - static_cast<int64_t>(sp) + static_cast<int64_t>(k),
-                                  axes[k], mode, ac);
-    cv.out(n, y);
+      rt.push_back({r - static_cast<int64_t>(sp) + static_cast<int64_t>(k), cv.dim_var(axes[k].in),
+                    cv.dim_var(axes[k].out), axes[k].scale.value_or(0)});
+    cv.out(n, compose::resize_at_run_time(cv.e, x, torch_resize(mode, ac), rt));
     return;
   }
   if (!all_static) {
