@@ -553,6 +553,53 @@ TEST_CASE("compose: linear resize, align_corners and half-pixel, both convention
   near(r[6], {0, 4.0 / 3, 8.0 / 3, 4});
 }
 
+TEST_CASE("compose: resizing to lengths known at run time gives the constant taps' numbers",
+          "[compose]") {
+  using RC = ResizeConvention;
+  using C = ResizeCoord;
+  struct Case {
+    ResizeMode m;
+    C c;
+    RC v;
+    NearestRound round;
+  };
+  std::vector<Case> cases;
+  for (ResizeMode m : {ResizeMode::Nearest, ResizeMode::Linear, ResizeMode::Cubic}) {
+    for (C c : {C::Asymmetric, C::HalfPixel, C::AlignCorners})
+      cases.push_back({m, c, RC::Torch, {}});
+    for (C c :
+         {C::HalfPixel, C::Asymmetric, C::PytorchHalfPixel, C::AlignCorners, C::HalfPixelSymmetric})
+      cases.push_back({m, c, RC::Onnx, NearestRound::RoundPreferFloor});
+  }
+  cases.push_back({ResizeMode::Nearest, C::HalfPixel, RC::Onnx, NearestRound::RoundPreferCeil});
+  cases.push_back({ResizeMode::Nearest, C::HalfPixel, RC::Onnx, NearestRound::Floor});
+  cases.push_back({ResizeMode::Nearest, C::Asymmetric, RC::Onnx, NearestRound::Ceil});
+  // axis 0 grows 3 -> 7, axis 1 shrinks 5 -> 3; the run-time lengths are int32 inputs
+  const std::vector<double> xv = {1, -2, 3, 5, 0, 4, 4, -1, 2, 7, 0, 1, 9, -3, 2};
+  for (const Case& k : cases) {
+    INFO("mode " << static_cast<int>(k.m) << " coord " << static_cast<int>(k.c) << " convention "
+                 << static_cast<int>(k.v) << " rounding " << static_cast<int>(k.round));
+    Prog p;
+    Var* x = p.input("x", {3, 5}, xv);
+    std::vector<Var*> len;
+    for (auto [name, v] :
+         {std::pair<const char*, double>{"in0", 3}, {"out0", 7}, {"in1", 5}, {"out1", 3}})
+      len.push_back(p.input(name, {}, {v}, DataType::Int32));
+    ResizeSpec s;
+    s.mode = k.m;
+    s.coord = k.c;
+    s.convention = k.v;
+    s.nearest = k.round;
+    bool onnx = k.v == RC::Onnx;
+    // the static taps take ONNX's stated scale (out / in), torch's in / out from the lengths
+    s.axes = {ResizeAxis{0, 3, 7, onnx ? 7.0 / 3 : 0}, ResizeAxis{1, 5, 3, onnx ? 3.0 / 5 : 0}};
+    Var* fixed = resize(p.e, x, s);
+    Var* run = resize_at_run_time(p.e, x, s, {{0, len[0], len[1], 0}, {1, len[2], len[3], 0}});
+    auto r = p.run({fixed, run}, {{7, 3}, {7, 3}});
+    near(r[1], r[0], 1e-4);
+  }
+}
+
 TEST_CASE("compose: cubic resize with A = -0.75 and -0.5, exclude_outside", "[compose]") {
   Prog p;
   Var* x = p.input("x", {1, 4}, {1, 2, 4, 8});
