@@ -182,7 +182,11 @@ class Converter {
   std::vector<double> doubles(const onnx::NodeProto& n, int i, const char* what);
 
   // ---- attributes ---------------------------------------------------------------------------
-  /// The attribute, or nullptr, whatever its type (for presence; read values with attr_*).
+  /// Whether the node has attribute `name` (read its value with attr_*).
+  static bool has_attr(const onnx::NodeProto& n, const std::string& name) {
+    return find_attr(n, name) != nullptr;
+  }
+  /// The attribute, or nullptr, whatever its type.
   static const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, const std::string& name);
   /// The attribute when present, checked to be of type `t` (an attribute without a type, as
   /// IR version 1 writes them, is taken as it is); nullptr when absent. FormatError naming the

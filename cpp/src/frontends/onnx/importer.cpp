@@ -490,6 +490,9 @@ void Converter::convert_node(const NodeProto& n) {
   if (local) return inline_function(*this, n, *fit->second);
   if (!dom.empty() && !t.has(dom, n.op_type())) fail(n, "domain '" + dom + "' is not supported");
   const ConvertFn* fn = t.find(dom, n.op_type(), opset_of(dom));
+  if (!fn && t.has(dom, n.op_type()))
+    fail(n, "operator '" + n.op_type() + "' is not supported at opset " +
+                std::to_string(opset_of(dom)) + " (milkit converts it from a later opset)");
   if (!fn) fail(n, "operator '" + n.op_type() + "' is not supported");
   try {
     (*fn)(*this, n);
@@ -518,7 +521,6 @@ namespace {
 
 using FnMap = std::unordered_map<std::string, const onnx::FunctionProto*>;
 
-// Every node (subgraphs and local functions included) whose operator milkit cannot express.
 using Opsets = std::unordered_map<std::string, int64_t>;
 
 // Every node (subgraphs and local functions included) whose operator milkit cannot express.
@@ -538,7 +540,8 @@ void collect_unsupported(const google::protobuf::RepeatedPtrField<NodeProto>& no
       if (seen.insert(ft->second).second)
         collect_unsupported(ft->second->node(), fns, cv, bad, seen);
     } else if (!t.find(dom, n.op_type(), cv.opset_of(dom))) {
-      bad.push_back(node_label(n) + (dom.empty() ? "" : " in domain '" + n.domain() + "'"));
+      bad.push_back(node_label(n) + (dom.empty() ? "" : " in domain '" + n.domain() + "'") +
+                    (t.has(dom, n.op_type()) ? " (converted from a later opset)" : ""));
     }
     for (auto& a : n.attribute()) {
       if (a.has_g()) collect_unsupported(a.g().node(), fns, cv, bad, seen);

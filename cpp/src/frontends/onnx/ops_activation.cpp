@@ -100,8 +100,8 @@ void clamp(C& cv, const NodeProto& n, Var* x, Var* lo, Var* hi) {
 void clip_v1(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   DataType dt = C::dtype(x);
-  Var* lo = C::find_attr(n, "min") ? cv.cs(C::attr_float(n, "min", 0), dt) : nullptr;
-  Var* hi = C::find_attr(n, "max") ? cv.cs(C::attr_float(n, "max", 0), dt) : nullptr;
+  Var* lo = C::has_attr(n, "min") ? cv.cs(C::attr_float(n, "min", 0), dt) : nullptr;
+  Var* hi = C::has_attr(n, "max") ? cv.cs(C::attr_float(n, "max", 0), dt) : nullptr;
   clamp(cv, n, x, lo, hi);
 }
 
@@ -164,9 +164,20 @@ void log_softmax_v1(C& cv, const NodeProto& n) {
   log_softmax_over(cv, n, x, axes);
 }
 
-void dropout(C& cv, const NodeProto& n) {
+// Dropout in inference: the input, and an all-true mask.
+void dropout_v1(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
-  if (cv.opset >= 12 && C::has(n, 2) && cv.ints(n, 2, "training_mode").at(0) != 0) {
+  cv.out(n, 0, x);
+  if (C::wants(n, 1)) {
+    Var* shp = cv.op("shape", {C::arg("x", x)});
+    cv.out(n, 1, cv.op("fill", {C::arg("shape", shp), C::arg("value", Value::scalar_bool(true))}));
+  }
+}
+
+// Dropout from opset 12: ratio and training_mode are inputs; training draws a keep mask.
+void dropout_v12(C& cv, const NodeProto& n) {
+  Var* x = cv.in(n, 0);
+  if (C::has(n, 2) && cv.ints(n, 2, "training_mode").at(0) != 0) {
     double ratio = C::has(n, 1) ? cv.doubles(n, 1, "ratio").at(0) : 0.5;
     if (ratio < 0 || ratio >= 1) cv.fail(n, "ratio must be in [0, 1)");
     if (ratio > 0) {
@@ -175,18 +186,14 @@ void dropout(C& cv, const NodeProto& n) {
       Var* keep =
           cv.op("random_bernoulli",
                 {C::arg("shape", cv.op("shape", {C::arg("x", x)})),
-                 C::arg_i32("seed", C::find_attr(n, "seed") ? C::attr_int(n, "seed", 0) : -1),
+                 C::arg_i32("seed", C::has_attr(n, "seed") ? C::attr_int(n, "seed", 0) : -1),
                  C::arg("prob", Value::scalar_float(dt, 1.0 - ratio))});
       cv.out(n, 0, binary(cv, "mul", binary(cv, "mul", x, keep), cv.cs(1.0 / (1.0 - ratio), dt)));
       if (C::wants(n, 1)) cv.out(n, 1, cv.cast(keep, DataType::Bool));
       return;
     }
   }
-  cv.out(n, 0, x);
-  if (C::wants(n, 1)) {
-    Var* shp = cv.op("shape", {C::arg("x", x)});
-    cv.out(n, 1, cv.op("fill", {C::arg("shape", shp), C::arg("value", Value::scalar_bool(true))}));
-  }
+  dropout_v1(cv, n);
 }
 
 // One-hot of the argmax along axis `ax`.
@@ -266,7 +273,8 @@ void register_activation(OpTable& t) {
   t.on("Softmax", 13, softmax_v13);
   t.on("LogSoftmax", 1, log_softmax_v1);
   t.on("LogSoftmax", 13, log_softmax_v13);
-  t.on("Dropout", 1, dropout);
+  t.on("Dropout", 1, dropout_v1);
+  t.on("Dropout", 12, dropout_v12);
   t.on("Hardmax", 1, hardmax_v1);
   t.on("Hardmax", 13, hardmax_v13);
   t.on("Swish", 1, swish);

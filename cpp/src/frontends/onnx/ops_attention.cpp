@@ -61,7 +61,7 @@ void attention(C& cv, const NodeProto& n) {
     v = compose::split_heads(cv.em, v, kvh);
   }
   compose::AttentionSpec s;
-  if (C::find_attr(n, "scale")) s.scale = C::attr_float(n, "scale", 1.0f);
+  if (C::has_attr(n, "scale")) s.scale = C::attr_float(n, "scale", 1.0f);
   s.split_scale = true;
   s.softcap = C::attr_float(n, "softcap", 0.0f);
   if (C::has(n, 3)) s.mask = cv.in(n, 3);
@@ -111,8 +111,8 @@ void flex_attention(C& cv, const NodeProto& n) {
     k = compose::repeat_heads(cv.em, k, hq / hkv);
     v = compose::repeat_heads(cv.em, v, hq / hkv);
   }
-  double scale = C::find_attr(n, "scale") ? C::attr_float(n, "scale", 1.0f)
-                                          : 1.0 / std::sqrt(static_cast<double>(E));
+  double scale = C::has_attr(n, "scale") ? C::attr_float(n, "scale", 1.0f)
+                                         : 1.0 / std::sqrt(static_cast<double>(E));
   Var* sq = cv.cs(std::sqrt(static_cast<float>(scale)), dt);
   Var* scores =
       cv.op("matmul", {C::arg("x", binary(cv, "mul", q, sq)), C::arg("y", binary(cv, "mul", k, sq)),
@@ -122,9 +122,9 @@ void flex_attention(C& cv, const NodeProto& n) {
   DataType ct = sp == onnx::TensorProto::FLOAT16 ? DataType::Float16 : f32;
   scores = cv.cast(scores, ct);
   auto mod = [&](const char* name, Var* x) {
-    auto* a = C::find_attr(n, name);
-    if (!a || !a->has_g()) return x;
-    auto outs = convert_subgraph(cv, a->g(), {x});
+    const GraphProto* g = C::attr_graph(n, name);
+    if (!g) return x;
+    auto outs = convert_subgraph(cv, *g, {x});
     if (outs.size() != 1) cv.fail(n, std::string(name) + " must return one value");
     return cv.cast(outs[0], ct);
   };

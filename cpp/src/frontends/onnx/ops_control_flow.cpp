@@ -7,9 +7,9 @@ namespace onnx_detail {
 namespace {
 
 const GraphProto& graph_attr(C& cv, const NodeProto& n, const char* name) {
-  auto* a = C::find_attr(n, name);
-  if (!a || !a->has_g()) cv.fail(n, std::string("attribute '") + name + "' (a graph) is required");
-  return a->g();
+  const GraphProto* g = C::attr_graph(n, name);
+  if (!g) cv.fail(n, std::string("attribute '") + name + "' (a graph) is required");
+  return *g;
 }
 
 std::vector<Var*> subgraph(C& cv, const GraphProto& g, const std::vector<Var*>& inputs) {
@@ -274,32 +274,44 @@ std::vector<Var*> run_scan(C& cv, const NodeProto& n, const GraphProto& body,
   return result;
 }
 
-void scan_op(C& cv, const NodeProto& n) {
+// A Scan node's body and counts: scan inputs, states (inputs after the first `first`), outputs.
+struct ScanShape {
+  const GraphProto* body;
+  int m, nstate, k_out;
+};
+
+ScanShape scan_shape(C& cv, const NodeProto& n, int first) {
   const GraphProto& body = graph_attr(cv, n, "body");
   int m = static_cast<int>(C::attr_int(n, "num_scan_inputs", 0));
-  int first = cv.opset < 9 ? 1 : 0;  // opset 8: sequence_lens first
   int nstate = n.input_size() - first - m;
   int k_out = body.output_size() - nstate;
   if (m <= 0 || nstate < 0 || k_out < 0 || body.input_size() != nstate + m)
     cv.fail(
         n,
         "the body must take (states..., scan slices...) and return (states..., scan outputs...)");
-  if (cv.opset >= 9) {
-    std::vector<Var*> st, sc;
-    for (int i = 0; i < nstate; ++i) st.push_back(cv.in(n, i));
-    for (int j = 0; j < m; ++j) sc.push_back(cv.in(n, nstate + j));
-    auto outs = run_scan(
-        cv, n, body, st, sc,
-        C::attr_ints(n, "scan_input_axes", std::vector<int64_t>(static_cast<size_t>(m), 0)),
-        C::attr_ints(n, "scan_input_directions", std::vector<int64_t>(static_cast<size_t>(m), 0)),
-        C::attr_ints(n, "scan_output_axes", std::vector<int64_t>(static_cast<size_t>(k_out), 0)),
-        C::attr_ints(n, "scan_output_directions",
-                     std::vector<int64_t>(static_cast<size_t>(k_out), 0)));
-    for (size_t i = 0; i < outs.size(); ++i) cv.out(n, static_cast<int>(i), outs[i]);
-    return;
-  }
-  // opset 8: a batch axis 0 on states and scan inputs, sequences along axis 1; each batch entry
-  // scanned on its own, the results stacked
+  return {&body, m, nstate, k_out};
+}
+
+// Scan from opset 9: no batch axis; axes and directions per scan input and output.
+void scan_v9(C& cv, const NodeProto& n) {
+  auto [body, m, nstate, k_out] = scan_shape(cv, n, 0);
+  std::vector<Var*> st, sc;
+  for (int i = 0; i < nstate; ++i) st.push_back(cv.in(n, i));
+  for (int j = 0; j < m; ++j) sc.push_back(cv.in(n, nstate + j));
+  auto outs = run_scan(
+      cv, n, *body, st, sc,
+      C::attr_ints(n, "scan_input_axes", std::vector<int64_t>(static_cast<size_t>(m), 0)),
+      C::attr_ints(n, "scan_input_directions", std::vector<int64_t>(static_cast<size_t>(m), 0)),
+      C::attr_ints(n, "scan_output_axes", std::vector<int64_t>(static_cast<size_t>(k_out), 0)),
+      C::attr_ints(n, "scan_output_directions",
+                   std::vector<int64_t>(static_cast<size_t>(k_out), 0)));
+  for (size_t i = 0; i < outs.size(); ++i) cv.out(n, static_cast<int>(i), outs[i]);
+}
+
+// Scan-8: sequence_lens first, a batch axis 0 on states and scan inputs, sequences along axis 1;
+// each batch entry scanned on its own, the results stacked.
+void scan_v8(C& cv, const NodeProto& n) {
+  auto [body, m, nstate, k_out] = scan_shape(cv, n, 1);
   if (C::has(n, 0))
     cv.fail(n,
             "sequence_lens of Scan-8 is not supported (every sequence must have the full length)");
@@ -319,8 +331,8 @@ void scan_op(C& cv, const NodeProto& n) {
     std::vector<Var*> sb, cb;
     for (Var* v : st) sb.push_back(pick(v));
     for (Var* v : sc) cb.push_back(pick(v));
-    auto outs = run_scan(cv, n, body, sb, cb, std::vector<int64_t>(static_cast<size_t>(m), 0), dirs,
-                         std::vector<int64_t>(static_cast<size_t>(k_out), 0),
+    auto outs = run_scan(cv, n, *body, sb, cb, std::vector<int64_t>(static_cast<size_t>(m), 0),
+                         dirs, std::vector<int64_t>(static_cast<size_t>(k_out), 0),
                          std::vector<int64_t>(static_cast<size_t>(k_out), 0));
     for (size_t i = 0; i < outs.size(); ++i)
       per[i].push_back(cv.op("expand_dims", {C::arg("x", outs[i]), C::arg_ints32("axes", {0})}));
@@ -354,7 +366,8 @@ std::vector<Var*> convert_subgraph(Converter& cv, const onnx::GraphProto& g,
 void register_control_flow(OpTable& t) {
   t.on("If", 1, if_op);
   t.on("Loop", 1, loop_op);
-  t.on("Scan", 1, scan_op);
+  t.on("Scan", 8, scan_v8);
+  t.on("Scan", 9, scan_v9);
 }
 
 }  // namespace onnx_detail

@@ -28,8 +28,8 @@ Value filled(DataType dt, const std::vector<int64_t>& shape, const Value& scalar
 
 void constant_of_shape(C& cv, const NodeProto& n) {
   Value scalar = Value::scalar_float(DataType::Float32, 0);
-  if (auto* a = C::find_attr(n, "value")) {
-    scalar = decode_tensor(a->t(), cv.ext, cv.keep, "ConstantOfShape value");
+  if (auto* t = C::attr_tensor(n, "value")) {
+    scalar = decode_tensor(*t, cv.ext, cv.keep, "ConstantOfShape value");
     if (scalar.numel() != 1) cv.fail(n, "value must hold one element");
     scalar = scalar.reshaped({});
   }
@@ -166,9 +166,10 @@ void eye_like(C& cv, const NodeProto& n) {
   if (!s || s->size() != 2) cv.fail(n, "needs a known 2-D shape");
   int64_t k = C::attr_int(n, "k", 0);
   DataType dt = C::dtype(x);
-  if (auto* a = C::find_attr(n, "dtype")) {
-    auto d = mil_dtype(static_cast<int>(a->i()));
-    if (!d) cv.fail(n, "dtype " + onnx_type_name(static_cast<int>(a->i())) + " is not supported");
+  if (C::has_attr(n, "dtype")) {
+    int et = static_cast<int>(C::attr_int(n, "dtype", 0));
+    auto d = mil_dtype(et);
+    if (!d) cv.fail(n, "dtype " + onnx_type_name(et) + " is not supported");
     dt = *d;
   }
   std::vector<double> v(static_cast<size_t>((*s)[0] * (*s)[1]), 0.0);

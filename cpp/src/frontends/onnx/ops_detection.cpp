@@ -173,7 +173,7 @@ Taps2 roi_taps(C& cv, Var* c, int64_t D) {
           binary(cv, "sub", fconst(cv, 1), l), l, valid};
 }
 
-void roi_align(C& cv, const NodeProto& n) {
+void roi_align(C& cv, const NodeProto& n, const char* default_mode) {
   Var* x = cv.in(n, 0);
   Var* rois = cv.cast(cv.in(n, 1), DataType::Float32);
   auto xs = C::static_shape(x), rs = C::static_shape(rois);
@@ -185,8 +185,7 @@ void roi_align(C& cv, const NodeProto& n) {
   if (g <= 0)
     cv.fail(n, "an adaptive sampling_ratio (0) depends on the boxes' values; give a positive one");
   double scale = C::attr_float(n, "spatial_scale", 1.0f);
-  bool half = C::attr_string(n, "coordinate_transformation_mode",
-                             cv.opset >= 16 ? "half_pixel" : "output_half_pixel") == "half_pixel";
+  bool half = C::attr_string(n, "coordinate_transformation_mode", default_mode) == "half_pixel";
   std::string mode = C::attr_string(n, "mode", "avg");
   DataType f32 = DataType::Float32, i32 = DataType::Int32;
   auto col = [&](int64_t i) { return cv.em.slice_axis(rois, 1, i, i + 1); };  // [R, 1]
@@ -263,7 +262,9 @@ void roi_align(C& cv, const NodeProto& n) {
 }  // namespace
 
 void register_detection(OpTable& t) {
-  t.on("RoiAlign", 1, roi_align);
+  // coordinate_transformation_mode defaults to output_half_pixel before opset 16
+  t.on("RoiAlign", 1, [](C& cv, const NodeProto& n) { roi_align(cv, n, "output_half_pixel"); });
+  t.on("RoiAlign", 16, [](C& cv, const NodeProto& n) { roi_align(cv, n, "half_pixel"); });
   t.on("NonMaxSuppression", 1, nms);
 }
 

@@ -267,7 +267,7 @@ void compress(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   Var* cond = cv.in(n, 1);
   int64_t ax = 0;
-  if (C::find_attr(n, "axis"))
+  if (C::has_attr(n, "axis"))
     ax = cv.axis(n, C::attr_int(n, "axis", 0), cv.rank(n, x));
   else
     x = cv.op("reshape", {C::arg("x", x), C::arg_ints32("shape", {-1})});
@@ -326,7 +326,7 @@ void unique(C& cv, const NodeProto& n) {
   auto xs = C::static_shape(x);
   if (!xs) cv.fail(n, "needs the input's shape to be known");
   int r = static_cast<int>(xs->size());
-  bool has_axis = C::find_attr(n, "axis") != nullptr;
+  bool has_axis = C::has_attr(n, "axis");
   int64_t ax = has_axis ? cv.axis(n, C::attr_int(n, "axis", 0), r) : 0;
   DataType i32 = DataType::Int32, f32 = DataType::Float32;
   // rows: [L, R] with the slices along axis as rows

@@ -14,8 +14,9 @@ Var* nll(C& cv, const NodeProto& n, Var* input, Var* target, Var* weight) {
   DataType dt = C::dtype(input);
   target = cv.cast(target, DataType::Int32);
   Var* mask = nullptr;
-  if (auto* ig = C::find_attr(n, "ignore_index")) {
-    mask = binary(cv, "not_equal", target, cv.cs(static_cast<double>(ig->i()), DataType::Int32));
+  if (C::has_attr(n, "ignore_index")) {
+    auto ig = static_cast<double>(C::attr_int(n, "ignore_index", 0));
+    mask = binary(cv, "not_equal", target, cv.cs(ig, DataType::Int32));
     target = cv.op("select", {C::arg("cond", mask), C::arg("a", target),
                               C::arg("b", cv.cs(0, DataType::Int32))});
   }

@@ -22,10 +22,9 @@ Var* slice_cols(C& cv, Var* t, int64_t i) {
 
 // A tensor attribute's values as doubles (empty when absent).
 std::vector<double> tensor_attr(C& cv, const NodeProto& n, const char* name) {
-  auto* a = C::find_attr(n, name);
-  if (!a || !a->has_t()) return {};
-  return decode_tensor(a->t(), cv.ext, cv.keep, std::string("attribute '") + name + "'")
-      .to_doubles();
+  const onnx::TensorProto* t = C::attr_tensor(n, name);
+  if (!t) return {};
+  return decode_tensor(*t, cv.ext, cv.keep, std::string("attribute '") + name + "'").to_doubles();
 }
 
 // TreeEnsemble: every node's test computed for every sample at once ([S, nodes]); a leaf is

@@ -17,17 +17,13 @@ Var* norm_composite(C& cv, Var* x, Var* mean, Var* var, Var* scale, Var* bias, d
   return compose::norm_by_stats(cv.em, x, {mean, var, scale, bias, eps});
 }
 
-void batch_normalization(C& cv, const NodeProto& n) {
+void batch_normalization(C& cv, const NodeProto& n, bool training) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
   double eps = C::attr_float(n, "epsilon", 1e-5f);
-  bool training =
-      cv.opset >= 14 ? C::attr_int(n, "training_mode", 0) != 0 : C::wants(n, 1) || C::wants(n, 2);
   if (training) {
     // normalized with the batch's statistics (population variance over N and the spatial
     // dims); the running statistics are updated by momentum
-    if (cv.opset < 14 && (C::wants(n, 3) || C::wants(n, 4)))
-      cv.fail(n, "the saved mean / variance outputs of opset < 14 are not supported");
     std::vector<int64_t> axes = {0};
     for (int i = 2; i < r; ++i) axes.push_back(i);
     DataType dt = C::dtype(x);
@@ -55,6 +51,19 @@ void batch_normalization(C& cv, const NodeProto& n) {
     return;
   }
   cv.out(n, 0, norm_composite(cv, x, cv.in(n, 3), cv.in(n, 4), cv.in(n, 1), cv.in(n, 2), eps));
+}
+
+// BatchNormalization before opset 14: training when the running statistics are asked for.
+void batch_normalization_v1(C& cv, const NodeProto& n) {
+  bool training = C::wants(n, 1) || C::wants(n, 2);
+  if (training && (C::wants(n, 3) || C::wants(n, 4)))
+    cv.fail(n, "the saved mean / variance outputs of opset < 14 are not supported");
+  batch_normalization(cv, n, training);
+}
+
+// BatchNormalization from opset 14: the training_mode attribute.
+void batch_normalization_v14(C& cv, const NodeProto& n) {
+  batch_normalization(cv, n, C::attr_int(n, "training_mode", 0) != 0);
 }
 
 void instance_normalization(C& cv, const NodeProto& n) {
@@ -183,7 +192,8 @@ void lp_normalization(C& cv, const NodeProto& n) {
 }  // namespace
 
 void register_normalization(OpTable& t) {
-  t.on("BatchNormalization", 1, batch_normalization);
+  t.on("BatchNormalization", 1, batch_normalization_v1);
+  t.on("BatchNormalization", 14, batch_normalization_v14);
   t.on("InstanceNormalization", 1, instance_normalization);
   t.on("LayerNormalization", 1, layer_normalization);
   t.on("LRN", 1, lrn);

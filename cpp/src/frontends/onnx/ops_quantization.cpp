@@ -17,8 +17,7 @@ namespace {
 
 // Quantized dtype bounds from the zero point's ONNX type (uint8 default).
 std::pair<double, double> qrange(C& cv, const NodeProto& n, int zp_input) {
-  int et = 2;  // UINT8
-  if (auto* a = C::find_attr(n, "output_dtype")) et = static_cast<int>(a->i());
+  int et = static_cast<int>(C::attr_int(n, "output_dtype", 2));  // UINT8 by default
   if (C::has(n, zp_input) && cv.elem_type(n, zp_input)) et = cv.elem_type(n, zp_input);
   switch (et) {
     case 3:

@@ -12,70 +12,70 @@ namespace onnx_detail {
 
 namespace {
 
-// `axes_input_since`: the opset from which axes are an input (13 for ReduceSum, 18 for the rest).
-void reduce(OpTable& t, const char* onnx, const char* mil, int64_t axes_input_since) {
-  t.on(onnx, 1, [mil, axes_input_since](C& cv, const NodeProto& n) {
-    Var* x = cv.in(n, 0);
-    int r = cv.rank(n, x);
-    std::vector<int64_t> axes;
-    if (cv.opset < axes_input_since) {
-      axes = C::attr_ints(n, "axes");
-    } else if (C::has(n, 1)) {
-      axes = cv.ints(n, 1, "axes");
-    }
-    bool keep = C::attr_int(n, "keepdims", 1) != 0;
-    if (axes.empty()) {
-      if (C::attr_int(n, "noop_with_empty_axes", 0) != 0) return cv.out(n, 0, x);
-      axes.resize(static_cast<size_t>(r));
-      std::iota(axes.begin(), axes.end(), 0);
-    }
-    for (auto& a : axes) a = cv.axis(n, a, r);
-    std::string m = mil;
-    if (auto s = C::static_shape(x)) {
-      bool empty = false;
-      for (auto a : axes) empty |= (*s)[static_cast<size_t>(a)] == 0;
-      if (empty) {
-        // a reduction over nothing: ONNX gives the identity of the reduction
-        double inf = std::numeric_limits<double>::infinity();
-        double id = m == "reduce_max" || m == "reduce_log_sum" || m == "reduce_log_sum_exp" ? -inf
-                    : m == "reduce_min"                                                     ? inf
-                    : m == "reduce_prod"                                                    ? 1.0
-                                                                                            : 0.0;
-        std::vector<int64_t> shape;
-        for (int i = 0; i < r; ++i) {
-          bool red = std::find(axes.begin(), axes.end(), i) != axes.end();
-          if (!red)
-            shape.push_back((*s)[static_cast<size_t>(i)]);
-          else if (keep)
-            shape.push_back(1);
-        }
-        int64_t num = 1;
-        for (auto d : shape) num *= d;
-        DataType dt = C::dtype(x);
-        if (dt == DataType::Bool)
-          id = m == "reduce_min" ? 1 : 0;
-        else if (!is_float(dt))
-          id = std::isinf(id) ? (id > 0 ? INT32_MAX : INT32_MIN) : id;
-        Var* c = cv.c(
-            is_float(dt)
-                ? Value::from_doubles(dt, shape, std::vector<double>(static_cast<size_t>(num), id))
-                : Value::from_ints(
-                      dt, shape,
-                      std::vector<int64_t>(static_cast<size_t>(num), static_cast<int64_t>(id))));
-        return cv.out(n, 0, cv.op("identity", {C::arg("x", c)}));
+// The reduction `m` of input 0 over `axes` (every axis when empty, unless noop_with_empty_axes).
+void reduce_over(C& cv, const NodeProto& n, const std::string& m, std::vector<int64_t> axes) {
+  Var* x = cv.in(n, 0);
+  int r = cv.rank(n, x);
+  bool keep = C::attr_int(n, "keepdims", 1) != 0;
+  if (axes.empty()) {
+    if (C::attr_int(n, "noop_with_empty_axes", 0) != 0) return cv.out(n, 0, x);
+    axes.resize(static_cast<size_t>(r));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  for (auto& a : axes) a = cv.axis(n, a, r);
+  if (auto s = C::static_shape(x)) {
+    bool empty = false;
+    for (auto a : axes) empty |= (*s)[static_cast<size_t>(a)] == 0;
+    if (empty) {
+      // a reduction over nothing: ONNX gives the identity of the reduction
+      double inf = std::numeric_limits<double>::infinity();
+      double id = m == "reduce_max" || m == "reduce_log_sum" || m == "reduce_log_sum_exp" ? -inf
+                  : m == "reduce_min"                                                     ? inf
+                  : m == "reduce_prod"                                                    ? 1.0
+                                                                                          : 0.0;
+      std::vector<int64_t> shape;
+      for (int i = 0; i < r; ++i) {
+        bool red = std::find(axes.begin(), axes.end(), i) != axes.end();
+        if (!red)
+          shape.push_back((*s)[static_cast<size_t>(i)]);
+        else if (keep)
+          shape.push_back(1);
       }
+      int64_t num = 1;
+      for (auto d : shape) num *= d;
+      DataType dt = C::dtype(x);
+      if (dt == DataType::Bool)
+        id = m == "reduce_min" ? 1 : 0;
+      else if (!is_float(dt))
+        id = std::isinf(id) ? (id > 0 ? INT32_MAX : INT32_MIN) : id;
+      Var* c = cv.c(
+          is_float(dt)
+              ? Value::from_doubles(dt, shape, std::vector<double>(static_cast<size_t>(num), id))
+              : Value::from_ints(
+                    dt, shape,
+                    std::vector<int64_t>(static_cast<size_t>(num), static_cast<int64_t>(id))));
+      return cv.out(n, 0, cv.op("identity", {C::arg("x", c)}));
     }
-    Var* in = x;
-    if (C::dtype(x) == DataType::Bool) in = cv.cast(x, DataType::Int32);
-    bool is_int = !is_float(C::dtype(x));
-    if (is_int && (m == "reduce_mean" || m == "reduce_l2_norm" || m == "reduce_log_sum" ||
-                   m == "reduce_log_sum_exp")) {
-      in = cv.cast(x, DataType::Float32);
-    }
-    Var* y =
-        cv.op(m, {C::arg("x", in), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", keep)});
-    if (in != x) y = cv.cast(y, C::dtype(x));
-    cv.out(n, 0, y);
+  }
+  Var* in = x;
+  if (C::dtype(x) == DataType::Bool) in = cv.cast(x, DataType::Int32);
+  bool is_int = !is_float(C::dtype(x));
+  if (is_int && (m == "reduce_mean" || m == "reduce_l2_norm" || m == "reduce_log_sum" ||
+                 m == "reduce_log_sum_exp")) {
+    in = cv.cast(x, DataType::Float32);
+  }
+  Var* y = cv.op(m, {C::arg("x", in), C::arg_ints32("axes", axes), C::arg_bool("keep_dims", keep)});
+  if (in != x) y = cv.cast(y, C::dtype(x));
+  cv.out(n, 0, y);
+}
+
+// Axes are an attribute before `axes_input_since` (13 for ReduceSum, 18 for the rest) and an
+// optional input from it.
+void reduce(OpTable& t, const char* onnx, const char* mil, int axes_input_since) {
+  t.on(onnx, 1,
+       [mil](C& cv, const NodeProto& n) { reduce_over(cv, n, mil, C::attr_ints(n, "axes")); });
+  t.on(onnx, axes_input_since, [mil](C& cv, const NodeProto& n) {
+    reduce_over(cv, n, mil, C::has(n, 1) ? cv.ints(n, 1, "axes") : std::vector<int64_t>{});
   });
 }
 

@@ -162,7 +162,7 @@ void rnn_like(C& cv, const NodeProto& n, compose::RnnKind kind) {
                                             std::min(acts.size(), static_cast<size_t>(d) * nacts)),
                          acts.begin() + static_cast<std::ptrdiff_t>(std::min(
                                             acts.size(), static_cast<size_t>(d + 1) * nacts)));
-    if (lstm && C::find_attr(n, "clip")) s.clip = C::attr_float(n, "clip", 0);
+    if (lstm && C::has_attr(n, "clip")) s.clip = C::attr_float(n, "clip", 0);
     compose::RnnLayerResult r = compose::rnn_layer(cv.em, c.x, initial(cv, n, 5, c, d),
                                                    lstm ? initial(cv, n, 6, c, d) : nullptr, w, s);
     ys.push_back(r.y);

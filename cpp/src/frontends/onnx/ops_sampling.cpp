@@ -247,52 +247,57 @@ void resize(C& cv, const NodeProto& n, Var* x, std::vector<double> scales,
   cv.out(n, 0, resize_general(cv, n, x, *xs, out, scales, mode, coord, nearest_mode, roi));
 }
 
-void resize_op(C& cv, const NodeProto& n) {
+// Resize-10: scales as input 1, asymmetric coordinates, nearest rounds down.
+void resize_v10(C& cv, const NodeProto& n) {
+  resize(cv, n, cv.in(n, 0), cv.doubles(n, 1, "scales"), {}, C::attr_string(n, "mode", "nearest"),
+         "asymmetric", "floor", {});
+}
+
+// Resize from opset 11: roi, scales and sizes as inputs (sizes possibly known only at run time).
+void resize_v11(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   std::string mode = C::attr_string(n, "mode", "nearest");
   std::string coord = C::attr_string(n, "coordinate_transformation_mode", "half_pixel");
   std::string nm = C::attr_string(n, "nearest_mode", "round_prefer_floor");
   std::vector<double> scales, roi;
   std::vector<int64_t> sizes;
-  if (cv.opset < 11) {
-    scales = cv.doubles(n, 1, "scales");
-    coord = "asymmetric";
-    nm = "floor";
-  } else {
-    if (coord == "tf_crop_and_resize") roi = cv.doubles(n, 1, "roi");
-    if (C::has(n, 3) && !cv.value(n, 3) && runtime_sizes_ok(n, x, mode, coord)) {
-      Var* sz = cv.in(n, 3);
-      if (C::dtype(sz) != DataType::Int32) sz = cv.cast(sz, DataType::Int32);
-      pick(n, "mode", modes, mode);
-      pick(n, "coordinate_transformation_mode", coords, coord);
-      pick(n, "nearest_mode", roundings, nm);
-      std::vector<int64_t> axes = C::attr_ints(n, "axes");
-      int r = cv.rank(n, x);
-      for (auto& a : axes) a = cv.axis(n, a, r);
-      return resize_runtime(cv, n, x, {}, sz, axes, mode, coord, nm);
-    }
-    if (C::has(n, 3))
-      sizes = cv.ints(n, 3, "sizes");
-    else if (C::has(n, 2))
-      scales = cv.doubles(n, 2, "scales");
-    if (scales.empty() && sizes.empty()) cv.fail(n, "needs scales or sizes");
+  if (coord == "tf_crop_and_resize") roi = cv.doubles(n, 1, "roi");
+  if (C::has(n, 3) && !cv.value(n, 3) && runtime_sizes_ok(n, x, mode, coord)) {
+    Var* sz = cv.in(n, 3);
+    if (C::dtype(sz) != DataType::Int32) sz = cv.cast(sz, DataType::Int32);
+    pick(n, "mode", modes, mode);
+    pick(n, "coordinate_transformation_mode", coords, coord);
+    pick(n, "nearest_mode", roundings, nm);
+    std::vector<int64_t> axes = C::attr_ints(n, "axes");
+    int r = cv.rank(n, x);
+    for (auto& a : axes) a = cv.axis(n, a, r);
+    return resize_runtime(cv, n, x, {}, sz, axes, mode, coord, nm);
   }
+  if (C::has(n, 3))
+    sizes = cv.ints(n, 3, "sizes");
+  else if (C::has(n, 2))
+    scales = cv.doubles(n, 2, "scales");
+  if (scales.empty() && sizes.empty()) cv.fail(n, "needs scales or sizes");
   resize(cv, n, x, scales, sizes, mode, coord, nm, roi);
 }
 
-void upsample(C& cv, const NodeProto& n) {
-  std::vector<double> scales;
-  if (cv.opset < 9) {
-    for (float f : C::attr_floats(n, "scales")) scales.push_back(f);
-  } else {
-    scales = cv.doubles(n, 1, "scales");
-  }
+// Upsample: scales as an attribute (before opset 9) or input 1, asymmetric, nearest rounds down.
+void upsample(C& cv, const NodeProto& n, std::vector<double> scales) {
   resize(cv, n, cv.in(n, 0), scales, {}, C::attr_string(n, "mode", "nearest"), "asymmetric",
          "floor", {});
 }
 
-void grid_sample(C& cv, const NodeProto& n) {
-  std::string mode = C::attr_string(n, "mode", cv.opset >= 20 ? "linear" : "bilinear");
+void upsample_v7(C& cv, const NodeProto& n) {
+  std::vector<double> scales;
+  for (float f : C::attr_floats(n, "scales")) scales.push_back(f);
+  upsample(cv, n, scales);
+}
+
+void upsample_v9(C& cv, const NodeProto& n) { upsample(cv, n, cv.doubles(n, 1, "scales")); }
+
+// GridSample; `default_mode` is the mode's default: "bilinear" before opset 20, "linear" from it.
+void grid_sample(C& cv, const NodeProto& n, const char* default_mode) {
+  std::string mode = C::attr_string(n, "mode", default_mode);
   compose::GridSampleSpec s;
   s.convention = compose::GridConvention::Onnx;
   if (mode == "bilinear" || mode == "linear")
@@ -364,9 +369,12 @@ void col2im(C& cv, const NodeProto& n) {
 }  // namespace
 
 void register_sampling(OpTable& t) {
-  t.on("Resize", 1, resize_op);
-  t.on("Upsample", 1, upsample);
-  t.on("GridSample", 1, grid_sample);
+  t.on("Resize", 10, resize_v10);
+  t.on("Resize", 11, resize_v11);
+  t.on("Upsample", 7, upsample_v7);
+  t.on("Upsample", 9, upsample_v9);
+  t.on("GridSample", 16, [](C& cv, const NodeProto& n) { grid_sample(cv, n, "bilinear"); });
+  t.on("GridSample", 20, [](C& cv, const NodeProto& n) { grid_sample(cv, n, "linear"); });
   t.on("MaxUnpool", 1, max_unpool);
   t.on("Col2Im", 1, col2im);
 }

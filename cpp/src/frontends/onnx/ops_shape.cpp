@@ -14,56 +14,62 @@ namespace onnx_detail {
 
 namespace {
 
-// Axes given as an attribute (before `input_since`) or as input `idx`.
-std::optional<std::vector<int64_t>> axes_of(C& cv, const NodeProto& n, int64_t input_since,
-                                            int idx) {
-  if (cv.opset < input_since) {
-    if (!C::find_attr(n, "axes")) return std::nullopt;
-    return C::attr_ints(n, "axes");
-  }
-  if (!C::has(n, idx)) return std::nullopt;
-  return cv.ints(n, idx, "axes");
+using Axes = std::optional<std::vector<int64_t>>;
+
+// Axes given as an attribute (Squeeze / Unsqueeze before opset 13).
+Axes axes_attr(const NodeProto& n) {
+  if (!C::has_attr(n, "axes")) return std::nullopt;
+  return C::attr_ints(n, "axes");
 }
 
-void reshape(C& cv, const NodeProto& n) {
+// Axes given as input 1 (from opset 13).
+Axes axes_input(C& cv, const NodeProto& n) {
+  if (!C::has(n, 1)) return std::nullopt;
+  return cv.ints(n, 1, "axes");
+}
+
+void reshape_to(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t>& shape);
+
+// Reshape before opset 5: the shape is an attribute.
+void reshape_v1(C& cv, const NodeProto& n) {
+  reshape_to(cv, n, cv.in(n, 0), C::attr_ints(n, "shape"));
+}
+
+// Reshape from opset 5: the shape is input 1, known at conversion time or computed.
+void reshape_v5(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
-  std::vector<int64_t> shape;
-  if (cv.opset < 5) {
-    shape = C::attr_ints(n, "shape");
-  } else {
-    const Value* sv = cv.value(n, 1);
-    // MIL's reshape reads a 0 as "copy the dim": an allowzero 0 (an empty output) needs the shape
-    if (!sv && C::attr_int(n, "allowzero", 0) != 0)
-      cv.ints(n, 1, "shape (with allowzero)");  // throws: not known
-    if (!sv) {
-      // a computed shape (often symbolic): MIL's reshape takes it, with ONNX's 0 ("copy the
-      // input's dim") made explicit unless allowzero
-      Var* s = cv.cast(cv.in(n, 1), DataType::Int32);
-      auto ss = C::static_shape(s);
-      bool maybe_zero = !(s->value() && !s->value()->is_symbolic());
-      if (maybe_zero && C::attr_int(n, "allowzero", 0) == 0 && ss && ss->size() == 1 &&
-          x->type()->has_rank() && !s->value()) {
-        int64_t len = (*ss)[0], xr = x->type()->rank();
-        Var* xs = cv.op("shape", {C::arg("x", x)});
-        if (len < xr) {
-          xs = cv.op("slice_by_index",
-                     {C::arg("x", xs), C::arg_ints32("begin", {0}), C::arg_ints32("end", {len})});
-        } else if (len > xr) {  // a 0 past the input's rank stays 0
-          Arg v{"values",
-                {ArgItem{xs, nullptr},
-                 ArgItem{cv.ci(std::vector<int64_t>(static_cast<size_t>(len - xr), 0)), nullptr}},
-                true};
-          xs = cv.op("concat", {v, C::arg_i32("axis", 0)});
-        }
-        Var* zero =
-            cv.op("equal", {C::arg("x", s), C::arg("y", Value::scalar_int(DataType::Int32, 0))});
-        s = cv.op("select", {C::arg("cond", zero), C::arg("a", xs), C::arg("b", s)});
-      }
-      cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg("shape", s)}));
-      return;
+  if (const Value* sv = cv.value(n, 1)) return reshape_to(cv, n, x, sv->to_ints());
+  // MIL's reshape reads a 0 as "copy the dim": an allowzero 0 (an empty output) needs the shape
+  if (C::attr_int(n, "allowzero", 0) != 0)
+    cv.ints(n, 1, "shape (with allowzero)");  // throws: not known
+  // a computed shape (often symbolic): MIL's reshape takes it, with ONNX's 0 ("copy the
+  // input's dim") made explicit unless allowzero
+  Var* s = cv.cast(cv.in(n, 1), DataType::Int32);
+  auto ss = C::static_shape(s);
+  bool maybe_zero = !(s->value() && !s->value()->is_symbolic());
+  if (maybe_zero && C::attr_int(n, "allowzero", 0) == 0 && ss && ss->size() == 1 &&
+      x->type()->has_rank() && !s->value()) {
+    int64_t len = (*ss)[0], xr = x->type()->rank();
+    Var* xs = cv.op("shape", {C::arg("x", x)});
+    if (len < xr) {
+      xs = cv.op("slice_by_index",
+                 {C::arg("x", xs), C::arg_ints32("begin", {0}), C::arg_ints32("end", {len})});
+    } else if (len > xr) {  // a 0 past the input's rank stays 0
+      Arg v{"values",
+            {ArgItem{xs, nullptr},
+             ArgItem{cv.ci(std::vector<int64_t>(static_cast<size_t>(len - xr), 0)), nullptr}},
+            true};
+      xs = cv.op("concat", {v, C::arg_i32("axis", 0)});
     }
-    shape = sv->to_ints();
+    Var* zero =
+        cv.op("equal", {C::arg("x", s), C::arg("y", Value::scalar_int(DataType::Int32, 0))});
+    s = cv.op("select", {C::arg("cond", zero), C::arg("a", xs), C::arg("b", s)});
   }
+  cv.out(n, 0, cv.op("reshape", {C::arg("x", x), C::arg("shape", s)}));
+}
+
+// Reshape of `x` to a shape known at conversion time (0 copies the input's dim unless allowzero).
+void reshape_to(C& cv, const NodeProto& n, Var* x, const std::vector<int64_t>& shape) {
   bool allowzero = C::attr_int(n, "allowzero", 0) != 0;
   const auto& xs = C::shape(x);
   std::vector<Var*> pieces;
@@ -131,15 +137,11 @@ void flatten(C& cv, const NodeProto& n) {
          cv.op("reshape", {C::arg("x", x), C::arg("shape", concat_ints(cv, {lead, cv.ci({-1})}))}));
 }
 
-void split(C& cv, const NodeProto& n) {
+// Split into `sizes` (equal parts when empty: the last one smaller when they do not divide).
+void split_into(C& cv, const NodeProto& n, std::vector<int64_t> sizes) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
   int64_t ax = cv.axis(n, C::attr_int(n, "axis", 0), r);
-  std::vector<int64_t> sizes;
-  if (cv.opset < 13)
-    sizes = C::attr_ints(n, "split");
-  else if (C::has(n, 1))
-    sizes = cv.ints(n, 1, "split");
   int outs = n.output_size();
   std::vector<Var*> res;
   if (!sizes.empty()) {
@@ -164,6 +166,14 @@ void split(C& cv, const NodeProto& n) {
   for (int i = 0; i < outs; ++i) cv.out(n, i, res[static_cast<size_t>(i)]);
 }
 
+// Split before opset 13: the sizes are an attribute.
+void split_v2(C& cv, const NodeProto& n) { split_into(cv, n, C::attr_ints(n, "split")); }
+
+// Split from opset 13: the sizes are input 1.
+void split_v13(C& cv, const NodeProto& n) {
+  split_into(cv, n, C::has(n, 1) ? cv.ints(n, 1, "split") : std::vector<int64_t>{});
+}
+
 void transpose(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
@@ -173,10 +183,9 @@ void transpose(C& cv, const NodeProto& n) {
   cv.out(n, 0, cv.op("transpose", {C::arg("x", x), C::arg_ints32("perm", perm)}));
 }
 
-void squeeze(C& cv, const NodeProto& n) {
+void squeeze(C& cv, const NodeProto& n, Axes axes) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
-  auto axes = axes_of(cv, n, 13, 1);
   if (!axes) {
     auto s = C::static_shape(x);
     if (!s)
@@ -190,9 +199,8 @@ void squeeze(C& cv, const NodeProto& n) {
   cv.out(n, 0, cv.op("squeeze", {C::arg("x", x), C::arg_ints32("axes", *axes)}));
 }
 
-void unsqueeze(C& cv, const NodeProto& n) {
+void unsqueeze(C& cv, const NodeProto& n, Axes axes) {
   Var* x = cv.in(n, 0);
-  auto axes = axes_of(cv, n, 13, 1);
   if (!axes || axes->empty()) cv.fail(n, "axes are required");
   int64_t out_rank = cv.rank(n, x) + static_cast<int64_t>(axes->size());
   for (auto& a : *axes) a = cv.axis(n, a, out_rank);
@@ -384,13 +392,17 @@ void space_to_depth(C& cv, const NodeProto& n) {
 }  // namespace
 
 void register_shape(OpTable& t) {
-  t.on("Reshape", 1, reshape);
+  t.on("Reshape", 1, reshape_v1);
+  t.on("Reshape", 5, reshape_v5);
   t.on("Flatten", 1, flatten);
   t.on("Transpose", 1, transpose);
-  t.on("Squeeze", 1, squeeze);
-  t.on("Unsqueeze", 1, unsqueeze);
+  t.on("Squeeze", 1, [](C& cv, const NodeProto& n) { squeeze(cv, n, axes_attr(n)); });
+  t.on("Squeeze", 13, [](C& cv, const NodeProto& n) { squeeze(cv, n, axes_input(cv, n)); });
+  t.on("Unsqueeze", 1, [](C& cv, const NodeProto& n) { unsqueeze(cv, n, axes_attr(n)); });
+  t.on("Unsqueeze", 13, [](C& cv, const NodeProto& n) { unsqueeze(cv, n, axes_input(cv, n)); });
   t.on("Concat", 1, concat);
-  t.on("Split", 1, split);
+  t.on("Split", 1, split_v2);
+  t.on("Split", 13, split_v13);
   t.on("Expand", 1, expand);
   t.on("Tile", 1, tile);
   t.on("Pad", 1, pad_v2);

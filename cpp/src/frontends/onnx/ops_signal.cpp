@@ -76,13 +76,12 @@ std::pair<Var*, Var*> dft_last(C& cv, Var* re, Var* im, int64_t len, int64_t npt
   return {yr, yi};
 }
 
-void dft(C& cv, const NodeProto& n) {
+// DFT along axis `ax` (before normalization).
+void dft(C& cv, const NodeProto& n, int64_t ax) {
   Var* x = cv.in(n, 0);
   auto xs = C::static_shape(x);
   if (!xs || xs->size() < 2) cv.fail(n, "needs the input's shape to be known");
   int r = static_cast<int>(xs->size());
-  int64_t ax = cv.opset >= 20 ? (C::has(n, 2) ? cv.ints(n, 2, "axis").at(0) : -2)
-                              : C::attr_int(n, "axis", 1);
   ax = cv.axis(n, ax, r);
   if (ax == r - 1) cv.fail(n, "axis must not be the last (real / imaginary) axis");
   bool inverse = C::attr_int(n, "inverse", 0) != 0, onesided = C::attr_int(n, "onesided", 0) != 0;
@@ -230,7 +229,11 @@ void register_signal(OpTable& t) {
   window(t, "HammingWindow", 25.0 / 46.0, 21.0 / 46.0, 0.0);
   window(t, "BlackmanWindow", 0.42, 0.5, 0.08);
   t.on("MelWeightMatrix", 1, mel_weight_matrix);
-  t.on("DFT", 1, dft);
+  // the axis is an attribute (default 1) before opset 20, an optional input (default -2) from it
+  t.on("DFT", 17, [](C& cv, const NodeProto& n) { dft(cv, n, C::attr_int(n, "axis", 1)); });
+  t.on("DFT", 20, [](C& cv, const NodeProto& n) {
+    dft(cv, n, C::has(n, 2) ? cv.ints(n, 2, "axis").at(0) : -2);
+  });
   t.on("STFT", 1, stft);
 }
 

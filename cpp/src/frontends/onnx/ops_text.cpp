@@ -20,7 +20,7 @@ void tfidf(C& cv, const NodeProto& n) {
   Var* x = cv.in(n, 0);
   auto xs = C::static_shape(x);
   if (!xs || xs->empty() || xs->size() > 2) cv.fail(n, "needs a 1-D or 2-D input of known shape");
-  if (!C::find_attr(n, "pool_int64s"))
+  if (!C::has_attr(n, "pool_int64s"))
     cv.fail(n, "string pools are not supported (Core ML has no string tensors)");
   auto pool = C::attr_ints(n, "pool_int64s");
   auto counts = C::attr_ints(n, "ngram_counts");

@@ -74,8 +74,8 @@ void adam(C& cv, const NodeProto& n) {
 
 void momentum(C& cv, const NodeProto& n) {
   int k = groups_of(cv, n, 3);
-  if (!C::find_attr(n, "alpha") || !C::find_attr(n, "beta") || !C::find_attr(n, "mode") ||
-      !C::find_attr(n, "norm_coefficient"))
+  if (!C::has_attr(n, "alpha") || !C::has_attr(n, "beta") || !C::has_attr(n, "mode") ||
+      !C::has_attr(n, "norm_coefficient"))
     cv.fail(n, "alpha, beta, mode and norm_coefficient are required");
   double alpha = C::attr_float(n, "alpha", 0), beta = C::attr_float(n, "beta", 0),
          norm = C::attr_float(n, "norm_coefficient", 0);

@@ -323,6 +323,7 @@ def _attr_model(op, attr_name, attr_value, node_name):
     ("LeakyRelu", "alpha", 2, "INT", "FLOAT"),  # onnxruntime takes no INT for a FLOAT either
     ("Flatten", "axis", 1.0, "FLOAT", "INT"),
     ("Softmax", "axis", [1], "INTS", "INT"),
+    ("EyeLike", "dtype", 1.0, "FLOAT", "INT"),  # an optional attribute without a default
 ])
 def test_an_attribute_of_the_wrong_type_is_refused(op, attr_name, value, got, want):
     with pytest.raises(milkit.FormatError) as e:
