@@ -27,29 +27,23 @@ struct FloatFormat {
   double max;
 };
 
+// The narrow float format of ONNX element type `t`, or nullptr.
 const FloatFormat* float_format(int t) {
-  static const FloatFormat bf16{8, 7, 127, false, true, false, 3.38953139e38};
-  static const FloatFormat e4m3fn{4, 3, 7, false, false, true, 448.0};
-  static const FloatFormat e4m3fnuz{4, 3, 8, true, false, false, 240.0};
-  static const FloatFormat e5m2{5, 2, 15, false, true, false, 57344.0};
-  static const FloatFormat e5m2fnuz{5, 2, 16, true, false, false, 57344.0};
-  static const FloatFormat e2m1{2, 1, 1, false, false, false, 6.0};
-  switch (t) {
-    case TensorProto::BFLOAT16:
-      return &bf16;
-    case TensorProto::FLOAT8E4M3FN:
-      return &e4m3fn;
-    case TensorProto::FLOAT8E4M3FNUZ:
-      return &e4m3fnuz;
-    case TensorProto::FLOAT8E5M2:
-      return &e5m2;
-    case TensorProto::FLOAT8E5M2FNUZ:
-      return &e5m2fnuz;
-    case TensorProto::FLOAT4E2M1:
-      return &e2m1;
-    default:
-      return nullptr;
-  }
+  struct Entry {
+    int type;
+    FloatFormat format;
+  };
+  static const Entry formats[] = {
+      {TensorProto::BFLOAT16, {8, 7, 127, false, true, false, 3.38953139e38}},
+      {TensorProto::FLOAT8E4M3FN, {4, 3, 7, false, false, true, 448.0}},
+      {TensorProto::FLOAT8E4M3FNUZ, {4, 3, 8, true, false, false, 240.0}},
+      {TensorProto::FLOAT8E5M2, {5, 2, 15, false, true, false, 57344.0}},
+      {TensorProto::FLOAT8E5M2FNUZ, {5, 2, 16, true, false, false, 57344.0}},
+      {TensorProto::FLOAT4E2M1, {2, 1, 1, false, false, false, 6.0}},
+  };
+  for (const Entry& e : formats)
+    if (e.type == t) return &e.format;
+  return nullptr;
 }
 
 double decode_float(const FloatFormat& f, uint32_t bits) {

@@ -77,48 +77,38 @@ Var* scale_for(C& cv, const NodeProto& n, Var* v, Var* x, int64_t axis, int r) {
                {C::arg("x", t), C::arg_ints32("begin", begin), C::arg_ints32("end", end)});
 }
 
-void quantize_linear(C& cv, const NodeProto& n) {
+// Input `i` (a scale or zero point) cast to `dt` and laid out against input 0 along the node's
+// axis (used only for a per-axis (1-D) or blocked parameter).
+Var* quant_param(C& cv, const NodeProto& n, int i, DataType dt) {
   Var* x = cv.in(n, 0);
   int r = cv.rank(n, x);
   int64_t ax = C::attr_int(n, "axis", 1);
-  ax = ax < 0 ? ax + r : ax;  // used only for a per-axis (1-D) or blocked scale
+  ax = ax < 0 ? ax + r : ax;
   if (ax < 0 || ax >= std::max(r, 1)) ax = 0;
+  return scale_for(cv, n, cv.cast(cv.in(n, i), dt), x, ax, r);
+}
+
+void quantize_linear(C& cv, const NodeProto& n) {
+  const DataType f32 = DataType::Float32;
   int qt = static_cast<int>(C::attr_int(n, "output_dtype", 0));
   if (!qt && C::has(n, 2)) qt = cv.elem_type(n, 2);
-  if (is_narrow_type(qt) && mil_dtype(qt) == DataType::Float32) {
-    // float8 / float4: x / scale (+ zero point) converted to the format, saturated by default
-    Var* xf = cv.cast(x, DataType::Float32);
-    Var* q = binary(cv, "real_div", xf,
-                    scale_for(cv, n, cv.cast(cv.in(n, 1), DataType::Float32), x, ax, r));
-    if (C::has(n, 2))
-      q = binary(cv, "add", q, scale_for(cv, n, cv.cast(cv.in(n, 2), DataType::Float32), x, ax, r));
-    cv.out(n, 0, to_narrow(cv, n, q, qt, C::attr_int(n, "saturate", 1) != 0));
-    return;
-  }
+  bool narrow = is_narrow_type(qt) && mil_dtype(qt) == f32;
+  // x / scale, rounded to an integer unless the format is float8 / float4, + zero point
+  Var* xf = cv.cast(cv.in(n, 0), f32);
+  Var* q = binary(cv, "real_div", xf, quant_param(cv, n, 1, f32));
+  if (!narrow) q = cv.op("round", {C::arg("x", q)});
+  if (C::has(n, 2)) q = binary(cv, "add", q, quant_param(cv, n, 2, f32));
+  if (narrow) return cv.out(n, 0, to_narrow(cv, n, q, qt, C::attr_int(n, "saturate", 1) != 0));
   auto [lo, hi] = qrange(cv, n, 2);
-  Var* xf = cv.cast(x, DataType::Float32);
-  Var* q = cv.op(
-      "round",
-      {C::arg("x", binary(cv, "real_div", xf,
-                          scale_for(cv, n, cv.cast(cv.in(n, 1), DataType::Float32), x, ax, r)))});
-  if (C::has(n, 2))
-    q = binary(cv, "add", q, scale_for(cv, n, cv.cast(cv.in(n, 2), DataType::Float32), x, ax, r));
   q = cv.op("clip", {C::arg("x", q), C::arg_f32("alpha", lo), C::arg_f32("beta", hi)});
   cv.out(n, 0, cv.cast(q, DataType::Int32));
 }
 
 void dequantize_linear(C& cv, const NodeProto& n) {
-  Var* x = cv.in(n, 0);
-  int r = cv.rank(n, x);
-  int64_t ax = C::attr_int(n, "axis", 1);
-  ax = ax < 0 ? ax + r : ax;  // used only for a per-axis (1-D) or blocked scale
-  if (ax < 0 || ax >= std::max(r, 1)) ax = 0;
-  Var* scale = cv.in(n, 1);
-  DataType dt = C::dtype(scale);
-  Var* xf = cv.cast(x, dt);
-  if (C::has(n, 2))
-    xf = binary(cv, "sub", xf, scale_for(cv, n, cv.cast(cv.in(n, 2), dt), x, ax, r));
-  cv.out(n, 0, binary(cv, "mul", xf, scale_for(cv, n, scale, x, ax, r)));
+  DataType dt = C::dtype(cv.in(n, 1));
+  Var* xf = cv.cast(cv.in(n, 0), dt);
+  if (C::has(n, 2)) xf = binary(cv, "sub", xf, quant_param(cv, n, 2, dt));
+  cv.out(n, 0, binary(cv, "mul", xf, quant_param(cv, n, 1, dt)));
 }
 
 // ---- integer and quantized-linear products -----------------------------------------------------

@@ -19,22 +19,28 @@ Var* batch_norm(C& cv, const json& n, Var* x, Var* w, Var* b, Var* mean, Var* va
   return compose::batch_norm(cv.e, x, {mean, var, w, b, eps});
 }
 
-// batch norm by the batch's own statistics: mean and biased variance over every axis but 1
-Var* batch_stats_norm(C& cv, const json& n, Var* x) {
-  int r = cv.rank(n, x);
+// x normalized by its own mean and biased variance over `axes` (eps from the node), then scaled
+// and shifted by the node's optional per-channel weight and bias (channel axis 1 of `rank` dims)
+Var* own_stats_norm(C& cv, const json& n, Var* x, const std::vector<int64_t>& axes, int rank) {
   DataType dt = C::dtype(x);
-  std::vector<int64_t> axes{0};
-  for (int k = 2; k < r; ++k) axes.push_back(k);
   double eps = cv.f(n, "eps", 1e-5);
   Var* mean = cv.op("reduce_mean", {C::a("x", x), C::aints32("axes", axes), C::abool("keep_dims", true)});
   Var* d = bin(cv, "sub", x, mean);
   Var* var = cv.op("reduce_mean", {C::a("x", bin(cv, "mul", d, d)), C::aints32("axes", axes), C::abool("keep_dims", true)});
   Var* y = bin(cv, "mul", d, cv.op("rsqrt", {C::a("x", bin(cv, "add", var, cv.cs(eps, dt)))}));
   if (Var* w = cv.opt_tensor(n, "weight"))
-    y = bin(cv, "mul", y, cv.e.per_channel(cv.cast(w, dt), std::max(r, 2)));
+    y = bin(cv, "mul", y, cv.e.per_channel(cv.cast(w, dt), rank));
   if (Var* b = cv.opt_tensor(n, "bias"))
-    y = bin(cv, "add", y, cv.e.per_channel(cv.cast(b, dt), std::max(r, 2)));
+    y = bin(cv, "add", y, cv.e.per_channel(cv.cast(b, dt), rank));
   return y;
+}
+
+// batch norm by the batch's own statistics: mean and biased variance over every axis but 1
+Var* batch_stats_norm(C& cv, const json& n, Var* x) {
+  int r = cv.rank(n, x);
+  std::vector<int64_t> axes{0};
+  for (int k = 2; k < r; ++k) axes.push_back(k);
+  return own_stats_norm(cv, n, x, axes, std::max(r, 2));
 }
 
 // the normalized output of a batch norm with training set: batch statistics. Refused when the
@@ -67,21 +73,13 @@ void native_batch_norm_legit_no_stats(C& cv, const json& n) {
   batch_norm_training(cv, n, input(cv, n));
 }
 
+// instance norm: each sample and channel normalized over its spatial axes
 void instance_norm(C& cv, const json& n) {
   Var* x = input(cv, n);
   int r = cv.rank(n, x);
-  DataType dt = C::dtype(x);
   std::vector<int64_t> axes;
   for (int k = 2; k < r; ++k) axes.push_back(k);
-  double eps = cv.f(n, "eps", 1e-5);
-  Var* mean = cv.op("reduce_mean", {C::a("x", x), C::aints32("axes", axes), C::abool("keep_dims", true)});
-  Var* d = bin(cv, "sub", x, mean);
-  Var* var = cv.op("reduce_mean", {C::a("x", bin(cv, "mul", d, d)), C::aints32("axes", axes), C::abool("keep_dims", true)});
-  Var* y = bin(cv, "mul", d, cv.op("rsqrt", {C::a("x", bin(cv, "add", var, cv.cs(eps, dt)))}));
-  if (Var* w = cv.opt_tensor(n, "weight"))
-    y = bin(cv, "mul", y, cv.e.per_channel(cv.cast(w, dt), r));
-  if (Var* b = cv.opt_tensor(n, "bias")) y = bin(cv, "add", y, cv.e.per_channel(cv.cast(b, dt), r));
-  cv.out(n, y);
+  cv.out(n, own_stats_norm(cv, n, x, axes, r));
 }
 
 void layer_norm_op(C& cv, const json& n) {
