@@ -90,6 +90,18 @@ Var* sel(C& cv, Var* c, Var* a, Var* b) {
   return cv.op("select", {C::arg("cond", c), C::arg("a", a), C::arg("b", b)});
 }
 
+// floor(log2(a)) for positive finite fp32 `a`, exactly: log's rounding can miss the binade by
+// one, so the estimate is corrected against 2^e.
+Var* binade(C& cv, Var* a) {
+  const DataType f32 = DataType::Float32;
+  Var* e = cv.op("floor", {C::arg("x", binary(cv, "mul", cv.op("log", {C::arg("x", a)}),
+                                              cv.cs(1.0 / std::log(2.0), f32)))});
+  Var* p = cv.op("exp2", {C::arg("x", e)});
+  e = binary(cv, "sub", e, cv.cast(binary(cv, "less", a, p), f32));
+  return binary(cv, "add", e,
+                cv.cast(binary(cv, "greater_equal", a, binary(cv, "mul", p, cv.cs(2, f32))), f32));
+}
+
 // float8 e8m0 (2^(E - 127), E in [0, 254], 255 is NaN) from |x|'s binade, rounded by
 // round_mode as ONNX's reference does on fp32's bits: up when any fraction bit is set, down never,
 // nearest on the guard bit (for subnormals: guard and a further bit).
@@ -105,12 +117,7 @@ Var* to_e8m0(C& cv, const NodeProto& n, Var* x, bool saturate) {
   Var* special = binary(cv, "logical_or", binary(cv, "not_equal", xf, xf),
                         binary(cv, "equal", a, cv.cs(inf, f32)));
   Var* ac = sel(cv, special, cv.cs(1, f32), a);
-  Var* e = cv.op("floor", {C::arg("x", binary(cv, "mul", cv.op("log", {C::arg("x", ac)}),
-                                              cv.cs(1.0 / std::log(2.0), f32)))});
-  Var* p = cv.op("exp2", {C::arg("x", e)});
-  e = binary(cv, "sub", e, cv.cast(binary(cv, "less", ac, p), f32));
-  e = binary(cv, "add", e,
-             cv.cast(binary(cv, "greater_equal", ac, binary(cv, "mul", p, cv.cs(2, f32))), f32));
+  Var* e = binade(cv, ac);
   Var* sub = binary(cv, "less", ac, cv.cs(std::ldexp(1.0, -126), f32));  // fp32 subnormal (or zero)
   Var* E = sel(cv, sub, cv.cs(0, f32), binary(cv, "add", e, cv.cs(127, f32)));
   // the fraction of the significand: normals a / 2^e - 1; subnormals a / 2^-126
@@ -224,13 +231,7 @@ Var* to_narrow(C& cv, const NodeProto& n, Var* x, int t, bool saturate) {
   bool sat = saturate && t != TensorProto::BFLOAT16;
   if (sat || t == TensorProto::FLOAT4E2M1)
     ac = binary(cv, "minimum", ac, cv.cs(f->max, f32));  // e2m1 always saturates
-  Var* e = cv.op("floor", {C::arg("x", binary(cv, "mul", cv.op("log", {C::arg("x", ac)}),
-                                              cv.cs(1.0 / std::log(2.0), f32)))});
-  // log's rounding can miss the binade by one: correct against 2^e
-  Var* p = cv.op("exp2", {C::arg("x", e)});
-  e = binary(cv, "sub", e, cv.cast(binary(cv, "less", ac, p), f32));
-  e = binary(cv, "add", e,
-             cv.cast(binary(cv, "greater_equal", ac, binary(cv, "mul", p, cv.cs(2, f32))), f32));
+  Var* e = binade(cv, ac);
   e = binary(cv, "maximum", e, cv.cs(1 - f->bias, f32));
   Var* q = cv.op("exp2", {C::arg("x", binary(cv, "sub", e, cv.cs(f->man_bits, f32)))});
   Var* y = binary(cv, "real_div", ac, q);
