@@ -349,6 +349,17 @@ bool complex_node(Converter& cv, const json& n);
 /// Converts a node that reads or makes complex tensors; `real_fn` (may be null) is the node's
 /// converter for real tensors, run on each part for the ops that act on the parts separately.
 void convert_complex(Converter& cv, const json& n, const ConvertFn* real_fn);
+/// Tensor argument `name` of `n` as its (real, imaginary) pair; the imaginary part is nullptr for
+/// a real tensor.
+std::pair<Var*, Var*> complex_arg(Converter& cv, const json& n, const char* name);
+/// Binds output `k` of `n` to the complex value (re, im), naming its parts after the output; with
+/// `im` nullptr, to the real value `re`.
+void out_complex(Converter& cv, const json& n, Var* re, Var* im, size_t k = 0);
+/// Converts `n` if it is an FFT (core ATen's _fft_r2c / _fft_c2r / _fft_c2c, the torch.fft
+/// functions, stft, istft); false for other nodes.
+bool convert_fft(Converter& cv, const json& n);
+/// Registers the FFT operators (they convert through convert_fft).
+void register_fft(OpTable& t);
 /// Binds `name` to a complex weight stored as `v`: its (real, imaginary) pairs on a last axis of 2.
 void bind_complex_const(Converter& cv, const std::string& name, const Value& v);
 /// Whether torch ScalarType `st` is complex (complex32 / complex64 / complex128).

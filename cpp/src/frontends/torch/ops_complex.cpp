@@ -356,6 +356,7 @@ const std::unordered_map<std::string, Fn>& complex_ops() {
       {"aten.conj", conj_op},
       {"aten._conj", conj_op},
       {"aten.conj_physical", conj_op},
+      {"aten._conj_physical", conj_op},
       {"aten._conj_copy", conj_op},
       {"aten.resolve_conj", same_cx},
       {"aten.resolve_neg", same_cx},
@@ -379,6 +380,7 @@ bool complex_node(C& cv, const json& n) {
 }
 
 void convert_complex(C& cv, const json& n, const ConvertFn* real_fn) {
+  if (convert_fft(cv, n)) return;
   std::string p = packet(n);
   auto it = complex_ops().find(p);
   if (it != complex_ops().end()) return it->second(cv, n);
@@ -399,12 +401,21 @@ void bind_complex_const(C& cv, const std::string& name, const Value& v) {
   cv.complex_vars[name] = {re, im};
 }
 
+std::pair<Var*, Var*> complex_arg(C& cv, const json& n, const char* name) {
+  auto it = cv.complex_vars.find(C::tensor_name(n, name));
+  if (it != cv.complex_vars.end()) return it->second;
+  return {cv.tensor(n, name), nullptr};
+}
+
+void out_complex(C& cv, const json& n, Var* re, Var* im, size_t k) { out_cx(cv, n, {re, im}, k); }
+
 void register_complex(OpTable& t) {
-  for (const char* k :
-       {"aten.view_as_complex", "aten.view_as_real", "aten.complex", "aten.polar", "aten.real",
-        "aten.imag", "aten.angle", "aten.conj", "aten._conj", "aten.conj_physical",
-        "aten.view_as_real_copy", "aten.view_as_complex_copy", "aten._conj_copy"})
+  for (const char* k : {"aten.view_as_complex", "aten.view_as_real", "aten.complex", "aten.polar",
+                        "aten.real", "aten.imag", "aten.angle", "aten.conj", "aten._conj",
+                        "aten.conj_physical", "aten._conj_physical", "aten.view_as_real_copy",
+                        "aten.view_as_complex_copy", "aten._conj_copy"})
     t.on(k, complex_ops().at(k));
+  register_fft(t);
 }
 
 }  // namespace torch_detail

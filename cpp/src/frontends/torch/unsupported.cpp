@@ -16,9 +16,6 @@ const char* const kBackward =
     "mode, outside autograd)";
 const char* const kSparse =
     "works on sparse tensors: Core ML multiarrays are dense (call .to_dense() before export)";
-const char* const kComplexOut =
-    "produces a complex tensor from real ones at the FFT's storage level: Core ML has no complex "
-    "multiarrays";
 const char* const kLayout =
     "reads the memory layout (strides, storage offset): Core ML tensors have no layout to read";
 const char* const kForeach =
@@ -34,9 +31,6 @@ const char* const kSvd =
 // Operators without a family pattern, with their reasons.
 const std::vector<std::pair<std::string, std::string>>& named() {
   static const std::vector<std::pair<std::string, std::string>> v = {
-      {"aten._fft_c2r", kComplexOut},
-      {"aten._fft_r2c", kComplexOut},
-      {"aten._fft_c2c", kComplexOut},
       {"aten.set_", kLayout},
       {"aten.resize_",
        "resizes a tensor's storage in place: Core ML tensors are values, not storage"},
