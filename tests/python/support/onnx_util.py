@@ -8,6 +8,20 @@ from typing import Any, Dict, Sequence
 import numpy as np
 
 
+def vi(name: str, shape: Any, elem_type: int = 1) -> Any:
+    """A value info of `name` with `shape` (None: unknown) and ONNX element type (FLOAT)."""
+    from onnx import helper
+
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+def const(name: str, values: Any, dtype: Any = np.float32) -> Any:
+    """An initializer `name` holding `values` as `dtype`."""
+    from onnx import numpy_helper
+
+    return numpy_helper.from_array(np.array(values, dtype), name)
+
+
 def make_model(nodes: Sequence[Any], inputs: Sequence[Any], outputs: Sequence[Any],
                initializers: Sequence[Any] = (), opset: int = 17, name: str = "g") -> Any:
     from onnx import checker, helper

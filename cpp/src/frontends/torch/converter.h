@@ -349,12 +349,15 @@ bool complex_node(Converter& cv, const json& n);
 /// Converts a node that reads or makes complex tensors; `real_fn` (may be null) is the node's
 /// converter for real tensors, run on each part for the ops that act on the parts separately.
 void convert_complex(Converter& cv, const json& n, const ConvertFn* real_fn);
-/// Tensor argument `name` of `n` as its (real, imaginary) pair; the imaginary part is nullptr for
-/// a real tensor.
-std::pair<Var*, Var*> complex_arg(Converter& cv, const json& n, const char* name);
-/// Binds output `k` of `n` to the complex value (re, im), naming its parts after the output; with
-/// `im` nullptr, to the real value `re`.
-void out_complex(Converter& cv, const json& n, Var* re, Var* im, size_t k = 0);
+/// A complex value as its (real, imaginary) parts, or a real one (`im` nullptr).
+struct Cx {
+  Var* re = nullptr;
+  Var* im = nullptr;
+};
+/// Tensor argument `name` of `n` as a Cx (a real tensor has no imaginary part).
+Cx complex_arg(Converter& cv, const json& n, const char* name);
+/// Binds output `k` of `n` to `v`, naming its parts after the output (a real `v` binds as is).
+void out_complex(Converter& cv, const json& n, Cx v, size_t k = 0);
 /// Converts `n` if it is an FFT (core ATen's _fft_r2c / _fft_c2r / _fft_c2c, the torch.fft
 /// functions, stft, istft); false for other nodes.
 bool convert_fft(Converter& cv, const json& n);

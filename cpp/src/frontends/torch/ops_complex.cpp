@@ -20,12 +20,6 @@ namespace torch_detail {
 
 namespace {
 
-// a complex value (im set) or a real one (im null)
-struct Cx {
-  Var* re = nullptr;
-  Var* im = nullptr;
-};
-
 bool complex_name(C& cv, const std::string& name) {
   if (cv.complex_vars.count(name)) return true;
   if (cv.defined(name)) return false;
@@ -401,13 +395,13 @@ void bind_complex_const(C& cv, const std::string& name, const Value& v) {
   cv.complex_vars[name] = {re, im};
 }
 
-std::pair<Var*, Var*> complex_arg(C& cv, const json& n, const char* name) {
+Cx complex_arg(C& cv, const json& n, const char* name) {
   auto it = cv.complex_vars.find(C::tensor_name(n, name));
-  if (it != cv.complex_vars.end()) return it->second;
+  if (it != cv.complex_vars.end()) return {it->second.first, it->second.second};
   return {cv.tensor(n, name), nullptr};
 }
 
-void out_complex(C& cv, const json& n, Var* re, Var* im, size_t k) { out_cx(cv, n, {re, im}, k); }
+void out_complex(C& cv, const json& n, Cx v, size_t k) { out_cx(cv, n, v, k); }
 
 void register_complex(OpTable& t) {
   for (const char* k : {"aten.view_as_complex", "aten.view_as_real", "aten.complex", "aten.polar",

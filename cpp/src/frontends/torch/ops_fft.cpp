@@ -26,20 +26,14 @@ namespace torch_detail {
 
 namespace {
 
-struct Cx {
-  Var* re = nullptr;
-  Var* im = nullptr;
-};
-
 enum class Kind { C2C, R2C, C2R };  // R2C: the onesided half; C2R: from the onesided half
 
 // argument `name` as a pair; a real tensor of an integer dtype computes in fp32
 Cx in_cx(C& cv, const json& n, const char* name) {
-  auto [re, im] = complex_arg(cv, n, name);
-  return {im || is_float(C::dtype(re)) ? re : cv.cast(re, DataType::Float32), im};
+  Cx x = complex_arg(cv, n, name);
+  if (!x.im && !is_float(C::dtype(x.re))) x.re = cv.cast(x.re, DataType::Float32);
+  return x;
 }
-
-void out_fft(C& cv, const json& n, Cx v) { out_complex(cv, n, v.re, v.im); }
 
 // the scale of torch's normalization code (0: none, 1: 1/sqrt(n), 2: 1/n) for length n
 double norm_scale(int64_t code, int64_t len) {
@@ -132,9 +126,9 @@ void fft_r2c(C& cv, const json& n) {
   Cx x = in_cx(cv, n, "self");
   auto dims = cv.ints(n, "dim");
   Kind k = cv.bo(n, "onesided", true) ? Kind::R2C : Kind::C2C;
-  out_fft(cv, n,
-          fftn(cv, n, x, dims, std::vector<int64_t>(dims.size(), -1), k, true,
-               cv.i(n, "normalization", 0)));
+  out_complex(cv, n,
+              fftn(cv, n, x, dims, std::vector<int64_t>(dims.size(), -1), k, true,
+                   cv.i(n, "normalization", 0)));
 }
 
 void fft_c2r(C& cv, const json& n) {
@@ -142,15 +136,15 @@ void fft_c2r(C& cv, const json& n) {
   auto dims = cv.ints(n, "dim");
   std::vector<int64_t> lens(dims.size(), -1);
   if (!lens.empty()) lens.back() = cv.i(n, "last_dim_size", 0);
-  out_fft(cv, n, fftn(cv, n, x, dims, lens, Kind::C2R, false, cv.i(n, "normalization", 0)));
+  out_complex(cv, n, fftn(cv, n, x, dims, lens, Kind::C2R, false, cv.i(n, "normalization", 0)));
 }
 
 void fft_c2c(C& cv, const json& n) {
   Cx x = in_cx(cv, n, "self");
   auto dims = cv.ints(n, "dim");
-  out_fft(cv, n,
-          fftn(cv, n, x, dims, std::vector<int64_t>(dims.size(), -1), Kind::C2C,
-               cv.bo(n, "forward", true), cv.i(n, "normalization", 0)));
+  out_complex(cv, n,
+              fftn(cv, n, x, dims, std::vector<int64_t>(dims.size(), -1), Kind::C2C,
+                   cv.bo(n, "forward", true), cv.i(n, "normalization", 0)));
 }
 
 // ---- torch.fft functions (TRAINING dialect) --------------------------------------------------
@@ -222,7 +216,7 @@ void torch_fft(C& cv, const json& n) {
   int64_t code = norm == "ortho" ? 1 : (norm == "forward") == sp.forward ? 2 : 0;
   if (norm != "ortho" && norm != "forward" && norm != "backward")
     cv.fail(n, "FFT norm '" + norm + "'");
-  out_fft(cv, n, fftn(cv, n, x, dims, lens, sp.kind, sp.forward, code));
+  out_complex(cv, n, fftn(cv, n, x, dims, lens, sp.kind, sp.forward, code));
 }
 
 // stft's window as n_fft values: the given one (or ones) centered in zeros when shorter
@@ -265,7 +259,7 @@ void stft(C& cv, const json& n) {
                   cv.bo(n, "normalized", false) ? norm_scale(1, nfft) : 1, k);
   y = {swap_last(cv, y.re, rank - 1, rank + 1),
        swap_last(cv, y.im, rank - 1, rank + 1)};  // (..., bins, frames)
-  if (cv.bo(n, "return_complex", true)) return out_fft(cv, n, y);
+  if (cv.bo(n, "return_complex", true)) return out_complex(cv, n, y);
   cv.out(n, cv.op("stack", {values_arg({y.re, y.im}), C::ai32("axis", -1)}));
 }
 

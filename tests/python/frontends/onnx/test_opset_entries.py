@@ -7,9 +7,8 @@ import milkit
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from support.onnx_util import check, make_model, milkit_run
+from support.onnx_util import check, const, make_model, milkit_run, vi
 
-F = TensorProto.FLOAT
 RNG = np.random.default_rng(7)
 
 
@@ -17,16 +16,12 @@ def rnd(*shape: int) -> np.ndarray:
     return RNG.standard_normal(shape).astype(np.float32)
 
 
-def vi(name: str, shape, et=F):
-    return helper.make_tensor_value_info(name, et, shape)
-
-
 def i64(name: str, values) -> object:
-    return numpy_helper.from_array(np.array(values, np.int64), name)
+    return const(name, values, np.int64)
 
 
 def f32(name: str, values) -> object:
-    return numpy_helper.from_array(np.array(values, np.float32), name)
+    return const(name, values, np.float32)
 
 
 @pytest.mark.parametrize("opset", [11, 13])
