@@ -1,7 +1,7 @@
 // Kernels of the conv ops: conv, conv_transpose, conv_quantized (1 to 3 spatial dims, all computed
 // as 3-d with leading unit dims). conv is im2col + cblas_sgemm per image and group (a 1x1,
 // stride-1, unpadded conv multiplies the NCHW input directly; one input channel per group -
-// depthwise - is a direct loop across threads); columns are made in bands of output rows to bound
+// depthwise - is a direct loop across threads: conv_direct.cpp for 1-d and 2-d); columns are made in bands of output rows to bound
 // the scratch memory. conv_transpose is one GEMM per image, group and band of input rows into
 // columns, then col2im. conv_quantized dequantizes its uint8 weight ("linear": weight * scale +
 // bias, per output channel or scalar) and runs conv. fp16 arrives as fp32 (float_compute).
@@ -21,6 +21,7 @@
 
 #include "../dispatch.h"
 #include "../packed_weight.h"
+#include "conv_direct.h"
 #include "gemm.h"
 #include "kernels.h"
 #include "milkit/exec/threads.h"
@@ -255,6 +256,27 @@ void conv_depthwise(const Geom& g, const float* x, const float* w, const float* 
                });
 }
 
+/// The 2-d geometry of a conv whose depth dims are all 1.
+exec::Conv2dShape shape_2d(const Geom& g) {
+  exec::Conv2dShape s;
+  s.N = g.N;
+  s.Cin = g.Cin;
+  s.Cout = g.Cout;
+  s.IH = g.in[1];
+  s.IW = g.in[2];
+  s.OH = g.out[1];
+  s.OW = g.out[2];
+  s.KH = g.k[1];
+  s.KW = g.k[2];
+  s.sh = g.s[1];
+  s.sw = g.s[2];
+  s.dh = g.d[1];
+  s.dw = g.d[2];
+  s.ph = g.pb[1];
+  s.pw = g.pb[2];
+  return s;
+}
+
 /// Columns of at most this many floats per GEMM (larger images are done in bands of rows).
 constexpr int64_t kColBudget = 3 << 18;
 
@@ -264,7 +286,10 @@ void conv_forward(const Geom& g, const float* x, const float* w, const float* bi
   const int64_t cin_g = g.Cin / g.G, cout_g = g.Cout / g.G, kc = cin_g * kp;
   if (g.N == 0 || g.Cout == 0 || op == 0) return;
   if (cin_g == 1 && kc > 0) {
-    conv_depthwise(g, x, w, bias, y);
+    if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0)
+      exec::depthwise_conv2d(shape_2d(g), x, w, bias, y);
+    else
+      conv_depthwise(g, x, w, bias, y);
     return;
   }
   bool any_bias = false;
