@@ -299,6 +299,49 @@ def test_conv_quantized_bad_data() -> None:
         run_op("conv_quantized", {"x": x}, weight=wq, quantization_type="lut", quant_scale=scale, quant_bias=qbias)
 
 
+@pytest.mark.parametrize("nd", [1, 2])
+@pytest.mark.parametrize("seed", range(6))
+def test_conv_depthwise_random_configs(seed: int, nd: int) -> None:
+    """Depthwise convs (one input channel per group, 1 to 3 outputs each) against torch: odd and
+    even sizes on both sides of the 16-column blocks, square and oblong kernels, strides and
+    dilations 1 to 3, pads larger than the kernel, batches of 1 to 3."""
+    rng = np.random.default_rng(100 + seed)
+    checked = 0
+    for it in range(10):
+        c, mult = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+        ins = [int(rng.integers(1, 12)) for _ in range(nd - 1)] + [int(rng.choice([1, 5, 15, 16, 17, 33, 40]))]
+        ks = [int(rng.choice([1, 2, 3, 5, 7])) for _ in range(nd)]
+        st = [int(v) for v in rng.integers(1, 4, nd)]
+        dl = [int(v) for v in rng.integers(1, 4, nd)]
+        pad = [int(v) for v in rng.integers(0, 9, 2 * nd)]
+        pt = str(rng.choice(["valid", "same", "same_lower", "custom"]))
+        cpad = pad if pt == "custom" else None
+        pads = spatial_pads(pt, ins, ks, st, dl, cpad)
+        if not all(ins[i] + sum(pads[i]) >= (ks[i] - 1) * dl[i] + 1 for i in range(nd)):
+            continue
+        x = rand(int(rng.integers(1, 4)), c, *ins, seed=seed * 100 + it)
+        w, b = rand(c * mult, 1, *ks, seed=it + 1), rand(c * mult, seed=it + 2)
+        bias = {"bias": b} if it % 2 else {}
+        extra = {"pad": pad} if cpad else {}
+        got = run_op("conv", {"x": x}, weight=w, strides=st, dilations=dl, groups=c, pad_type=pt, **bias,
+                     **extra)[0]
+        assert_close(got, ref_conv(x, w, b if bias else None, st, dl, c, pt, cpad), rtol=1e-4, atol=1e-4)
+        checked += 1
+    assert checked >= 5
+
+
+@pytest.mark.parametrize("shape", [(1, 32, 112, 112, 3, 1), (1, 64, 112, 112, 3, 2), (2, 24, 28, 30, 5, 2),
+                                   (1, 40, 14, 14, 5, 1), (1, 12, 56, 57, 7, 1), (3, 6, 9, 9, 3, 3)])
+def test_conv_depthwise_network_shapes(shape: tuple) -> None:
+    """Depthwise convs as the mobile networks have them (torch's symmetric padding k // 2)."""
+    n, c, h, wd, k, s = shape
+    x, w, b = rand(n, c, h, wd, seed=k), rand(c, 1, k, k, seed=s), rand(c, seed=3)
+    got = run_op("conv", {"x": x}, weight=w, bias=b, strides=[s, s], groups=c, pad_type="custom",
+                 pad=[k // 2] * 4)[0]
+    want = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride=s, padding=k // 2, groups=c).numpy()
+    assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_conv_and_transpose_random_configs(seed: int) -> None:
     """Random small geometries (tiny inputs, large pads, dilations, strides past the kernel)."""
