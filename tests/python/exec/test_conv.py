@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from support.exec_util import assert_close, rand, run_op
+from milkit import Builder as mb
+from support.exec_util import assert_close, rand, run_op, run_prog
 
 F16 = {"rtol": 3e-3, "atol": 3e-3}
 CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
@@ -340,6 +341,32 @@ def test_conv_depthwise_network_shapes(shape: tuple) -> None:
                  pad=[k // 2] * 4)[0]
     want = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride=s, padding=k // 2, groups=c).numpy()
     assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+ACTS = {"relu": F.relu, "relu6": F.relu6, "silu": F.silu}
+
+
+@pytest.mark.parametrize("act", sorted(ACTS))
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize("groups, k", [(1, 3), (1, 1), (4, 3)])
+def test_conv_then_activation(act: str, dt: type, groups: int, k: int) -> None:
+    """An activation reading only a conv's output (which the plan applies inside the conv) gives
+    torch's values, and the same bits as when the conv's output is also read elsewhere (the
+    activation's own kernel); fp16 rounds the conv's output before the activation."""
+    x = rand(2, 4, 11, 13, dtype=dt, lo=-2, hi=2, seed=20)
+    w, b = rand(8, 4 // groups, k, k, dtype=dt, seed=21), rand(8, dtype=dt, seed=22)
+
+    def conv(v: object) -> object:
+        return mb.conv(x=v, weight=w, bias=b, groups=groups, pad_type="same")
+
+    (fused,) = run_prog(lambda v: getattr(mb, act)(x=conv(v)), {"x": x})
+    y, alone = run_prog(lambda v: (lambda c: (c, getattr(mb, act)(x=c)))(conv(v)), {"x": x})
+    assert fused.dtype == np.dtype(dt)
+    np.testing.assert_array_equal(fused, alone)
+    c = torch.tensor(ref_conv(x, w, b, [1, 1], [1, 1], groups, "same").astype(dt).astype(np.float32))
+    want = ACTS[act](c).numpy().astype(dt)
+    assert_close(fused, want, **(F16 if dt == np.float16 else {"rtol": 1e-4, "atol": 1e-4}))
+    assert_close(y, c.numpy().astype(dt), **(F16 if dt == np.float16 else {"rtol": 1e-4, "atol": 1e-4}))
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -18,6 +18,8 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdint>
+#include <string>
 
 #include "../dispatch.h"
 #include "../packed_weight.h"
@@ -26,6 +28,8 @@
 #include "kernels.h"
 #include "milkit/exec/threads.h"
 #include "milkit/ops/conv_util.h"
+#include "milkit/types/datatype.h"
+#include "vec_math.h"
 
 namespace milkit {
 
@@ -324,6 +328,38 @@ void conv_forward(const Geom& g, const float* x, const float* w, const float* bi
       }
 }
 
+/// Rounds n floats to fp16 values in place.
+void round_to_half(float* p, int64_t n) {
+  uint16_t h[256];
+  for (int64_t i = 0; i < n; i += 256) {
+    const size_t m = static_cast<size_t>(std::min<int64_t>(256, n - i));
+    floats_to_halves(p + i, h, m);
+    halves_to_floats(h, p + i, m);
+  }
+}
+
+/// Applies the activation the plan fused into this conv (relu, relu6 or silu, as their kernels
+/// compute them) to `out` in place; an fp16 conv output is rounded to fp16 first, as the
+/// activation would have read it.
+void apply_fused(const KernelCtx& k, Tensor& out) {
+  const Operation* act = k.fused();
+  if (!act) return;
+  const std::string& t = act->op_type();
+  const bool half = k.declared_dtype(0) == DataType::Float16 && t == "silu";
+  float* y = out.mutable_data<float>();
+  parallel_for(out.numel(), 8192, [&](int64_t b, int64_t e) {
+    float* p = y + b;
+    const int64_t n = e - b;
+    if (half) round_to_half(p, n);
+    if (t == "relu")
+      vmath::map(p, p, n, [](float x) { return vmath::np_max(x, 0.0f); });
+    else if (t == "relu6")
+      vmath::map(p, p, n, [](float x) { return vmath::np_min(vmath::np_max(x, 0.0f), 6.0f); });
+    else
+      vmath::map(p, p, n, [](float x) { return x / (1.0f + vmath::vexp(-x)); });
+  });
+}
+
 /// The float weights, the bias, shape checks shared by conv and conv_quantized, then the conv.
 void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, const float* w,
               const float* bias) {
@@ -333,6 +369,7 @@ void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, con
   for (int i = 0; i < g.nd; ++i) oshape.push_back(g.out[3 - g.nd + i]);
   Tensor& out = k.alloc(0, oshape);
   conv_forward(g, x.data<float>(), w, bias, out.mutable_data<float>());
+  apply_fused(k, out);
 }
 
 /// The bias input as fp32 [C_out], or null when absent.
