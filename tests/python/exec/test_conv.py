@@ -343,6 +343,28 @@ def test_conv_depthwise_network_shapes(shape: tuple) -> None:
     assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("xs, ws, strides, dilations, groups, pad", [
+    ((3, 6, 23, 19), (10, 3, 3, 3), [1, 1], [1, 1], 2, [1, 1, 1, 1]),
+    ((1, 3, 45, 45), (16, 3, 7, 7), [2, 2], [1, 1], 1, [3, 3, 3, 3]),
+    ((2, 8, 17, 30), (12, 8, 1, 1), [2, 2], [1, 1], 1, [0, 0, 0, 0]),
+    ((1, 5, 31, 9), (4, 5, 3, 2), [1, 2], [2, 1], 1, [2, 1, 0, 3]),
+    ((2, 4, 9, 40), (6, 2, 3, 3), [1, 1], [1, 1], 2, [1, 1, 1, 1]),
+])
+def test_conv_bands_across_threads(threads: int, xs: tuple, ws: tuple, strides: list, dilations: list, groups: int,
+                                   pad: list) -> None:
+    """im2col convs whose output rows are split in bands across the threads (each band's columns
+    made by its thread): every band, image and group lands in place."""
+    x, w, b = rand(*xs, seed=30), rand(*ws, seed=31), rand(ws[0], seed=32)
+    ct.set_num_threads(threads)
+    try:
+        got = run_op("conv", {"x": x}, weight=w, bias=b, strides=strides, dilations=dilations, groups=groups,
+                     pad_type="custom", pad=pad)[0]
+    finally:
+        ct.set_num_threads(0)
+    assert_close(got, ref_conv(x, w, b, strides, dilations, groups, "custom", pad), rtol=1e-4, atol=1e-4)
+
+
 ACTS = {"relu": F.relu, "relu6": F.relu6, "silu": F.silu}
 
 
