@@ -2,12 +2,18 @@
 """Inference latency on Linux, side by side in one run, 2 threads each: milkit's interpreter
 (MLModel.predict on the converted package) against torch eager and onnxruntime (the same torch
 module exported with torch.onnx.export). Workloads: ResNet-18 (1x3x224x224, fp32) and a 12-layer
-GPT-2-style decoder (hidden 768, 12 heads, sequence 128, causal, fp32), from the same weights.
+GPT-2-style decoder (hidden 768, 12 heads, sequence 128, causal, fp32), from the same weights;
+then torchvision's convolution networks (ResNet-18, MobileNetV3-Large, EfficientNet-B0,
+ConvNeXt-Tiny; random weights, 1x3x224x224) imported with torch.export, as an fp32 and an fp16
+package each (the fp16 rows compare against the same fp32 torch and onnxruntime runs).
 
 Outputs are checked against torch (max relative error) before timing; latency is the median of
---runs runs after warm-up. Peak RSS of a predict-only process is measured in a child process.
+--runs runs after warm-up. "first ms" is the first run's latency of a freshly loaded model
+(milkit: opening the package, planning, packing weights and the first predict; onnxruntime:
+creating the session and its first run). Peak RSS of a predict-only process is measured in a
+child process.
 
-    python benchmarks/bench_predict.py [--workload resnet18|gpt2|all] [--runs 10] [--threads 2]
+    python benchmarks/bench_predict.py [--workload resnet18|gpt2|conv|all|<net>] [--runs 10] [--threads 2]
 """
 
 from __future__ import annotations
@@ -138,9 +144,125 @@ def bench(name: str, runs: int, threads: int) -> dict:
     return res
 
 
+# torchvision convolution networks: name -> constructor name in torchvision.models
+CONV_NETS = {
+    "tv_resnet18": "resnet18",
+    "mobilenet_v3_large": "mobilenet_v3_large",
+    "efficientnet_b0": "efficientnet_b0",
+    "convnext_tiny": "convnext_tiny",
+}
+# largest relative error accepted before timing: fp32 and fp16 packages against fp32 torch
+MAX_ERR = {"fp32": 1e-3, "fp16": 5e-2}
+
+
+def randomize(m: Any) -> Any:
+    """Random weights that keep activations in fp16's range (He-scaled kernels, affine weights
+    near 1, small biases, random batch-norm statistics): torchvision's own initialisation makes
+    some of these networks' outputs vanish below fp16's smallest value."""
+    import torch
+
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for n, p in m.named_parameters():
+            if p.dim() > 1 and p[0].numel() > 1:
+                p.copy_(torch.randn(p.shape, generator=g) * (2.0 / p[0].numel()) ** 0.5)
+            elif n.endswith("weight") or p.dim() > 1:
+                p.copy_(1 + 0.1 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
+        for n, b in m.named_buffers():
+            if n.endswith("running_var"):
+                b.copy_(torch.rand(b.shape, generator=g) + 0.5)
+            elif n.endswith("running_mean"):
+                b.copy_(torch.randn(b.shape, generator=g) * 0.1)
+    return m.eval()
+
+
+def first_ms(make: Callable[[], Any], run: Callable[[Any], Any]) -> tuple[Any, float]:
+    """A freshly made runner and the time to make it and run it once."""
+    t = time.perf_counter()
+    obj = make()
+    run(obj)
+    return obj, (time.perf_counter() - t) * 1e3
+
+
+def bench_conv(name: str, runs: int, threads: int) -> list[dict]:
+    """One torchvision network: torch eager and onnxruntime once, milkit's fp32 and fp16 packages."""
+    import warnings
+
+    import milkit as ct
+    import onnxruntime as ort
+    import torch
+    import torchvision
+
+    torch.set_num_threads(threads)
+    ct.set_num_threads(threads)
+    mod = randomize(getattr(torchvision.models, CONV_NETS[name])())
+    x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    feed_t = torch.from_numpy(x)
+    with torch.no_grad():
+        want = mod(feed_t).numpy()
+
+    def run_torch() -> None:
+        with torch.no_grad():
+            mod(feed_t)
+
+    torch_ms = median_ms(run_torch, runs)
+    tmp = tempfile.mkdtemp(prefix="milkit-bench-")
+    onnx_path = os.path.join(tmp, f"{name}.onnx")
+    with torch.no_grad():
+        torch.onnx.export(mod, (feed_t,), onnx_path, dynamo=False, input_names=["input"], opset_version=17)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    feed_o = {"input": x}
+    sess, ort_first = first_ms(lambda: ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"]),
+                               lambda s: s.run(None, feed_o))
+    err_o = rel_err(sess.run(None, feed_o)[0], want)
+    ort_ms = median_ms(lambda: sess.run(None, feed_o), runs)
+
+    ep = torch.export.export(mod, (feed_t,)).run_decompositions()
+    rows = []
+    for prec in ("fp32", "fp16"):
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mlmodel = ct.convert(ep, minimum_deployment_target=ct.target.iOS17,
+                                 compute_precision=ct.precision.FLOAT32 if prec == "fp32" else ct.precision.FLOAT16)
+        convert_s = time.perf_counter() - t
+        pkg = os.path.join(tmp, f"{name}_{prec}.mlpackage")
+        mlmodel.save(pkg)
+        del mlmodel
+        in_name = ct.models.MLModel(pkg).get_spec().description.input[0].name
+        feed_m = {in_name: x}
+        model, m_first = first_ms(lambda p=pkg: ct.models.MLModel(p), lambda m, f=feed_m: m.predict(f))
+        (got,) = model.predict(feed_m).values()
+        err_m = rel_err(got, want)
+        if not err_m <= MAX_ERR[prec]:
+            raise SystemExit(f"{name} {prec}: milkit's output differs from torch's by {err_m:.2e}")
+        res = {
+            "workload": f"{name}/{prec}",
+            "milkit_ms": median_ms(lambda m=model, f=feed_m: m.predict(f), runs),
+            "onnxruntime_ms": ort_ms,
+            "torch_ms": torch_ms,
+            "milkit_first_ms": m_first,
+            "onnxruntime_first_ms": ort_first,
+            "milkit_rel_err": err_m,
+            "onnxruntime_rel_err": err_o,
+            "milkit_convert_s": convert_s,
+        }
+        feed_path = os.path.join(tmp, "feed.npz")
+        np.savez(feed_path, **feed_m)
+        out = subprocess.run([sys.executable, __file__, "--child", pkg, feed_path, "--threads", str(threads)],
+                             capture_output=True, text=True, check=True, env=os.environ)
+        res.update(json.loads(out.stdout.strip().splitlines()[-1]))
+        rows.append(res)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--workload", default="all", choices=["all", "resnet18", "gpt2"])
+    ap.add_argument("--workload", default="all", choices=["all", "resnet18", "gpt2", "conv", *CONV_NETS])
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--child", nargs=2, metavar=("PKG", "FEED"))
@@ -148,16 +270,24 @@ def main() -> None:
     if a.child:
         child_rss(a.child[0], a.child[1], a.threads)
         return
-    names = ["resnet18", "gpt2"] if a.workload == "all" else [a.workload]
+    if a.workload == "all":
+        names = ["resnet18", "gpt2", *CONV_NETS]
+    elif a.workload == "conv":
+        names = list(CONV_NETS)
+    else:
+        names = [a.workload]
     print(f"{'workload':10} {'milkit ms':>10} {'ort ms':>8} {'torch ms':>9} {'vs ort':>7} {'vs torch':>9} "
           f"{'rel err':>9} {'predict RSS MB':>15} {'weights MB':>11} {'act. MB':>8}")
     for n in names:
-        r = bench(n, a.runs, a.threads)
-        print(f"{n:10} {r['milkit_ms']:10.1f} {r['onnxruntime_ms']:8.1f} {r['torch_ms']:9.1f} "
-              f"{r['milkit_ms'] / r['onnxruntime_ms']:6.2f}x {r['milkit_ms'] / r['torch_ms']:8.2f}x "
-              f"{r['milkit_rel_err']:9.1e} {r['rss_peak_mb'] - r['rss_before_mb']:15.0f} {r['weights_mb']:11.0f} "
-              f"{r['activations_peak_mb']:8.1f}", flush=True)
-        print("  " + json.dumps(r), flush=True)
+        for r in bench_conv(n, a.runs, a.threads) if n in CONV_NETS else [bench(n, a.runs, a.threads)]:
+            print(f"{r['workload']:10} {r['milkit_ms']:10.1f} {r['onnxruntime_ms']:8.1f} {r['torch_ms']:9.1f} "
+                  f"{r['milkit_ms'] / r['onnxruntime_ms']:6.2f}x {r['milkit_ms'] / r['torch_ms']:8.2f}x "
+                  f"{r['milkit_rel_err']:9.1e} {r['rss_peak_mb'] - r['rss_before_mb']:15.0f} "
+                  f"{r['weights_mb']:11.0f} {r['activations_peak_mb']:8.1f}", flush=True)
+            if "milkit_first_ms" in r:
+                print(f"{'':10} first run (load, plan, pack, run): milkit {r['milkit_first_ms']:.0f} ms, "
+                      f"onnxruntime {r['onnxruntime_first_ms']:.0f} ms", flush=True)
+            print("  " + json.dumps(r), flush=True)
 
 
 if __name__ == "__main__":

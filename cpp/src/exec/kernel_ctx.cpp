@@ -33,6 +33,10 @@ const Tensor& KernelCtx::in(std::string_view name) const {
   return in(static_cast<size_t>(i));
 }
 
+const Operation* KernelCtx::fused() const {
+  return step_ ? static_cast<const Step*>(step_)->fused : nullptr;
+}
+
 const PackedWeight* KernelCtx::packed(std::string_view name) const {
   int i = op_->input_index(name);
   if (i < 0 || !step_) return nullptr;

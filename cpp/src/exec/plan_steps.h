@@ -32,6 +32,9 @@ struct Step {
   std::vector<const PackedWeight*> packed;  // per flat arg: the packed weight it reads, or null
   std::vector<const PackedWeight*> widen;   // per flat arg: an in-place weight given widened
   std::vector<std::unique_ptr<BlockPlan>> blocks;
+  /// An activation op (the only reader of this op's output) that the kernel applies to its
+  /// output: the step writes the activation's output slot, and the activation has no step.
+  const Operation* fused = nullptr;
 };
 
 /// A block's steps, with the slots of its inputs and the refs of its outputs.

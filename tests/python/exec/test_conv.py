@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from support.exec_util import assert_close, rand, run_op
+from milkit import Builder as mb
+from support.exec_util import assert_close, rand, run_op, run_prog
 
 F16 = {"rtol": 3e-3, "atol": 3e-3}
 CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
@@ -297,6 +298,97 @@ def test_conv_quantized_bad_data() -> None:
                quant_bias=qbias, nbits=4)
     with pytest.raises(ValueError, match=r"conv_quantized.*lut"):
         run_op("conv_quantized", {"x": x}, weight=wq, quantization_type="lut", quant_scale=scale, quant_bias=qbias)
+
+
+@pytest.mark.parametrize("nd", [1, 2])
+@pytest.mark.parametrize("seed", range(6))
+def test_conv_depthwise_random_configs(seed: int, nd: int) -> None:
+    """Depthwise convs (one input channel per group, 1 to 3 outputs each) against torch: odd and
+    even sizes on both sides of the 16-column blocks, square and oblong kernels, strides and
+    dilations 1 to 3, pads larger than the kernel, batches of 1 to 3."""
+    rng = np.random.default_rng(100 + seed)
+    checked = 0
+    for it in range(10):
+        c, mult = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+        ins = [int(rng.integers(1, 12)) for _ in range(nd - 1)] + [int(rng.choice([1, 5, 15, 16, 17, 33, 40]))]
+        ks = [int(rng.choice([1, 2, 3, 5, 7])) for _ in range(nd)]
+        st = [int(v) for v in rng.integers(1, 4, nd)]
+        dl = [int(v) for v in rng.integers(1, 4, nd)]
+        pad = [int(v) for v in rng.integers(0, 9, 2 * nd)]
+        pt = str(rng.choice(["valid", "same", "same_lower", "custom"]))
+        cpad = pad if pt == "custom" else None
+        pads = spatial_pads(pt, ins, ks, st, dl, cpad)
+        if not all(ins[i] + sum(pads[i]) >= (ks[i] - 1) * dl[i] + 1 for i in range(nd)):
+            continue
+        x = rand(int(rng.integers(1, 4)), c, *ins, seed=seed * 100 + it)
+        w, b = rand(c * mult, 1, *ks, seed=it + 1), rand(c * mult, seed=it + 2)
+        bias = {"bias": b} if it % 2 else {}
+        extra = {"pad": pad} if cpad else {}
+        got = run_op("conv", {"x": x}, weight=w, strides=st, dilations=dl, groups=c, pad_type=pt, **bias,
+                     **extra)[0]
+        assert_close(got, ref_conv(x, w, b if bias else None, st, dl, c, pt, cpad), rtol=1e-4, atol=1e-4)
+        checked += 1
+    assert checked >= 5
+
+
+@pytest.mark.parametrize("shape", [(1, 32, 112, 112, 3, 1), (1, 64, 112, 112, 3, 2), (2, 24, 28, 30, 5, 2),
+                                   (1, 40, 14, 14, 5, 1), (1, 12, 56, 57, 7, 1), (3, 6, 9, 9, 3, 3)])
+def test_conv_depthwise_network_shapes(shape: tuple) -> None:
+    """Depthwise convs as the mobile networks have them (torch's symmetric padding k // 2)."""
+    n, c, h, wd, k, s = shape
+    x, w, b = rand(n, c, h, wd, seed=k), rand(c, 1, k, k, seed=s), rand(c, seed=3)
+    got = run_op("conv", {"x": x}, weight=w, bias=b, strides=[s, s], groups=c, pad_type="custom",
+                 pad=[k // 2] * 4)[0]
+    want = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride=s, padding=k // 2, groups=c).numpy()
+    assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("xs, ws, strides, dilations, groups, pad", [
+    ((3, 6, 23, 19), (10, 3, 3, 3), [1, 1], [1, 1], 2, [1, 1, 1, 1]),
+    ((1, 3, 45, 45), (16, 3, 7, 7), [2, 2], [1, 1], 1, [3, 3, 3, 3]),
+    ((2, 8, 17, 30), (12, 8, 1, 1), [2, 2], [1, 1], 1, [0, 0, 0, 0]),
+    ((1, 5, 31, 9), (4, 5, 3, 2), [1, 2], [2, 1], 1, [2, 1, 0, 3]),
+    ((2, 4, 9, 40), (6, 2, 3, 3), [1, 1], [1, 1], 2, [1, 1, 1, 1]),
+])
+def test_conv_bands_across_threads(threads: int, xs: tuple, ws: tuple, strides: list, dilations: list, groups: int,
+                                   pad: list) -> None:
+    """im2col convs whose output rows are split in bands across the threads (each band's columns
+    made by its thread): every band, image and group lands in place."""
+    x, w, b = rand(*xs, seed=30), rand(*ws, seed=31), rand(ws[0], seed=32)
+    ct.set_num_threads(threads)
+    try:
+        got = run_op("conv", {"x": x}, weight=w, bias=b, strides=strides, dilations=dilations, groups=groups,
+                     pad_type="custom", pad=pad)[0]
+    finally:
+        ct.set_num_threads(0)
+    assert_close(got, ref_conv(x, w, b, strides, dilations, groups, "custom", pad), rtol=1e-4, atol=1e-4)
+
+
+ACTS = {"relu": F.relu, "relu6": F.relu6, "silu": F.silu}
+
+
+@pytest.mark.parametrize("act", sorted(ACTS))
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize("groups, k", [(1, 3), (1, 1), (4, 3)])
+def test_conv_then_activation(act: str, dt: type, groups: int, k: int) -> None:
+    """An activation reading only a conv's output (which the plan applies inside the conv) gives
+    torch's values, and the same bits as when the conv's output is also read elsewhere (the
+    activation's own kernel); fp16 rounds the conv's output before the activation."""
+    x = rand(2, 4, 11, 13, dtype=dt, lo=-2, hi=2, seed=20)
+    w, b = rand(8, 4 // groups, k, k, dtype=dt, seed=21), rand(8, dtype=dt, seed=22)
+
+    def conv(v: object) -> object:
+        return mb.conv(x=v, weight=w, bias=b, groups=groups, pad_type="same")
+
+    (fused,) = run_prog(lambda v: getattr(mb, act)(x=conv(v)), {"x": x})
+    y, alone = run_prog(lambda v: (lambda c: (c, getattr(mb, act)(x=c)))(conv(v)), {"x": x})
+    assert fused.dtype == np.dtype(dt)
+    np.testing.assert_array_equal(fused, alone)
+    c = torch.tensor(ref_conv(x, w, b, [1, 1], [1, 1], groups, "same").astype(dt).astype(np.float32))
+    want = ACTS[act](c).numpy().astype(dt)
+    assert_close(fused, want, **(F16 if dt == np.float16 else {"rtol": 1e-4, "atol": 1e-4}))
+    assert_close(y, c.numpy().astype(dt), **(F16 if dt == np.float16 else {"rtol": 1e-4, "atol": 1e-4}))
 
 
 @pytest.mark.parametrize("seed", range(4))

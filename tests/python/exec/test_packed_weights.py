@@ -252,6 +252,21 @@ def test_conv(name: str, dt: Any) -> None:
     _check(prog, {"x": rng.uniform(-1, 1, size=(1, 8, 9, 9)).astype(dt)})
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize("name", ["lut16_4bit", "affine16_uint8_axis0", "lut18_2bit_per_channel", "sparse16"])
+def test_conv_depthwise(name: str, dt: Any) -> None:
+    """A compressed depthwise weight (two output channels per input channel, stride 2) gives the
+    bits of the decompressed one."""
+    opset, make = MAKERS[name]
+    rng = np.random.default_rng(abs(hash(name)) % 1000 + 1)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(2, 8, 19, 21), dtype=_mil(dt))], opset_version=opset)
+    def prog(x: Any) -> Any:
+        return mb.conv(x=x, weight=make((16, 1, 5, 5), dt, rng), groups=8, strides=[2, 2], pad_type="same")
+
+    _check(prog, {"x": rng.uniform(-1, 1, size=(2, 8, 19, 21)).astype(dt)})
+
+
 @pytest.mark.parametrize("rows", [1, 37])
 @pytest.mark.parametrize("name", ["lut18_4bit_per_grouped_channel", "bss_int4_offset_block8", "sparse16"])
 def test_panels(name: str, rows: int) -> None:

@@ -46,6 +46,10 @@ class KernelCtx {
   /// The packed weight the plan keeps for a named input (a constexpr chain read by a kernel
   /// that decompresses it while computing), or nullptr when the input is a tensor.
   const PackedWeight* packed(std::string_view name) const;
+  /// The activation op the plan fused into this op (relu, relu6 or silu reading only this op's
+  /// output): the kernel applies it to output 0, which stands for the activation's output.
+  /// nullptr when there is none.
+  const Operation* fused() const;
   /// All tensors of a tuple input.
   std::vector<const Tensor*> tuple(std::string_view name) const;
   /// The compile-time value of a named input, or nullptr (for string and const parameters).

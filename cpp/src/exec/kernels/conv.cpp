@@ -1,8 +1,11 @@
 // Kernels of the conv ops: conv, conv_transpose, conv_quantized (1 to 3 spatial dims, all computed
-// as 3-d with leading unit dims). conv is im2col + cblas_sgemm per image and group (a 1x1,
-// stride-1, unpadded conv multiplies the NCHW input directly; one input channel per group -
-// depthwise - is a direct loop across threads); columns are made in bands of output rows to bound
-// the scratch memory. conv_transpose is one GEMM per image, group and band of input rows into
+// as 3-d with leading unit dims). conv is im2col + cblas_sgemm per image and group: with enough
+// output rows each thread makes the columns of its own bands of rows and multiplies them (the
+// columns still in its cache, one hand-over per conv), else columns are made in bands of at most
+// 3 MB and the GEMM is split across threads; a 1x1, stride-1, unpadded conv multiplies the NCHW
+// input directly; one input channel per group - depthwise - is a direct loop across threads
+// (conv_direct.cpp for 1-d and 2-d). A relu, relu6 or silu the plan fused into the conv is applied
+// to its output in place. conv_transpose is one GEMM per image, group and band of input rows into
 // columns, then col2im. conv_quantized dequantizes its uint8 weight ("linear": weight * scale +
 // bias, per output channel or scalar) and runs conv. fp16 arrives as fp32 (float_compute).
 //
@@ -18,13 +21,18 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdint>
+#include <string>
 
 #include "../dispatch.h"
 #include "../packed_weight.h"
+#include "conv_direct.h"
 #include "gemm.h"
 #include "kernels.h"
 #include "milkit/exec/threads.h"
 #include "milkit/ops/conv_util.h"
+#include "milkit/types/datatype.h"
+#include "vec_math.h"
 
 namespace milkit {
 
@@ -133,40 +141,46 @@ Geom conv_geom(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws) {
   return g;
 }
 
-/// Columns for output rows [r0, r1) (row r = od * OH + oh) of one image's group:
-/// col[(c, kd, kh, kw), (r - r0) * OW + ow] = x[c, id, ih, iw] (0 in the padding).
-void im2col(const Geom& g, const float* x, int64_t cin_g, int64_t r0, int64_t r1, float* col) {
+/// Rows [rb, re) of the columns for output rows [r0, r1) (row r = od * OH + oh) of one image's
+/// group: col[(c, kd, kh, kw), (r - r0) * OW + ow] = x[c, id, ih, iw] (0 in the padding).
+void im2col_rows(const Geom& g, const float* x, int64_t r0, int64_t r1, int64_t rb, int64_t re,
+                 float* col) {
   const int64_t OH = g.out[1], OW = g.out[2], IH = g.in[1], IW = g.in[2], ID = g.in[0];
   const int64_t kp = g.kprod(), plane = g.in_plane(), pc = (r1 - r0) * OW;
-  const int64_t rows = cin_g * kp;
-  parallel_for(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(pc, 1)), [&](int64_t rb, int64_t re) {
-    for (int64_t row = rb; row < re; ++row) {
-      const int64_t c = row / kp, kk = row % kp;
-      const int64_t kd = kk / (g.k[1] * g.k[2]), kh = (kk / g.k[2]) % g.k[1], kw = kk % g.k[2];
-      const int64_t offw = kw * g.d[2] - g.pb[2];
-      int64_t lo, hi;
-      valid_range(OW, IW, g.s[2], offw, lo, hi);
-      const float* xc = x + c * plane;
-      float* dst = col + row * pc;
-      for (int64_t r = r0; r < r1; ++r, dst += OW) {
-        const int64_t od = r / OH, oh = r % OH;
-        const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0], ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
-        if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
-          std::fill(dst, dst + OW, 0.0f);
-          continue;
-        }
-        const float* src = xc + (id * IH + ih) * IW;
-        std::fill(dst, dst + lo, 0.0f);
-        if (g.s[2] == 1) {
-          if (hi > lo) std::copy(src + lo + offw, src + hi + offw, dst + lo);
-        } else {
-          const int64_t sw = g.s[2];
-          for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * sw + offw];
-        }
-        std::fill(dst + hi, dst + OW, 0.0f);
+  for (int64_t row = rb; row < re; ++row) {
+    const int64_t c = row / kp, kk = row % kp;
+    const int64_t kd = kk / (g.k[1] * g.k[2]), kh = (kk / g.k[2]) % g.k[1], kw = kk % g.k[2];
+    const int64_t offw = kw * g.d[2] - g.pb[2];
+    int64_t lo, hi;
+    valid_range(OW, IW, g.s[2], offw, lo, hi);
+    const float* xc = x + c * plane;
+    float* dst = col + row * pc;
+    for (int64_t r = r0; r < r1; ++r, dst += OW) {
+      const int64_t od = r / OH, oh = r % OH;
+      const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0],
+                    ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+      if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+        std::fill(dst, dst + OW, 0.0f);
+        continue;
       }
+      const float* src = xc + (id * IH + ih) * IW;
+      std::fill(dst, dst + lo, 0.0f);
+      if (g.s[2] == 1) {
+        if (hi > lo) std::copy(src + lo + offw, src + hi + offw, dst + lo);
+      } else {
+        const int64_t sw = g.s[2];
+        for (int64_t ow = lo; ow < hi; ++ow) dst[ow] = src[ow * sw + offw];
+      }
+      std::fill(dst + hi, dst + OW, 0.0f);
     }
-  });
+  }
+}
+
+/// The columns for output rows [r0, r1) of one image's group, made across threads.
+void im2col(const Geom& g, const float* x, int64_t cin_g, int64_t r0, int64_t r1, float* col) {
+  const int64_t pc = (r1 - r0) * g.out[2];
+  parallel_for(cin_g * g.kprod(), std::max<int64_t>(1, 16384 / std::max<int64_t>(pc, 1)),
+               [&](int64_t rb, int64_t re) { im2col_rows(g, x, r0, r1, rb, re, col); });
 }
 
 /// dst[ow] += sum_kw w[kw] * src[ow * S + kw * dil + off] for ow in [lo, hi), where every tap is
@@ -255,8 +269,61 @@ void conv_depthwise(const Geom& g, const float* x, const float* w, const float* 
                });
 }
 
+/// The 2-d geometry of a conv whose depth dims are all 1.
+exec::Conv2dShape shape_2d(const Geom& g) {
+  exec::Conv2dShape s;
+  s.N = g.N;
+  s.Cin = g.Cin;
+  s.Cout = g.Cout;
+  s.IH = g.in[1];
+  s.IW = g.in[2];
+  s.OH = g.out[1];
+  s.OW = g.out[2];
+  s.KH = g.k[1];
+  s.KW = g.k[2];
+  s.sh = g.s[1];
+  s.sw = g.s[2];
+  s.dh = g.d[1];
+  s.dw = g.d[2];
+  s.ph = g.pb[1];
+  s.pw = g.pb[2];
+  return s;
+}
+
 /// Columns of at most this many floats per GEMM (larger images are done in bands of rows).
 constexpr int64_t kColBudget = 3 << 18;
+
+/// Columns of at most this many floats per thread's band when each thread makes its own.
+constexpr int64_t kThreadCols = 1 << 18;
+
+/// The im2col convs whose output has at least as many columns per group as rows and at least two
+/// rows per thread: each thread takes whole bands of output rows, making their columns in its own
+/// buffer (still in cache) and multiplying them single-threaded; false for the others.
+bool conv_thread_bands(const Geom& g, const float* x, const float* w, float beta, float* y) {
+  const int64_t op = g.out_plane(), ip = g.in_plane(), cin_g = g.Cin / g.G, cout_g = g.Cout / g.G;
+  const int64_t kc = cin_g * g.kprod(), rows = g.out[0] * g.out[1], OW = g.out[2];
+  const int t = num_threads();
+  if (t <= 1 || kc == 0 || op < cout_g || rows < 2 * t) return false;
+  // at least two bands per thread, a multiple of the threads, each within the budget
+  int64_t nb = std::max<int64_t>(2 * t, (kc * op + kThreadCols - 1) / kThreadCols);
+  nb = std::min(rows, (nb + t - 1) / t * t);
+  const int64_t band = (rows + nb - 1) / nb;
+  nb = (rows + band - 1) / band;
+  parallel_for(g.N * g.G * nb, 1, [&](int64_t b, int64_t e) {
+    Tensor colbuf = Tensor::empty(DataType::Float32, {kc * band * OW});
+    float* col = colbuf.mutable_data<float>();
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t n = task / (g.G * nb), gr = task / nb % g.G, r0 = task % nb * band;
+      const int64_t r1 = std::min(rows, r0 + band), pc = (r1 - r0) * OW;
+      im2col_rows(g, x + (n * g.Cin + gr * cin_g) * ip, r0, r1, 0, kc, col);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(cout_g),
+                  static_cast<int>(pc), static_cast<int>(kc), 1.0f, w + gr * cout_g * kc,
+                  static_cast<int>(kc), col, static_cast<int>(pc), beta,
+                  y + (n * g.Cout + gr * cout_g) * op + r0 * OW, static_cast<int>(op));
+    }
+  });
+  return true;
+}
 
 /// conv forward on fp32 buffers: x [N, Cin, *in], w [Cout, Cin / G, *k], bias [Cout] or null.
 void conv_forward(const Geom& g, const float* x, const float* w, const float* bias, float* y) {
@@ -264,7 +331,10 @@ void conv_forward(const Geom& g, const float* x, const float* w, const float* bi
   const int64_t cin_g = g.Cin / g.G, cout_g = g.Cout / g.G, kc = cin_g * kp;
   if (g.N == 0 || g.Cout == 0 || op == 0) return;
   if (cin_g == 1 && kc > 0) {
-    conv_depthwise(g, x, w, bias, y);
+    if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0)
+      exec::depthwise_conv2d(shape_2d(g), x, w, bias, y);
+    else
+      conv_depthwise(g, x, w, bias, y);
     return;
   }
   bool any_bias = false;
@@ -285,6 +355,7 @@ void conv_forward(const Geom& g, const float* x, const float* w, const float* bi
               y + (n * g.Cout + gr * cout_g) * op, op);
     return;
   }
+  if (conv_thread_bands(g, x, w, beta, y)) return;
   const int64_t rows = g.out[0] * g.out[1], OW = g.out[2];
   const int64_t band = std::clamp<int64_t>(kColBudget / std::max<int64_t>(kc * OW, 1), 1, rows);
   Tensor colbuf = Tensor::empty(DataType::Float32, {std::max<int64_t>(kc * band * OW, 1)});
@@ -299,6 +370,38 @@ void conv_forward(const Geom& g, const float* x, const float* w, const float* bi
       }
 }
 
+/// Rounds n floats to fp16 values in place.
+void round_to_half(float* p, int64_t n) {
+  uint16_t h[256];
+  for (int64_t i = 0; i < n; i += 256) {
+    const size_t m = static_cast<size_t>(std::min<int64_t>(256, n - i));
+    floats_to_halves(p + i, h, m);
+    halves_to_floats(h, p + i, m);
+  }
+}
+
+/// Applies the activation the plan fused into this conv (relu, relu6 or silu, as their kernels
+/// compute them) to `out` in place; an fp16 conv output is rounded to fp16 first, as the
+/// activation would have read it.
+void apply_fused(const KernelCtx& k, Tensor& out) {
+  const Operation* act = k.fused();
+  if (!act) return;
+  const std::string& t = act->op_type();
+  const bool half = k.declared_dtype(0) == DataType::Float16 && t == "silu";
+  float* y = out.mutable_data<float>();
+  parallel_for(out.numel(), 8192, [&](int64_t b, int64_t e) {
+    float* p = y + b;
+    const int64_t n = e - b;
+    if (half) round_to_half(p, n);
+    if (t == "relu")
+      vmath::map(p, p, n, [](float x) { return vmath::np_max(x, 0.0f); });
+    else if (t == "relu6")
+      vmath::map(p, p, n, [](float x) { return vmath::np_min(vmath::np_max(x, 0.0f), 6.0f); });
+    else
+      vmath::map(p, p, n, [](float x) { return x / (1.0f + vmath::vexp(-x)); });
+  });
+}
+
 /// The float weights, the bias, shape checks shared by conv and conv_quantized, then the conv.
 void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, const float* w,
               const float* bias) {
@@ -308,6 +411,7 @@ void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, con
   for (int i = 0; i < g.nd; ++i) oshape.push_back(g.out[3 - g.nd + i]);
   Tensor& out = k.alloc(0, oshape);
   conv_forward(g, x.data<float>(), w, bias, out.mutable_data<float>());
+  apply_fused(k, out);
 }
 
 /// The bias input as fp32 [C_out], or null when absent.
