@@ -48,60 +48,67 @@ class Costs {
 // prev[i]) with SMAWK: a reduce step keeps at most one candidate column per row, the odd rows
 // recurse, the even rows scan between their neighbours' minima. Ties keep the leftmost column of
 // a scan and the earlier column on reduce (a later column must be strictly smaller to pop).
+// Every comparison is the reference's, on the same doubles; an entry is computed once where the
+// reference computes it twice in a row (a column pushed after pops sits in the row of the last
+// entry it popped, whose value the comparison just computed). All scratch is allocated once.
 class Smawk {
  public:
-  Smawk(const Costs& c, int64_t n)
-      : c_(c), n_(n), pos_(n), arg_(n), min_(n), stacks_(66), values_(66) {}
+  Smawk(const Costs& c, int64_t n) : c_(c), n_(n), pos_(n), arg_(n), cols_(n), min_(n) {
+    for (int64_t j = 0; j < n; ++j) cols_[j] = j;
+    // the stacks of every recursion depth, back to back (rows halve at each depth)
+    size_t total = 0;
+    for (int64_t r = n; r > 0; r /= 2) total += static_cast<size_t>(r);
+    stack_.resize(total);
+    top_.resize(total);
+  }
 
-  void layer(const std::vector<double>& prev, std::vector<double>* cur, std::vector<int64_t>* arg) {
-    prev_ = &prev;
-    std::vector<int64_t> cols(n_);
-    for (int64_t j = 0; j < n_; ++j) cols[j] = j;
-    solve(0, 1, n_, cols.data(), n_, 0);
-    for (int64_t i = 0; i < n_; ++i) {
-      (*arg)[i] = arg_[i];
-      (*cur)[i] = min_[i];
-    }
+  void layer(const double* prev, double* cur, int64_t* arg) {
+    prev_ = prev;
+    solve(0, 1, n_, cols_.data(), n_, stack_.data(), top_.data());
+    std::copy(arg_.begin(), arg_.end(), arg);
+    std::copy(min_.begin(), min_.end(), cur);
   }
 
  private:
   double at(int64_t i, int64_t j) const {
     // a column past the row is an empty last cluster: prev[i] + 0 (compares the same)
-    if (j > i) return (*prev_)[i];
-    return (*prev_)[j == 0 ? i : j - 1] + c_.cost(j, i);
+    if (j > i) return prev_[i];
+    return prev_[j == 0 ? i : j - 1] + c_.cost(j, i);
   }
 
+  // Rows first, first + step, ... (nrows of them) against `ncols` candidate columns; `st` / `top`
+  // hold this depth's surviving columns and their values in their own rows, deeper depths after.
   void solve(int64_t first, int64_t step, int64_t nrows, const int64_t* cols, int64_t ncols,
-             size_t depth) {
+             int64_t* st, double* top) {
     if (nrows == 0) return;
-    std::vector<int64_t>& st = stacks_[depth];
-    std::vector<double>& top = values_[depth];  // at(row of entry k, st[k]), cached
-    st.clear();
-    top.clear();
+    int64_t size = 0;
     for (int64_t k = 0; k < ncols; ++k) {
-      int64_t col = cols[k];
-      while (!st.empty()) {
-        int64_t row = first + static_cast<int64_t>(st.size() - 1) * step;
-        if (at(row, col) >= top.back()) break;
-        st.pop_back();
-        top.pop_back();
+      const int64_t col = cols[k];
+      double popped = 0;  // the value of `col` in the row of the last entry it popped
+      bool any = false;
+      while (size > 0) {
+        const double v = at(first + (size - 1) * step, col);
+        if (v >= top[size - 1]) break;
+        --size;
+        popped = v;
+        any = true;
       }
-      if (static_cast<int64_t>(st.size()) < nrows) {
-        st.push_back(col);
-        top.push_back(at(first + static_cast<int64_t>(st.size() - 1) * step, col));
+      if (size < nrows) {
+        st[size] = col;
+        top[size] = any ? popped : at(first + size * step, col);
+        ++size;
       }
     }
-    solve(first + step, step * 2, nrows / 2, st.data(), static_cast<int64_t>(st.size()), depth + 1);
-    const int64_t ns = static_cast<int64_t>(st.size());
-    for (int64_t k = 0; k < ns; ++k) pos_[st[k]] = k;
+    solve(first + step, step * 2, nrows / 2, st, size, st + size, top + size);
+    for (int64_t k = 0; k < size; ++k) pos_[st[k]] = k;
     int64_t start = 0;
     for (int64_t r = 0; r < nrows; r += 2) {
-      int64_t row = first + r * step;
-      int64_t stop = r < nrows - 1 ? pos_[arg_[row + step]] : ns - 1;
+      const int64_t row = first + r * step;
+      const int64_t stop = r < nrows - 1 ? pos_[arg_[row + step]] : size - 1;
       int64_t best = st[start];
       double best_v = at(row, best);
       for (int64_t k = start + 1; k <= stop; ++k) {
-        double v = at(row, st[k]);
+        const double v = at(row, st[k]);
         if (v < best_v) {
           best = st[k];
           best_v = v;
@@ -115,12 +122,10 @@ class Smawk {
 
   const Costs& c_;
   int64_t n_;
-  const std::vector<double>* prev_ = nullptr;
-  std::vector<int64_t> pos_, arg_;
+  const double* prev_ = nullptr;
+  std::vector<int64_t> pos_, arg_, cols_, stack_;
   std::vector<double> min_;  // each row's minimum, C(row, arg_[row])
-  // one per recursion depth (rows halve each time)
-  std::vector<std::vector<int64_t>> stacks_;
-  std::vector<std::vector<double>> values_;
+  std::vector<double> top_;  // C(row of stack entry, its column), beside stack_
 };
 
 void check_input(const std::vector<double>& values, const std::vector<double>& weights, int k) {
@@ -150,12 +155,12 @@ KMeans1D kmeans1d(const std::vector<double>& values, const std::vector<double>& 
   Costs costs(values, weights);
   // layer l holds the best cost of values [0, i] in l + 1 clusters and the first index of the
   // last cluster
-  std::vector<std::vector<int64_t>> first(kk, std::vector<int64_t>(n, 0));
+  std::vector<int64_t> first(static_cast<size_t>(kk * n), 0);  // layer l at l * n
   std::vector<double> prev(n), cur(n);
   for (int64_t i = 0; i < n; ++i) prev[i] = costs.cost(0, i);
   Smawk smawk(costs, n);
   for (int64_t l = 1; l < kk; ++l) {
-    smawk.layer(prev, &cur, &first[l]);
+    smawk.layer(prev.data(), cur.data(), first.data() + l * n);
     prev.swap(cur);
   }
   KMeans1D out;
@@ -165,7 +170,7 @@ KMeans1D kmeans1d(const std::vector<double>& values, const std::vector<double>& 
   int64_t end = n, last = n - 1;
   int64_t l = kk - 1;
   do {
-    int64_t begin = first[l][last];
+    int64_t begin = first[static_cast<size_t>(l * n + last)];
     double centroid = 0.0;
     for (int64_t i = begin; i < end; ++i) {
       out.cluster[i] = static_cast<uint8_t>(l);

@@ -506,8 +506,15 @@ bool for_each_const_parallel(
   bool changed = false;
   std::vector<Job> jobs;
   auto flush = [&] {
-    parallel_for(static_cast<int64_t>(jobs.size()), 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) jobs[static_cast<size_t>(i)].compute();
+    std::vector<Job*> beside;
+    for (Job& j : jobs) {
+      if (j.splits)
+        j.compute();
+      else
+        beside.push_back(&j);
+    }
+    parallel_for(static_cast<int64_t>(beside.size()), 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) beside[static_cast<size_t>(i)]->compute();
     });
     for (Job& j : jobs) {
       for (const std::string& w : *j.warnings) warn(w);
