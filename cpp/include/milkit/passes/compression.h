@@ -196,7 +196,8 @@ struct Job {
 
 /// for_each_const with the numerical work of up to num_threads() weights at once: `prepare`
 /// returns the job of a const (or nullopt to leave it), jobs are computed in parallel a window at
-/// a time (a job that `splits` alone, with every thread) and applied in program order, so the
+/// a time (a job that `splits` alone, with every thread) and applied in program order (an error
+/// a computation raises is raised in its turn, after the jobs before it are applied), so the
 /// result and the warnings do not depend on the thread count, and no more than a window of weights
 /// is held decompressed. Returns whether any job was applied.
 bool for_each_const_parallel(
