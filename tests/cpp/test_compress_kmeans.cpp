@@ -177,3 +177,33 @@ TEST_CASE("n:m pruning zeroes the n smallest of every run, earlier first on ties
   REQUIRE(*out == want);
   REQUIRE(std::signbit((*out)[1]));
 }
+
+TEST_CASE("fp16 magnitude pruning from bit patterns keeps exactly prune's non-zeros",
+          "[compress]") {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0, 0.1f);
+  const uint16_t special[] = {0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x0001, 0x8001, 0x3C00};
+  for (int trial = 0; trial < 60; ++trial) {
+    const int64_t n = 1 + static_cast<int64_t>(rng() % 3000);
+    std::vector<uint16_t> h(static_cast<size_t>(n));
+    const int kind = trial % 4;  // plain, few magnitudes (ties), with zeros / inf, with NaN
+    for (auto& x : h) {
+      x = kind == 1 ? float_to_half(static_cast<float>(static_cast<int>(rng() % 9) - 4) * 0.25f)
+                    : float_to_half(normal(rng));
+      if (kind >= 2 && rng() % 10 == 0) x = special[rng() % (kind == 2 ? 4 : 8)];
+    }
+    std::vector<float> f(h.size());
+    for (size_t i = 0; i < h.size(); ++i) f[i] = half_to_float(h[i]);
+    for (double sparsity : {0.0, 0.1, 0.25, 0.5, 0.77, 0.99, 1.0}) {
+      PruneSpec s;
+      s.kind = PruneSpec::Magnitude;
+      s.target_sparsity = sparsity;
+      auto out = prune({f.data(), {n}, DataType::Float16}, s, nullptr);
+      REQUIRE(out);
+      std::vector<uint8_t> want(h.size());
+      for (size_t i = 0; i < h.size(); ++i) want[i] = (*out)[i] != 0.0f;
+      INFO("trial " << trial << " sparsity " << sparsity);
+      REQUIRE(magnitude_keep_half(h.data(), n, sparsity) == want);
+    }
+  }
+}

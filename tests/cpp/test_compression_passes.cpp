@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "milkit/builder/builder.h"
 #include "milkit/exec/plan.h"
+#include "milkit/exec/threads.h"
 #include "milkit/passes/compression.h"
 #include "milkit/passes/pass.h"
 #include "milkit/types/error.h"
@@ -105,4 +107,46 @@ TEST_CASE("compression passes refuse malformed configs and old targets", "[compr
                                  "weight_threshold": 100}})"),
       Catch::Contains("4-bit quantization is supported since iOS18"));
   (void)compression::take_warnings();
+}
+
+TEST_CASE("parallel weight jobs raise the first failing weight's error after the ones before it",
+          "[compression]") {
+  // four consts; job 0 warns, jobs 1 and 2 fail, job 3 succeeds: on any thread count the result
+  // is job 0 applied, its warning and job 1's, then job 1's error
+  for (int threads : {1, 2, 3}) {
+    set_num_threads(threads);
+    auto p = std::make_shared<Program>();
+    auto f = std::make_shared<Function>(Target::iOS18);
+    Builder b(*f);
+    std::vector<Var*> outs;
+    for (int i = 0; i < 4; ++i)
+      outs.push_back(b.add_const(std::make_shared<const Value>(Value::from_doubles(
+                                     DataType::Float32, {2, 2}, {1, 2, 3, static_cast<double>(i)})),
+                                 "c" + std::to_string(i)));
+    f->body().set_outputs(outs);
+    p->add_function("main", f);
+    compression::take_warnings();
+    std::vector<int> applied;
+    auto run = [&] {
+      compression::for_each_const_parallel(*p, [&](Function&, Operation* op) {
+        const int i = op->name().back() - '0';
+        compression::Job job;
+        auto warnings = job.warnings;
+        job.compute = [i, warnings] {
+          if (i == 0 || i == 1) warnings->push_back("warning " + std::to_string(i));
+          if (i == 1 || i == 2) throw ValueError("error " + std::to_string(i));
+        };
+        job.apply = [i, &applied] {
+          applied.push_back(i);
+          return true;
+        };
+        return std::optional<compression::Job>(std::move(job));
+      });
+    };
+    INFO("threads " << threads);
+    CHECK_THROWS_WITH(run(), "error 1");
+    CHECK(applied == std::vector<int>{0});
+    CHECK(compression::take_warnings() == std::vector<std::string>{"warning 0", "warning 1"});
+  }
+  set_num_threads(0);
 }

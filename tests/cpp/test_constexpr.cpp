@@ -243,3 +243,24 @@ TEST_CASE("an iOS16 constexpr parameter without a value cannot be written", "[co
   o.target = Target::iOS17;
   CHECK_THROWS_WITH(write_model_proto(*g.p, o), Catch::Contains("parameter 'lut' must be a const value"));
 }
+
+TEST_CASE("iOS18 sparse_to_dense counts the set bits of a packed uint1 mask of any length",
+          "[constexpr]") {
+  for (int64_t cols : {5, 8, 13}) {
+    Prog g(Target::iOS18, DataType::Float16, {3, cols});
+    std::vector<uint8_t> flags(static_cast<size_t>(3 * cols));
+    int64_t ones = 0;
+    for (size_t i = 0; i < flags.size(); ++i) ones += flags[i] = (i * 7 + 3) % 5 < 3;
+    Var* mask = g.c(Value::from_bytes(DataType::UInt1, {3, cols}, std::move(flags)));
+    REQUIRE(mask->value()->buffer()->bit_width() == 1);  // held packed
+    auto nz = [&](int64_t n) {
+      return g.c(Value::from_doubles(DataType::Float16, {n}, std::vector<double>(n, 1.0)));
+    };
+    Var* ok = g.b->op("constexpr_sparse_to_dense", {{"nonzero_data", nz(ones)}, {"mask", mask}});
+    CHECK(ok->type()->shape()[1]->value() == cols);
+    for (int64_t wrong : {ones - 1, ones + 1})
+      CHECK_THROWS_WITH(
+          g.b->op("constexpr_sparse_to_dense", {{"nonzero_data", nz(wrong)}, {"mask", mask}}),
+          Catch::Contains("Number of 1s in mask"));
+  }
+}

@@ -331,6 +331,25 @@ TEST_CASE("values: lazy buffers compose, stream partial reads and materialize on
   CHECK(h.as_double(5) == Approx(static_cast<double>(half_to_float(expect(5)))));
 }
 
+TEST_CASE("values: pack_bits keeps the low bits of each element, least significant first",
+          "[types]") {
+  std::mt19937 rng(11);
+  for (int bits : {1, 2, 3, 4, 6, 8}) {
+    for (size_t n : {size_t(1), size_t(3), size_t(8), size_t(9), size_t(1001)}) {
+      std::vector<uint8_t> elems(n);
+      for (auto& e : elems) e = static_cast<uint8_t>(rng());  // high bits set too: ignored
+      std::vector<uint8_t> want((n * bits + 7) / 8, 0);
+      for (size_t i = 0; i < n; ++i)
+        for (int b = 0; b < bits; ++b)
+          if ((elems[i] >> b) & 1) want[(i * bits + b) / 8] |= uint8_t(1u << ((i * bits + b) % 8));
+      std::vector<uint8_t> got(want.size(), 0xAB);
+      pack_bits(elems.data(), n, bits, got.data());
+      INFO("bits " << bits << " n " << n);
+      REQUIRE(got == want);
+    }
+  }
+}
+
 TEST_CASE("values: packed sub-byte buffers read any run and round-trip every width", "[types]") {
   std::mt19937 rng(7);
   for (int bits : {1, 2, 3, 4, 6, 8}) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,115 +13,138 @@ namespace milkit::compress {
 
 namespace {
 
-// Within-cluster cost of sorted values [i, j] from prefix sums: sum w x^2 - (sum w x)^2 / sum w,
-// evaluated as sum w x^2 + W mu^2 - 2 mu sum w x (the order of operations is part of the
-// contract: the dynamic program's ties are decided on these exact doubles).
-class Costs {
- public:
-  Costs(const std::vector<double>& x, const std::vector<double>& w) : p_(x.size() + 1) {
-    for (size_t i = 0; i < x.size(); ++i) {
-      p_[i + 1].w = w[i] + p_[i].w;
-      p_[i + 1].s = w[i] * x[i] + p_[i].s;
-      p_[i + 1].s2 = w[i] * x[i] * x[i] + p_[i].s2;
-    }
+// Prefix sums of sorted values: at index i (three doubles) the weights, weighted values and
+// weighted squares of values [0, i).
+std::vector<double> prefix_sums(const std::vector<double>& x, const std::vector<double>& w) {
+  std::vector<double> p(3 * (x.size() + 1), 0.0);
+  for (size_t i = 0; i < x.size(); ++i) {
+    p[3 * i + 3] = w[i] + p[3 * i];
+    p[3 * i + 4] = w[i] * x[i] + p[3 * i + 1];
+    p[3 * i + 5] = w[i] * x[i] * x[i] + p[3 * i + 2];
   }
-  double weight(int64_t i, int64_t j) const { return i <= j ? p_[j + 1].w - p_[i].w : 0.0; }
-  double cost(int64_t i, int64_t j) const {
-    if (j < i) return 0.0;
-    const Prefix &a = p_[i], &b = p_[j + 1];
-    double w = b.w - a.w;
-    double s = b.s - a.s;
-    double mu = s / w;
-    double r = b.s2 - a.s2;
-    r += w * (mu * mu);
-    r -= (2 * mu) * s;
-    return r;
-  }
+  return p;
+}
 
- private:
-  struct Prefix {
-    double w = 0, s = 0, s2 = 0;
-  };
-  std::vector<Prefix> p_;  // sums over values [0, i)
-};
+// Within-cluster cost of sorted values [i, j] (a = prefix at i, b = prefix at j + 1): sum w x^2 -
+// (sum w x)^2 / sum w, evaluated as sum w x^2 + W mu^2 - 2 mu sum w x (the order of operations is
+// part of the contract: the dynamic program's ties are decided on these exact doubles).
+inline double cost(const double* a, const double* b) {
+  double w = b[0] - a[0];
+  double s = b[1] - a[1];
+  double mu = s / w;
+  double r = b[2] - a[2];
+  r += w * (mu * mu);
+  r -= (2 * mu) * s;
+  return r;
+}
 
 // Row minima of the layer matrix C(i, j) = prev[min(i, j - 1)] + cost(j, i) (column 0 reads
-// prev[i]) with SMAWK: a reduce step keeps at most one candidate column per row, the odd rows
-// recurse, the even rows scan between their neighbours' minima. Ties keep the leftmost column of
-// a scan and the earlier column on reduce (a later column must be strictly smaller to pop).
+// prev[i]; a column past the row is an empty last cluster, prev[i] + 0, which compares the same)
+// with SMAWK: a reduce step keeps at most one candidate column per row, the odd rows recurse, the
+// even rows scan between their neighbours' minima. Ties keep the leftmost column of a scan and
+// the earlier column on reduce (a later column must be strictly smaller to pop). Every
+// comparison is the reference's, on the same doubles; an entry is computed once where the
+// reference computes it twice in a row (a column pushed after pops sits in the row of the last
+// entry it popped, whose value the comparison just computed). All scratch is allocated once.
 class Smawk {
  public:
-  Smawk(const Costs& c, int64_t n)
-      : c_(c), n_(n), pos_(n), arg_(n), min_(n), stacks_(66), values_(66) {}
+  Smawk(const double* prefix, int64_t n) : p_(prefix), n_(n), pos_(n), cols_(n) {
+    for (int64_t j = 0; j < n; ++j) cols_[j] = j;
+    // the stacks of every recursion depth, back to back (rows halve at each depth)
+    size_t total = 0;
+    for (int64_t r = n; r > 0; r /= 2) total += static_cast<size_t>(r);
+    stack_.resize(total);
+    top_.resize(total);
+  }
 
-  void layer(const std::vector<double>& prev, std::vector<double>* cur, std::vector<int64_t>* arg) {
-    prev_ = &prev;
-    std::vector<int64_t> cols(n_);
-    for (int64_t j = 0; j < n_; ++j) cols[j] = j;
-    solve(0, 1, n_, cols.data(), n_, 0);
-    for (int64_t i = 0; i < n_; ++i) {
-      (*arg)[i] = arg_[i];
-      (*cur)[i] = min_[i];
-    }
+  /// Fills cur[i] with the minimum of row i and arg[i] with its column.
+  void layer(const double* prev, double* cur, int64_t* arg) {
+    prev_ = prev;
+    min_ = cur;
+    arg_ = arg;
+    solve(0, 1, n_, cols_.data(), n_, stack_.data(), top_.data());
   }
 
  private:
-  double at(int64_t i, int64_t j) const {
-    // a column past the row is an empty last cluster: prev[i] + 0 (compares the same)
-    if (j > i) return (*prev_)[i];
-    return (*prev_)[j == 0 ? i : j - 1] + c_.cost(j, i);
-  }
+  // C(i, col) for rows i of one column
+  struct Column {
+    const Smawk& m;
+    int64_t j;
+    const double* a;  // prefix at j
+    double base;      // prev[j - 1]
+    Column(const Smawk& s, int64_t col)
+        : m(s), j(col), a(s.p_ + 3 * col), base(col > 0 ? s.prev_[col - 1] : 0.0) {}
+    double at(int64_t i) const {
+      if (j > i) return m.prev_[i];
+      return (j == 0 ? m.prev_[i] : base) + cost(a, m.p_ + 3 * (i + 1));
+    }
+  };
 
+  // C(row, j) for columns j of one row
+  struct Row {
+    const Smawk& m;
+    int64_t i;
+    const double* b;  // prefix at i + 1
+    double prev_i;
+    Row(const Smawk& s, int64_t row)
+        : m(s), i(row), b(s.p_ + 3 * (row + 1)), prev_i(s.prev_[row]) {}
+    double at(int64_t j) const {
+      if (j > i) return prev_i;
+      return (j == 0 ? prev_i : m.prev_[j - 1]) + cost(m.p_ + 3 * j, b);
+    }
+  };
+
+  // Rows first, first + step, ... (nrows of them) against `ncols` candidate columns; `st` / `top`
+  // hold this depth's surviving columns and their values in their own rows, deeper depths after.
   void solve(int64_t first, int64_t step, int64_t nrows, const int64_t* cols, int64_t ncols,
-             size_t depth) {
+             int64_t* st, double* top) {
     if (nrows == 0) return;
-    std::vector<int64_t>& st = stacks_[depth];
-    std::vector<double>& top = values_[depth];  // at(row of entry k, st[k]), cached
-    st.clear();
-    top.clear();
+    int64_t size = 0;
     for (int64_t k = 0; k < ncols; ++k) {
-      int64_t col = cols[k];
-      while (!st.empty()) {
-        int64_t row = first + static_cast<int64_t>(st.size() - 1) * step;
-        if (at(row, col) >= top.back()) break;
-        st.pop_back();
-        top.pop_back();
+      const Column c(*this, cols[k]);
+      double popped = 0;  // the value of the column in the row of the last entry it popped
+      bool any = false;
+      while (size > 0) {
+        const double v = c.at(first + (size - 1) * step);
+        if (v >= top[size - 1]) break;
+        --size;
+        popped = v;
+        any = true;
       }
-      if (static_cast<int64_t>(st.size()) < nrows) {
-        st.push_back(col);
-        top.push_back(at(first + static_cast<int64_t>(st.size() - 1) * step, col));
+      if (size < nrows) {
+        st[size] = c.j;
+        top[size] = any ? popped : c.at(first + size * step);
+        ++size;
       }
     }
-    solve(first + step, step * 2, nrows / 2, st.data(), static_cast<int64_t>(st.size()), depth + 1);
-    const int64_t ns = static_cast<int64_t>(st.size());
-    for (int64_t k = 0; k < ns; ++k) pos_[st[k]] = k;
+    solve(first + step, step * 2, nrows / 2, st, size, st + size, top + size);
+    for (int64_t k = 0; k < size; ++k) pos_[st[k]] = k;
     int64_t start = 0;
     for (int64_t r = 0; r < nrows; r += 2) {
-      int64_t row = first + r * step;
-      int64_t stop = r < nrows - 1 ? pos_[arg_[row + step]] : ns - 1;
+      const Row row(*this, first + r * step);
+      const int64_t stop = r < nrows - 1 ? pos_[arg_[row.i + step]] : size - 1;
       int64_t best = st[start];
-      double best_v = at(row, best);
+      double best_v = row.at(best);
       for (int64_t k = start + 1; k <= stop; ++k) {
-        double v = at(row, st[k]);
+        const double v = row.at(st[k]);
         if (v < best_v) {
           best = st[k];
           best_v = v;
         }
       }
-      arg_[row] = best;
-      min_[row] = best_v;
+      arg_[row.i] = best;
+      min_[row.i] = best_v;
       start = stop;
     }
   }
 
-  const Costs& c_;
+  const double* p_;
   int64_t n_;
-  const std::vector<double>* prev_ = nullptr;
-  std::vector<int64_t> pos_, arg_;
-  std::vector<double> min_;  // each row's minimum, C(row, arg_[row])
-  // one per recursion depth (rows halve each time)
-  std::vector<std::vector<int64_t>> stacks_;
-  std::vector<std::vector<double>> values_;
+  const double* prev_ = nullptr;
+  double* min_ = nullptr;   // each row's minimum, C(row, arg_[row])
+  int64_t* arg_ = nullptr;  // each row's column
+  std::vector<int64_t> pos_, cols_, stack_;
+  std::vector<double> top_;  // C(row of stack entry, its column), beside stack_
 };
 
 void check_input(const std::vector<double>& values, const std::vector<double>& weights, int k) {
@@ -147,29 +171,31 @@ KMeans1D kmeans1d(const std::vector<double>& values, const std::vector<double>& 
   check_input(values, weights, k);
   const int64_t n = static_cast<int64_t>(values.size());
   const int64_t kk = std::min<int64_t>(k, n);
-  Costs costs(values, weights);
+  const std::vector<double> p = prefix_sums(values, weights);
   // layer l holds the best cost of values [0, i] in l + 1 clusters and the first index of the
-  // last cluster
-  std::vector<std::vector<int64_t>> first(kk, std::vector<int64_t>(n, 0));
+  // last cluster (at l * n; every layer's row is written before it is read)
+  std::unique_ptr<int64_t[]> first(new int64_t[static_cast<size_t>(kk * n)]);
+  std::fill(first.get(), first.get() + n, 0);
   std::vector<double> prev(n), cur(n);
-  for (int64_t i = 0; i < n; ++i) prev[i] = costs.cost(0, i);
-  Smawk smawk(costs, n);
+  for (int64_t i = 0; i < n; ++i) prev[i] = cost(p.data(), p.data() + 3 * (i + 1));
+  Smawk smawk(p.data(), n);
   for (int64_t l = 1; l < kk; ++l) {
-    smawk.layer(prev, &cur, &first[l]);
+    smawk.layer(prev.data(), cur.data(), first.get() + l * n);
     prev.swap(cur);
   }
   KMeans1D out;
   out.centroids.assign(kk, 0.0);
   out.cluster.assign(n, 0);
   // backtrack from the last value; each cluster's centroid is its running weighted mean
+  auto weight = [&](int64_t i, int64_t j) { return p[3 * (j + 1)] - p[3 * i]; };
   int64_t end = n, last = n - 1;
   int64_t l = kk - 1;
   do {
-    int64_t begin = first[l][last];
+    int64_t begin = first[static_cast<size_t>(l * n + last)];
     double centroid = 0.0;
     for (int64_t i = begin; i < end; ++i) {
       out.cluster[i] = static_cast<uint8_t>(l);
-      centroid += (values[i] - centroid) * costs.weight(i, i) / costs.weight(begin, i);
+      centroid += (values[i] - centroid) * weight(i, i) / weight(begin, i);
     }
     out.centroids[l] = centroid;
     end = begin;

@@ -144,36 +144,50 @@ void uniform(const Group& g, DataType dt, int nbits, double* lut, uint8_t* idx) 
     lut[j] = cast_to(dt, static_cast<double>(j) * scale + static_cast<double>(mn));
 }
 
-// Distinct values of a group (ascending; -0 and +0 are one value) with their counts, and each
-// element's index among them.
-void distinct_values(const Group& g, DataType dt, std::vector<double>* values,
-                     std::vector<double>* counts, std::vector<uint32_t>* which) {
+// Calls fn(i, h) for every value of a group with h its fp16 bit pattern (-0 as +0), converted a
+// block at a time.
+template <class Fn>
+void for_halves(const Group& g, Fn fn) {
+  const int64_t n = g.size();
+  uint16_t h[1024];
+  for (int64_t i0 = 0; i0 < n; i0 += 1024) {
+    const size_t m = static_cast<size_t>(std::min<int64_t>(1024, n - i0));
+    floats_to_halves(g.v + i0, h, m);
+    for (size_t k = 0; k < m; ++k) fn(i0 + static_cast<int64_t>(k), h[k] == 0x8000 ? 0 : h[k]);
+  }
+}
+
+// k-means of an fp16 group: distinct values and their counts from a count over the 65536 half
+// bit patterns (visited in value order), each element's cluster through a table by pattern.
+void kmeans_half(const Group& g, int nbits, double* lut, uint8_t* idx) {
+  std::vector<uint32_t> hist(65536, 0);
+  for_halves(g, [&](int64_t, uint16_t h) { ++hist[h]; });
+  std::vector<double> values, counts;
+  std::vector<uint16_t> patterns;  // of each distinct value
+  auto visit = [&](uint32_t h) {
+    if (hist[h] == 0) return;
+    patterns.push_back(static_cast<uint16_t>(h));
+    values.push_back(half_to_float(static_cast<uint16_t>(h)));
+    counts.push_back(hist[h]);
+  };
+  for (uint32_t h = 0xFFFF; h > 0x8000; --h) visit(h);
+  for (uint32_t h = 0; h < 0x8000; ++h) visit(h);
+  std::vector<uint32_t>().swap(hist);
+  KMeans1D km = kmeans1d(values, counts, 1 << nbits);
+  for (size_t j = 0; j < km.centroids.size(); ++j)
+    lut[j] = cast_to(DataType::Float16, km.centroids[j]);
+  std::vector<uint8_t> cluster(65536, 0);
+  for (size_t v = 0; v < patterns.size(); ++v) cluster[patterns[v]] = km.cluster[v];
+  for_halves(g, [&](int64_t i, uint16_t h) { idx[i] = cluster[h]; });
+}
+
+// Distinct values of a group (ascending) with their counts, and each element's index among them.
+void distinct_values(const Group& g, std::vector<double>* values, std::vector<double>* counts,
+                     std::vector<uint32_t>* which) {
   const int64_t n = g.size();
   which->resize(n);
   values->clear();
   counts->clear();
-  if (dt == DataType::Float16) {
-    // counting over the 65536 half bit patterns, visited in value order
-    std::vector<uint32_t> hist(65536, 0);
-    std::vector<uint16_t> bits(n);
-    for (int64_t i = 0; i < n; ++i) {
-      uint16_t h = float_to_half(g.v[i]);
-      if (h == 0x8000) h = 0;
-      bits[i] = h;
-      ++hist[h];
-    }
-    std::vector<uint32_t> slot(65536, 0);
-    auto visit = [&](uint32_t h) {
-      if (hist[h] == 0) return;
-      slot[h] = static_cast<uint32_t>(values->size());
-      values->push_back(half_to_float(static_cast<uint16_t>(h)));
-      counts->push_back(hist[h]);
-    };
-    for (uint32_t h = 0xFFFF; h > 0x8000; --h) visit(h);
-    for (uint32_t h = 0; h < 0x8000; ++h) visit(h);
-    for (int64_t i = 0; i < n; ++i) (*which)[i] = slot[bits[i]];
-    return;
-  }
   std::vector<float> s(g.v, g.v + n);
   std::sort(s.begin(), s.end(), less_nan_last);
   for (int64_t i = 0; i < n; ++i) {
@@ -191,9 +205,10 @@ void distinct_values(const Group& g, DataType dt, std::vector<double>* values,
 }
 
 void kmeans_scalar(const Group& g, DataType dt, int nbits, double* lut, uint8_t* idx) {
+  if (dt == DataType::Float16) return kmeans_half(g, nbits, lut, idx);
   std::vector<double> values, counts;
   std::vector<uint32_t> which;
-  distinct_values(g, dt, &values, &counts, &which);
+  distinct_values(g, &values, &counts, &which);
   KMeans1D km = kmeans1d(values, counts, 1 << nbits);
   for (size_t j = 0; j < km.centroids.size(); ++j) lut[j] = cast_to(dt, km.centroids[j]);
   for (int64_t i = 0; i < g.size(); ++i) idx[i] = km.cluster[which[i]];

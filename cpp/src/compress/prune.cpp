@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "milkit/types/error.h"
@@ -79,49 +81,27 @@ std::vector<float> block_magnitudes(const WeightView& w, int64_t block, int dim)
   return mag;
 }
 
-// np.percentile(x, q) with the default linear method, in the dtype's arithmetic (q a Python
-// float: the interpolation weight is cast to the dtype), of the n values at x, or of their
-// magnitudes when `absolute` (without a copy of them where the dtype allows).
-float percentile(const float* x, int64_t n, bool absolute, double q, DataType dt) {
-  for (int64_t i = 0; i < n; ++i)
-    if (std::isnan(x[i])) return NAN;
+// The order statistics np.percentile(x, q) interpolates between for n values (linear method):
+// ranks lo <= hi and the weight of the upper one.
+struct Ranks {
+  int64_t lo = 0, hi = 0;
+  double gamma = 0;
+};
+
+Ranks ranks_of(int64_t n, double q) {
+  Ranks r;
   const double virt = static_cast<double>(n - 1) * (q / 100.0);
-  int64_t lo = static_cast<int64_t>(std::floor(virt));
-  double gamma = virt - static_cast<double>(lo);
-  if (virt >= static_cast<double>(n - 1)) lo = n - 1;
-  if (virt < 0) lo = 0;
-  const int64_t hi = virt >= static_cast<double>(n - 1) ? n - 1 : (virt < 0 ? 0 : lo + 1);
-  float a, b;
-  if (dt == DataType::Float16 &&
-      (absolute || std::all_of(x, x + n, [](float v) { return !(v < 0); }))) {
-    // magnitudes of fp16 values: their bit patterns sort like the values, so the two order
-    // statistics come from a count over the 31744 finite patterns (and inf) instead of a
-    // selection; rounding to fp16 is symmetric, so the sign bit cleared is the magnitude's
-    std::vector<int64_t> hist(0x8000, 0);
-    uint16_t h[1024];
-    for (int64_t i0 = 0; i0 < n; i0 += 1024) {
-      const size_t m = static_cast<size_t>(std::min<int64_t>(1024, n - i0));
-      floats_to_halves(x + i0, h, m);
-      for (size_t k = 0; k < m; ++k) ++hist[h[k] & 0x7FFF];
-    }
-    auto kth = [&](int64_t k) {
-      int64_t seen = 0;
-      for (uint32_t h = 0; h < 0x8000; ++h) {
-        seen += hist[h];
-        if (seen > k) return half_to_float(static_cast<uint16_t>(h));
-      }
-      return half_to_float(0x7C00);
-    };
-    a = kth(lo);
-    b = hi == lo ? a : kth(hi);
-  } else {
-    std::vector<float> y(x, x + n);
-    if (absolute)
-      for (float& v : y) v = std::fabs(v);
-    std::nth_element(y.begin(), y.begin() + lo, y.end());
-    a = y[lo];
-    b = hi == lo ? a : *std::min_element(y.begin() + lo + 1, y.end());
-  }
+  r.lo = static_cast<int64_t>(std::floor(virt));
+  r.gamma = virt - static_cast<double>(r.lo);
+  if (virt >= static_cast<double>(n - 1)) r.lo = n - 1;
+  if (virt < 0) r.lo = 0;
+  r.hi = virt >= static_cast<double>(n - 1) ? n - 1 : (virt < 0 ? 0 : r.lo + 1);
+  return r;
+}
+
+// The value between order statistics a <= b, in the dtype's arithmetic (the weight a Python
+// float, cast to the dtype).
+float interpolate(float a, float b, double gamma, DataType dt) {
   if (dt == DataType::Int32) {
     double d = static_cast<double>(b) - a;
     return static_cast<float>(gamma >= 0.5 ? b - d * (1 - gamma) : a + d * gamma);
@@ -130,6 +110,53 @@ float percentile(const float* x, int64_t n, bool absolute, double q, DataType dt
   if (gamma >= 0.5)
     return fix(dt, b - fix(dt, diff * static_cast<float>(as_operand(dt, 1 - gamma))));
   return fix(dt, a + fix(dt, diff * static_cast<float>(as_operand(dt, gamma))));
+}
+
+// Order statistics lo and hi of fp16 magnitudes from their count by bit pattern (sign cleared):
+// the patterns of non-negative halves sort like their values.
+std::pair<float, float> half_order_stats(const std::vector<int64_t>& hist, const Ranks& r) {
+  auto kth = [&](int64_t k) {
+    int64_t seen = 0;
+    for (uint32_t h = 0; h < 0x8000; ++h) {
+      seen += hist[h];
+      if (seen > k) return half_to_float(static_cast<uint16_t>(h));
+    }
+    return half_to_float(0x7C00);
+  };
+  const float a = kth(r.lo);
+  return {a, r.hi == r.lo ? a : kth(r.hi)};
+}
+
+// np.percentile(x, q) with the default linear method, in the dtype's arithmetic (q a Python
+// float: the interpolation weight is cast to the dtype), of the n values at x, or of their
+// magnitudes when `absolute` (without a copy of them where the dtype allows).
+float percentile(const float* x, int64_t n, bool absolute, double q, DataType dt) {
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isnan(x[i])) return NAN;
+  const Ranks r = ranks_of(n, q);
+  float a, b;
+  if (dt == DataType::Float16 &&
+      (absolute || std::all_of(x, x + n, [](float v) { return !(v < 0); }))) {
+    // magnitudes of fp16 values: the two order statistics come from a count over the 31744
+    // finite patterns (and inf) instead of a selection; rounding to fp16 is symmetric, so the
+    // sign bit cleared is the magnitude's
+    std::vector<int64_t> hist(0x8000, 0);
+    uint16_t h[1024];
+    for (int64_t i0 = 0; i0 < n; i0 += 1024) {
+      const size_t m = static_cast<size_t>(std::min<int64_t>(1024, n - i0));
+      floats_to_halves(x + i0, h, m);
+      for (size_t k = 0; k < m; ++k) ++hist[h[k] & 0x7FFF];
+    }
+    std::tie(a, b) = half_order_stats(hist, r);
+  } else {
+    std::vector<float> y(x, x + n);
+    if (absolute)
+      for (float& v : y) v = std::fabs(v);
+    std::nth_element(y.begin(), y.begin() + r.lo, y.end());
+    a = y[r.lo];
+    b = r.hi == r.lo ? a : *std::min_element(y.begin() + r.lo + 1, y.end());
+  }
+  return interpolate(a, b, r.gamma, dt);
 }
 
 std::optional<std::vector<float>> by_magnitude(const WeightView& w, const PruneSpec& s,
@@ -210,6 +237,29 @@ std::optional<std::vector<float>> by_nm(const WeightView& w, const PruneSpec& s,
 }
 
 }  // namespace
+
+std::vector<uint8_t> magnitude_keep_half(const uint16_t* h, int64_t n, double target_sparsity) {
+  std::vector<uint8_t> keep(static_cast<size_t>(n));
+  const double q = target_sparsity * 100;
+  // magnitude patterns at most `last` are pruned (zeros always leave the non-zero data)
+  uint32_t last = 0;
+  if (q == 100) {
+    last = 0x7BFF;  // every finite value times 0 is 0; inf and NaN times 0 are NaN
+  } else if (q != 0 && n > 0) {
+    std::vector<int64_t> hist(0x8000, 0);
+    for (int64_t i = 0; i < n; ++i) ++hist[h[i] & 0x7FFF];
+    bool nan = false;
+    for (uint32_t m = 0x7C01; m < 0x8000; ++m) nan = nan || hist[m] != 0;
+    if (!nan) {  // a NaN percentile prunes nothing
+      const Ranks r = ranks_of(n, q);
+      auto [a, b] = half_order_stats(hist, r);
+      const float p = interpolate(a, b, r.gamma, DataType::Float16);
+      if (!std::isnan(p)) last = float_to_half(std::fabs(p));
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) keep[static_cast<size_t>(i)] = (h[i] & 0x7FFFu) > last;
+  return keep;
+}
 
 std::optional<std::vector<float>> prune(const WeightView& w, const PruneSpec& s,
                                         std::string* skip_reason) {

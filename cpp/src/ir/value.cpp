@@ -134,12 +134,33 @@ void Buffer::read_bits(size_t first, size_t n, uint8_t* dst) const {
   }
 }
 
+namespace {
+// The whole bytes of a packing whose width divides 8: each byte from 8 / B elements (fixed B,
+// so the compiler unrolls it); returns the elements packed.
+template <int B>
+size_t pack_whole_bytes(const uint8_t* in, size_t n, uint8_t* out) {
+  constexpr size_t per = 8 / B;
+  constexpr unsigned mask = (1u << B) - 1;
+  const size_t bytes = n / per;
+  for (size_t b = 0; b < bytes; ++b) {
+    unsigned acc = 0;
+    for (size_t k = 0; k < per; ++k) acc |= (in[b * per + k] & mask) << (k * B);
+    out[b] = static_cast<uint8_t>(acc);
+  }
+  return bytes * per;
+}
+}  // namespace
+
 void pack_bits(const uint8_t* in, size_t n, int bits, uint8_t* out) {
   const size_t nbytes = (n * static_cast<size_t>(bits) + 7) / 8;
   std::memset(out, 0, nbytes);
   const unsigned mask = (1u << bits) - 1;
-  size_t bit = 0;
-  for (size_t i = 0; i < n; ++i, bit += static_cast<size_t>(bits)) {
+  size_t i0 = 0;  // elements already packed, a whole number of bytes
+  if (bits == 1) i0 = pack_whole_bytes<1>(in, n, out);
+  if (bits == 2) i0 = pack_whole_bytes<2>(in, n, out);
+  if (bits == 4) i0 = pack_whole_bytes<4>(in, n, out);
+  size_t bit = i0 * static_cast<size_t>(bits);
+  for (size_t i = i0; i < n; ++i, bit += static_cast<size_t>(bits)) {
     unsigned v = in[i] & mask;
     size_t byte = bit / 8, off = bit % 8;
     out[byte] |= static_cast<uint8_t>(v << off);

@@ -13,6 +13,8 @@
 // compressed. The writer serializes the classes registered at <= iOS17 with attributes and the
 // iOS18 ones with inline input values (see serde/proto_writer.cpp).
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 
 #include "milkit/ops/all_ops.h"
 #include "milkit/ops/common.h"
@@ -73,6 +75,15 @@ OpSchema constexpr_schema(std::string name, Target since) {
 /// Number of non-zero elements of a known value.
 int64_t count_nonzero(const Value& v) {
   int64_t n = 0;
+  const Buffer* packed = v.buffer() ? v.buffer()->bit_source() : nullptr;
+  if (packed && v.buffer()->bit_width() == 1) {  // a uint1 mask held packed: its set bits
+    const uint8_t* p = packed->data();
+    const auto bytes = static_cast<size_t>(v.numel() / 8),
+               rest = static_cast<size_t>(v.numel() % 8);
+    for (size_t i = 0; i < bytes; ++i) n += __builtin_popcount(p[i]);
+    if (rest) n += __builtin_popcount(p[bytes] & ((1u << rest) - 1));
+    return n;
+  }
   if (v.raw() && dtype_storage_bytes(v.dtype()) == 1) {  // bool, uint1 masks, 8-bit: the bytes
     const uint8_t* p = v.raw();
     for (int64_t i = 0; i < v.numel(); ++i) n += p[i] != 0;

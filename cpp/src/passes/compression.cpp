@@ -4,6 +4,7 @@
 #include "milkit/passes/compression.h"
 
 #include <algorithm>
+#include <exception>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -505,13 +506,35 @@ bool for_each_const_parallel(
   const size_t window = static_cast<size_t>(std::max(1, num_threads()));
   bool changed = false;
   std::vector<Job> jobs;
+  // an error is raised when its job's turn to apply comes (after the jobs before it), whatever
+  // the thread that met it
+  std::vector<std::exception_ptr> errors;
+  auto compute = [&](size_t i) {
+    try {
+      jobs[i].compute();
+    } catch (...) {
+      errors[i] = std::current_exception();
+    }
+  };
   auto flush = [&] {
-    parallel_for(static_cast<int64_t>(jobs.size()), 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) jobs[static_cast<size_t>(i)].compute();
+    errors.assign(jobs.size(), nullptr);
+    std::vector<size_t> beside;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      if (jobs[i].splits)
+        compute(i);
+      else
+        beside.push_back(i);
+    }
+    parallel_for(static_cast<int64_t>(beside.size()), 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) compute(beside[static_cast<size_t>(i)]);
     });
-    for (Job& j : jobs) {
-      for (const std::string& w : *j.warnings) warn(w);
-      changed = j.apply() || changed;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      for (const std::string& w : *jobs[i].warnings) warn(w);
+      if (errors[i]) {
+        jobs.clear();
+        std::rethrow_exception(errors[i]);
+      }
+      changed = jobs[i].apply() || changed;
     }
     jobs.clear();
     release_free_memory();  // the window's weight-sized scratch leaves before the next window

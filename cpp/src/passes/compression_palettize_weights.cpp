@@ -318,6 +318,9 @@ std::optional<compression::Job> prepare(Function& f, Operation* op,
       warnings->push_back("Cannot perform palettization on " + op->name() + ". Skipped this op.");
     }
   };
+  // channel groups run in parallel inside the job (custom functions run in Python, one at a time)
+  job.splits =
+      c.mode != "CUSTOM" && group > 0 && shape[static_cast<size_t>(channel_axis)] / group > 1;
   job.apply = [&f, op, child, pal, pcs, dt = w->dtype()] {
     return *pal && apply(f, op, child, **pal, *pcs, dt);
   };

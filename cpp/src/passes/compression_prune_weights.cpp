@@ -10,9 +10,12 @@
 // under minimum_sparsity_percentile, block or m too large), so does this pass.
 // Options: "config" (JSON, see Config::parse) and "joint_compression" ("0" / "1").
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "milkit/builder/builder.h"
 #include "milkit/compress/prune.h"
+#include "milkit/ir/value.h"
 #include "milkit/passes/compression.h"
 #include "milkit/passes/pass.h"
 #include "milkit/passes/rewrite.h"
@@ -89,6 +92,37 @@ std::vector<Arg> sparse_args(const Value& w, const std::vector<float>& pruned, b
   return args;
 }
 
+// sparse_args of an fp16 weight pruned element-wise by magnitude, straight from its half bit
+// patterns (no fp32 copy of the weight or of the result).
+std::vector<Arg> sparse_args_half(const Value& w, double target_sparsity, bool ios18) {
+  const auto* h = reinterpret_cast<const uint16_t*>(w.raw());
+  const int64_t n = w.numel();
+  std::vector<uint8_t> keep = compress::magnitude_keep_half(h, n, target_sparsity);
+  size_t nnz = 0;
+  for (uint8_t k : keep) nnz += k;
+  std::vector<uint8_t> nonzero(nnz * 2);
+  auto* out = reinterpret_cast<uint16_t*>(nonzero.data());
+  for (size_t i = 0, j = 0; j < nnz; ++i) {
+    out[j] = h[i];  // written always, kept when the element is: no branch to mispredict
+    j += keep[i];
+  }
+  std::vector<Arg> args = {Builder::arg(
+      "nonzero_data", compression::value_from_bytes(DataType::Float16, {static_cast<int64_t>(nnz)},
+                                                    std::move(nonzero)))};
+  if (ios18) {
+    args.push_back(Builder::arg(
+        "mask", compression::value_from_bytes(DataType::UInt1, w.shape(), std::move(keep))));
+  } else {
+    std::vector<uint8_t> flags((keep.size() + 7) / 8);
+    pack_bits(keep.data(), keep.size(), 1, flags.data());
+    const auto len = static_cast<int64_t>(flags.size());
+    args.push_back(Builder::arg(
+        "mask", compression::value_from_bytes(DataType::UInt8, {len}, std::move(flags))));
+    args.push_back(Builder::arg("shape", Value::int_list(w.shape(), DataType::UInt32)));
+  }
+  return args;
+}
+
 Var* emit(Function& f, Operation* op, std::vector<Arg>& args) {
   Builder b(f);
   b.set_insertion_point(op->parent(), op);
@@ -157,7 +191,14 @@ std::optional<compression::Job> prepare(Function& f, Operation* op,
   const compress::PruneSpec spec = spec_of(*cfg);
   const bool joint = joint_value != nullptr, ios18 = f.opset() >= Target::iOS18;
   auto args = std::make_shared<std::vector<Arg>>();
-  job.compute = [w, spec, result, warnings, skip, joint, ios18, args] {
+  const bool half = !joint && spec.kind == compress::PruneSpec::Magnitude && spec.block_size == 0 &&
+                    w->dtype() == DataType::Float16 && w->numel() > 0;
+  job.compute = [w, spec, result, warnings, skip, joint, ios18, args, half] {
+    if (half) {
+      *args = sparse_args_half(*w, spec.target_sparsity, ios18);
+      result->emplace();  // applied from `args`
+      return;
+    }
     std::vector<float> data = compression::floats(*w);
     std::string why;
     *result = compress::prune({data.data(), w->shape(), w->dtype()}, spec, &why);

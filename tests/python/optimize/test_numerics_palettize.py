@@ -189,3 +189,30 @@ def test_pack_bits_matches(ct, nbits):
     for n in (1, 7, 8, 13, 100):
         v = rng.integers(0, 2**nbits, size=n).astype(np.uint8)
         np.testing.assert_array_equal(_compress.pack_bits(v, nbits), optimize_utils.pack_elements_into_bits(v, nbits))
+
+
+def test_kmeans1d_matches_coremltools_solver_on_ties():
+    # the solver against the weighted 1-D k-means coremltools ships, on inputs full of equal
+    # costs (integer and symmetric values, few distinct values with very uneven counts): the same
+    # clusters and the same centroid bits
+    from coremltools._deps import kmeans1d
+
+    rng = np.random.default_rng(3)
+    for trial in range(300):
+        kind = trial % 4
+        n = int(rng.integers(1, 400 if trial % 10 else 3000))
+        if kind == 0:
+            values = rng.integers(-50, 50, size=n).astype(np.float64)
+        elif kind == 1:
+            values = rng.integers(-16, 16, size=n) * 0.125
+        elif kind == 2:
+            values = np.ldexp(rng.integers(0, 2048, size=n), -rng.integers(0, 12, size=n)) * rng.choice([-1, 1], n)
+        else:
+            values = rng.standard_normal(n).astype(np.float16).astype(np.float64)
+        values = np.unique(values)
+        counts = rng.choice([1.0, 2.0, 7.0, 1000.0], size=len(values), p=[0.5, 0.3, 0.15, 0.05])
+        k = int(rng.choice([1, 2, 3, 4, 8, 16, 64, 256]))
+        ref = kmeans1d.cluster(values, k, weights=counts)
+        centroids, clusters = _compress.kmeans1d(values.tolist(), counts.tolist(), k)
+        assert clusters == list(ref.clusters), (trial, k)
+        assert np.array(centroids).tobytes() == np.array(ref.centroids).tobytes(), (trial, k)

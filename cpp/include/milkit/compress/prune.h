@@ -33,4 +33,9 @@ struct PruneSpec {
 std::optional<std::vector<float>> prune(const WeightView& w, const PruneSpec& s,
                                         std::string* skip_reason);
 
+/// Element-wise magnitude pruning (PruneSpec::Magnitude, no blocks) of `n` fp16 values given
+/// as bit patterns, without converting them: 1 for each element that stays non-zero, exactly
+/// where prune()'s result is non-zero (the same percentile, ties and NaN / infinity rules).
+std::vector<uint8_t> magnitude_keep_half(const uint16_t* h, int64_t n, double target_sparsity);
+
 }  // namespace milkit::compress

@@ -188,13 +188,18 @@ struct Job {
   std::function<bool()> apply;
   /// Warnings the computation made, recorded when the job is applied.
   std::shared_ptr<std::vector<std::string>> warnings = std::make_shared<std::vector<std::string>>();
+  /// The computation splits its own work over the threads (milkit::parallel_for over channel
+  /// groups): it runs on its own with the whole pool rather than beside other jobs, whose sizes
+  /// would leave threads idle.
+  bool splits = false;
 };
 
 /// for_each_const with the numerical work of up to num_threads() weights at once: `prepare`
 /// returns the job of a const (or nullopt to leave it), jobs are computed in parallel a window at
-/// a time and applied in program order, so the result and the warnings do not depend on the
-/// thread count, and no more than a window of weights is held decompressed. Returns whether any
-/// job was applied.
+/// a time (a job that `splits` alone, with every thread) and applied in program order (an error
+/// a computation raises is raised in its turn, after the jobs before it are applied), so the
+/// result and the warnings do not depend on the thread count, and no more than a window of weights
+/// is held decompressed. Returns whether any job was applied.
 bool for_each_const_parallel(
     Program& p, const std::function<std::optional<Job>(Function&, Operation*)>& prepare);
 
