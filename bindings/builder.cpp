@@ -25,31 +25,53 @@ std::string& package_dir() {
   return d;
 }
 
+// What caller_location knows of a code object: its file and the lines of the instructions it was
+// called from.
+struct CodeInfo {
+  std::shared_ptr<const std::string> file;
+  std::unordered_map<int, int> line_at;  // instruction offset -> line
+};
+
+// The line `f` is at (looked up once per call site: the line table is scanned each time Python
+// computes it).
+int frame_line(PyFrameObject* f, CodeInfo& info) {
+#if PY_VERSION_HEX >= 0x030B0000
+  const int lasti = PyFrame_GetLasti(f);
+  auto it = info.line_at.find(lasti);
+  if (it != info.line_at.end()) return it->second;
+  const int line = PyFrame_GetLineNumber(f);
+  info.line_at.emplace(lasti, line);
+  return line;
+#else
+  (void)info;
+  return PyFrame_GetLineNumber(f);
+#endif
+}
+
 // Location of the innermost frame outside the milkit package.
 Location caller_location() {
-  static std::unordered_map<PyObject*, std::shared_ptr<const std::string>> files;
+  static std::unordered_map<PyObject*, CodeInfo> codes;
   PyFrameObject* f = PyEval_GetFrame();
   if (!f) return {};
   Py_INCREF(f);
   Location loc;
   for (int depth = 0; f && depth < 16; ++depth) {
     PyCodeObject* code = PyFrame_GetCode(f);
-    auto it = files.find(reinterpret_cast<PyObject*>(code));
-    std::shared_ptr<const std::string> file;
-    if (it == files.end()) {
+    auto it = codes.find(reinterpret_cast<PyObject*>(code));
+    if (it == codes.end()) {
+      CodeInfo info;
       PyObject* fn = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
-      file = std::make_shared<const std::string>(fn && PyUnicode_Check(fn) ? PyUnicode_AsUTF8(fn) : "?");
+      info.file = std::make_shared<const std::string>(
+          fn && PyUnicode_Check(fn) ? PyUnicode_AsUTF8(fn) : "?");
       Py_XDECREF(fn);
       Py_INCREF(code);  // keep the key alive
-      files.emplace(reinterpret_cast<PyObject*>(code), file);
-    } else {
-      file = it->second;
+      it = codes.emplace(reinterpret_cast<PyObject*>(code), std::move(info)).first;
     }
     Py_DECREF(code);
     const std::string& pd = package_dir();
-    if (pd.empty() || file->compare(0, pd.size(), pd) != 0) {
-      loc.file = file;
-      loc.line = PyFrame_GetLineNumber(f);
+    if (pd.empty() || it->second.file->compare(0, pd.size(), pd) != 0) {
+      loc.file = it->second.file;
+      loc.line = frame_line(f, it->second);
       Py_DECREF(f);
       return loc;
     }
@@ -70,8 +92,14 @@ Scope& current(const std::string& op_type) {
   return s.back();
 }
 
-ArgItem item_from_py(py::handle o, const std::string& what) {
-  if (py::isinstance<Var>(o)) return ArgItem{o.cast<Var*>(), nullptr};
+// Whether `o` is a Var (without pybind11's type lookup).
+bool is_var(py::handle o) {
+  static PyTypeObject* const var_type = reinterpret_cast<PyTypeObject*>(py::type::of<Var>().ptr());
+  return PyObject_TypeCheck(o.ptr(), var_type);
+}
+
+ArgItem item_from_py(py::handle o, const What& what) {
+  if (is_var(o)) return ArgItem{o.cast<Var*>(), nullptr};
   return ArgItem{nullptr, std::make_shared<const Value>(value_from_py(o, what))};
 }
 
@@ -104,7 +132,7 @@ class OpCaller {
           throw TypeError("mb." + op_type_ + ": argument '" + key + "' given twice");
       Arg a;
       a.name = key;
-      std::string what = "mb." + op_type_ + " input '" + key + "'";
+      const What what(op_type_, key);
       const InputDef& d = s.inputs[idx];
       if (d.kind == InputKind::List && (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()))) {
         // a Python list for a list input (classify's classes) is a mil_list; its ints are int64,

@@ -86,7 +86,7 @@ Value int32_clipped(const py::array& a) {
   return Value(DataType::Int32, shape, Buffer::take(std::move(bytes)));
 }
 
-Value from_array(py::array a, const std::string& what) {
+Value from_array(py::array a, const What& what) {
   py::dtype d = a.dtype();
   char kind = d.kind();
   int size = static_cast<int>(d.itemsize());
@@ -142,7 +142,7 @@ bool is_mil_list(py::handle o) {
          PyList_Check(py::getattr(o, "ls").ptr());
 }
 
-Value list_value_from_py(py::handle seq, const std::string& what, bool ints_as_int64) {
+Value list_value_from_py(py::handle seq, const What& what, bool ints_as_int64) {
   if (!PyList_Check(seq.ptr()) && !PyTuple_Check(seq.ptr()))
     throw TypeError(what + ": a list value takes a Python list, got " +
                     std::string(py::str(py::type::of(seq).attr("__name__"))));
@@ -191,12 +191,24 @@ Value list_value_from_py(py::handle seq, const std::string& what, bool ints_as_i
                   std::string(py::str(py::type::of(items[0]).attr("__name__"))));
 }
 
-Value value_from_py(py::handle o, const std::string& what) {
+namespace {
+
+// Value::scalar_float(Float32, v) without its list of elements.
+Value scalar_fp32(double v) {
+  const float f = static_cast<float>(v);
+  std::vector<uint8_t> bytes(sizeof f);
+  std::memcpy(bytes.data(), &f, sizeof f);
+  return Value(DataType::Float32, {}, Buffer::take(std::move(bytes)));
+}
+
+}  // namespace
+
+Value value_from_py(py::handle o, const What& what) {
   PyObject* p = o.ptr();
   PyTypeObject* t = Py_TYPE(p);
-  if (is_mil_list(o)) return list_value_from_py(py::getattr(o, "ls"), what, false);
+  // (Python and numpy scalars first: none of them is a mil_list)
   if (PyBool_Check(p)) return Value::scalar_bool(p == Py_True);
-  if (PyFloat_Check(p)) return Value::scalar_float(DataType::Float32, PyFloat_AsDouble(p));
+  if (PyFloat_Check(p)) return scalar_fp32(PyFloat_AsDouble(p));
   if (PyLong_Check(p)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
@@ -206,10 +218,11 @@ Value value_from_py(py::handle o, const std::string& what) {
   }
   if (PyUnicode_Check(p)) return Value::scalar_string(o.cast<std::string>());
   NumpyTypes& nt = np_types();
-  if (reinterpret_cast<PyObject*>(t) == nt.f32) return Value::scalar_float(DataType::Float32, PyFloat_AsDouble(p));
+  if (reinterpret_cast<PyObject*>(t) == nt.f32) return scalar_fp32(PyFloat_AsDouble(p));
   if (reinterpret_cast<PyObject*>(t) == nt.f16) return Value::scalar_float(DataType::Float16, PyFloat_AsDouble(p));
   if (reinterpret_cast<PyObject*>(t) == nt.i32) return Value::scalar_int(DataType::Int32, PyLong_AsLongLong(p));
   if (reinterpret_cast<PyObject*>(t) == nt.boolean) return Value::scalar_bool(PyObject_IsTrue(p));
+  if (is_mil_list(o)) return list_value_from_py(py::getattr(o, "ls"), what, false);
   if (PyObject_IsInstance(p, nt.ndarray)) return from_array(py::reinterpret_borrow<py::array>(o), what);
   if (PyObject_IsInstance(p, nt.generic)) {
     py::array a = py::array::ensure(o);

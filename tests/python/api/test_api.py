@@ -222,6 +222,35 @@ def test_errors_name_op_input_and_user_line():
     assert isinstance(e.value, ValueError)
 
 
+def test_ops_record_the_line_they_are_built_at():
+    import inspect
+
+    first = inspect.currentframe().f_lineno + 5  # the mb.add line below
+
+    @mb.program(input_specs=[mb.TensorSpec((2,))])
+    def prog(x):
+        for _ in range(3):
+            x = mb.add(x=x, y=1.0)
+        return mb.mul(x=x, y=2.0)
+
+    ops = prog.functions["main"].operations
+    assert [op.location for op in ops if op.op_type == "add"] == [(__file__, first)] * 3
+    assert [op.location for op in ops if op.op_type == "mul"] == [(__file__, first + 1)]
+    # the implicit consts carry the line of the op that made them
+    assert {op.location[1] for op in ops if op.op_type == "const"} == {first, first + 1}
+
+
+def test_unconvertible_values_name_the_op_and_input():
+    with pytest.raises(TypeError, match="^mb.add input 'y': cannot make a const from a value of type object$"):
+        @mb.program(input_specs=[mb.TensorSpec((2,))])
+        def prog(x):
+            return mb.add(x=x, y=object())
+    with pytest.raises(TypeError, match="^mb.add input 'y': a list of vars is not a value"):
+        @mb.program(input_specs=[mb.TensorSpec((2,))])
+        def prog2(x):
+            return mb.add(x=x, y=[x, x])
+
+
 def test_var_operators():
     @mb.program(input_specs=[mb.TensorSpec((2, 3)), mb.TensorSpec((2, 3), dtype=types.fp16)])
     def prog(x, h):
