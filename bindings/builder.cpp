@@ -237,6 +237,29 @@ class OpCaller {
   std::string op_type_;
 };
 
+#if __has_include(<pybind11/detail/exception_translation.h>)
+#include <pybind11/detail/exception_translation.h>
+#define MILKIT_FAST_OP_CALL 1
+// mb.<op>(...) without pybind11's dispatcher (CPython calls the type's tp_call with the
+// positional tuple and keyword dict it builds; the dispatcher would look up __call__, bind it and
+// copy the keywords into a dict of its own). Errors are translated as the dispatcher does.
+PyObject* op_caller_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  try {
+    py::detail::loader_life_support life_support;
+    auto* inst = reinterpret_cast<py::detail::instance*>(self);
+    const auto* caller = static_cast<const OpCaller*>(inst->get_value_and_holder().value_ptr());
+    py::kwargs kw = kwargs ? py::reinterpret_borrow<py::kwargs>(kwargs) : py::kwargs();
+    return caller->call(py::reinterpret_borrow<py::args>(args), std::move(kw)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+#endif
+
 py::list schema_info(const OpSchema& s) {
   // (the fixed defaults; defaults computed from other inputs are not listed)
   py::list inputs;
@@ -267,10 +290,13 @@ py::list schema_info(const OpSchema& s) {
 }  // namespace
 
 void init_builder(py::module_& m) {
-  py::class_<OpCaller>(m, "OpCaller", "Calls an op of the registry on the current function.")
-      .def("__call__", &OpCaller::call)
+  py::class_<OpCaller> op_caller(m, "OpCaller", "Calls an op of the registry on the current function.");
+  op_caller.def("__call__", &OpCaller::call)
       .def_property_readonly("op_type", &OpCaller::op_type)
       .def("__repr__", [](const OpCaller& c) { return "<milkit op '" + c.op_type() + "'>"; });
+#ifdef MILKIT_FAST_OP_CALL
+  reinterpret_cast<PyTypeObject*>(op_caller.ptr())->tp_call = &op_caller_tp_call;
+#endif
 
   m.def("op_caller", [](const std::string& name) {
     if (!OpRegistry::instance().exists(name)) throw TypeError("unknown op type '" + name + "'");

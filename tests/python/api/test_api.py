@@ -251,6 +251,20 @@ def test_unconvertible_values_name_the_op_and_input():
             return mb.add(x=x, y=[x, x])
 
 
+def test_errors_raised_inside_block_functions_propagate_unchanged():
+    class Boom(Exception):
+        pass
+
+    def true_fn():
+        raise Boom("from the block function")
+
+    with pytest.raises(Boom, match="from the block function"):
+        @mb.program(input_specs=[mb.TensorSpec((2,))])
+        def prog(x):
+            pred = mb.greater(x=mb.reduce_max(x=x), y=0.0)
+            return mb.cond(pred=pred, _true_fn=true_fn, _false_fn=lambda: x)
+
+
 def test_var_operators():
     @mb.program(input_specs=[mb.TensorSpec((2, 3)), mb.TensorSpec((2, 3), dtype=types.fp16)])
     def prog(x, h):
