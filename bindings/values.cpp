@@ -1,6 +1,9 @@
 // Python <-> Value conversion with coremltools' const typing rules.
 #include <climits>
+#include <cstdint>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "common.h"
 #include "milkit/types/error.h"
@@ -201,6 +204,40 @@ Value scalar_fp32(double v) {
   return Value(DataType::Float32, {}, Buffer::take(std::move(bytes)));
 }
 
+// A flat list or tuple of Python ints (bools excluded) or of Python floats as numpy makes it and
+// from_array types it (int64 clipped to int32, float64 narrowed to fp32), without the array; an
+// empty, nested, mixed or out-of-int64 sequence is left to numpy (nullopt).
+std::optional<Value> flat_number_list(PyObject* seq) {
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  if (n == 0) return std::nullopt;
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  const std::vector<int64_t> shape{static_cast<int64_t>(n)};
+  if (PyLong_CheckExact(items[0])) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (!PyLong_CheckExact(items[i])) return std::nullopt;
+      int overflow = 0;
+      const long long v = PyLong_AsLongLongAndOverflow(items[i], &overflow);
+      if (overflow) return std::nullopt;
+      const int32_t w = v > INT32_MAX   ? INT32_MAX
+                        : v < INT32_MIN ? INT32_MIN
+                                        : static_cast<int32_t>(v);
+      std::memcpy(bytes.data() + i * 4, &w, 4);
+    }
+    return Value(DataType::Int32, shape, Buffer::take(std::move(bytes)));
+  }
+  if (PyFloat_CheckExact(items[0])) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (!PyFloat_CheckExact(items[i])) return std::nullopt;
+      const float f = static_cast<float>(PyFloat_AS_DOUBLE(items[i]));
+      std::memcpy(bytes.data() + i * 4, &f, 4);
+    }
+    return Value(DataType::Float32, shape, Buffer::take(std::move(bytes)));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Value value_from_py(py::handle o, const What& what) {
@@ -229,6 +266,7 @@ Value value_from_py(py::handle o, const What& what) {
     return from_array(a, what);
   }
   if (PyList_Check(p) || PyTuple_Check(p)) {
+    if (auto v = flat_number_list(p)) return std::move(*v);
     py::sequence seq = py::reinterpret_borrow<py::sequence>(o);
     for (auto item : seq) {
       if (py::isinstance<PyDim>(item))

@@ -154,6 +154,34 @@ def test_const_array_typing_rules(value, dtype, shape):
     assert out.dtype is dtype and out.shape == shape, (value, out.dtype, out.shape)
 
 
+@pytest.mark.parametrize("value", [
+    pytest.param([1, -2, 2**40, -(2**40)], id="ints_clipped"),
+    pytest.param((3, 4), id="int_tuple"),
+    pytest.param([2**63], id="uint64_range"),
+    pytest.param([0.1, -1e40, float("inf")], id="floats"),
+    pytest.param([1, 2.5], id="int_and_float"),
+    pytest.param([2.5, 1], id="float_and_int"),
+    pytest.param([True, 2], id="bool_and_int"),
+    pytest.param([[1, 2], [3, 4]], id="nested"),
+    pytest.param([np.int64(5), 6], id="numpy_int_first"),
+])
+def test_python_number_lists_are_typed_as_numpy_arrays_of_them(value):
+    # coremltools makes a const of np.array(value): int64 clipped to int32, float64 to fp32
+    arr = np.array(value)
+    if arr.dtype.kind in "iu":
+        want = np.clip(arr, -(2**31), 2**31 - 1).astype(np.int32)
+    else:
+        want = arr.astype(np.float32) if arr.dtype.kind == "f" else arr
+
+    @mb.program(input_specs=[mb.TensorSpec((1,))])
+    def prog(x):
+        return mb.const(val=value)
+
+    got = prog.functions["main"].outputs[0].val
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
 def test_const_int64_array_values_are_clipped_to_int32():
     # int64 values are clipped to int32 like coremltools
     @mb.program(input_specs=[mb.TensorSpec((1,))])
@@ -252,13 +280,13 @@ def test_unconvertible_values_name_the_op_and_input():
 
 
 def test_errors_raised_inside_block_functions_propagate_unchanged():
-    class Boom(Exception):
+    class BlockFunctionError(Exception):
         pass
 
     def true_fn():
-        raise Boom("from the block function")
+        raise BlockFunctionError("from the block function")
 
-    with pytest.raises(Boom, match="from the block function"):
+    with pytest.raises(BlockFunctionError, match="from the block function"):
         @mb.program(input_specs=[mb.TensorSpec((2,))])
         def prog(x):
             pred = mb.greater(x=mb.reduce_max(x=x), y=0.0)
