@@ -1,9 +1,13 @@
 // The builder from Python: scopes (current function / insertion point) and op callers.
+// (common.h first: Python.h comes before the frame header)
 #include "common.h"
 
 #include <frameobject.h>
 
+#include <string>
+#include <string_view>
 #include <unordered_map>
+
 #include "milkit/types/error.h"
 
 namespace milkit::py_bind {
@@ -122,16 +126,16 @@ class OpCaller {
       throw TypeError("mb." + op_type_ + " takes at most " + std::to_string(s.inputs.size()) +
                       " positional arguments (" + s.input_names() + "), got " +
                       std::to_string(args.size()));
-    auto add = [&](const std::string& key, py::handle v) {
+    auto add = [&](std::string_view key, py::handle v) {
       int idx = s.input_index(key);
       if (idx < 0)
-        throw TypeError("mb." + op_type_ + ": Unknown input '" + key + "' for op '" + op_type_ + "'; its inputs are: " +
-                        s.input_names());
+        throw TypeError("mb." + op_type_ + ": Unknown input '" + std::string(key) + "' for op '" +
+                        op_type_ + "'; its inputs are: " + s.input_names());
       for (auto& a : out)
         if (a.name == key)
-          throw TypeError("mb." + op_type_ + ": argument '" + key + "' given twice");
+          throw TypeError("mb." + op_type_ + ": argument '" + std::string(key) + "' given twice");
       Arg a;
-      a.name = key;
+      a.name.assign(key.data(), key.size());
       const What what(op_type_, key);
       const InputDef& d = s.inputs[idx];
       if (d.kind == InputKind::List && (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()))) {
@@ -140,7 +144,8 @@ class OpCaller {
         a.items.push_back(ArgItem{nullptr, std::make_shared<const Value>(list_value_from_py(v, what, true))});
       } else if (d.kind == InputKind::Tuple && (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()))) {
         a.is_sequence = true;
-        for (auto e : py::reinterpret_borrow<py::sequence>(v)) a.items.push_back(item_from_py(e, what));
+        for (auto e : py::reinterpret_borrow<py::sequence>(v))
+          a.items.push_back(item_from_py(e, what));
       } else {
         a.items.push_back(item_from_py(v, what));
       }
@@ -157,12 +162,17 @@ class OpCaller {
       else block_fns = {{"_cond", py::none()}, {"_body", py::none()}};
     }
     for (auto kv : kwargs) {
-      std::string key = py::reinterpret_borrow<py::str>(kv.first);
+      // (the keyword's own UTF-8, no copy)
+      Py_ssize_t key_len = 0;
+      const char* key_data = PyUnicode_AsUTF8AndSize(kv.first.ptr(), &key_len);
+      if (!key_data) throw py::error_already_set();
+      const std::string_view key(key_data, static_cast<size_t>(key_len));
       bool is_block_fn = false;
       for (auto& bf : block_fns)
         if (bf.first == key) {
           if (!PyCallable_Check(kv.second.ptr()))
-            throw TypeError("mb." + op_type_ + ": '" + key + "' must be a function, got " +
+            throw TypeError("mb." + op_type_ + ": '" + std::string(key) +
+                            "' must be a function, got " +
                             std::string(py::str(py::type::of(kv.second).attr("__name__"))));
           bf.second = py::reinterpret_borrow<py::object>(kv.second);
           is_block_fn = true;

@@ -6,6 +6,8 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "milkit/builder/builder.h"
 #include "milkit/ir/ir.h"
@@ -39,10 +41,10 @@ class What {
   /// A fixed description (must outlive the conversion).
   What(const std::string& s) : text_(s.c_str()) {}  // NOLINT(google-explicit-constructor)
   /// "mb.<op_type> input '<input>'".
-  What(const std::string& op_type, const std::string& input) : op_(&op_type), input_(&input) {}
+  What(const std::string& op_type, std::string_view input) : op_(&op_type), input_(input) {}
   /// The description.
   std::string str() const {
-    if (op_) return "mb." + *op_ + " input '" + *input_ + "'";
+    if (op_) return "mb." + *op_ + " input '" + std::string(input_) + "'";
     return text_;
   }
   /// The description followed by `s`.
@@ -53,7 +55,7 @@ class What {
  private:
   const char* text_ = "";
   const std::string* op_ = nullptr;
-  const std::string* input_ = nullptr;
+  std::string_view input_;
 };
 
 /// Converts a Python value to a const Value with coremltools' typing rules.
