@@ -1,9 +1,13 @@
 // The builder from Python: scopes (current function / insertion point) and op callers.
+// (common.h first: Python.h comes before the frame header)
 #include "common.h"
 
 #include <frameobject.h>
 
+#include <string>
+#include <string_view>
 #include <unordered_map>
+
 #include "milkit/types/error.h"
 
 namespace milkit::py_bind {
@@ -25,31 +29,53 @@ std::string& package_dir() {
   return d;
 }
 
+// What caller_location knows of a code object: its file and the lines of the instructions it was
+// called from.
+struct CodeInfo {
+  std::shared_ptr<const std::string> file;
+  std::unordered_map<int, int> line_at;  // instruction offset -> line
+};
+
+// The line `f` is at (looked up once per call site: the line table is scanned each time Python
+// computes it).
+int frame_line(PyFrameObject* f, CodeInfo& info) {
+#if PY_VERSION_HEX >= 0x030B0000
+  const int lasti = PyFrame_GetLasti(f);
+  auto it = info.line_at.find(lasti);
+  if (it != info.line_at.end()) return it->second;
+  const int line = PyFrame_GetLineNumber(f);
+  info.line_at.emplace(lasti, line);
+  return line;
+#else
+  (void)info;
+  return PyFrame_GetLineNumber(f);
+#endif
+}
+
 // Location of the innermost frame outside the milkit package.
 Location caller_location() {
-  static std::unordered_map<PyObject*, std::shared_ptr<const std::string>> files;
+  static std::unordered_map<PyObject*, CodeInfo> codes;
   PyFrameObject* f = PyEval_GetFrame();
   if (!f) return {};
   Py_INCREF(f);
   Location loc;
   for (int depth = 0; f && depth < 16; ++depth) {
     PyCodeObject* code = PyFrame_GetCode(f);
-    auto it = files.find(reinterpret_cast<PyObject*>(code));
-    std::shared_ptr<const std::string> file;
-    if (it == files.end()) {
+    auto it = codes.find(reinterpret_cast<PyObject*>(code));
+    if (it == codes.end()) {
+      CodeInfo info;
       PyObject* fn = PyObject_GetAttrString(reinterpret_cast<PyObject*>(code), "co_filename");
-      file = std::make_shared<const std::string>(fn && PyUnicode_Check(fn) ? PyUnicode_AsUTF8(fn) : "?");
+      info.file = std::make_shared<const std::string>(
+          fn && PyUnicode_Check(fn) ? PyUnicode_AsUTF8(fn) : "?");
       Py_XDECREF(fn);
       Py_INCREF(code);  // keep the key alive
-      files.emplace(reinterpret_cast<PyObject*>(code), file);
-    } else {
-      file = it->second;
+      it = codes.emplace(reinterpret_cast<PyObject*>(code), std::move(info)).first;
     }
     Py_DECREF(code);
     const std::string& pd = package_dir();
-    if (pd.empty() || file->compare(0, pd.size(), pd) != 0) {
-      loc.file = file;
-      loc.line = PyFrame_GetLineNumber(f);
+    if (pd.empty() || it->second.file->compare(0, pd.size(), pd) != 0) {
+      loc.file = it->second.file;
+      loc.line = frame_line(f, it->second);
       Py_DECREF(f);
       return loc;
     }
@@ -70,8 +96,14 @@ Scope& current(const std::string& op_type) {
   return s.back();
 }
 
-ArgItem item_from_py(py::handle o, const std::string& what) {
-  if (py::isinstance<Var>(o)) return ArgItem{o.cast<Var*>(), nullptr};
+// Whether `o` is a Var (without pybind11's type lookup).
+bool is_var(py::handle o) {
+  static PyTypeObject* const var_type = reinterpret_cast<PyTypeObject*>(py::type::of<Var>().ptr());
+  return PyObject_TypeCheck(o.ptr(), var_type);
+}
+
+ArgItem item_from_py(py::handle o, const What& what) {
+  if (is_var(o)) return ArgItem{o.cast<Var*>(), nullptr};
   return ArgItem{nullptr, std::make_shared<const Value>(value_from_py(o, what))};
 }
 
@@ -94,17 +126,17 @@ class OpCaller {
       throw TypeError("mb." + op_type_ + " takes at most " + std::to_string(s.inputs.size()) +
                       " positional arguments (" + s.input_names() + "), got " +
                       std::to_string(args.size()));
-    auto add = [&](const std::string& key, py::handle v) {
+    auto add = [&](std::string_view key, py::handle v) {
       int idx = s.input_index(key);
       if (idx < 0)
-        throw TypeError("mb." + op_type_ + ": Unknown input '" + key + "' for op '" + op_type_ + "'; its inputs are: " +
-                        s.input_names());
+        throw TypeError("mb." + op_type_ + ": Unknown input '" + std::string(key) + "' for op '" +
+                        op_type_ + "'; its inputs are: " + s.input_names());
       for (auto& a : out)
         if (a.name == key)
-          throw TypeError("mb." + op_type_ + ": argument '" + key + "' given twice");
+          throw TypeError("mb." + op_type_ + ": argument '" + std::string(key) + "' given twice");
       Arg a;
-      a.name = key;
-      std::string what = "mb." + op_type_ + " input '" + key + "'";
+      a.name.assign(key.data(), key.size());
+      const What what(op_type_, key);
       const InputDef& d = s.inputs[idx];
       if (d.kind == InputKind::List && (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()))) {
         // a Python list for a list input (classify's classes) is a mil_list; its ints are int64,
@@ -112,7 +144,8 @@ class OpCaller {
         a.items.push_back(ArgItem{nullptr, std::make_shared<const Value>(list_value_from_py(v, what, true))});
       } else if (d.kind == InputKind::Tuple && (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()))) {
         a.is_sequence = true;
-        for (auto e : py::reinterpret_borrow<py::sequence>(v)) a.items.push_back(item_from_py(e, what));
+        for (auto e : py::reinterpret_borrow<py::sequence>(v))
+          a.items.push_back(item_from_py(e, what));
       } else {
         a.items.push_back(item_from_py(v, what));
       }
@@ -129,12 +162,17 @@ class OpCaller {
       else block_fns = {{"_cond", py::none()}, {"_body", py::none()}};
     }
     for (auto kv : kwargs) {
-      std::string key = py::reinterpret_borrow<py::str>(kv.first);
+      // (the keyword's own UTF-8, no copy)
+      Py_ssize_t key_len = 0;
+      const char* key_data = PyUnicode_AsUTF8AndSize(kv.first.ptr(), &key_len);
+      if (!key_data) throw py::error_already_set();
+      const std::string_view key(key_data, static_cast<size_t>(key_len));
       bool is_block_fn = false;
       for (auto& bf : block_fns)
         if (bf.first == key) {
           if (!PyCallable_Check(kv.second.ptr()))
-            throw TypeError("mb." + op_type_ + ": '" + key + "' must be a function, got " +
+            throw TypeError("mb." + op_type_ + ": '" + std::string(key) +
+                            "' must be a function, got " +
                             std::string(py::str(py::type::of(kv.second).attr("__name__"))));
           bf.second = py::reinterpret_borrow<py::object>(kv.second);
           is_block_fn = true;
@@ -209,6 +247,29 @@ class OpCaller {
   std::string op_type_;
 };
 
+#if __has_include(<pybind11/detail/exception_translation.h>)
+#include <pybind11/detail/exception_translation.h>
+#define MILKIT_FAST_OP_CALL 1
+// mb.<op>(...) without pybind11's dispatcher (CPython calls the type's tp_call with the
+// positional tuple and keyword dict it builds; the dispatcher would look up __call__, bind it and
+// copy the keywords into a dict of its own). Errors are translated as the dispatcher does.
+PyObject* op_caller_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  try {
+    py::detail::loader_life_support life_support;
+    auto* inst = reinterpret_cast<py::detail::instance*>(self);
+    const auto* caller = static_cast<const OpCaller*>(inst->get_value_and_holder().value_ptr());
+    py::kwargs kw = kwargs ? py::reinterpret_borrow<py::kwargs>(kwargs) : py::kwargs();
+    return caller->call(py::reinterpret_borrow<py::args>(args), std::move(kw)).release().ptr();
+  } catch (py::error_already_set& e) {
+    e.restore();
+    return nullptr;
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+#endif
+
 py::list schema_info(const OpSchema& s) {
   // (the fixed defaults; defaults computed from other inputs are not listed)
   py::list inputs;
@@ -239,10 +300,13 @@ py::list schema_info(const OpSchema& s) {
 }  // namespace
 
 void init_builder(py::module_& m) {
-  py::class_<OpCaller>(m, "OpCaller", "Calls an op of the registry on the current function.")
-      .def("__call__", &OpCaller::call)
+  py::class_<OpCaller> op_caller(m, "OpCaller", "Calls an op of the registry on the current function.");
+  op_caller.def("__call__", &OpCaller::call)
       .def_property_readonly("op_type", &OpCaller::op_type)
       .def("__repr__", [](const OpCaller& c) { return "<milkit op '" + c.op_type() + "'>"; });
+#ifdef MILKIT_FAST_OP_CALL
+  reinterpret_cast<PyTypeObject*>(op_caller.ptr())->tp_call = &op_caller_tp_call;
+#endif
 
   m.def("op_caller", [](const std::string& name) {
     if (!OpRegistry::instance().exists(name)) throw TypeError("unknown op type '" + name + "'");

@@ -6,6 +6,8 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "milkit/builder/builder.h"
 #include "milkit/ir/ir.h"
@@ -30,12 +32,38 @@ std::shared_ptr<Operation> handle(Operation* op);
 /// Block handle.
 std::shared_ptr<Block> handle(Block* b);
 
+/// What a converted value is for, as error messages name it ("mb.add input 'y'"). The builder's
+/// form (op type and input name) is put together only when a message is written.
+class What {
+ public:
+  /// A fixed description (must outlive the conversion).
+  What(const char* s) : text_(s) {}  // NOLINT(google-explicit-constructor)
+  /// A fixed description (must outlive the conversion).
+  What(const std::string& s) : text_(s.c_str()) {}  // NOLINT(google-explicit-constructor)
+  /// "mb.<op_type> input '<input>'".
+  What(const std::string& op_type, std::string_view input) : op_(&op_type), input_(input) {}
+  /// The description.
+  std::string str() const {
+    if (op_) return "mb." + *op_ + " input '" + std::string(input_) + "'";
+    return text_;
+  }
+  /// The description followed by `s`.
+  friend std::string operator+(const What& w, const char* s) { return w.str() + s; }
+  /// The description followed by `s`.
+  friend std::string operator+(const What& w, const std::string& s) { return w.str() + s; }
+
+ private:
+  const char* text_ = "";
+  const std::string* op_ = nullptr;
+  std::string_view input_;
+};
+
 /// Converts a Python value to a const Value with coremltools' typing rules.
-Value value_from_py(py::handle o, const std::string& what);
+Value value_from_py(py::handle o, const What& what);
 /// A MIL list of scalars from a Python sequence (the elements of a `mil_list`): str elements make
 /// a list of str; integers a list of int64 when the first is an np.int64 or `ints_as_int64`,
 /// else of int32 (coremltools' const typing). Empty or mixed lists raise.
-Value list_value_from_py(py::handle seq, const std::string& what, bool ints_as_int64);
+Value list_value_from_py(py::handle seq, const What& what, bool ints_as_int64);
 /// Whether `o` is a `mil_list` (milkit's or coremltools'): an object of that class name with a
 /// list `ls`.
 bool is_mil_list(py::handle o);

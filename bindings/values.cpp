@@ -1,6 +1,9 @@
 // Python <-> Value conversion with coremltools' const typing rules.
 #include <climits>
+#include <cstdint>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "common.h"
 #include "milkit/types/error.h"
@@ -86,7 +89,7 @@ Value int32_clipped(const py::array& a) {
   return Value(DataType::Int32, shape, Buffer::take(std::move(bytes)));
 }
 
-Value from_array(py::array a, const std::string& what) {
+Value from_array(py::array a, const What& what) {
   py::dtype d = a.dtype();
   char kind = d.kind();
   int size = static_cast<int>(d.itemsize());
@@ -142,7 +145,7 @@ bool is_mil_list(py::handle o) {
          PyList_Check(py::getattr(o, "ls").ptr());
 }
 
-Value list_value_from_py(py::handle seq, const std::string& what, bool ints_as_int64) {
+Value list_value_from_py(py::handle seq, const What& what, bool ints_as_int64) {
   if (!PyList_Check(seq.ptr()) && !PyTuple_Check(seq.ptr()))
     throw TypeError(what + ": a list value takes a Python list, got " +
                     std::string(py::str(py::type::of(seq).attr("__name__"))));
@@ -191,12 +194,58 @@ Value list_value_from_py(py::handle seq, const std::string& what, bool ints_as_i
                   std::string(py::str(py::type::of(items[0]).attr("__name__"))));
 }
 
-Value value_from_py(py::handle o, const std::string& what) {
+namespace {
+
+// Value::scalar_float(Float32, v) without its list of elements.
+Value scalar_fp32(double v) {
+  const float f = static_cast<float>(v);
+  std::vector<uint8_t> bytes(sizeof f);
+  std::memcpy(bytes.data(), &f, sizeof f);
+  return Value(DataType::Float32, {}, Buffer::take(std::move(bytes)));
+}
+
+// A flat list or tuple of Python ints (bools excluded) or of Python floats as numpy makes it and
+// from_array types it (int64 clipped to int32, float64 narrowed to fp32), without the array; an
+// empty, nested, mixed or out-of-int64 sequence is left to numpy (nullopt).
+std::optional<Value> flat_number_list(PyObject* seq) {
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  if (n == 0) return std::nullopt;
+  PyObject** items = PySequence_Fast_ITEMS(seq);
+  const std::vector<int64_t> shape{static_cast<int64_t>(n)};
+  if (PyLong_CheckExact(items[0])) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (!PyLong_CheckExact(items[i])) return std::nullopt;
+      int overflow = 0;
+      const long long v = PyLong_AsLongLongAndOverflow(items[i], &overflow);
+      if (overflow) return std::nullopt;
+      const int32_t w = v > INT32_MAX   ? INT32_MAX
+                        : v < INT32_MIN ? INT32_MIN
+                                        : static_cast<int32_t>(v);
+      std::memcpy(bytes.data() + i * 4, &w, 4);
+    }
+    return Value(DataType::Int32, shape, Buffer::take(std::move(bytes)));
+  }
+  if (PyFloat_CheckExact(items[0])) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(n) * 4);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (!PyFloat_CheckExact(items[i])) return std::nullopt;
+      const float f = static_cast<float>(PyFloat_AS_DOUBLE(items[i]));
+      std::memcpy(bytes.data() + i * 4, &f, 4);
+    }
+    return Value(DataType::Float32, shape, Buffer::take(std::move(bytes)));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Value value_from_py(py::handle o, const What& what) {
   PyObject* p = o.ptr();
   PyTypeObject* t = Py_TYPE(p);
-  if (is_mil_list(o)) return list_value_from_py(py::getattr(o, "ls"), what, false);
+  // (Python and numpy scalars first: none of them is a mil_list)
   if (PyBool_Check(p)) return Value::scalar_bool(p == Py_True);
-  if (PyFloat_Check(p)) return Value::scalar_float(DataType::Float32, PyFloat_AsDouble(p));
+  if (PyFloat_Check(p)) return scalar_fp32(PyFloat_AsDouble(p));
   if (PyLong_Check(p)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
@@ -206,16 +255,18 @@ Value value_from_py(py::handle o, const std::string& what) {
   }
   if (PyUnicode_Check(p)) return Value::scalar_string(o.cast<std::string>());
   NumpyTypes& nt = np_types();
-  if (reinterpret_cast<PyObject*>(t) == nt.f32) return Value::scalar_float(DataType::Float32, PyFloat_AsDouble(p));
+  if (reinterpret_cast<PyObject*>(t) == nt.f32) return scalar_fp32(PyFloat_AsDouble(p));
   if (reinterpret_cast<PyObject*>(t) == nt.f16) return Value::scalar_float(DataType::Float16, PyFloat_AsDouble(p));
   if (reinterpret_cast<PyObject*>(t) == nt.i32) return Value::scalar_int(DataType::Int32, PyLong_AsLongLong(p));
   if (reinterpret_cast<PyObject*>(t) == nt.boolean) return Value::scalar_bool(PyObject_IsTrue(p));
+  if (is_mil_list(o)) return list_value_from_py(py::getattr(o, "ls"), what, false);
   if (PyObject_IsInstance(p, nt.ndarray)) return from_array(py::reinterpret_borrow<py::array>(o), what);
   if (PyObject_IsInstance(p, nt.generic)) {
     py::array a = py::array::ensure(o);
     return from_array(a, what);
   }
   if (PyList_Check(p) || PyTuple_Check(p)) {
+    if (auto v = flat_number_list(p)) return std::move(*v);
     py::sequence seq = py::reinterpret_borrow<py::sequence>(o);
     for (auto item : seq) {
       if (py::isinstance<PyDim>(item))

@@ -95,6 +95,7 @@ void add_linear(OpRegistry& r, Target since, const std::string& wdom) {
   // coremltools: bias = zeros(weight.shape[0]) with weight's dtype
   s.defaults = [](InferCtx& ic) {
     std::vector<std::pair<std::string, Value>> d;
+    if (ic.has("bias")) return d;  // (the zero bias is only made when it is used)
     const Type* tw = ic.type("weight");
     if (tw->has_rank() && tw->rank() >= 1 && tw->shape()[0]->is_const()) {
       int64_t n = tw->shape()[0]->value();

@@ -154,6 +154,34 @@ def test_const_array_typing_rules(value, dtype, shape):
     assert out.dtype is dtype and out.shape == shape, (value, out.dtype, out.shape)
 
 
+@pytest.mark.parametrize("value", [
+    pytest.param([1, -2, 2**40, -(2**40)], id="ints_clipped"),
+    pytest.param((3, 4), id="int_tuple"),
+    pytest.param([2**63], id="uint64_range"),
+    pytest.param([0.1, -1e40, float("inf")], id="floats"),
+    pytest.param([1, 2.5], id="int_and_float"),
+    pytest.param([2.5, 1], id="float_and_int"),
+    pytest.param([True, 2], id="bool_and_int"),
+    pytest.param([[1, 2], [3, 4]], id="nested"),
+    pytest.param([np.int64(5), 6], id="numpy_int_first"),
+])
+def test_python_number_lists_are_typed_as_numpy_arrays_of_them(value):
+    # coremltools makes a const of np.array(value): int64 clipped to int32, float64 to fp32
+    arr = np.array(value)
+    if arr.dtype.kind in "iu":
+        want = np.clip(arr, -(2**31), 2**31 - 1).astype(np.int32)
+    else:
+        want = arr.astype(np.float32) if arr.dtype.kind == "f" else arr
+
+    @mb.program(input_specs=[mb.TensorSpec((1,))])
+    def prog(x):
+        return mb.const(val=value)
+
+    got = prog.functions["main"].outputs[0].val
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
 def test_const_int64_array_values_are_clipped_to_int32():
     # int64 values are clipped to int32 like coremltools
     @mb.program(input_specs=[mb.TensorSpec((1,))])
@@ -220,6 +248,49 @@ def test_errors_name_op_input_and_user_line():
     assert isinstance(e.value, milkit.MilkitError)
     # coremltools raises ValueError for input validation; milkit's TypeErrors are ValueErrors too
     assert isinstance(e.value, ValueError)
+
+
+def test_ops_record_the_line_they_are_built_at():
+    import inspect
+
+    first = inspect.currentframe().f_lineno + 5  # the mb.add line below
+
+    @mb.program(input_specs=[mb.TensorSpec((2,))])
+    def prog(x):
+        for _ in range(3):
+            x = mb.add(x=x, y=1.0)
+        return mb.mul(x=x, y=2.0)
+
+    ops = prog.functions["main"].operations
+    assert [op.location for op in ops if op.op_type == "add"] == [(__file__, first)] * 3
+    assert [op.location for op in ops if op.op_type == "mul"] == [(__file__, first + 1)]
+    # the implicit consts carry the line of the op that made them
+    assert {op.location[1] for op in ops if op.op_type == "const"} == {first, first + 1}
+
+
+def test_unconvertible_values_name_the_op_and_input():
+    with pytest.raises(TypeError, match="^mb.add input 'y': cannot make a const from a value of type object$"):
+        @mb.program(input_specs=[mb.TensorSpec((2,))])
+        def prog(x):
+            return mb.add(x=x, y=object())
+    with pytest.raises(TypeError, match="^mb.add input 'y': a list of vars is not a value"):
+        @mb.program(input_specs=[mb.TensorSpec((2,))])
+        def prog2(x):
+            return mb.add(x=x, y=[x, x])
+
+
+def test_errors_raised_inside_block_functions_propagate_unchanged():
+    class BlockFunctionError(Exception):
+        pass
+
+    def true_fn():
+        raise BlockFunctionError("from the block function")
+
+    with pytest.raises(BlockFunctionError, match="from the block function"):
+        @mb.program(input_specs=[mb.TensorSpec((2,))])
+        def prog(x):
+            pred = mb.greater(x=mb.reduce_max(x=x), y=0.0)
+            return mb.cond(pred=pred, _true_fn=true_fn, _false_fn=lambda: x)
 
 
 def test_var_operators():
