@@ -45,6 +45,15 @@ def median_ms(fn: Callable[[], Any], runs: int, warmup: int = 2) -> float:
     return statistics.median(ts)
 
 
+def child_figures(pkg: str, feed: dict, tmp: str, threads: int) -> dict:
+    """The predict-only child's figures (peak RSS, weights) for package `pkg` fed `feed`."""
+    feed_path = os.path.join(tmp, "feed.npz")
+    np.savez(feed_path, **feed)
+    out = subprocess.run([sys.executable, __file__, "--child", pkg, feed_path, "--threads", str(threads)],
+                         capture_output=True, text=True, check=True, env=os.environ)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def rel_err(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(a.astype(np.float64) - b)) / max(np.max(np.abs(b)), 1e-12))
 
@@ -136,11 +145,7 @@ def bench(name: str, runs: int, threads: int) -> dict:
         "onnxruntime_rel_err": err_o,
         "milkit_convert_s": convert_s,
     }
-    feed_path = os.path.join(tmp, "feed.npz")
-    np.savez(feed_path, **feed_m)
-    out = subprocess.run([sys.executable, __file__, "--child", pkg, feed_path, "--threads", str(threads)],
-                         capture_output=True, text=True, check=True, env=os.environ)
-    res.update(json.loads(out.stdout.strip().splitlines()[-1]))
+    res.update(child_figures(pkg, feed_m, tmp, threads))
     return res
 
 
@@ -251,11 +256,7 @@ def bench_conv(name: str, runs: int, threads: int) -> list[dict]:
             "onnxruntime_rel_err": err_o,
             "milkit_convert_s": convert_s,
         }
-        feed_path = os.path.join(tmp, "feed.npz")
-        np.savez(feed_path, **feed_m)
-        out = subprocess.run([sys.executable, __file__, "--child", pkg, feed_path, "--threads", str(threads)],
-                             capture_output=True, text=True, check=True, env=os.environ)
-        res.update(json.loads(out.stdout.strip().splitlines()[-1]))
+        res.update(child_figures(pkg, feed_m, tmp, threads))
         rows.append(res)
     return rows
 
