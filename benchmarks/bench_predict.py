@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Tuple
 
 import numpy as np
 
@@ -43,6 +43,20 @@ def median_ms(fn: Callable[[], Any], runs: int, warmup: int = 2) -> float:
         fn()
         ts.append((time.perf_counter() - t) * 1e3)
     return statistics.median(ts)
+
+
+def torch_reference(mod: Any, feed: Any, runs: int) -> Tuple[np.ndarray, float]:
+    """torch eager's output for `feed` and its median latency in ms."""
+    import torch
+
+    with torch.no_grad():
+        want = mod(feed).numpy()
+
+    def run_torch() -> None:
+        with torch.no_grad():
+            mod(feed)
+
+    return want, median_ms(run_torch, runs)
 
 
 def child_figures(pkg: str, feed: dict, tmp: str, threads: int) -> dict:
@@ -105,15 +119,8 @@ def bench(name: str, runs: int, threads: int) -> dict:
         prog = models.gpt2_milkit(models.state_numpy(mod), seq=128)
         feed_t = torch.from_numpy(ids)
         feed_m = {"ids": ids.astype(np.int32)}
-    with torch.no_grad():
-        want = mod(feed_t).numpy()
-
-    def run_torch() -> None:
-        with torch.no_grad():
-            mod(feed_t)
-
     # torch first, before the other runtimes start their worker threads
-    torch_ms = median_ms(run_torch, runs)
+    want, torch_ms = torch_reference(mod, feed_t, runs)
 
     tmp = tempfile.mkdtemp(prefix="milkit-bench-")
     t = time.perf_counter()
@@ -205,14 +212,7 @@ def bench_conv(name: str, runs: int, threads: int) -> list[dict]:
     mod = randomize(getattr(torchvision.models, CONV_NETS[name])())
     x = np.random.default_rng(0).standard_normal((1, 3, 224, 224)).astype(np.float32)
     feed_t = torch.from_numpy(x)
-    with torch.no_grad():
-        want = mod(feed_t).numpy()
-
-    def run_torch() -> None:
-        with torch.no_grad():
-            mod(feed_t)
-
-    torch_ms = median_ms(run_torch, runs)
+    want, torch_ms = torch_reference(mod, feed_t, runs)
     tmp = tempfile.mkdtemp(prefix="milkit-bench-")
     onnx_path = os.path.join(tmp, f"{name}.onnx")
     with torch.no_grad():
