@@ -59,6 +59,21 @@ def torch_reference(mod: Any, feed: Any, runs: int) -> Tuple[np.ndarray, float]:
     return want, median_ms(run_torch, runs)
 
 
+def onnx_export(mod: Any, feed: Any, tmp: str, name: str, threads: int) -> Tuple[str, Any]:
+    """`mod` exported to ONNX under `tmp` (input "input", opset 17), and onnxruntime session
+    options for `threads` intra-op threads."""
+    import onnxruntime as ort
+    import torch
+
+    onnx_path = os.path.join(tmp, f"{name}.onnx")
+    with torch.no_grad():
+        torch.onnx.export(mod, (feed,), onnx_path, dynamo=False, input_names=["input"], opset_version=17)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    return onnx_path, so
+
+
 def child_figures(pkg: str, feed: dict, tmp: str, threads: int) -> dict:
     """The predict-only child's figures (peak RSS, weights) for package `pkg` fed `feed`."""
     feed_path = os.path.join(tmp, "feed.npz")
@@ -132,12 +147,7 @@ def bench(name: str, runs: int, threads: int) -> dict:
     (got,) = model.predict(feed_m).values()
     err_m = rel_err(got, want)
 
-    onnx_path = os.path.join(tmp, f"{name}.onnx")
-    with torch.no_grad():
-        torch.onnx.export(mod, (feed_t,), onnx_path, dynamo=False, input_names=["input"], opset_version=17)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
+    onnx_path, so = onnx_export(mod, feed_t, tmp, name, threads)
     sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
     feed_o = {"input": feed_t.numpy()}
     got_o = sess.run(None, feed_o)[0]
@@ -214,12 +224,7 @@ def bench_conv(name: str, runs: int, threads: int) -> list[dict]:
     feed_t = torch.from_numpy(x)
     want, torch_ms = torch_reference(mod, feed_t, runs)
     tmp = tempfile.mkdtemp(prefix="milkit-bench-")
-    onnx_path = os.path.join(tmp, f"{name}.onnx")
-    with torch.no_grad():
-        torch.onnx.export(mod, (feed_t,), onnx_path, dynamo=False, input_names=["input"], opset_version=17)
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
+    onnx_path, so = onnx_export(mod, feed_t, tmp, name, threads)
     feed_o = {"input": x}
     sess, ort_first = first_ms(lambda: ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"]),
                                lambda s: s.run(None, feed_o))

@@ -196,14 +196,6 @@ Value list_value_from_py(py::handle seq, const What& what, bool ints_as_int64) {
 
 namespace {
 
-// Value::scalar_float(Float32, v) without its list of elements.
-Value scalar_fp32(double v) {
-  const float f = static_cast<float>(v);
-  std::vector<uint8_t> bytes(sizeof f);
-  std::memcpy(bytes.data(), &f, sizeof f);
-  return Value(DataType::Float32, {}, Buffer::take(std::move(bytes)));
-}
-
 // A flat list or tuple of Python ints (bools excluded) or of Python floats as numpy makes it and
 // from_array types it (int64 clipped to int32, float64 narrowed to fp32), without the array; an
 // empty, nested, mixed or out-of-int64 sequence is left to numpy (nullopt).
@@ -245,7 +237,7 @@ Value value_from_py(py::handle o, const What& what) {
   PyTypeObject* t = Py_TYPE(p);
   // (Python and numpy scalars first: none of them is a mil_list)
   if (PyBool_Check(p)) return Value::scalar_bool(p == Py_True);
-  if (PyFloat_Check(p)) return scalar_fp32(PyFloat_AsDouble(p));
+  if (PyFloat_Check(p)) return Value::scalar_float(DataType::Float32, PyFloat_AsDouble(p));
   if (PyLong_Check(p)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
@@ -255,7 +247,8 @@ Value value_from_py(py::handle o, const What& what) {
   }
   if (PyUnicode_Check(p)) return Value::scalar_string(o.cast<std::string>());
   NumpyTypes& nt = np_types();
-  if (reinterpret_cast<PyObject*>(t) == nt.f32) return scalar_fp32(PyFloat_AsDouble(p));
+  if (reinterpret_cast<PyObject*>(t) == nt.f32)
+    return Value::scalar_float(DataType::Float32, PyFloat_AsDouble(p));
   if (reinterpret_cast<PyObject*>(t) == nt.f16) return Value::scalar_float(DataType::Float16, PyFloat_AsDouble(p));
   if (reinterpret_cast<PyObject*>(t) == nt.i32) return Value::scalar_int(DataType::Int32, PyLong_AsLongLong(p));
   if (reinterpret_cast<PyObject*>(t) == nt.boolean) return Value::scalar_bool(PyObject_IsTrue(p));

@@ -157,10 +157,18 @@ void for_halves(const Group& g, Fn fn) {
   }
 }
 
+// Per-thread tables by fp16 bit pattern, kept between groups: the counts are all zero between
+// uses (each use clears the entries it counted), the clusters are read only where just written.
+struct HalfTables {
+  std::vector<uint32_t> count = std::vector<uint32_t>(65536, 0);
+  std::vector<uint8_t> cluster = std::vector<uint8_t>(65536, 0);
+};
+
 // k-means of an fp16 group: distinct values and their counts from a count over the 65536 half
 // bit patterns (visited in value order), each element's cluster through a table by pattern.
 void kmeans_half(const Group& g, int nbits, double* lut, uint8_t* idx) {
-  std::vector<uint32_t> hist(65536, 0);
+  thread_local HalfTables t;
+  std::vector<uint32_t>& hist = t.count;
   for_halves(g, [&](int64_t, uint16_t h) { ++hist[h]; });
   std::vector<double> values, counts;
   std::vector<uint16_t> patterns;  // of each distinct value
@@ -169,16 +177,15 @@ void kmeans_half(const Group& g, int nbits, double* lut, uint8_t* idx) {
     patterns.push_back(static_cast<uint16_t>(h));
     values.push_back(half_to_float(static_cast<uint16_t>(h)));
     counts.push_back(hist[h]);
+    hist[h] = 0;  // cleared for the next group before anything can throw
   };
   for (uint32_t h = 0xFFFF; h > 0x8000; --h) visit(h);
   for (uint32_t h = 0; h < 0x8000; ++h) visit(h);
-  std::vector<uint32_t>().swap(hist);
   KMeans1D km = kmeans1d(values, counts, 1 << nbits);
   for (size_t j = 0; j < km.centroids.size(); ++j)
     lut[j] = cast_to(DataType::Float16, km.centroids[j]);
-  std::vector<uint8_t> cluster(65536, 0);
-  for (size_t v = 0; v < patterns.size(); ++v) cluster[patterns[v]] = km.cluster[v];
-  for_halves(g, [&](int64_t i, uint16_t h) { idx[i] = cluster[h]; });
+  for (size_t v = 0; v < patterns.size(); ++v) t.cluster[patterns[v]] = km.cluster[v];
+  for_halves(g, [&](int64_t i, uint16_t h) { idx[i] = t.cluster[h]; });
 }
 
 // Distinct values of a group (ascending) with their counts, and each element's index among them.

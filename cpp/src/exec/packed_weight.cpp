@@ -78,16 +78,6 @@ __attribute__((target("avx2"))) int64_t lookup4_avx2(const uint8_t* b, int64_t n
 }
 #endif
 
-/// Rounds n floats to fp16 values in place (through the F16C conversions when the CPU has them).
-void round_to_half(float* p, int64_t n) {
-  uint16_t h[256];
-  for (int64_t i = 0; i < n; i += 256) {
-    const size_t m = static_cast<size_t>(std::min<int64_t>(256, n - i));
-    floats_to_halves(p + i, h, m);
-    halves_to_floats(h, p + i, m);
-  }
-}
-
 /// Integers of 1 to 8 bits stored bit-packed LSB first: borrowed from an already packed tensor
 /// (an iOS16 index or mask blob, any 8-bit tensor) or packed from milkit's one-byte-per-element
 /// layout.

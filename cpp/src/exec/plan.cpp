@@ -372,7 +372,7 @@ bool fusable_activation(const Operation& act, const Var* v) {
       !act.blocks().empty())
     return false;
   if (v->uses().size() != 1 || !v->block_uses().empty()) return false;
-  return act.output(0)->type()->str() == v->type()->str();
+  return act.output(0)->type() == v->type();  // interned: equal types are one pointer
 }
 
 /// Folds each activation that directly follows the conv whose output it alone reads into the

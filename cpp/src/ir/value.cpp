@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <sstream>
 
@@ -312,6 +313,15 @@ Value Value::from_ints(DataType dt, std::vector<int64_t> shape, const std::vecto
     }
   }
   return Value(dt, std::move(shape), Buffer::take(std::move(bytes)));
+}
+
+Value Value::scalar_float(DataType dt, double v) {
+  if (dt != DataType::Float32) return from_doubles(dt, {}, {v});
+  // the builder's most common const: its four bytes, without a list of elements
+  const float f = static_cast<float>(v);
+  std::vector<uint8_t> bytes(sizeof f);
+  std::memcpy(bytes.data(), &f, sizeof f);
+  return Value(dt, {}, Buffer::take(std::move(bytes)));
 }
 
 Value Value::from_doubles(DataType dt, std::vector<int64_t> shape, const std::vector<double>& v) {

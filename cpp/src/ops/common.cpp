@@ -16,6 +16,8 @@ std::string shape_str(const std::vector<Dim>& s) {
 std::vector<Dim> broadcast_shapes(const InferCtx& ic, const std::vector<Dim>& a,
                                   const std::vector<Dim>& b, std::string_view an,
                                   std::string_view bn) {
+  if (b.empty()) return a;  // a rank-0 operand broadcasts to the other's shape as it is
+  if (a.empty()) return b;
   Context& ctx = ic.ctx;
   size_t n = std::max(a.size(), b.size());
   std::vector<Dim> r(n);

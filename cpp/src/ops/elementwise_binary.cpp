@@ -43,9 +43,6 @@ void add_binary(OpRegistry& r, const std::string& name, DTypeSet domain, bool bo
     const Type* ty = ic.type("y");
     DataType dt = bool_out ? DataType::Bool : tx->dtype();
     if (!tx->has_rank() || !ty->has_rank()) return {ic.ctx.tensor_unknown_rank(dt)};
-    // a rank-0 operand broadcasts to the other's shape as it is
-    if (ty->shape().empty()) return {ic.ctx.tensor(dt, tx->shape())};
-    if (tx->shape().empty()) return {ic.ctx.tensor(dt, ty->shape())};
     return {ic.ctx.tensor(dt, ops::broadcast_shapes(ic, tx->shape(), ty->shape()))};
   };
   s.value = [bool_out, ff, fi, fd](InferCtx& ic, std::vector<std::shared_ptr<const Value>>& out) {

@@ -1,5 +1,6 @@
 #include "milkit/types/datatype.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -319,6 +320,15 @@ void floats_to_halves(const float* in, uint16_t* out, size_t n) {
   }
 #endif
   for (size_t i = 0; i < n; ++i) out[i] = float_to_half(in[i]);
+}
+
+void round_to_half(float* p, int64_t n) {
+  uint16_t h[256];
+  for (int64_t i = 0; i < n; i += 256) {
+    const size_t m = static_cast<size_t>(std::min<int64_t>(256, n - i));
+    floats_to_halves(p + i, h, m);
+    halves_to_floats(h, p + i, m);
+  }
 }
 
 void halves_to_floats(const uint16_t* in, float* out, size_t n) {

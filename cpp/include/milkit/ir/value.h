@@ -113,8 +113,8 @@ class Value {
   static Value from_doubles(DataType dt, std::vector<int64_t> shape, const std::vector<double>& v);
   /// Scalar helpers.
   static Value scalar_int(DataType dt, int64_t v) { return from_ints(dt, {}, {v}); }
-  /// A float scalar.
-  static Value scalar_float(DataType dt, double v) { return from_doubles(dt, {}, {v}); }
+  /// A float scalar (rounded to the dtype).
+  static Value scalar_float(DataType dt, double v);
   /// A bool scalar.
   static Value scalar_bool(bool v) { return from_ints(DataType::Bool, {}, {v ? 1 : 0}); }
   /// A string scalar.

@@ -92,5 +92,7 @@ float bf16_to_float(uint16_t h);
 void floats_to_halves(const float* in, uint16_t* out, size_t n);
 /// Converts n IEEE halves to floats (uses F16C when the CPU has it).
 void halves_to_floats(const uint16_t* in, float* out, size_t n);
+/// Rounds n floats to the nearest fp16 values in place (round to nearest even).
+void round_to_half(float* p, int64_t n);
 
 }  // namespace milkit

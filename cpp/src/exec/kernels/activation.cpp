@@ -91,16 +91,16 @@ void unary(KernelCtx& k, F f) {
 }
 
 void relu(KernelCtx& k) {
-  unary(k, [](float x) { return np_max(x, 0.0f); });
+  unary(k, [](float x) { return vmath::vrelu(x); });
 }
 void relu6(KernelCtx& k) {
-  unary(k, [](float x) { return np_min(np_max(x, 0.0f), 6.0f); });
+  unary(k, [](float x) { return vmath::vrelu6(x); });
 }
 void sigmoid(KernelCtx& k) {
   unary(k, [](float x) { return vmath::vsigmoid(x); });
 }
 void silu(KernelCtx& k) {
-  unary(k, [](float x) { return x / (1.0f + vexp(-x)); });
+  unary(k, [](float x) { return vmath::vsilu(x); });
 }
 void softsign(KernelCtx& k) {
   unary(k, [](float x) { return x / (1.0f + std::fabs(x)); });

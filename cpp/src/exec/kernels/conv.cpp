@@ -370,16 +370,6 @@ void conv_forward(const Geom& g, const float* x, const float* w, const float* bi
       }
 }
 
-/// Rounds n floats to fp16 values in place.
-void round_to_half(float* p, int64_t n) {
-  uint16_t h[256];
-  for (int64_t i = 0; i < n; i += 256) {
-    const size_t m = static_cast<size_t>(std::min<int64_t>(256, n - i));
-    floats_to_halves(p + i, h, m);
-    halves_to_floats(h, p + i, m);
-  }
-}
-
 /// Applies the activation the plan fused into this conv (relu, relu6 or silu, as their kernels
 /// compute them) to `out` in place; an fp16 conv output is rounded to fp16 first, as the
 /// activation would have read it.
@@ -394,11 +384,11 @@ void apply_fused(const KernelCtx& k, Tensor& out) {
     const int64_t n = e - b;
     if (half) round_to_half(p, n);
     if (t == "relu")
-      vmath::map(p, p, n, [](float x) { return vmath::np_max(x, 0.0f); });
+      vmath::map(p, p, n, [](float x) { return vmath::vrelu(x); });
     else if (t == "relu6")
-      vmath::map(p, p, n, [](float x) { return vmath::np_min(vmath::np_max(x, 0.0f), 6.0f); });
+      vmath::map(p, p, n, [](float x) { return vmath::vrelu6(x); });
     else
-      vmath::map(p, p, n, [](float x) { return x / (1.0f + vmath::vexp(-x)); });
+      vmath::map(p, p, n, [](float x) { return vmath::vsilu(x); });
   });
 }
 

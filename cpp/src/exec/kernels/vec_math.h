@@ -183,6 +183,13 @@ inline float vtanh(float x) {
 /// 1 / (1 + exp(-x)).
 inline float vsigmoid(float x) { return 1.0f / (1.0f + vexp(-x)); }
 
+/// relu, as the relu kernel (and a conv with a fused relu) computes it.
+inline float vrelu(float x) { return np_max(x, 0.0f); }
+/// relu6, as the relu6 kernel (and a conv with a fused relu6) computes it.
+inline float vrelu6(float x) { return np_min(np_max(x, 0.0f), 6.0f); }
+/// silu, as the silu kernel (and a conv with a fused silu) computes it.
+inline float vsilu(float x) { return x / (1.0f + vexp(-x)); }
+
 /// log1p(y) for y in [0, 1] (~2 ulp): log(u) of u = 1 + y, corrected by (y - (u - 1)) / u for the
 /// rounding of u; log(u) = e ln 2 + 2 atanh(s), u = m 2^e with m in [sqrt(1/2), sqrt(2)),
 /// s = (m - 1) / (m + 1), |s| < 0.172, atanh by its series up to s^9.
