@@ -166,17 +166,39 @@ def _pipeline_length(pass_pipeline: Any, compute_precision: Any) -> int:
     return len(_pipeline_passes(pass_pipeline, compute_precision)[0])
 
 
+# The passes that leave add_fp16_cast's casts as they are (they neither read nor fold a cast of a
+# non-constant var)
+_CAST_NEUTRAL_PASSES = {
+    "common::add_int16_cast", "common::update_output_dtypes", "common::guard_negative_gather_indices",
+    "common::const_elimination", "common::dead_code_elimination",
+}
+
+
+def _cast_optimization_follows(passes: List[str], i: int) -> bool:
+    """Whether common::cast_optimization runs after pass `i` with only cast-neutral passes before it."""
+    for name in passes[i + 1:]:
+        if name == "common::cast_optimization":
+            return True
+        if name not in _CAST_NEUTRAL_PASSES:
+            return False
+    return False
+
+
 def _run_pipeline(model: Any, pass_pipeline: Any, compute_precision: Any, outputs: Any = None,
                   bar: Any = None) -> Tuple[List[str], List[Tuple[str, float]]]:
     """Runs convert's passes on `model` in place; returns (skipped passes, per-pass seconds)."""
     all_passes, options = _pipeline_passes(pass_pipeline, compute_precision)
     skipped: list = []
     times: list = []
-    for name in all_passes:  # one at a time, so the bar ticks per pass
+    for i, name in enumerate(all_passes):  # one at a time, so the bar ticks per pass
         t0 = time.perf_counter()
         if name == "common::update_output_dtypes" and outputs:
             _update_output_dtypes(model, outputs)
-        skipped += _core.run_passes(model, [name], {name: options[name]} if name in options else {}, False, True)
+        opts = dict(options[name]) if name in options else None
+        if name == "common::add_fp16_cast" and _cast_optimization_follows(all_passes, i):
+            # its fp32 casts that cast_optimization would take back are not made
+            opts = {**(opts or {}), "_cast_optimization_follows": "1"}
+        skipped += _core.run_passes(model, [name], {name: opts} if opts is not None else {}, False, True)
         times.append((name, time.perf_counter() - t0))
         if bar is not None:
             bar.update(1, name.split("::")[-1])

@@ -14,6 +14,12 @@
 //   2. the op is rebuilt as "<op>_cast_fp16" on the new inputs, before the old op;
 //   3. each output that was fp32 and no longer is gets cast(out, "fp32") named "<out>_to_fp32";
 //      users (and function outputs, which keep their names) read it instead; the old op goes.
+// With the option `_cast_optimization_follows` (convert sets it when cast_optimization runs later
+// with only passes that leave such casts alone in between), an input that is one of step 3's
+// casts of a non-constant fp16 var in the same block is read as that fp16 var: cast_optimization
+// would remove the cast back to fp16 step 1 makes (its input is the fp16 var's own dtype) and
+// dead_code_elimination the cast to fp32 it leaves unused, so the program comes out the same
+// without making either.
 // First (milkit's own step, not coremltools'), each p-norm written as pow / reduce_sum / pow is
 // rescaled by the largest |x| so its powers stay within fp16's range (scale_power_sum).
 #include <algorithm>
@@ -196,9 +202,12 @@ bool scale_power_sum(Builder& b, Block& blk, Operation* outer) {
 class AddFp16Cast : public Pass {
  public:
   bool run(Program& p, const PassOptions& opts) override {
-    pass_util::check_options(opts, "common::add_fp16_cast", {"skip_ops_by_type"});
+    pass_util::check_options(opts, "common::add_fp16_cast",
+                             {"skip_ops_by_type", "_cast_optimization_follows"});
     changed_ = false;
     skip_.clear();
+    auto follows = opts.find("_cast_optimization_follows");
+    skip_round_trips_ = follows != opts.end() && follows->second == "1";
     auto it = opts.find("skip_ops_by_type");
     if (it != opts.end()) {
       std::stringstream ss(it->second);
@@ -210,6 +219,7 @@ class AddFp16Cast : public Pass {
       Builder b(*f);
       builder_ = &b;
       apply_block(f->body());
+      fp16_source_.clear();
     }
     return changed_;
   }
@@ -297,6 +307,13 @@ class AddFp16Cast : public Pass {
           Var* v = item.var;
           if (!is_fp32(v)) continue;
           modified = true;
+          if (!fp16_source_.empty()) {
+            auto src = fp16_source_.find(v);
+            if (src != fp16_source_.end() && v->op()->parent() == op->parent()) {
+              item.var = src->second;
+              continue;
+            }
+          }
           std::string cname = v->name() + "_to_fp16";
           const bool shared = v->uses().size() > 1;
           if (shared) {
@@ -325,7 +342,11 @@ class AddFp16Cast : public Pass {
       Var* nv = outs[k];
       if (is_fp32(old_out) && !is_fp32(nv)) {
         builder_->set_insertion_point(op->parent(), op);
+        Var* fp16 = nv;
         nv = make_cast(nv, DataType::Float32, nv->name() + "_to_fp32");
+        if (skip_round_trips_ && !fp16->has_value() && fp16->type()->is_tensor() &&
+            fp16->type()->dtype() == DataType::Float16)
+          fp16_source_[nv] = fp16;
       }
       pass_util::replace_var(old_out, nv);
     }
@@ -333,6 +354,9 @@ class AddFp16Cast : public Pass {
   }
 
   std::vector<Arg> args_, cast16_args_, cast32_args_;
+  // step 3's fp32 casts of non-constant fp16 vars -> those vars (with _cast_optimization_follows)
+  std::unordered_map<const Var*, Var*> fp16_source_;
+  bool skip_round_trips_ = false;
   std::set<std::string> skip_;
   Builder* builder_ = nullptr;
   bool changed_ = false;  // whether this run changed the program

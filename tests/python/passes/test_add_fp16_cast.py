@@ -107,3 +107,62 @@ def test_weights_past_the_fold_limit_become_fp16_consts():
     assert len(weights) == 1 and weights[0].outputs[0].dtype == types.fp16
     got = weights[0].outputs[0].val[0, :4]
     np.testing.assert_array_equal(got, np.array([1.0, -2.0, 65504.0, 1e-8], np.float32).astype(np.float16))
+
+
+
+FOLLOWS = {P: {"_cast_optimization_follows": "1"}}
+
+
+def _round_trips(mb, x, y):
+    a = mb.relu(x=x)  # its fp32 cast is read twice by one op, by two other ops and by an output
+    b = mb.add(x=a, y=a)
+    c = mb.mul(x=a, y=np.float32(3))
+    k = mb.add(x=np.ones((4,), np.float32), y=np.float32(1))  # folded: a constant fp16 value
+    m = mb.mul(x=k, y=c)
+    d = mb.cast(x=b, dtype="fp16")  # a cast is not rewritten: it keeps reading the fp32 cast
+    pred = mb.greater(x=mb.reduce_sum(x=y), y=np.float32(0))
+    e = mb.cond(pred=pred, _true_fn=lambda: mb.sub(x=c, y=b), _false_fn=lambda: mb.add(x=c, y=m))
+    f = mb.softmax(x=mb.add(x=e, y=y), axis=-1)
+    return a, d, f
+
+
+def _milkit_run(specs, opset, passes, options):
+    from milkit.passes import apply_passes
+    from support.pass_parity import _build, _make_symbols
+
+    p = _build("mk", _round_trips, specs, opset, _make_symbols(specs))
+    apply_passes(p, list(passes), options, verify_each=True)
+    return p
+
+
+@pytest.mark.parametrize("opset", ["iOS16", "iOS17", "iOS18"])
+def test_without_fp32_round_trips_when_cast_optimization_follows(opset):
+    # the casts back to fp16 of the pass's own fp32 casts are not made: after cast_optimization
+    # and dead_code_elimination the program is coremltools' (and the one made with them)
+    from milkit.passes import apply_passes
+    from support.parity import compare_programs
+    from support.pass_parity import assert_values_exact, build_both, ct_run
+
+    specs = [((2, 4), "fp32"), ((2, 4), "fp32")]
+    cp, mp, syms = build_both(_round_trips, specs, opset)
+    ct_run(cp, AFTER)
+    apply_passes(mp, list(AFTER), FOLLOWS, verify_each=True)
+    compare_programs(cp, mp, syms)
+    assert_values_exact(cp, mp)
+    assert str(_milkit_run(specs, opset, AFTER, None)) == str(mp)
+    # the pass alone does make fewer casts with the option
+    def casts(p):
+        return sum(o.op_type == "cast" for o in p.functions["main"].operations)
+
+    assert casts(_milkit_run(specs, opset, [P], FOLLOWS)) < casts(_milkit_run(specs, opset, [P], None))
+
+
+def test_convert_says_when_cast_optimization_follows():
+    import milkit
+    from milkit.pipeline import _cast_optimization_follows, _pipeline_passes
+
+    passes, _ = _pipeline_passes(None, milkit.precision.FLOAT16)
+    i = passes.index(P)
+    assert _cast_optimization_follows(passes, i)
+    assert not _cast_optimization_follows(passes[:i + 1] + ["common::noop_elimination"] + passes[i + 1:], i)
+    assert not _cast_optimization_follows([p for p in passes if p != "common::cast_optimization"], i)
