@@ -462,6 +462,50 @@ def test_weight_cache_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _core.weight_cache_bytes() == 0
 
 
+@pytest.mark.parametrize(
+    "shape,cw,k,stride,groups",
+    [
+        ((1, 64, 56, 56), 128, 3, 1, 1),  # bands of rows, each decoding the weight by chunks
+        ((1, 256, 7, 7), 256, 3, 1, 1),  # few output pixels: chunks of channels across threads
+        ((2, 192, 9, 11), 192, 3, 2, 2),  # strided, grouped, two images
+        ((1, 512, 14, 14), 160, 1, 1, 1),  # 1x1 on the NCHW input
+    ],
+)
+@pytest.mark.parametrize("name", ["fp16", "lut18_4bit_per_grouped_channel"])
+def test_conv_large_weight_decoded_by_chunks(name: str, shape: tuple, cw: int, k: int, stride: int, groups: int) -> None:
+    """A conv weight of more than 64K elements, read in place (fp16) or compressed, is decoded a
+    chunk of output channels at a time as the conv runs: no fp32 copy of it is made or cached
+    (even with room in the weight cache), and the output is the decompressed plan's to one fp16
+    rounding, nearly all bit for bit (OpenBLAS's edge kernels decide the last bit at a chunk's
+    edge)."""
+    rng = np.random.default_rng(cw + k)
+    wshape = (cw, shape[1] // groups, k, k)
+    assert int(np.prod(wshape)) > 65536
+    opset, make = MAKERS[name] if name != "fp16" else (IOS18, None)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=shape, dtype=types.fp16)], opset_version=opset)
+    def prog(x: Any) -> Any:
+        if make is None:
+            weight: Any = rng.uniform(-0.1, 0.1, size=wshape).astype(np.float16)
+        else:
+            weight = make(wshape, np.float16, rng)
+        return mb.conv(x=x, weight=weight, strides=[stride, stride], groups=groups, pad_type="same")
+
+    try:
+        _core.set_num_threads(2)
+        os.environ["MILKIT_WEIGHT_CACHE_MB"] = "100"
+        fast, ref = _plans(prog)
+        assert fast.packed_weight_count == (name != "fp16") and ref.packed_weight_count == 0
+        x = {"x": rng.uniform(-1, 1, size=shape).astype(np.float16)}
+        got, want = fast.run(x)[0][1], ref.run(x)[0][1]
+        assert _core.weight_cache_bytes() == 0
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
+        assert np.mean(got == want) > 0.99
+    finally:
+        os.environ.pop("MILKIT_WEIGHT_CACHE_MB", None)
+        _core.set_num_threads(0)
+
+
 def _fused_rows_case(name: str, k: int, rows: int, dt: Any = np.float16) -> None:
     """A decode-shaped linear (1-4 rows) over a weight the fused matrix-vector kernels read where
     it lies (fp16 rows, 4-bit indices into per-row tables): the bits of the decompressed plan."""

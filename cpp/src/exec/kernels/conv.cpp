@@ -5,9 +5,13 @@
 // 3 MB and the GEMM is split across threads; a 1x1, stride-1, unpadded conv multiplies the NCHW
 // input directly; one input channel per group - depthwise - is a direct loop across threads
 // (conv_direct.cpp for 1-d and 2-d). A relu, relu6 or silu the plan fused into the conv is applied
-// to its output in place. conv_transpose is one GEMM per image, group and band of input rows into
-// columns, then col2im. conv_quantized dequantizes its uint8 weight ("linear": weight * scale +
-// bias, per output channel or scalar) and runs conv. fp16 arrives as fp32 (float_compute).
+// to its output in place. A weight the plan keeps packed (an fp16 weight read in place, a
+// compressed one) is never widened whole: up to 64K elements it is decoded for the call, larger
+// ones a chunk of output channels at a time into a per-thread buffer (per band of rows when
+// bands have 256 pixels or more, else once per image across the threads). conv_transpose is one
+// GEMM per image, group and band of input rows into columns, then col2im. conv_quantized
+// dequantizes its uint8 weight ("linear": weight * scale + bias, per output channel or scalar) and
+// runs conv. fp16 arrives as fp32 (float_compute).
 //
 // Padding: "same" pads total = max(0, (ceil(n / s) - 1) * s + ek - n) with total / 2 before
 // (the extra element after, coremltools' BOTTOM_RIGHT_HEAVY), "same_lower" puts the extra one
@@ -23,6 +27,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "../dispatch.h"
 #include "../packed_weight.h"
@@ -69,6 +74,36 @@ struct Geom {
   int64_t in_plane() const { return in[0] * in[1] * in[2]; }
   int64_t out_plane() const { return out[0] * out[1] * out[2]; }
   int64_t kprod() const { return k[0] * k[1] * k[2]; }
+};
+
+/// Floats of one decoded chunk of a packed weight (a chunk is whole output channels).
+constexpr int64_t kChunkFloats = 1 << 16;
+
+/// Output pixels of a band below which a packed weight is not decoded once per band (decoding
+/// costs about what 4 multiply-adds per element do, per pixel of the band).
+constexpr int64_t kBandDecodePixels = 256;
+
+/// A conv's weight [C_out, C_in / G, *k] as fp32 rows of kc elements: a dense buffer, or a
+/// packed weight (an fp16 weight read in place, a compressed one) decoded a chunk of output
+/// channels at a time into a per-thread buffer, so no fp32 copy of the whole weight is made.
+struct ConvWeight {
+  const float* dense = nullptr;
+  const PackedWeight* packed = nullptr;
+  int64_t kc = 0;
+  /// Rows [r0, r0 + n) as fp32: in place, or decoded into this thread's buffer.
+  const float* rows(int64_t r0, int64_t n) const {
+    if (dense) return dense + r0 * kc;
+    thread_local std::vector<float> buf;
+    if (static_cast<int64_t>(buf.size()) < n * kc) buf.resize(static_cast<size_t>(n * kc));
+    packed->decode(r0 * kc, n * kc, buf.data());
+    return buf.data();
+  }
+  /// Output channels per chunk out of `cout`: all of them for a dense weight.
+  int64_t chunk(int64_t cout) const {
+    if (dense) return cout;
+    return std::clamp<int64_t>(kChunkFloats / std::max<int64_t>(kc, 1), 1,
+                               std::max<int64_t>(cout, 1));
+  }
 };
 
 /// A 3-vector from a parameter list of nd values (aligned right, padded with `fill`).
@@ -299,7 +334,9 @@ constexpr int64_t kThreadCols = 1 << 18;
 /// The im2col convs whose output has at least as many columns per group as rows and at least two
 /// rows per thread: each thread takes whole bands of output rows, making their columns in its own
 /// buffer (still in cache) and multiplying them single-threaded; false for the others.
-bool conv_thread_bands(const Geom& g, const float* x, const float* w, float beta, float* y) {
+/// A packed weight is decoded once per band (by chunks), so bands of few pixels are left to the
+/// path that decodes each chunk once per image.
+bool conv_thread_bands(const Geom& g, const float* x, const ConvWeight& w, float beta, float* y) {
   const int64_t op = g.out_plane(), ip = g.in_plane(), cin_g = g.Cin / g.G, cout_g = g.Cout / g.G;
   const int64_t kc = cin_g * g.kprod(), rows = g.out[0] * g.out[1], OW = g.out[2];
   const int t = num_threads();
@@ -309,6 +346,8 @@ bool conv_thread_bands(const Geom& g, const float* x, const float* w, float beta
   nb = std::min(rows, (nb + t - 1) / t * t);
   const int64_t band = (rows + nb - 1) / nb;
   nb = (rows + band - 1) / band;
+  if (w.packed && band * OW < kBandDecodePixels) return false;
+  const int64_t ch = w.chunk(cout_g);
   parallel_for(g.N * g.G * nb, 1, [&](int64_t b, int64_t e) {
     Tensor colbuf = Tensor::empty(DataType::Float32, {kc * band * OW});
     float* col = colbuf.mutable_data<float>();
@@ -316,25 +355,81 @@ bool conv_thread_bands(const Geom& g, const float* x, const float* w, float beta
       const int64_t n = task / (g.G * nb), gr = task / nb % g.G, r0 = task % nb * band;
       const int64_t r1 = std::min(rows, r0 + band), pc = (r1 - r0) * OW;
       im2col_rows(g, x + (n * g.Cin + gr * cin_g) * ip, r0, r1, 0, kc, col);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(cout_g),
-                  static_cast<int>(pc), static_cast<int>(kc), 1.0f, w + gr * cout_g * kc,
-                  static_cast<int>(kc), col, static_cast<int>(pc), beta,
-                  y + (n * g.Cout + gr * cout_g) * op + r0 * OW, static_cast<int>(op));
+      for (int64_t c0 = 0; c0 < cout_g; c0 += ch) {
+        const int64_t nc = std::min(ch, cout_g - c0);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nc),
+                    static_cast<int>(pc), static_cast<int>(kc), 1.0f, w.rows(gr * cout_g + c0, nc),
+                    static_cast<int>(kc), col, static_cast<int>(pc), beta,
+                    y + (n * g.Cout + gr * cout_g + c0) * op + r0 * OW, static_cast<int>(op));
+      }
     }
   });
   return true;
 }
 
+/// C[cout_g, pc] (+)= w[group gr] * col[kc, pc] for a packed weight: a group within one chunk
+/// decoded whole and multiplied as a dense one (the same products, so the same bits); a larger
+/// one by chunks of output channels across the threads, each decoded once into its thread's
+/// buffer and multiplied single-threaded.
+void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t pc,
+                       const float* col, int64_t ldcol, float beta, float* c, int64_t ldc) {
+  const int64_t kc = w.kc;
+  if (w.chunk(cout_g) == cout_g) {
+    sgemm(false, cout_g, pc, kc, w.rows(gr * cout_g, cout_g), kc, col, ldcol, beta, c, ldc);
+    return;
+  }
+  const int t = num_threads();
+  // chunks within the budget, and at least one per thread when there are rows enough
+  const int64_t ch = std::min(w.chunk(cout_g), std::max<int64_t>(8, (cout_g + t - 1) / t));
+  const int64_t chunks = (cout_g + ch - 1) / ch;
+  parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t q = b; q < e; ++q) {
+      const int64_t c0 = q * ch, nc = std::min(ch, cout_g - c0);
+      if (kc == 0) {
+        if (beta == 0.0f)
+          for (int64_t m = 0; m < nc; ++m)
+            std::fill(c + (c0 + m) * ldc, c + (c0 + m) * ldc + pc, 0.0f);
+        continue;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nc),
+                  static_cast<int>(pc), static_cast<int>(kc), 1.0f, w.rows(gr * cout_g + c0, nc),
+                  static_cast<int>(kc), col, static_cast<int>(std::max<int64_t>(ldcol, 1)), beta,
+                  c + c0 * ldc, static_cast<int>(std::max<int64_t>(ldc, 1)));
+    }
+  });
+}
+
+/// C[cout_g, pc] (+)= w[group gr] * col[kc, pc]: one parallel GEMM over a dense weight, chunks
+/// over a packed one.
+void group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t pc, const float* col,
+                int64_t ldcol, float beta, float* c, int64_t ldc) {
+  if (w.packed)
+    packed_group_gemm(w, gr, cout_g, pc, col, ldcol, beta, c, ldc);
+  else
+    sgemm(false, cout_g, pc, w.kc, w.dense + gr * cout_g * w.kc, w.kc, col, ldcol, beta, c, ldc);
+}
+
 /// conv forward on fp32 buffers: x [N, Cin, *in], w [Cout, Cin / G, *k], bias [Cout] or null.
-void conv_forward(const Geom& g, const float* x, const float* w, const float* bias, float* y) {
+/// A packed weight within one chunk is decoded whole for the call and read as a dense one (the
+/// same products, so the same bits as a plan that decompressed it).
+void conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias, float* y) {
   const int64_t op = g.out_plane(), ip = g.in_plane(), kp = g.kprod();
   const int64_t cin_g = g.Cin / g.G, cout_g = g.Cout / g.G, kc = cin_g * kp;
   if (g.N == 0 || g.Cout == 0 || op == 0) return;
+  std::vector<float> whole;
+  if (w.packed && (g.Cout * kc <= kChunkFloats || cin_g == 1)) {
+    whole.resize(static_cast<size_t>(g.Cout * kc));
+    w.packed->decode(0, g.Cout * kc, whole.data());
+    w.dense = whole.data();
+    w.packed = nullptr;
+  }
   if (cin_g == 1 && kc > 0) {
+    // depthwise: its weight is small (C_out * kernel), decoded whole for the call
+    const float* wp = w.dense;
     if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0)
-      exec::depthwise_conv2d(shape_2d(g), x, w, bias, y);
+      exec::depthwise_conv2d(shape_2d(g), x, wp, bias, y);
     else
-      conv_depthwise(g, x, w, bias, y);
+      conv_depthwise(g, x, wp, bias, y);
     return;
   }
   bool any_bias = false;
@@ -351,8 +446,8 @@ void conv_forward(const Geom& g, const float* x, const float* w, const float* bi
     // 1x1: y[n, group] = w[group] @ x[n, group] on the NCHW layout
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t gr = 0; gr < g.G; ++gr)
-        sgemm(false, cout_g, op, cin_g, w + gr * cout_g * kc, kc, x + (n * g.Cin + gr * cin_g) * ip, ip, beta,
-              y + (n * g.Cout + gr * cout_g) * op, op);
+        group_gemm(w, gr, cout_g, op, x + (n * g.Cin + gr * cin_g) * ip, ip, beta,
+                   y + (n * g.Cout + gr * cout_g) * op, op);
     return;
   }
   if (conv_thread_bands(g, x, w, beta, y)) return;
@@ -365,8 +460,8 @@ void conv_forward(const Geom& g, const float* x, const float* w, const float* bi
       for (int64_t r0 = 0; r0 < rows; r0 += band) {
         const int64_t r1 = std::min(rows, r0 + band), pc = (r1 - r0) * OW;
         im2col(g, x + (n * g.Cin + gr * cin_g) * ip, cin_g, r0, r1, col);
-        sgemm(false, cout_g, pc, kc, w + gr * cout_g * kc, kc, col, pc, beta,
-              y + (n * g.Cout + gr * cout_g) * op + r0 * OW, op);
+        group_gemm(w, gr, cout_g, pc, col, pc, beta, y + (n * g.Cout + gr * cout_g) * op + r0 * OW,
+                   op);
       }
 }
 
@@ -393,10 +488,11 @@ void apply_fused(const KernelCtx& k, Tensor& out) {
 }
 
 /// The float weights, the bias, shape checks shared by conv and conv_quantized, then the conv.
-void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, const float* w,
+void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, ConvWeight w,
               const float* bias) {
   if (x.dtype() != DataType::Float32) k.fail("x must be fp16 or fp32, got " + x.describe());
   Geom g = conv_geom(k, x, ws);
+  w.kc = g.Cin / g.G * g.kprod();
   std::vector<int64_t> oshape{g.N, g.Cout};
   for (int i = 0; i < g.nd; ++i) oshape.push_back(g.out[3 - g.nd + i]);
   Tensor& out = k.alloc(0, oshape);
@@ -415,13 +511,24 @@ const float* bias_of(KernelCtx& k, int64_t cout, Tensor& keep) {
 
 void conv_kernel(KernelCtx& k) {
   const Tensor& x = k.in("x");
-  Tensor wkeep;  // a packed weight, decompressed for this run only
-  const Tensor& w = weight_tensor(k, "weight", wkeep);
+  Tensor bkeep;
+  if (const PackedWeight* pw = k.packed("weight")) {
+    // read packed (an fp16 weight in place, a compressed one): decoded by chunks as it is used
+    if (pw->dtype() != DataType::Float16 && pw->dtype() != DataType::Float32)
+      k.fail("weight must be fp16 or fp32, got " + std::string(dtype_name(pw->dtype())));
+    if (pw->shape().size() < 2)
+      k.fail("weight must have rank >= 2, got rank " + std::to_string(pw->shape().size()));
+    ConvWeight cw;
+    cw.packed = pw;
+    run_conv(k, x, pw->shape(), cw, bias_of(k, pw->shape()[0], bkeep));
+    return;
+  }
+  const Tensor& w = k.in("weight");
   if (w.dtype() != DataType::Float32) k.fail("weight must be fp16 or fp32, got " + w.describe());
   if (w.rank() < 2) k.fail("weight must have rank >= 2, got " + w.describe());
-  Tensor bkeep;
-  const float* bias = bias_of(k, w.dim(0), bkeep);
-  run_conv(k, x, w.shape(), w.data<float>(), bias);
+  ConvWeight cw;
+  cw.dense = w.data<float>();
+  run_conv(k, x, w.shape(), cw, bias_of(k, w.dim(0), bkeep));
 }
 
 /// conv_quantized: weight_float = weight * quant_scale + quant_bias ("linear", scale and bias
@@ -460,7 +567,9 @@ void conv_quantized_kernel(KernelCtx& k) {
   }
   Tensor bkeep;
   const float* bias = bias_of(k, cout, bkeep);
-  run_conv(k, x, wq.shape(), wp, bias);
+  ConvWeight cw;
+  cw.dense = wp;
+  run_conv(k, x, wq.shape(), cw, bias);
 }
 
 // ------------------------------------------------------------------------------------------
