@@ -6,7 +6,7 @@
 // input directly; one input channel per group - depthwise - is a direct loop across threads
 // (conv_direct.cpp for 1-d and 2-d). A relu, relu6 or silu the plan fused into the conv is applied
 // to its output in place. A weight the plan keeps packed (an fp16 weight read in place, a
-// compressed one) is never widened whole: up to 64K elements it is decoded for the call, larger
+// compressed one) is never widened whole: up to 256K elements it is decoded for the call, larger
 // ones a chunk of output channels at a time into a per-thread buffer (per band of rows when
 // bands have 256 pixels or more, else once per image across the threads). conv_transpose is one
 // GEMM per image, group and band of input rows into columns, then col2im. conv_quantized
@@ -77,7 +77,7 @@ struct Geom {
 };
 
 /// Floats of one decoded chunk of a packed weight (a chunk is whole output channels).
-constexpr int64_t kChunkFloats = 1 << 16;
+constexpr int64_t kChunkFloats = 1 << 18;
 
 /// Output pixels of a band below which a packed weight is not decoded once per band (decoding
 /// costs about what 4 multiply-adds per element do, per pixel of the band).
