@@ -325,6 +325,16 @@ exec::Conv2dShape shape_2d(const Geom& g) {
   return s;
 }
 
+/// This thread's column buffer of at least `n` floats, kept between convs (its size is bounded
+/// by the band budgets below): made and freed per conv, buffers of a megabyte or more would
+/// leave the allocator's heap grown after each run.
+float* col_buffer(int64_t n) {
+  thread_local std::vector<float> buf;
+  if (static_cast<int64_t>(buf.size()) < n)
+    buf.resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
+  return buf.data();
+}
+
 /// Columns of at most this many floats per GEMM (larger images are done in bands of rows).
 constexpr int64_t kColBudget = 3 << 18;
 
@@ -349,8 +359,7 @@ bool conv_thread_bands(const Geom& g, const float* x, const ConvWeight& w, float
   if (w.packed && band * OW < kBandDecodePixels) return false;
   const int64_t ch = w.chunk(cout_g);
   parallel_for(g.N * g.G * nb, 1, [&](int64_t b, int64_t e) {
-    Tensor colbuf = Tensor::empty(DataType::Float32, {kc * band * OW});
-    float* col = colbuf.mutable_data<float>();
+    float* col = col_buffer(kc * band * OW);
     for (int64_t task = b; task < e; ++task) {
       const int64_t n = task / (g.G * nb), gr = task / nb % g.G, r0 = task % nb * band;
       const int64_t r1 = std::min(rows, r0 + band), pc = (r1 - r0) * OW;
@@ -416,11 +425,8 @@ void conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
   const int64_t op = g.out_plane(), ip = g.in_plane(), kp = g.kprod();
   const int64_t cin_g = g.Cin / g.G, cout_g = g.Cout / g.G, kc = cin_g * kp;
   if (g.N == 0 || g.Cout == 0 || op == 0) return;
-  std::vector<float> whole;
   if (w.packed && (g.Cout * kc <= kChunkFloats || cin_g == 1)) {
-    whole.resize(static_cast<size_t>(g.Cout * kc));
-    w.packed->decode(0, g.Cout * kc, whole.data());
-    w.dense = whole.data();
+    w.dense = w.rows(0, g.Cout);  // this thread's buffer, not read by the paths below again
     w.packed = nullptr;
   }
   if (cin_g == 1 && kc > 0) {
@@ -453,8 +459,7 @@ void conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
   if (conv_thread_bands(g, x, w, beta, y)) return;
   const int64_t rows = g.out[0] * g.out[1], OW = g.out[2];
   const int64_t band = std::clamp<int64_t>(kColBudget / std::max<int64_t>(kc * OW, 1), 1, rows);
-  Tensor colbuf = Tensor::empty(DataType::Float32, {std::max<int64_t>(kc * band * OW, 1)});
-  float* col = colbuf.mutable_data<float>();
+  float* col = col_buffer(kc * band * OW);
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gr = 0; gr < g.G; ++gr)
       for (int64_t r0 = 0; r0 < rows; r0 += band) {
