@@ -118,7 +118,7 @@ def child_rss(pkg: str, feed_path: str, threads: int) -> None:
                       "plan_const_mb": plan.const_bytes / 2**20}))
 
 
-def bench(name: str, runs: int, threads: int) -> dict:
+def bench(name: str, runs: int, threads: int) -> list[dict]:
     import milkit as ct
     import models
     import onnxruntime as ort
@@ -142,32 +142,38 @@ def bench(name: str, runs: int, threads: int) -> dict:
     want, torch_ms = torch_reference(mod, feed_t, runs)
 
     tmp = tempfile.mkdtemp(prefix="milkit-bench-")
-    t = time.perf_counter()
-    mlmodel = ct.convert(prog, minimum_deployment_target=ct.target.iOS17, compute_precision=ct.precision.FLOAT32)
-    convert_s = time.perf_counter() - t
-    pkg = os.path.join(tmp, f"{name}.mlpackage")
-    mlmodel.save(pkg)
-    model = ct.models.MLModel(pkg)
-    (got,) = model.predict(feed_m).values()
-    err_m = rel_err(got, want)
-
     onnx_path, so = onnx_export(mod, feed_t, tmp, name, threads)
     sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
     feed_o = {"input": feed_t.numpy()}
     got_o = sess.run(None, feed_o)[0]
     err_o = rel_err(got_o, want)
+    ort_ms = median_ms(lambda: sess.run(None, feed_o), runs)
 
-    res = {
-        "workload": name,
-        "milkit_ms": median_ms(lambda: model.predict(feed_m), runs),
-        "onnxruntime_ms": median_ms(lambda: sess.run(None, feed_o), runs),
-        "torch_ms": torch_ms,
-        "milkit_rel_err": err_m,
-        "onnxruntime_rel_err": err_o,
-        "milkit_convert_s": convert_s,
-    }
-    res.update(child_figures(pkg, feed_m, tmp, threads))
-    return res
+    rows = []
+    for prec in ("fp32", "fp16"):
+        t = time.perf_counter()
+        mlmodel = ct.convert(prog, minimum_deployment_target=ct.target.iOS17,
+                             compute_precision=ct.precision.FLOAT32 if prec == "fp32" else ct.precision.FLOAT16)
+        convert_s = time.perf_counter() - t
+        pkg = os.path.join(tmp, f"{name}_{prec}.mlpackage")
+        mlmodel.save(pkg)
+        model = ct.models.MLModel(pkg)
+        (got,) = model.predict(feed_m).values()
+        err_m = rel_err(got, want)
+        if not err_m <= MAX_ERR[prec]:
+            raise SystemExit(f"{name} {prec}: milkit's output differs from torch's by {err_m:.2e}")
+        res = {
+            "workload": name if prec == "fp32" else f"{name}/fp16",
+            "milkit_ms": median_ms(lambda m=model: m.predict(feed_m), runs),
+            "onnxruntime_ms": ort_ms,
+            "torch_ms": torch_ms,
+            "milkit_rel_err": err_m,
+            "onnxruntime_rel_err": err_o,
+            "milkit_convert_s": convert_s,
+        }
+        res.update(child_figures(pkg, feed_m, tmp, threads))
+        rows.append(res)
+    return rows
 
 
 # torchvision networks (convolution networks and ViT-B/16): name -> constructor name in
@@ -291,7 +297,7 @@ def main() -> None:
     print(f"{'workload':10} {'milkit ms':>10} {'ort ms':>8} {'torch ms':>9} {'vs ort':>7} {'vs torch':>9} "
           f"{'rel err':>9} {'predict RSS MB':>15} {'weights MB':>11} {'act. MB':>8}")
     for n in names:
-        for r in bench_conv(n, a.runs, a.threads) if n in CONV_NETS else [bench(n, a.runs, a.threads)]:
+        for r in bench_conv(n, a.runs, a.threads) if n in CONV_NETS else bench(n, a.runs, a.threads):
             print(f"{r['workload']:10} {r['milkit_ms']:10.1f} {r['onnxruntime_ms']:8.1f} {r['torch_ms']:9.1f} "
                   f"{r['milkit_ms'] / r['onnxruntime_ms']:6.2f}x {r['milkit_ms'] / r['torch_ms']:8.2f}x "
                   f"{r['milkit_rel_err']:9.1e} {r['rss_peak_mb'] - r['rss_before_mb']:15.0f} "
