@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -707,10 +708,45 @@ void unfold_op(C& cv, const json& n) {
   cv.out(n, cv.op("transpose", {C::a("x", g), C::aints32("perm", perm)}));
 }
 
+/// as_strided of an x with symbolic sizes: only the view that is x itself (x's own sizes and
+/// x's own strides wherever a dim is not 1, no offset), which decompositions emit after
+/// reductions that keep dims of size 1. x's strides are its recorded ones, else contiguous ones.
+void as_strided_identity(C& cv, const json& n, Var* x) {
+  const std::vector<Dim> size = cv.dims(n, "size");
+  const auto stride = cv.ints(n, "stride");
+  const std::vector<Dim>& xs = C::shape(x);
+  const auto no = [&](const std::string& why) {
+    cv.fail(n,
+            "as_strided of a tensor with symbolic sizes is supported only as the tensor itself (" +
+                why + ")");
+  };
+  if (cv.i(n, "storage_offset", 0) != 0) no("it has a storage offset");
+  if (size.size() != xs.size() || stride.size() != xs.size())
+    no("its rank differs from the tensor's");
+  const json* xmeta = cv.lookup("tensor_values", C::tensor_name(n, "self"));
+  const json* xst = xmeta && xmeta->contains("strides") ? &(*xmeta)["strides"] : nullptr;
+  std::optional<int64_t> contiguous = 1;  // the product of the dims after k, while known
+  for (size_t k = xs.size(); k-- > 0;) {
+    if (size[k] != xs[k]) no("its size differs from the tensor's in dim " + std::to_string(k));
+    const bool one = xs[k]->is_const() && xs[k]->value() == 1;
+    std::optional<int64_t> own = contiguous;
+    if (xst && xst->size() == xs.size() && (*xst)[k].contains("as_int"))
+      own = (*xst)[k]["as_int"].get<int64_t>();
+    if (!one && (!own || stride[k] != *own))
+      no("its strides are not the tensor's in dim " + std::to_string(k));
+    if (contiguous && xs[k]->is_const())
+      *contiguous *= xs[k]->value();
+    else if (!one)
+      contiguous.reset();
+  }
+  cv.out(n, x);
+}
+
 void as_strided(C& cv, const json& n) {
   // a view of x's storage; expressible when x is contiguous and the view is a permutation of a
   // contiguous layout (what decompositions emit for permute / expand-free reshapes)
   Var* x = self(cv, n);
+  if (!C::static_shape(x)) return as_strided_identity(cv, n, x);
   auto size = cv.ints(n, "size");
   auto stride = cv.ints(n, "stride");
   int64_t off = cv.i(n, "storage_offset", 0);

@@ -1,4 +1,4 @@
-"""Symbolic sizes through the torch.export importer: F.unfold of symbolic spatial sizes,
+"""Symbolic sizes through the torch.export importer: F.unfold of symbolic spatial sizes, as_strided views,
 upsampling to sizes known at run time only, topk with a symbolic k, inputs declared as
 multiples (8 * k) and the sizes derived from them, and affine_grid. Each dynamic program is
 checked against torch eager on several input sizes."""
@@ -159,3 +159,34 @@ def test_input_not_a_multiple_is_refused_at_predict():
 def test_affine_grid(dialect, ac, size):
     theta = r(2, len(size) - 2, len(size) - 1)
     check(Fn(lambda t: F.affine_grid(t, size, align_corners=ac)), (theta,), dialect)
+
+
+class _PooledHead(torch.nn.Module):
+    """Swin's head: channels-last features permuted to NCHW, pooled to 1x1 and flattened (the
+    decomposition views the pooled tensor through as_strided with its own sizes and strides)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(8)
+        self.pool = torch.nn.AdaptiveAvgPool2d(1)
+        self.fc = torch.nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.flatten(self.pool(self.norm(x).permute(0, 3, 1, 2)), 1))
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_as_strided_identity_view_of_symbolic_batch(dialect):
+    check(_PooledHead().eval(), (r(2, 5, 5, 8),), dialect, dynamic_shapes=({0: D("b", min=1, max=8)},),
+          more_args=[(r(1, 5, 5, 8),), (r(5, 5, 5, 8),)])
+
+
+def test_as_strided_other_view_of_symbolic_sizes_is_refused():
+    # a view of a tensor with a symbolic size that is not the tensor itself needs sizes known when
+    # converting: refused, naming the op
+    from support.torch_util import convert, export
+
+    fn = Fn(lambda x: torch.as_strided(x, (x.shape[0], 2), (4, 2)))
+    ep = export(fn, (r(3, 4),), dynamic_shapes=(({0: D("b", min=2, max=8)},),))
+    with pytest.raises(Exception, match="as_strided.*supported only as the tensor itself"):
+        convert(ep)
