@@ -395,6 +395,29 @@ void fuse_activations(BlockPlan& bp) {
   bp.steps = std::move(steps);
 }
 
+/// Sets Step::wide: the fp16 outputs of fp32-computing steps read only by fp32-computing steps
+/// of this block (not block outputs, not read inside nested blocks).
+void keep_wide(BlockPlan& bp) {
+  std::unordered_set<const Operation*> fp32_readers;
+  for (const Step& st : bp.steps)
+    if (st.kd->float_compute && st.blocks.empty()) fp32_readers.insert(st.op);
+  const auto& outs = bp.block->outputs();
+  for (Step& st : bp.steps) {
+    if (!st.kd->float_compute) continue;
+    const Operation* last = st.fused ? st.fused : st.op;
+    st.wide.assign(st.outs.size(), false);
+    for (size_t i = 0; i < st.outs.size(); ++i) {
+      const Var* v = last->outputs()[i];
+      if (!v->type()->is_tensor() || v->type()->dtype() != DataType::Float16 || v->uses().empty() ||
+          !v->block_uses().empty() || std::find(outs.begin(), outs.end(), v) != outs.end())
+        continue;
+      bool ok = true;
+      for (const Use& u : v->uses()) ok = ok && fp32_readers.count(u.op);
+      st.wide[i] = ok;
+    }
+  }
+}
+
 std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_body) {
   auto bp = std::make_unique<BlockPlan>();
   bp->block = &b;
@@ -454,6 +477,7 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
   }
   for (Var* v : b.outputs()) bp->outputs.push_back(ref(v));
   fuse_activations(*bp);
+  keep_wide(*bp);
 
   // last uses: a var defined in this block (input or op output) is freed after the last step of
   // this block that reads it (reads inside nested blocks count for the op owning them); block

@@ -35,6 +35,11 @@ struct Step {
   /// An activation op (the only reader of this op's output) that the kernel applies to its
   /// output: the step writes the activation's output slot, and the activation has no step.
   const Operation* fused = nullptr;
+  /// Per output: an fp16 output of an fp32-computing step that only fp32-computing steps of the
+  /// same block read. The frame keeps it as an fp32 tensor holding fp16 values (rounded in place
+  /// after the kernel), so neither a cast to fp16 after the step nor casts back before its
+  /// readers run; the values are those of the fp16 tensor.
+  std::vector<bool> wide;
 };
 
 /// A block's steps, with the slots of its inputs and the refs of its outputs.
