@@ -135,7 +135,7 @@ void Frame::run_block(const BlockPlan& bp) {
       if (!temps.empty()) profile_->add("(frame: args converted)", since(t0));
       t0 = Clock::now();
       st.kd->fn(kc);
-      profile_->add(op, st.fused, since(t0));
+      profile_->add(op, st.fused ? st.fused->describe() : std::string(), since(t0));
       t0 = Clock::now();
     } else {
       st.kd->fn(kc);
@@ -152,8 +152,10 @@ void Frame::run_block(const BlockPlan& bp) {
       }
       if (ty->is_tensor() && t.dtype() != ty->dtype() && st.kd->float_compute &&
           ty->dtype() == DataType::Float16 && t.dtype() == DataType::Float32) {
-        t = i < st.wide.size() && st.wide[i] ? rounded_to_half(std::move(t))
-                                             : cast_tensor(t, DataType::Float16);
+        if (!(i < st.wide.size() && st.wide[i]))
+          t = cast_tensor(t, DataType::Float16);
+        else if (!(st.fused && st.fused->half))  // a fused chain rounds its results itself
+          t = rounded_to_half(std::move(t));
         cast_out = true;
       }
       check_output(st, i, t);

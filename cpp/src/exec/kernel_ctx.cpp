@@ -33,8 +33,8 @@ const Tensor& KernelCtx::in(std::string_view name) const {
   return in(static_cast<size_t>(i));
 }
 
-const Operation* KernelCtx::fused() const {
-  return step_ ? static_cast<const Step*>(step_)->fused : nullptr;
+const FusedChain* KernelCtx::fused() const {
+  return step_ ? static_cast<const Step*>(step_)->fused.get() : nullptr;
 }
 
 const PackedWeight* KernelCtx::packed(std::string_view name) const {

@@ -363,38 +363,6 @@ void Planner::read_in_place(const Operation* op, size_t a, int32_t r, Step& st) 
   v[a] = it->second.get();
 }
 
-/// Whether `act` is an activation the conv kernel applies to its output, reading only `v`, the
-/// output of the step before it, which nothing else reads.
-bool fusable_activation(const Operation& act, const Var* v) {
-  const std::string& t = act.op_type();
-  if (t != "relu" && t != "relu6" && t != "silu") return false;
-  if (act.args().size() != 1 || act.args()[0] != v || act.outputs().size() != 1 ||
-      !act.blocks().empty())
-    return false;
-  if (v->uses().size() != 1 || !v->block_uses().empty()) return false;
-  return act.output(0)->type() == v->type();  // interned: equal types are one pointer
-}
-
-/// Folds each activation that directly follows the conv whose output it alone reads into the
-/// conv's step (Step::fused): the conv kernel applies it while its output is in cache.
-void fuse_activations(BlockPlan& bp) {
-  std::vector<Step> steps;
-  steps.reserve(bp.steps.size());
-  for (size_t i = 0; i < bp.steps.size(); ++i) {
-    Step& st = bp.steps[i];
-    if (i + 1 < bp.steps.size() && st.op->op_type() == "conv" && st.outs.size() == 1 && !st.fused &&
-        fusable_activation(*bp.steps[i + 1].op, st.op->output(0))) {
-      st.fused = bp.steps[i + 1].op;
-      st.outs[0] = bp.steps[i + 1].outs[0];
-      steps.push_back(std::move(st));
-      ++i;
-      continue;
-    }
-    steps.push_back(std::move(st));
-  }
-  bp.steps = std::move(steps);
-}
-
 /// Sets Step::wide: the fp16 outputs of fp32-computing steps read only by fp32-computing steps
 /// of this block (not block outputs, not read inside nested blocks).
 void keep_wide(BlockPlan& bp) {
@@ -404,7 +372,7 @@ void keep_wide(BlockPlan& bp) {
   const auto& outs = bp.block->outputs();
   for (Step& st : bp.steps) {
     if (!st.kd->float_compute) continue;
-    const Operation* last = st.fused ? st.fused : st.op;
+    const Operation* last = st.last_op();
     st.wide.assign(st.outs.size(), false);
     for (size_t i = 0; i < st.outs.size(); ++i) {
       const Var* v = last->outputs()[i];
@@ -476,7 +444,7 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
     bp->steps.push_back(std::move(st));
   }
   for (Var* v : b.outputs()) bp->outputs.push_back(ref(v));
-  fuse_activations(*bp);
+  fuse_chains(*bp, consts);
   keep_wide(*bp);
 
   // last uses: a var defined in this block (input or op output) is freed after the last step of
@@ -505,7 +473,7 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
   // outputs nobody reads are freed right after they are made
   for (Step& st : bp->steps)
     for (size_t i = 0; i < st.outs.size(); ++i) {
-      const Var* v = (st.fused ? st.fused : st.op)->outputs()[i];
+      const Var* v = st.last_op()->outputs()[i];
       if (!last.count(v) && !keep.count(v)) st.frees.push_back(st.outs[i]);
     }
   return bp;

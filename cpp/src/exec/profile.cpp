@@ -14,13 +14,13 @@ Profile* Profile::get() {
   return p;
 }
 
-void Profile::add(const Operation& op, const Operation* fused, double us) {
+void Profile::add(const Operation& op, const std::string& fused, double us) {
   if (!per_op_) {
     add(op.op_type(), us);
     return;
   }
   std::string key = op.op_type();
-  if (fused) key += "+" + fused->op_type();
+  if (!fused.empty()) key += "+" + fused;
   if (!op.outputs().empty()) key += " " + op.output(0)->type()->str();
   key += " " + op.output(0)->name();
   add(key, us);

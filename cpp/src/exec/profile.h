@@ -17,8 +17,8 @@ class Profile {
  public:
   /// The process-wide profile, or nullptr when MILKIT_PROFILE is not set.
   static Profile* get();
-  /// Adds `us` microseconds to the op's row; `fused`: an op the step ran with it, or null.
-  void add(const Operation& op, const Operation* fused, double us);
+  /// Adds `us` microseconds to the op's row; `fused`: the ops the step ran with it ("" if none).
+  void add(const Operation& op, const std::string& fused, double us);
   /// Adds `us` microseconds to the row named `what` (work the frame does around kernels).
   void add(const std::string& what, double us);
   ~Profile() = default;

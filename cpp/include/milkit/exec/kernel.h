@@ -17,6 +17,7 @@ namespace milkit {
 class State;
 class KernelCtx;
 class PackedWeight;
+struct FusedChain;
 
 /// A kernel computes an op's outputs from its input tensors.
 using KernelFn = void (*)(KernelCtx&);
@@ -46,10 +47,10 @@ class KernelCtx {
   /// The packed weight the plan keeps for a named input (a constexpr chain read by a kernel
   /// that decompresses it while computing), or nullptr when the input is a tensor.
   const PackedWeight* packed(std::string_view name) const;
-  /// The activation op the plan fused into this op (relu, relu6 or silu reading only this op's
-  /// output): the kernel applies it to output 0, which stands for the activation's output.
-  /// nullptr when there is none.
-  const Operation* fused() const;
+  /// The elementwise ops the plan fused into this op (a chain reading only this op's output):
+  /// the kernel applies them to output 0, which stands for the last one's output (in an fp16
+  /// program rounded to fp16 values). nullptr when there are none.
+  const FusedChain* fused() const;
   /// All tensors of a tuple input.
   std::vector<const Tensor*> tuple(std::string_view name) const;
   /// The compile-time value of a named input, or nullptr (for string and const parameters).

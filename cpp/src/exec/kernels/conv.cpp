@@ -4,10 +4,10 @@
 // columns still in its cache, one hand-over per conv), else columns are made in bands of at most
 // 3 MB and the GEMM is split across threads; a 1x1, stride-1, unpadded conv multiplies the NCHW
 // input directly; one input channel per group - depthwise - is a direct loop across threads
-// (conv_direct.cpp for 1-d and 2-d). A relu, relu6 or silu the plan fused into the conv is applied
-// to its output in place. conv_transpose is one GEMM per image, group and band of input rows into
-// columns, then col2im. conv_quantized dequantizes its uint8 weight ("linear": weight * scale +
-// bias, per output channel or scalar) and runs conv. fp16 arrives as fp32 (float_compute).
+// (conv_direct.cpp for 1-d and 2-d). Elementwise ops the plan fused into the conv (FusedChain) are
+// applied to its output in place. conv_transpose is one GEMM per image, group and band of input
+// rows into columns, then col2im. conv_quantized dequantizes its uint8 weight ("linear": weight *
+// scale + bias, per output channel or scalar) and runs conv. fp16 arrives as fp32 (float_compute).
 //
 // Padding: "same" pads total = max(0, (ceil(n / s) - 1) * s + ek - n) with total / 2 before
 // (the extra element after, coremltools' BOTTOM_RIGHT_HEAVY), "same_lower" puts the extra one
@@ -25,6 +25,7 @@
 #include <string>
 
 #include "../dispatch.h"
+#include "../fused_chain.h"
 #include "../packed_weight.h"
 #include "conv_direct.h"
 #include "gemm.h"
@@ -32,7 +33,6 @@
 #include "milkit/exec/threads.h"
 #include "milkit/ops/conv_util.h"
 #include "milkit/types/datatype.h"
-#include "vec_math.h"
 
 namespace milkit {
 
@@ -370,28 +370,6 @@ void conv_forward(const Geom& g, const float* x, const float* w, const float* bi
       }
 }
 
-/// Applies the activation the plan fused into this conv (relu, relu6 or silu, as their kernels
-/// compute them) to `out` in place; an fp16 conv output is rounded to fp16 first, as the
-/// activation would have read it.
-void apply_fused(const KernelCtx& k, Tensor& out) {
-  const Operation* act = k.fused();
-  if (!act) return;
-  const std::string& t = act->op_type();
-  const bool half = k.declared_dtype(0) == DataType::Float16 && t == "silu";
-  float* y = out.mutable_data<float>();
-  parallel_for(out.numel(), 8192, [&](int64_t b, int64_t e) {
-    float* p = y + b;
-    const int64_t n = e - b;
-    if (half) round_to_half(p, n);
-    if (t == "relu")
-      vmath::map(p, p, n, [](float x) { return vmath::vrelu(x); });
-    else if (t == "relu6")
-      vmath::map(p, p, n, [](float x) { return vmath::vrelu6(x); });
-    else
-      vmath::map(p, p, n, [](float x) { return vmath::vsilu(x); });
-  });
-}
-
 /// The float weights, the bias, shape checks shared by conv and conv_quantized, then the conv.
 void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, const float* w,
               const float* bias) {
@@ -401,7 +379,7 @@ void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, con
   for (int i = 0; i < g.nd; ++i) oshape.push_back(g.out[3 - g.nd + i]);
   Tensor& out = k.alloc(0, oshape);
   conv_forward(g, x.data<float>(), w, bias, out.mutable_data<float>());
-  apply_fused(k, out);
+  if (const FusedChain* ch = k.fused()) ch->apply(out.mutable_data<float>(), out.numel());
 }
 
 /// The bias input as fp32 [C_out], or null when absent.
