@@ -132,7 +132,8 @@ void Frame::run_block(const BlockPlan& bp) {
     kc.frame_ = this;
     kc.step_ = &st;
     if (profile_) {
-      if (!temps.empty()) profile_->add("(frame: args converted)", since(t0));
+      if (!temps.empty())
+        profile_->add("(frame: args of " + op.op_type() + " converted)", since(t0));
       t0 = Clock::now();
       st.kd->fn(kc);
       profile_->add(op, st.fused ? st.fused->describe() : std::string(), since(t0));
@@ -154,7 +155,7 @@ void Frame::run_block(const BlockPlan& bp) {
           ty->dtype() == DataType::Float16 && t.dtype() == DataType::Float32) {
         if (!(i < st.wide.size() && st.wide[i]))
           t = cast_tensor(t, DataType::Float16);
-        else if (!(st.fused && st.fused->half))  // a fused chain rounds its results itself
+        else if (!kc.rounded_ && !(st.fused && st.fused->half))  // rounded by the kernel
           t = rounded_to_half(std::move(t));
         cast_out = true;
       }
@@ -162,7 +163,8 @@ void Frame::run_block(const BlockPlan& bp) {
       if (!t.borrowed()) live_ += t.nbytes();
       slots_[st.outs[i]] = std::move(t);
     }
-    if (profile_ && cast_out) profile_->add("(frame: outputs rounded to fp16)", since(t0));
+    if (profile_ && cast_out)
+      profile_->add("(frame: outputs of " + op.op_type() + " rounded)", since(t0));
     peak_ = std::max(peak_, live_);
     for (int32_t s : st.frees) {
       Tensor& t = slots_[s];

@@ -111,6 +111,11 @@ std::string KernelCtx::str_or(std::string_view name, const std::string& def) con
 
 DataType KernelCtx::out_dtype(size_t i) const { return (*out_dtypes_)[i]; }
 
+bool KernelCtx::rounds_output() const {
+  return !outs_->empty() && out_dtype(0) == DataType::Float32 &&
+         declared_dtype(0) == DataType::Float16;
+}
+
 DataType KernelCtx::declared_dtype(size_t i) const { return op_->outputs()[i]->type()->dtype(); }
 
 Tensor& KernelCtx::alloc(size_t i, std::vector<int64_t> shape) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -363,25 +364,55 @@ void Planner::read_in_place(const Operation* op, size_t a, int32_t r, Step& st) 
   v[a] = it->second.get();
 }
 
-/// Sets Step::wide: the fp16 outputs of fp32-computing steps read only by fp32-computing steps
-/// of this block (not block outputs, not read inside nested blocks).
+/// The flat arg slot of input x when `op` only moves the elements of x (any dtype, nothing else
+/// read as data): an fp32 tensor holding fp16 values passes through it as it is. -1 otherwise.
+int64_t moved_slot(const Operation& op) {
+  static const char* const kTypes[] = {"reshape",       "transpose",      "squeeze",
+                                       "expand_dims",   "slice_by_index", "slice_by_size",
+                                       "reverse",       "depth_to_space", "space_to_depth",
+                                       "pixel_shuffle", "pixel_unshuffle"};
+  if (op.outputs().size() != 1 || std::none_of(std::begin(kTypes), std::end(kTypes),
+                                               [&](const char* t) { return op.op_type() == t; }))
+    return -1;
+  const int i = op.input_index("x");
+  return i < 0 ? -1 : static_cast<int64_t>(op.starts()[i]);
+}
+
+/// Sets Step::wide: the fp16 outputs of fp32-computing steps that only fp32-computing steps of
+/// this block read (not block outputs, not nested blocks), directly or through element moves
+/// (reshape, transpose, ...) whose outputs then stay fp32 too.
 void keep_wide(BlockPlan& bp) {
-  std::unordered_set<const Operation*> fp32_readers;
+  std::unordered_map<const Operation*, const Step*> step_of;
   for (const Step& st : bp.steps)
-    if (st.kd->float_compute && st.blocks.empty()) fp32_readers.insert(st.op);
+    if (st.blocks.empty()) step_of[st.op] = &st;
   const auto& outs = bp.block->outputs();
+  // whether each output may stay fp32, from the last step back (readers follow writers)
+  std::unordered_map<const Var*, bool> may;
+  for (auto it = bp.steps.rbegin(); it != bp.steps.rend(); ++it)
+    for (const Var* v : it->last_op()->outputs()) {
+      bool ok = v->type()->is_tensor() && v->type()->dtype() == DataType::Float16 &&
+                !v->uses().empty() && v->block_uses().empty() &&
+                std::find(outs.begin(), outs.end(), v) == outs.end();
+      for (const Use& u : v->uses()) {
+        auto s = step_of.find(u.op);
+        ok = ok && s != step_of.end() &&
+             (s->second->kd->float_compute ||
+              (moved_slot(*u.op) == static_cast<int64_t>(u.slot) && may[u.op->output(0)]));
+      }
+      may[v] = ok;
+    }
+  // fp32-computing writers hold them fp32; a move's output is fp32 when its input is
+  std::unordered_set<const Var*> wide;
   for (Step& st : bp.steps) {
-    if (!st.kd->float_compute) continue;
     const Operation* last = st.last_op();
     st.wide.assign(st.outs.size(), false);
     for (size_t i = 0; i < st.outs.size(); ++i) {
       const Var* v = last->outputs()[i];
-      if (!v->type()->is_tensor() || v->type()->dtype() != DataType::Float16 || v->uses().empty() ||
-          !v->block_uses().empty() || std::find(outs.begin(), outs.end(), v) != outs.end())
-        continue;
-      bool ok = true;
-      for (const Use& u : v->uses()) ok = ok && fp32_readers.count(u.op);
-      st.wide[i] = ok;
+      const int64_t m = st.kd->float_compute ? -1 : moved_slot(*st.op);
+      if (!may[v] || (!st.kd->float_compute && (m < 0 || !wide.count(st.op->args()[m])))) continue;
+      st.wide[i] = true;
+      wide.insert(v);
+      if (!st.kd->float_compute) st.out_dtypes[i] = DataType::Float32;
     }
   }
 }

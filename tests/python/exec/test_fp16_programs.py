@@ -52,3 +52,29 @@ def test_value_read_by_fp32_ops_cast_reshape_and_as_output() -> None:
     assert sig.dtype == F16 and sig.shape == (6, 5)
     np.testing.assert_allclose(sig.astype(F32), (1 / (1 + np.exp(-want_s.astype(F32)))).reshape(6, 5),
                                rtol=1e-3, atol=1e-3)
+
+
+def test_values_moved_between_fp32_ops_keep_fp16_values() -> None:
+    """transpose, reshape, slices, squeeze and expand_dims between ops computing in fp32, and a moved
+    value also returned (so kept as fp16) or cast."""
+    x = rand(2, 6, 5, dtype=F16, lo=-2, hi=2, seed=5)
+    y = rand(2, 6, 5, dtype=F16, lo=0.5, hi=2, seed=6)
+
+    def build(a: object, b: object) -> tuple:
+        s = mb.mul(x=a, y=b)
+        t = mb.transpose(x=s, perm=[0, 2, 1])                                     # (2, 5, 6)
+        u = mb.slice_by_index(x=t, begin=[0, 1, 0], end=[2, 5, 6], stride=[1, 2, 1])  # (2, 2, 6)
+        v = mb.expand_dims(x=mb.squeeze(x=mb.slice_by_size(x=u, begin=[1, 0, 0], size=[1, 2, 6]),
+                                        axes=[0]), axes=[1])                    # (2, 1, 6)
+        w = mb.real_div(x=v, y=F16(0.7))
+        moved = mb.reshape(x=s, shape=[12, 5])
+        return w, moved, mb.cast(x=mb.transpose(x=s, perm=[1, 0, 2]), dtype="fp32"), mb.add(x=moved, y=F16(0.1))
+
+    w, moved, c, added = run_prog(build, {"x": x, "y": y})
+    s = op16(np.multiply, x, y)
+    u = s.transpose(0, 2, 1)[:, 1:5:2, :]
+    np.testing.assert_array_equal(w, op16(np.true_divide, u[1][:, None, :], F16(0.7)))
+    np.testing.assert_array_equal(moved, s.reshape(12, 5))
+    np.testing.assert_array_equal(c, s.transpose(1, 0, 2).astype(F32))
+    np.testing.assert_array_equal(added, op16(np.add, s.reshape(12, 5), F16(0.1)))
+    assert w.dtype == F16 and moved.dtype == F16 and added.dtype == F16

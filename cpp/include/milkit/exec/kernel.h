@@ -83,6 +83,12 @@ class KernelCtx {
   Tensor& alloc(size_t i, std::vector<int64_t> shape);
   /// Sets output i to an existing tensor (a view, an input passed through).
   void set(size_t i, Tensor t);
+  /// Whether output 0 is computed in fp32 for an fp16 output: a kernel may then round its values
+  /// to fp16 itself (round_to_half) where it computes them, and say so with set_rounded().
+  bool rounds_output() const;
+  /// Tells the executor that the kernel rounded its fp32 outputs declared fp16 to fp16 values
+  /// itself: they are not rounded again.
+  void set_rounded() { rounded_ = true; }
   /// The state object of this run; throws when the run has none.
   State& state() const;
   /// Runs nested block `b` of the op with `inputs` bound to its block inputs; returns its outputs.
@@ -103,6 +109,7 @@ class KernelCtx {
   State* state_ = nullptr;
   void* frame_ = nullptr;
   const void* step_ = nullptr;
+  bool rounded_ = false;
 };
 
 /// The kernels of every op, by op type.
