@@ -190,7 +190,12 @@ std::unique_ptr<FusedChain> chain_after(const std::vector<Step>& steps, size_t i
 
 void FusedChain::apply(float* p, int64_t n) const {
   parallel_for(n, 8192, [&](int64_t b, int64_t e) {
-    constexpr int64_t kBlock = 512;
+    // one link over fp32 values needs no blocks; else blocks that stay in L1 across the links
+    if (links.size() == 1 && !half && !reads_head) {
+      run_link(links[0], p + b, nullptr, e - b);
+      return;
+    }
+    constexpr int64_t kBlock = 2048;
     float h[kBlock];
     for (int64_t s = b; s < e; s += kBlock) {
       const int64_t m = std::min(kBlock, e - s);
