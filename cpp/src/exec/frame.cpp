@@ -5,11 +5,30 @@
 #include <chrono>
 #include <string>
 
+#include "milkit/exec/threads.h"
 #include "milkit/symbolic/eval.h"
 #include "milkit/types/error.h"
 #include "weight_cache.h"
 
 namespace milkit {
+
+namespace {
+
+/// `t` (fp32) with its values rounded to fp16's: in place when the frame holds its only
+/// reference, else in a copy (a kernel may pass an input or a constant through).
+Tensor rounded_to_half(Tensor t) {
+  const bool own = !t.borrowed() && t.owner().use_count() == 1;
+  Tensor r = own ? t : Tensor::empty(DataType::Float32, t.shape());
+  const float* src = t.data<float>();
+  float* dst = r.mutable_data<float>();
+  parallel_for(t.numel(), 16384, [&](int64_t b, int64_t e) {
+    if (dst != src) std::copy(src + b, src + e, dst + b);
+    round_to_half(dst + b, e - b);
+  });
+  return r;
+}
+
+}  // namespace
 
 Frame::Frame(const Plan& p, State* st)
     : plan_(p), state_(st), slots_(p.num_slots_), profile_(Profile::get()) {}
@@ -52,7 +71,8 @@ void Frame::check_output(const Step& st, size_t i, const Tensor& t) {
   const Var* v = st.op->outputs()[i];
   const Type* ty = v->type();
   if (!ty->is_tensor()) return;
-  if (t.dtype() != ty->dtype())
+  const bool wide = i < st.wide.size() && st.wide[i] && t.dtype() == DataType::Float32;
+  if (t.dtype() != ty->dtype() && !wide)
     throw ValueError("internal error: the kernel of " + st.op->describe() + " made output " +
                      std::to_string(i) + " of dtype " + std::string(dtype_name(t.dtype())) +
                      ", its type is " + ty->str());
@@ -79,8 +99,14 @@ void Frame::run_block(const BlockPlan& bp) {
   std::vector<const Tensor*> args;
   std::vector<Tensor> temps;
   std::vector<Tensor> outs;
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  };
   for (const Step& st : bp.steps) {
     const Operation& op = *st.op;
+    Clock::time_point t0;
+    if (profile_) t0 = Clock::now();
     args.assign(st.args.size(), nullptr);
     temps.clear();
     temps.reserve(st.args.size());
@@ -106,14 +132,16 @@ void Frame::run_block(const BlockPlan& bp) {
     kc.frame_ = this;
     kc.step_ = &st;
     if (profile_) {
-      auto t0 = std::chrono::steady_clock::now();
+      if (!temps.empty())
+        profile_->add("(frame: args of " + op.op_type() + " converted)", since(t0));
+      t0 = Clock::now();
       st.kd->fn(kc);
-      double us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
-      profile_->add(op, us);
+      profile_->add(op, st.fused ? st.fused->describe() : std::string(), since(t0));
+      t0 = Clock::now();
     } else {
       st.kd->fn(kc);
     }
+    bool cast_out = false;
     for (size_t i = 0; i < outs.size(); ++i) {
       Tensor& t = outs[i];
       const Type* ty = op.outputs()[i]->type();
@@ -124,12 +152,19 @@ void Frame::run_block(const BlockPlan& bp) {
         continue;
       }
       if (ty->is_tensor() && t.dtype() != ty->dtype() && st.kd->float_compute &&
-          ty->dtype() == DataType::Float16 && t.dtype() == DataType::Float32)
-        t = cast_tensor(t, DataType::Float16);
+          ty->dtype() == DataType::Float16 && t.dtype() == DataType::Float32) {
+        if (!(i < st.wide.size() && st.wide[i]))
+          t = cast_tensor(t, DataType::Float16);
+        else if (!kc.rounded_ && !(st.fused && st.fused->half))  // rounded by the kernel
+          t = rounded_to_half(std::move(t));
+        cast_out = true;
+      }
       check_output(st, i, t);
       if (!t.borrowed()) live_ += t.nbytes();
       slots_[st.outs[i]] = std::move(t);
     }
+    if (profile_ && cast_out)
+      profile_->add("(frame: outputs of " + op.op_type() + " rounded)", since(t0));
     peak_ = std::max(peak_, live_);
     for (int32_t s : st.frees) {
       Tensor& t = slots_[s];

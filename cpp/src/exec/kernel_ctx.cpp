@@ -33,8 +33,8 @@ const Tensor& KernelCtx::in(std::string_view name) const {
   return in(static_cast<size_t>(i));
 }
 
-const Operation* KernelCtx::fused() const {
-  return step_ ? static_cast<const Step*>(step_)->fused : nullptr;
+const FusedChain* KernelCtx::fused() const {
+  return step_ ? static_cast<const Step*>(step_)->fused.get() : nullptr;
 }
 
 const PackedWeight* KernelCtx::packed(std::string_view name) const {
@@ -110,6 +110,11 @@ std::string KernelCtx::str_or(std::string_view name, const std::string& def) con
 }
 
 DataType KernelCtx::out_dtype(size_t i) const { return (*out_dtypes_)[i]; }
+
+bool KernelCtx::rounds_output() const {
+  return !outs_->empty() && out_dtype(0) == DataType::Float32 &&
+         declared_dtype(0) == DataType::Float16;
+}
 
 DataType KernelCtx::declared_dtype(size_t i) const { return op_->outputs()[i]->type()->dtype(); }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -363,36 +364,57 @@ void Planner::read_in_place(const Operation* op, size_t a, int32_t r, Step& st) 
   v[a] = it->second.get();
 }
 
-/// Whether `act` is an activation the conv kernel applies to its output, reading only `v`, the
-/// output of the step before it, which nothing else reads.
-bool fusable_activation(const Operation& act, const Var* v) {
-  const std::string& t = act.op_type();
-  if (t != "relu" && t != "relu6" && t != "silu") return false;
-  if (act.args().size() != 1 || act.args()[0] != v || act.outputs().size() != 1 ||
-      !act.blocks().empty())
-    return false;
-  if (v->uses().size() != 1 || !v->block_uses().empty()) return false;
-  return act.output(0)->type() == v->type();  // interned: equal types are one pointer
+/// The flat arg slot of input x when `op` only moves the elements of x (any dtype, nothing else
+/// read as data): an fp32 tensor holding fp16 values passes through it as it is. -1 otherwise.
+int64_t moved_slot(const Operation& op) {
+  static const char* const kTypes[] = {"reshape",       "transpose",      "squeeze",
+                                       "expand_dims",   "slice_by_index", "slice_by_size",
+                                       "reverse",       "depth_to_space", "space_to_depth",
+                                       "pixel_shuffle", "pixel_unshuffle"};
+  if (op.outputs().size() != 1 || std::none_of(std::begin(kTypes), std::end(kTypes),
+                                               [&](const char* t) { return op.op_type() == t; }))
+    return -1;
+  const int i = op.input_index("x");
+  return i < 0 ? -1 : static_cast<int64_t>(op.starts()[i]);
 }
 
-/// Folds each activation that directly follows the conv whose output it alone reads into the
-/// conv's step (Step::fused): the conv kernel applies it while its output is in cache.
-void fuse_activations(BlockPlan& bp) {
-  std::vector<Step> steps;
-  steps.reserve(bp.steps.size());
-  for (size_t i = 0; i < bp.steps.size(); ++i) {
-    Step& st = bp.steps[i];
-    if (i + 1 < bp.steps.size() && st.op->op_type() == "conv" && st.outs.size() == 1 && !st.fused &&
-        fusable_activation(*bp.steps[i + 1].op, st.op->output(0))) {
-      st.fused = bp.steps[i + 1].op;
-      st.outs[0] = bp.steps[i + 1].outs[0];
-      steps.push_back(std::move(st));
-      ++i;
-      continue;
+/// Sets Step::wide: the fp16 outputs of fp32-computing steps that only fp32-computing steps of
+/// this block read (not block outputs, not nested blocks), directly or through element moves
+/// (reshape, transpose, ...) whose outputs then stay fp32 too.
+void keep_wide(BlockPlan& bp) {
+  std::unordered_map<const Operation*, const Step*> step_of;
+  for (const Step& st : bp.steps)
+    if (st.blocks.empty()) step_of[st.op] = &st;
+  const auto& outs = bp.block->outputs();
+  // whether each output may stay fp32, from the last step back (readers follow writers)
+  std::unordered_map<const Var*, bool> may;
+  for (auto it = bp.steps.rbegin(); it != bp.steps.rend(); ++it)
+    for (const Var* v : it->last_op()->outputs()) {
+      bool ok = v->type()->is_tensor() && v->type()->dtype() == DataType::Float16 &&
+                !v->uses().empty() && v->block_uses().empty() &&
+                std::find(outs.begin(), outs.end(), v) == outs.end();
+      for (const Use& u : v->uses()) {
+        auto s = step_of.find(u.op);
+        ok = ok && s != step_of.end() &&
+             (s->second->kd->float_compute ||
+              (moved_slot(*u.op) == static_cast<int64_t>(u.slot) && may[u.op->output(0)]));
+      }
+      may[v] = ok;
     }
-    steps.push_back(std::move(st));
+  // fp32-computing writers hold them fp32; a move's output is fp32 when its input is
+  std::unordered_set<const Var*> wide;
+  for (Step& st : bp.steps) {
+    const Operation* last = st.last_op();
+    st.wide.assign(st.outs.size(), false);
+    for (size_t i = 0; i < st.outs.size(); ++i) {
+      const Var* v = last->outputs()[i];
+      const int64_t m = st.kd->float_compute ? -1 : moved_slot(*st.op);
+      if (!may[v] || (!st.kd->float_compute && (m < 0 || !wide.count(st.op->args()[m])))) continue;
+      st.wide[i] = true;
+      wide.insert(v);
+      if (!st.kd->float_compute) st.out_dtypes[i] = DataType::Float32;
+    }
   }
-  bp.steps = std::move(steps);
 }
 
 std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_body) {
@@ -453,7 +475,8 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
     bp->steps.push_back(std::move(st));
   }
   for (Var* v : b.outputs()) bp->outputs.push_back(ref(v));
-  fuse_activations(*bp);
+  fuse_chains(*bp, consts);
+  keep_wide(*bp);
 
   // last uses: a var defined in this block (input or op output) is freed after the last step of
   // this block that reads it (reads inside nested blocks count for the op owning them); block
@@ -481,7 +504,7 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
   // outputs nobody reads are freed right after they are made
   for (Step& st : bp->steps)
     for (size_t i = 0; i < st.outs.size(); ++i) {
-      const Var* v = (st.fused ? st.fused : st.op)->outputs()[i];
+      const Var* v = st.last_op()->outputs()[i];
       if (!last.count(v) && !keep.count(v)) st.frees.push_back(st.outs[i]);
     }
   return bp;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "fused_chain.h"
 #include "milkit/exec/kernel.h"
 #include "milkit/ir/ir.h"
 
@@ -32,9 +33,16 @@ struct Step {
   std::vector<const PackedWeight*> packed;  // per flat arg: the packed weight it reads, or null
   std::vector<const PackedWeight*> widen;   // per flat arg: an in-place weight given widened
   std::vector<std::unique_ptr<BlockPlan>> blocks;
-  /// An activation op (the only reader of this op's output) that the kernel applies to its
-  /// output: the step writes the activation's output slot, and the activation has no step.
-  const Operation* fused = nullptr;
+  /// Elementwise ops (reading only this op's output and each other's) that the kernel applies
+  /// to its output: the step writes the last one's output slot, and they have no steps.
+  std::unique_ptr<const FusedChain> fused;
+  /// The op whose outputs the step writes: the last fused op, else the step's op.
+  const Operation* last_op() const { return fused ? fused->ops.back() : op; }
+  /// Per output: an fp16 output of an fp32-computing step that only fp32-computing steps of the
+  /// same block read. The frame keeps it as an fp32 tensor holding fp16 values (rounded in place
+  /// after the kernel), so neither a cast to fp16 after the step nor casts back before its
+  /// readers run; the values are those of the fp16 tensor.
+  std::vector<bool> wide;
 };
 
 /// A block's steps, with the slots of its inputs and the refs of its outputs.

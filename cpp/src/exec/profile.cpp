@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace milkit {
@@ -13,14 +14,28 @@ Profile* Profile::get() {
   return p;
 }
 
-void Profile::add(const Operation& op, double us) {
+void Profile::add(const Operation& op, const std::string& fused, double us) {
+  if (!per_op_) {
+    add(op.op_type(), us);
+    return;
+  }
+  std::string key = op.op_type();
+  if (!fused.empty()) key += "+" + fused;
+  if (!op.outputs().empty()) key += " " + op.output(0)->type()->str();
+  key += " " + op.output(0)->name();
+  add(key, us);
+}
+
+void Profile::add(const std::string& what, double us) {
   std::lock_guard<std::mutex> lk(m_);
-  auto& e = by_type_[op.op_type()];
+  auto& e = by_type_[what];
   e.first += us;
   e.second += 1;
 }
 
 Profile::Profile() {
+  const char* e = std::getenv("MILKIT_PROFILE");
+  per_op_ = e && std::strcmp(e, "ops") == 0;
   std::atexit([] {
     Profile* p = get();
     std::vector<std::pair<double, std::string>> rows;

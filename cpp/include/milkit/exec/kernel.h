@@ -17,6 +17,7 @@ namespace milkit {
 class State;
 class KernelCtx;
 class PackedWeight;
+struct FusedChain;
 
 /// A kernel computes an op's outputs from its input tensors.
 using KernelFn = void (*)(KernelCtx&);
@@ -46,10 +47,10 @@ class KernelCtx {
   /// The packed weight the plan keeps for a named input (a constexpr chain read by a kernel
   /// that decompresses it while computing), or nullptr when the input is a tensor.
   const PackedWeight* packed(std::string_view name) const;
-  /// The activation op the plan fused into this op (relu, relu6 or silu reading only this op's
-  /// output): the kernel applies it to output 0, which stands for the activation's output.
-  /// nullptr when there is none.
-  const Operation* fused() const;
+  /// The elementwise ops the plan fused into this op (a chain reading only this op's output):
+  /// the kernel applies them to output 0, which stands for the last one's output (in an fp16
+  /// program rounded to fp16 values). nullptr when there are none.
+  const FusedChain* fused() const;
   /// All tensors of a tuple input.
   std::vector<const Tensor*> tuple(std::string_view name) const;
   /// The compile-time value of a named input, or nullptr (for string and const parameters).
@@ -82,6 +83,12 @@ class KernelCtx {
   Tensor& alloc(size_t i, std::vector<int64_t> shape);
   /// Sets output i to an existing tensor (a view, an input passed through).
   void set(size_t i, Tensor t);
+  /// Whether output 0 is computed in fp32 for an fp16 output: a kernel may then round its values
+  /// to fp16 itself (round_to_half) where it computes them, and say so with set_rounded().
+  bool rounds_output() const;
+  /// Tells the executor that the kernel rounded its fp32 outputs declared fp16 to fp16 values
+  /// itself: they are not rounded again.
+  void set_rounded() { rounded_ = true; }
   /// The state object of this run; throws when the run has none.
   State& state() const;
   /// Runs nested block `b` of the op with `inputs` bound to its block inputs; returns its outputs.
@@ -102,6 +109,7 @@ class KernelCtx {
   State* state_ = nullptr;
   void* frame_ = nullptr;
   const void* step_ = nullptr;
+  bool rounded_ = false;
 };
 
 /// The kernels of every op, by op type.

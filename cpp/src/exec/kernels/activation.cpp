@@ -14,8 +14,9 @@
 
 #include "../dispatch.h"
 #include "kernels.h"
-#include "params.h"
 #include "milkit/exec/threads.h"
+#include "milkit/types/datatype.h"
+#include "params.h"
 #include "vec_math.h"
 
 namespace milkit {
@@ -47,7 +48,12 @@ void map_unary(KernelCtx& k, const Tensor& x, F f) {
   Tensor& out = k.alloc(0, x.shape());
   const float* a = x.data<float>();
   float* o = out.mutable_data<float>();
-  parallel_for(x.numel(), kGrain, [&](int64_t s, int64_t e) { vmath::map(a + s, o + s, e - s, f); });
+  const bool half = k.rounds_output();
+  parallel_for(x.numel(), kGrain, [&](int64_t s, int64_t e) {
+    vmath::map(a + s, o + s, e - s, f);
+    if (half) round_to_half(o + s, e - s);  // fp16's values, while in cache
+  });
+  if (half) k.set_rounded();
 }
 
 /// Runs out = f(x, alpha[c], beta[c]) with the rank-1 parameters along x's dim 1 (prelu,

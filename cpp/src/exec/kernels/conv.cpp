@@ -4,8 +4,8 @@
 // columns still in its cache, one hand-over per conv), else columns are made in bands of at most
 // 3 MB and the GEMM is split across threads; a 1x1, stride-1, unpadded conv multiplies the NCHW
 // input directly; one input channel per group - depthwise - is a direct loop across threads
-// (conv_direct.cpp for 1-d and 2-d). A relu, relu6 or silu the plan fused into the conv is applied
-// to its output in place. A weight the plan keeps packed (an fp16 weight read in place, a
+// (conv_direct.cpp for 1-d and 2-d). Elementwise ops the plan fused into the conv (FusedChain) are
+// applied to its output in place. A weight the plan keeps packed (an fp16 weight read in place, a
 // compressed one) is never widened whole: up to 256K elements it is decoded for the call, larger
 // ones a chunk of output channels at a time into a per-thread buffer (per band of rows when
 // bands have 256 pixels or more, else once per image across the threads). conv_transpose is one
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "../dispatch.h"
+#include "../fused_chain.h"
 #include "../packed_weight.h"
 #include "conv_direct.h"
 #include "gemm.h"
@@ -37,7 +38,6 @@
 #include "milkit/exec/threads.h"
 #include "milkit/ops/conv_util.h"
 #include "milkit/types/datatype.h"
-#include "vec_math.h"
 
 namespace milkit {
 
@@ -470,28 +470,6 @@ void conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
       }
 }
 
-/// Applies the activation the plan fused into this conv (relu, relu6 or silu, as their kernels
-/// compute them) to `out` in place; an fp16 conv output is rounded to fp16 first, as the
-/// activation would have read it.
-void apply_fused(const KernelCtx& k, Tensor& out) {
-  const Operation* act = k.fused();
-  if (!act) return;
-  const std::string& t = act->op_type();
-  const bool half = k.declared_dtype(0) == DataType::Float16 && t == "silu";
-  float* y = out.mutable_data<float>();
-  parallel_for(out.numel(), 8192, [&](int64_t b, int64_t e) {
-    float* p = y + b;
-    const int64_t n = e - b;
-    if (half) round_to_half(p, n);
-    if (t == "relu")
-      vmath::map(p, p, n, [](float x) { return vmath::vrelu(x); });
-    else if (t == "relu6")
-      vmath::map(p, p, n, [](float x) { return vmath::vrelu6(x); });
-    else
-      vmath::map(p, p, n, [](float x) { return vmath::vsilu(x); });
-  });
-}
-
 /// The float weights, the bias, shape checks shared by conv and conv_quantized, then the conv.
 void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, ConvWeight w,
               const float* bias) {
@@ -502,7 +480,7 @@ void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, Con
   for (int i = 0; i < g.nd; ++i) oshape.push_back(g.out[3 - g.nd + i]);
   Tensor& out = k.alloc(0, oshape);
   conv_forward(g, x.data<float>(), w, bias, out.mutable_data<float>());
-  apply_fused(k, out);
+  if (const FusedChain* ch = k.fused()) ch->apply(out.mutable_data<float>(), out.numel());
 }
 
 /// The bias input as fp32 [C_out], or null when absent.

@@ -9,6 +9,7 @@
 #include "../dispatch.h"
 #include "kernels.h"
 #include "milkit/exec/threads.h"
+#include "milkit/types/datatype.h"
 #include "vec_math.h"
 
 namespace milkit {
@@ -17,34 +18,31 @@ namespace {
 
 using exec::BroadcastIndexer;
 
-/// Runs out[i] = f(x[ix], y[iy]) over the broadcast shape, in parallel.
-template <typename T, typename R, typename F>
-void binary_loop(KernelCtx& k, const Tensor& x, const Tensor& y, F f) {
-  std::vector<int64_t> shape;
-  try {
-    shape = exec::broadcast_shape(x.shape(), y.shape());
-  } catch (const ValueError& e) {
-    k.fail(e.what());
-  }
-  Tensor& out = k.alloc(0, shape);
+/// Runs out[i] = f(x[ix], y[iy]) over the broadcast shape `shape` into `o`, in parallel; then
+/// done(s, e) on each finished range of outputs (in the thread that made it).
+template <typename T, typename R, typename F, typename D>
+void binary_ranges(const std::vector<int64_t>& shape, const Tensor& x, const Tensor& y, R* o, F f,
+                   D done) {
   const T* a = x.data<T>();
   const T* b = y.data<T>();
-  R* o = out.mutable_data<R>();
-  int64_t n = out.numel();
+  const int64_t n = shape_numel(shape);
   constexpr int64_t kGrain = 16384;
   if (x.numel() == n && y.numel() == n) {
     parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) o[i] = f(a[i], b[i]);
+      done(s, e);
     });
   } else if (y.numel() == 1 && x.numel() == n) {
     T bv = b[0];
     parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) o[i] = f(a[i], bv);
+      done(s, e);
     });
   } else if (x.numel() == 1 && y.numel() == n) {
     T av = a[0];
     parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
       for (int64_t i = s; i < e; ++i) o[i] = f(av, b[i]);
+      done(s, e);
     });
   } else {
     BroadcastIndexer bi(shape, {x.shape(), y.shape()});
@@ -53,6 +51,7 @@ void binary_loop(KernelCtx& k, const Tensor& x, const Tensor& y, F f) {
     if (inner < 16) {
       parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
         bi.run(s, e, [&](int64_t i, int64_t ia, int64_t ib, int64_t) { o[i] = f(a[ia], b[ib]); });
+        done(s, e);
       });
       return;
     }
@@ -78,8 +77,32 @@ void binary_loop(KernelCtx& k, const Tensor& x, const Tensor& y, F f) {
         }
         i += cnt;
       }
+      done(s, e);
     });
   }
+}
+
+/// Runs out[i] = f(x[ix], y[iy]) over the broadcast shape, in parallel; fp32 results of an fp16
+/// op are rounded to fp16 values range by range, while in cache.
+template <typename T, typename R, typename F>
+void binary_loop(KernelCtx& k, const Tensor& x, const Tensor& y, F f) {
+  std::vector<int64_t> shape;
+  try {
+    shape = exec::broadcast_shape(x.shape(), y.shape());
+  } catch (const ValueError& e) {
+    k.fail(e.what());
+  }
+  Tensor& out = k.alloc(0, shape);
+  R* o = out.mutable_data<R>();
+  if constexpr (std::is_same_v<R, float>) {
+    if (k.rounds_output()) {
+      binary_ranges<T>(shape, x, y, o, f,
+                       [o](int64_t s, int64_t e) { round_to_half(o + s, e - s); });
+      k.set_rounded();
+      return;
+    }
+  }
+  binary_ranges<T>(shape, x, y, o, f, [](int64_t, int64_t) {});
 }
 
 /// Wrapping integer arithmetic (no signed-overflow UB).

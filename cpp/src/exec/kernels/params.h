@@ -9,6 +9,7 @@
 #include "../dispatch.h"
 #include "kernels.h"
 #include "milkit/exec/threads.h"
+#include "milkit/types/datatype.h"
 #include "vec_math.h"
 
 namespace milkit::exec {
@@ -41,13 +42,16 @@ void map_params(KernelCtx& k, const Tensor& x, const Tensor& p, const Tensor& q,
   int64_t n = x.numel();
   if (p.numel() == 1 && (!qb || q.numel() == 1)) {
     T pv = pb[0], qv = qb ? qb[0] : T();
+    const bool half = std::is_same_v<T, float> && k.rounds_output();
     parallel_for(n, grain, [&](int64_t s, int64_t e) {
       if constexpr (std::is_same_v<T, float>) {
         vmath::map(a + s, o + s, e - s, [f, pv, qv](float v) { return f(v, pv, qv); });
+        if (half) round_to_half(o + s, e - s);  // fp16's values, while in cache
       } else {
         for (int64_t i = s; i < e; ++i) o[i] = f(a[i], pv, qv);
       }
     });
+    if (half) k.set_rounded();
     return;
   }
   std::vector<std::vector<int64_t>> shapes = {x.shape(), p.shape()};

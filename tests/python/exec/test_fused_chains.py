@@ -1,0 +1,183 @@
+"""Elementwise ops after a conv that read only its output and each other's results (hardswish
+and hardsigmoid as converted programs spell them, relu, relu6, silu, sigmoid, sigmoid_hard, scalar
+arithmetic): the plan runs them inside the conv's step. Results must be bit for bit those of the
+ops' own kernels (the same program with the conv's output also returned, which keeps every op
+separate), in fp16 programs too (each op's result rounded to fp16); ops that broadcast a tensor,
+read another input, or whose results are read elsewhere stay separate."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import milkit as ct
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from milkit import Builder as mb
+from support.exec_util import rand, run_prog
+
+# a chain: (op, operand) pairs applied in order to the conv output; operand "head" is the conv output,
+# ("r", v) puts the scalar v first (sub(x=v, y=cur)), a float is a scalar second operand
+HARDSWISH = [("add", 3.0), ("maximum", 0.0), ("minimum", 6.0), ("mul", "head"), ("mul", 1 / 6)]
+HARDSIGMOID = [("maximum", 0.0), ("minimum", 6.0), ("mul", 1 / 6)]
+CHAINS = {
+    "hardswish": HARDSWISH,
+    "hardswish_swapped": [("add", ("r", 3.0)), ("maximum", ("r", 0.0)), ("minimum", 6.0), ("mul", ("h",)),
+                          ("real_div", 6.0)],
+    "hardsigmoid": HARDSIGMOID,
+    "arith": [("sub", ("r", 0.75)), ("real_div", ("r", 3.0)), ("sub", 0.3), ("minimum", "head"), ("add", "head"),
+              ("sub", ("h",)), ("maximum", ("h",)), ("mul", 1.7)],
+    "relu_relu6": [("relu", None), ("mul", 4.1), ("relu6", None)],
+    "silu_sigmoid": [("silu", None), ("add", 0.5), ("sigmoid", None)],
+    "sigmoid_hard": [("sigmoid_hard", (0.2, 0.5)), ("mul", "head")],
+}
+NP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "real_div": np.true_divide, "maximum": np.maximum,
+      "minimum": np.minimum}
+
+
+def build_chain(chain: list, dt: Any, c: Any) -> Any:
+    """The chain's ops over conv output c."""
+    cur = c
+    for op, arg in chain:
+        if op in ("relu", "relu6", "silu", "sigmoid"):
+            cur = getattr(mb, op)(x=cur)
+        elif op == "sigmoid_hard":
+            cur = mb.sigmoid_hard(x=cur, alpha=dt(arg[0]), beta=dt(arg[1]))
+        elif arg == "head":
+            cur = getattr(mb, op)(x=cur, y=c)
+        elif arg == ("h",):
+            cur = getattr(mb, op)(x=c, y=cur)
+        elif isinstance(arg, tuple):
+            cur = getattr(mb, op)(x=dt(arg[1]), y=cur)
+        else:
+            cur = getattr(mb, op)(x=cur, y=arg if isinstance(arg, np.ndarray) else dt(arg))
+    return cur
+
+
+def ref_chain(chain: list, dt: Any, c: np.ndarray) -> np.ndarray:
+    """The chain op by op in fp32 with each result rounded to dt (torch for the activations)."""
+    def r(v: Any) -> np.ndarray:
+        return np.asarray(v, np.float32).astype(dt).astype(np.float32)
+
+    head = r(c)
+    cur = head
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for op, arg in chain:
+            cur = ref_link(op, arg, dt, cur, head, r)
+    return cur
+
+
+def ref_link(op: str, arg: Any, dt: Any, cur: np.ndarray, head: np.ndarray, r: Callable) -> np.ndarray:
+    """One op of ref_chain."""
+    t = torch.from_numpy(cur)
+    if op in ("relu", "relu6", "silu"):
+        return r(getattr(F, op)(t).numpy())
+    if op == "sigmoid":
+        return r(torch.sigmoid(t).numpy())
+    if op == "sigmoid_hard":
+        a, b = np.float32(dt(arg[0])), np.float32(dt(arg[1]))
+        return r(np.minimum(np.maximum(a * cur + b, 0), 1))
+    if arg == "head":
+        return r(NP[op](cur, head))
+    if arg == ("h",):
+        return r(NP[op](head, cur))
+    if isinstance(arg, tuple):
+        return r(NP[op](np.float32(dt(arg[1])), cur))
+    return r(NP[op](cur, np.asarray(arg).astype(dt).astype(np.float32)))
+
+
+def conv_of(w: np.ndarray, b: np.ndarray) -> Callable[[Any], Any]:
+    return lambda v: mb.conv(x=v, weight=w, bias=b, pad_type="custom", pad=[1, 1, 1, 1])
+
+
+def torch_conv(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    f = np.float32
+    return F.conv2d(torch.tensor(x.astype(f)), torch.tensor(w.astype(f)), torch.tensor(b.astype(f)), padding=1).numpy()
+
+
+def run_fused_and_apart(chain: list, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple:
+    """The chain's result with the conv's output read only by it, and with it returned too."""
+    dt = x.dtype.type
+    conv = conv_of(w, b)
+    (fused,) = run_prog(lambda v: build_chain(chain, dt, conv(v)), {"x": x})
+    apart, c = run_prog(lambda v: (lambda cv: (build_chain(chain, dt, cv), cv))(conv(v)), {"x": x})
+    return fused, apart, c
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize("shape", [(2, 4, 11, 13), (1, 3, 45, 47)])
+def test_chain_after_conv_matches_its_ops(name: str, dt: type, shape: tuple) -> None:
+    chain = CHAINS[name]
+    x = rand(*shape, dtype=dt, lo=-3, hi=3, seed=1)
+    w, b = rand(5, shape[1], 3, 3, dtype=dt, seed=2), rand(5, dtype=dt, lo=-2, hi=2, seed=3)
+    for threads in (1, 2, 3):
+        ct.set_num_threads(threads)
+        try:
+            fused, apart, c = run_fused_and_apart(chain, x, w, b)
+        finally:
+            ct.set_num_threads(0)
+        assert fused.dtype == np.dtype(dt)
+        np.testing.assert_array_equal(fused, apart)
+    want = ref_chain(chain, dt, c.astype(np.float32))
+    # silu and sigmoid are a few ulp from torch's; sigmoid_hard's a * x + b may be one fma
+    exact = not any(op in ("silu", "sigmoid", "sigmoid_hard") for op, _ in chain)
+    if exact:
+        np.testing.assert_array_equal(fused.astype(np.float32), want)
+    else:
+        np.testing.assert_allclose(fused.astype(np.float32), want, rtol=2e-3 if dt == np.float16 else 1e-5,
+                                   atol=2e-3 if dt == np.float16 else 1e-6)
+    tol = {"rtol": 3e-3, "atol": 3e-3} if dt == np.float16 else {"rtol": 1e-4, "atol": 1e-4}
+    np.testing.assert_allclose(c.astype(np.float32), torch_conv(x, w, b), **tol)
+    if name == "hardswish":
+        np.testing.assert_allclose(fused.astype(np.float32), F.hardswish(torch.tensor(c.astype(np.float32))).numpy(),
+                                   **tol)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+def test_chain_stops_where_a_result_is_read_elsewhere(dt: type) -> None:
+    """A result of the chain also returned: the ops up to it may fuse, the rest run apart."""
+    x = rand(1, 3, 9, 10, dtype=dt, lo=-3, hi=3, seed=4)
+    w, b = rand(4, 3, 3, 3, dtype=dt, seed=5), rand(4, dtype=dt, seed=6)
+    conv = conv_of(w, b)
+
+    def build(v: Any) -> tuple:
+        c = conv(v)
+        mid = build_chain(HARDSWISH[:3], dt, c)  # add, maximum, minimum: returned too
+        return mb.mul(x=mb.mul(x=c, y=mid), y=dt(1 / 6)), mid
+
+    out, mid = run_prog(build, {"x": x})
+    _, _, c = run_fused_and_apart(HARDSWISH, x, w, b)
+    np.testing.assert_array_equal(mid.astype(np.float32), ref_chain(HARDSWISH[:3], dt, c.astype(np.float32)))
+    np.testing.assert_array_equal(out.astype(np.float32), ref_chain(HARDSWISH, dt, c.astype(np.float32)))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+def test_broadcasting_and_runtime_operands_stay_apart(dt: type) -> None:
+    """A per-channel constant (broadcast), a constant that widens the shape, and a second input:
+    those ops are not scalar links; results still match op by op."""
+    x = rand(2, 3, 7, 9, dtype=dt, lo=-3, hi=3, seed=7)
+    y = rand(2, 4, 7, 9, dtype=dt, lo=-1, hi=1, seed=8)
+    w, b = rand(4, 3, 3, 3, dtype=dt, seed=9), rand(4, dtype=dt, seed=10)
+    per_channel = rand(1, 4, 1, 1, dtype=dt, seed=11)
+    wider = rand(3, 1, 1, 1, 1, dtype=dt, seed=12)
+    conv = conv_of(w, b)
+
+    def build(v: Any, u: Any) -> tuple:
+        c1 = mb.add(x=mb.mul(x=conv(v), y=per_channel), y=dt(0.5))
+        c2 = mb.relu(x=mb.mul(x=conv(v), y=u))
+        c3 = mb.sub(x=conv(v), y=wider)
+        return c1, c2, c3
+
+    c1, c2, c3 = run_prog(build, {"x": x, "y": y})
+    (c,) = run_prog(lambda v: conv(v), {"x": x})
+    cf = c.astype(np.float32)
+
+    def r(v: np.ndarray) -> np.ndarray:
+        return v.astype(dt).astype(np.float32)
+
+    np.testing.assert_array_equal(c1.astype(np.float32), r(r(cf * per_channel.astype(np.float32)) + np.float32(dt(0.5))))
+    np.testing.assert_array_equal(c2.astype(np.float32), np.maximum(r(cf * y.astype(np.float32)), 0))
+    assert c3.shape == (3, 2, 4, 7, 9)
+    np.testing.assert_array_equal(c3.astype(np.float32), r(cf - wider.astype(np.float32)))
