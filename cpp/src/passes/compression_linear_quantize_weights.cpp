@@ -142,6 +142,15 @@ Var* emit_sparse(Function& f, Operation* op, Operation* child, const compress::Q
   return b.create("constexpr_sparse_blockwise_shift_scale", args, op->name() + "_quantized").at(1);
 }
 
+void warn_inf(const Operation* op) {
+  compression::warn("The const " + op->name() +
+                    " has inf/-inf, which is not supported by quantization. Skipped.");
+}
+
+bool holds_inf(const std::vector<float>& data) {
+  return std::any_of(data.begin(), data.end(), [](float v) { return std::isinf(v); });
+}
+
 // coremltools' checks on the values it would quantize: false (left alone) for bool consts, small
 // integer masks and weights with inf.
 bool quantizable(const Operation* op, const Value& w, const std::vector<float>& data) {
@@ -153,11 +162,18 @@ bool quantizable(const Operation* op, const Value& w, const std::vector<float>& 
                      " values; only floating weights can be quantized (Only floating numpy arrays "
                      "are supported.)");
   }
-  if (std::any_of(data.begin(), data.end(), [](float v) { return std::isinf(v); })) {
-    compression::warn("The const " + op->name() +
-                      " has inf/-inf, which is not supported by quantization. Skipped.");
+  if (holds_inf(data)) {
+    warn_inf(op);
     return false;
   }
+  return true;
+}
+
+// Whether a weight read in place (whose inf check comes with quantize's reading of it) holds an
+// inf after all, for a weight skipped before that: coremltools warns about the inf first.
+bool skipped_for_inf(const Operation* op, const Value& w, bool in_place) {
+  if (!in_place || !holds_inf(compression::floats(w))) return false;
+  warn_inf(op);
   return true;
 }
 
@@ -169,10 +185,14 @@ bool transform(Function& f, Operation* op, const compression::Config& config, bo
   if (!compression::needs_compression(op, *cfg, joint, child != nullptr)) return false;
   check_target(f, op, *cfg);
   const Value& w = *op->output(0)->value();
-  std::vector<float> data = is_int(w.dtype()) || w.dtype() == DataType::Bool
-                                ? std::vector<float>{}
-                                : compression::floats(w);
-  if (!quantizable(op, w, data)) return false;
+  // a plain fp16 / fp32 weight is quantized where it is, without a float copy
+  const bool half = w.dtype() == DataType::Float16;
+  const bool in_place = !child && (half || w.dtype() == DataType::Float32);
+  std::vector<float> data;
+  if (!in_place) {
+    if (!is_int(w.dtype()) && w.dtype() != DataType::Bool) data = compression::floats(w);
+    if (!quantizable(op, w, data)) return false;
+  }
   std::vector<int64_t> shape = w.shape();
   const bool sparse = child && child->op_type() == "constexpr_sparse_to_dense";
   if (sparse) {
@@ -189,14 +209,25 @@ bool transform(Function& f, Operation* op, const compression::Config& config, bo
   auto [bs, axis] = compression::block_sizes(op, *cfg, shape);
   (void)axis;
   if (!bs) {
+    if (skipped_for_inf(op, w, in_place)) return false;
     compression::warn("Cannot perform quantization on " + op->name() +
                       " as block_sizes is None. Skipped this op.");
     return false;
   }
   compress::QuantSpec spec{cfg->mode == "LINEAR_SYMMETRIC", cfg->dtype, *bs};
   std::string why;
-  auto q = compress::quantize(data.data(), shape, w.dtype(), spec, &why);
+  bool inf = false;
+  auto q = !in_place ? compress::quantize(data.data(), shape, w.dtype(), spec, &why)
+           : half    ? compress::quantize(reinterpret_cast<const uint16_t*>(w.raw()), shape, spec,
+                                          &why, &inf)
+                     : compress::quantize(reinterpret_cast<const float*>(w.raw()), shape,
+                                          DataType::Float32, spec, &why, &inf);
+  if (inf) {
+    warn_inf(op);
+    return false;
+  }
   if (!q) {
+    if (skipped_for_inf(op, w, in_place)) return false;
     compression::warn(why);
     compression::warn("Cannot perform quantization on " + op->name() + ". Skipped this op.");
     return false;

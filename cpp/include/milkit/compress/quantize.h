@@ -39,9 +39,52 @@ struct Quantized {
 /// Quantizes `data` (row-major, `shape`) whose elements are of `dtype` (Float16 or Float32:
 /// numpy's arithmetic in that dtype is reproduced step by step, so the result is bit-identical to
 /// coremltools' compute_qparams_by_dtype). Returns std::nullopt with `*skip_reason` set where
-/// coremltools skips the weight (a block size that does not divide its axis).
+/// coremltools skips the weight (a block size that does not divide its axis). With `has_inf` set,
+/// a weight holding +-inf is not quantized either: std::nullopt is returned, `*skip_reason` is
+/// left as it is and `*has_inf` is set to true (false once the values were read and hold no
+/// inf; a weight skipped for its block sizes before that leaves it untouched).
 std::optional<Quantized> quantize(const float* data, const std::vector<int64_t>& shape,
-                                  DataType dtype, const QuantSpec& spec, std::string* skip_reason);
+                                  DataType dtype, const QuantSpec& spec, std::string* skip_reason,
+                                  bool* has_inf = nullptr);
+
+/// Quantizes an fp16 weight given as its raw bits (row-major, `shape`) without a float copy of
+/// it: the same result as quantize() over its values with dtype Float16 (and the same
+/// `has_inf`).
+std::optional<Quantized> quantize(const uint16_t* halves, const std::vector<int64_t>& shape,
+                                  const QuantSpec& spec, std::string* skip_reason,
+                                  bool* has_inf = nullptr);
+
+/// One block's quantization step of quantize(): element k of a run becomes
+/// clip(round_half_even(w[k] / scale) (+ zero), qmin, qmax) as an integer byte (NaN becomes 0),
+/// where w[k] / scale is rounded to fp16 first when `half` (numpy's fp16 division).
+struct QuantStep {
+  /// The block's scale.
+  float scale = 1.0f;
+  /// The block's zero point (added when `has_zero`).
+  float zero = 0.0f;
+  /// Whether a zero point is added.
+  bool has_zero = false;
+  /// Whether the division is rounded to fp16.
+  bool half = false;
+  /// The quantized range.
+  float qmin = -128.0f, qmax = 127.0f;
+};
+
+/// Quantizes `n` values with `step` into `out` (one byte each). `vector`: use the CPU's vector
+/// instructions when it has them (AVX2 + F16C); false runs the portable scalar code, which gives
+/// the same bytes.
+void quantize_run(const float* w, int64_t n, const QuantStep& step, uint8_t* out,
+                  bool vector = true);
+/// The same over fp16 values given as raw bits.
+void quantize_run(const uint16_t* w, int64_t n, const QuantStep& step, uint8_t* out,
+                  bool vector = true);
+
+/// Folds `n` values into a running minimum and maximum (NaNs are not taken: `lo` / `hi` keep
+/// the other values; +-0 compare equal) and returns whether a NaN was among them. `vector` as
+/// for quantize_run.
+bool min_max_run(const float* w, int64_t n, float& lo, float& hi, bool vector = true);
+/// The same over fp16 values given as raw bits.
+bool min_max_run(const uint16_t* w, int64_t n, float& lo, float& hi, bool vector = true);
 
 /// The integer range of a quantized dtype for a mode (coremltools' get_quant_range).
 std::pair<int32_t, int32_t> quant_range(DataType dtype, bool symmetric);

@@ -1,0 +1,180 @@
+// The per-run loops of linear quantization (compress::quantize_run, compress::min_max_run): a
+// portable scalar version and an AVX2 + F16C one (run when the CPU has them; the build targets
+// plain x86-64) that gives the same bytes. Inputs are fp32 values or fp16 raw bits; fp16 values
+// are widened exactly, so both sources share the fp32 arithmetic.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "milkit/compress/quantize.h"
+#include "milkit/types/datatype.h"
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define MILKIT_QUANT_AVX2 1
+#endif
+
+namespace milkit::compress {
+
+namespace {
+
+inline float widen(float v) { return v; }
+inline float widen(uint16_t h) { return half_to_float(h); }
+
+/// Rounds to the nearest integer, ties to even (np.round / rint in the default rounding mode).
+inline float round_even(float v) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it leaves no fraction bits
+  return std::fabs(v) < 4194304.0f ? (v + kMagic) - kMagic : v;
+}
+
+/// One element of quantize_run.
+inline uint8_t quantize_one(float w, const QuantStep& s) {
+  float t = w / s.scale;
+  if (s.half) t = half_to_float(float_to_half(t));
+  float v = round_even(t);
+  if (s.has_zero) v += s.zero;
+  v = std::min(std::max(v, s.qmin), s.qmax);  // NaN stays NaN
+  return static_cast<uint8_t>(v == v ? static_cast<int32_t>(v) : 0);
+}
+
+template <class T>
+void quantize_scalar(const T* w, int64_t n, const QuantStep& s, uint8_t* out) {
+  for (int64_t k = 0; k < n; ++k) out[k] = quantize_one(widen(w[k]), s);
+}
+
+template <class T>
+bool min_max_scalar(const T* w, int64_t n, float& lo, float& hi) {
+  float a = lo, b = hi;
+  bool nan = false;
+  for (int64_t k = 0; k < n; ++k) {
+    const float v = widen(w[k]);
+    a = v < a ? v : a;
+    b = v > b ? v : b;
+    nan = nan || v != v;
+  }
+  lo = a;
+  hi = b;
+  return nan;
+}
+
+#ifdef MILKIT_QUANT_AVX2
+
+bool cpu_avx2_f16c() {
+  // F16C from CPUID leaf 1 (ECX bit 29): clang before 18 has no "f16c" for
+  // __builtin_cpu_supports
+  static const bool yes = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+  }();
+  return yes;
+}
+
+__attribute__((target("avx2,f16c"))) inline __m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+__attribute__((target("avx2,f16c"))) inline __m256 load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+/// Eight elements of quantize_one, as int32 lanes holding the output bytes.
+__attribute__((target("avx2,f16c"))) inline __m256i quantize8(__m256 w, const QuantStep& s) {
+  __m256 t = _mm256_div_ps(w, _mm256_set1_ps(s.scale));
+  if (s.half) t = _mm256_cvtph_ps(_mm256_cvtps_ph(t, _MM_FROUND_TO_NEAREST_INT));
+  // rint: the same integers as round_even (which leaves |t| >= 2^22 alone; such values, and
+  // their rounded ones, clip to the same end of the quantized range)
+  __m256 v = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  if (s.has_zero) v = _mm256_add_ps(v, _mm256_set1_ps(s.zero));
+  const __m256 ordered = _mm256_cmp_ps(v, v, _CMP_ORD_Q);
+  v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(s.qmin)), _mm256_set1_ps(s.qmax));
+  const __m256i q = _mm256_and_si256(_mm256_cvttps_epi32(v), _mm256_castps_si256(ordered));
+  return _mm256_and_si256(q, _mm256_set1_epi32(0xFF));
+}
+
+/// The low bytes of eight int32 lanes (each 0..255) stored at `out`.
+__attribute__((target("avx2,f16c"))) inline void store8(__m256i q, uint8_t* out) {
+  const __m256i w16 = _mm256_permute4x64_epi64(_mm256_packus_epi32(q, q), 0x08);
+  const __m128i lo = _mm256_castsi256_si128(w16);
+  _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(lo, lo));
+}
+
+template <class T>
+__attribute__((target("avx2,f16c"))) void quantize_avx2(const T* w, int64_t n, const QuantStep& s,
+                                                        uint8_t* out) {
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) store8(quantize8(load8(w + k), s), out + k);
+  if (k == n) return;
+  // the tail through one zero-padded vector, so it takes the same steps
+  T pad[8] = {};
+  uint8_t bytes[8];
+  std::memcpy(pad, w + k, static_cast<size_t>(n - k) * sizeof(T));
+  store8(quantize8(load8(pad), s), bytes);
+  std::memcpy(out + k, bytes, static_cast<size_t>(n - k));
+}
+
+template <class T>
+__attribute__((target("avx2,f16c"))) bool min_max_avx2(const T* w, int64_t n, float& lo,
+                                                       float& hi) {
+  // lanes start at lo / hi, and a NaN never replaces a lane (as in min_max_scalar)
+  __m256 a = _mm256_set1_ps(lo), b = _mm256_set1_ps(hi), nan = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    const __m256 v = load8(w + k);
+    a = _mm256_min_ps(v, a);  // v < a ? v : a
+    b = _mm256_max_ps(v, b);  // v > b ? v : b
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  float la[8], lb[8];
+  _mm256_storeu_ps(la, a);
+  _mm256_storeu_ps(lb, b);
+  float x = lo, y = hi;
+  for (int i = 0; i < 8; ++i) {
+    x = la[i] < x ? la[i] : x;
+    y = lb[i] > y ? lb[i] : y;
+  }
+  lo = x;
+  hi = y;
+  const bool tail_nan = min_max_scalar(w + k, n - k, lo, hi);
+  return tail_nan || _mm256_movemask_ps(nan) != 0;
+}
+
+#endif
+
+template <class T>
+void quantize_dispatch(const T* w, int64_t n, const QuantStep& s, uint8_t* out, bool vector) {
+#ifdef MILKIT_QUANT_AVX2
+  if (vector && cpu_avx2_f16c()) return quantize_avx2(w, n, s, out);
+#endif
+  (void)vector;
+  quantize_scalar(w, n, s, out);
+}
+
+template <class T>
+bool min_max_dispatch(const T* w, int64_t n, float& lo, float& hi, bool vector) {
+#ifdef MILKIT_QUANT_AVX2
+  if (vector && cpu_avx2_f16c()) return min_max_avx2(w, n, lo, hi);
+#endif
+  (void)vector;
+  return min_max_scalar(w, n, lo, hi);
+}
+
+}  // namespace
+
+void quantize_run(const float* w, int64_t n, const QuantStep& step, uint8_t* out, bool vector) {
+  quantize_dispatch(w, n, step, out, vector);
+}
+
+void quantize_run(const uint16_t* w, int64_t n, const QuantStep& step, uint8_t* out, bool vector) {
+  quantize_dispatch(w, n, step, out, vector);
+}
+
+bool min_max_run(const float* w, int64_t n, float& lo, float& hi, bool vector) {
+  return min_max_dispatch(w, n, lo, hi, vector);
+}
+
+bool min_max_run(const uint16_t* w, int64_t n, float& lo, float& hi, bool vector) {
+  return min_max_dispatch(w, n, lo, hi, vector);
+}
+
+}  // namespace milkit::compress
