@@ -93,31 +93,23 @@ std::vector<Arg> sparse_args(const Value& w, const std::vector<float>& pruned, b
 }
 
 // sparse_args of an fp16 weight pruned element-wise by magnitude, straight from its half bit
-// patterns (no fp32 copy of the weight or of the result).
+// patterns to the kept values and the packed mask (no fp32 copy, no byte per element).
 std::vector<Arg> sparse_args_half(const Value& w, double target_sparsity, bool ios18) {
   const auto* h = reinterpret_cast<const uint16_t*>(w.raw());
   const int64_t n = w.numel();
-  std::vector<uint8_t> keep = compress::magnitude_keep_half(h, n, target_sparsity);
-  size_t nnz = 0;
-  for (uint8_t k : keep) nnz += k;
-  std::vector<uint8_t> nonzero(nnz * 2);
-  auto* out = reinterpret_cast<uint16_t*>(nonzero.data());
-  for (size_t i = 0, j = 0; j < nnz; ++i) {
-    out[j] = h[i];  // written always, kept when the element is: no branch to mispredict
-    j += keep[i];
-  }
+  compress::SparseHalves sp = compress::magnitude_sparse_half(h, n, target_sparsity);
   std::vector<Arg> args = {Builder::arg(
-      "nonzero_data", compression::value_from_bytes(DataType::Float16, {static_cast<int64_t>(nnz)},
-                                                    std::move(nonzero)))};
+      "nonzero_data",
+      compression::value_from_bytes(DataType::Float16, {sp.count}, std::move(sp.nonzero)))};
   if (ios18) {
-    args.push_back(Builder::arg(
-        "mask", compression::value_from_bytes(DataType::UInt1, w.shape(), std::move(keep))));
+    // the packed mask as a uint1 value as it is (Buffer::spill moves large ones to the page cache)
+    auto bits =
+        Buffer::packed_bits(Buffer::spill(std::move(sp.mask)), 1, false, static_cast<size_t>(n));
+    args.push_back(Builder::arg("mask", Value(DataType::UInt1, w.shape(), std::move(bits))));
   } else {
-    std::vector<uint8_t> flags((keep.size() + 7) / 8);
-    pack_bits(keep.data(), keep.size(), 1, flags.data());
-    const auto len = static_cast<int64_t>(flags.size());
+    const auto len = static_cast<int64_t>(sp.mask.size());
     args.push_back(Builder::arg(
-        "mask", compression::value_from_bytes(DataType::UInt8, {len}, std::move(flags))));
+        "mask", compression::value_from_bytes(DataType::UInt8, {len}, std::move(sp.mask))));
     args.push_back(Builder::arg("shape", Value::int_list(w.shape(), DataType::UInt32)));
   }
   return args;
