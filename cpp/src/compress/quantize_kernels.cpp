@@ -78,16 +78,32 @@ __attribute__((target("avx2,f16c"))) inline __m256 load8(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+/// A QuantStep's constants as vectors (made once per run: the output bytes may alias the step,
+/// so the compiler would otherwise reload them after every store).
+struct StepVec {
+  __m256 scale, zero, qmin, qmax;
+  bool half, has_zero;
+};
+
+__attribute__((target("avx2,f16c"))) inline StepVec step_vec(const QuantStep& s) {
+  return {_mm256_set1_ps(s.scale),
+          _mm256_set1_ps(s.zero),
+          _mm256_set1_ps(s.qmin),
+          _mm256_set1_ps(s.qmax),
+          s.half,
+          s.has_zero};
+}
+
 /// Eight elements of quantize_one, as int32 lanes holding the output bytes.
-__attribute__((target("avx2,f16c"))) inline __m256i quantize8(__m256 w, const QuantStep& s) {
-  __m256 t = _mm256_div_ps(w, _mm256_set1_ps(s.scale));
+__attribute__((target("avx2,f16c"))) inline __m256i quantize8(__m256 w, const StepVec& s) {
+  __m256 t = _mm256_div_ps(w, s.scale);
   if (s.half) t = _mm256_cvtph_ps(_mm256_cvtps_ph(t, _MM_FROUND_TO_NEAREST_INT));
   // rint: the same integers as round_even (which leaves |t| >= 2^22 alone; such values, and
   // their rounded ones, clip to the same end of the quantized range)
   __m256 v = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  if (s.has_zero) v = _mm256_add_ps(v, _mm256_set1_ps(s.zero));
+  if (s.has_zero) v = _mm256_add_ps(v, s.zero);
   const __m256 ordered = _mm256_cmp_ps(v, v, _CMP_ORD_Q);
-  v = _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(s.qmin)), _mm256_set1_ps(s.qmax));
+  v = _mm256_min_ps(_mm256_max_ps(v, s.qmin), s.qmax);
   const __m256i q = _mm256_and_si256(_mm256_cvttps_epi32(v), _mm256_castps_si256(ordered));
   return _mm256_and_si256(q, _mm256_set1_epi32(0xFF));
 }
@@ -99,10 +115,23 @@ __attribute__((target("avx2,f16c"))) inline void store8(__m256i q, uint8_t* out)
   _mm_storel_epi64(reinterpret_cast<__m128i*>(out), _mm_packus_epi16(lo, lo));
 }
 
+/// The low bytes of four vectors of int32 lanes (each 0..255), in order, stored at `out`.
+__attribute__((target("avx2,f16c"))) inline void store32(__m256i a, __m256i b, __m256i c, __m256i d,
+                                                         uint8_t* out) {
+  // per 128-bit lane: a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7, then the dwords in order
+  const __m256i bytes = _mm256_packus_epi16(_mm256_packus_epi32(a, b), _mm256_packus_epi32(c, d));
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permutevar8x32_epi32(bytes, order));
+}
+
 template <class T>
-__attribute__((target("avx2,f16c"))) void quantize_avx2(const T* w, int64_t n, const QuantStep& s,
-                                                        uint8_t* out) {
+__attribute__((target("avx2,f16c"))) void quantize_avx2(const T* w, int64_t n,
+                                                        const QuantStep& step, uint8_t* out) {
+  const StepVec s = step_vec(step);
   int64_t k = 0;
+  for (; k + 32 <= n; k += 32)
+    store32(quantize8(load8(w + k), s), quantize8(load8(w + k + 8), s),
+            quantize8(load8(w + k + 16), s), quantize8(load8(w + k + 24), s), out + k);
   for (; k + 8 <= n; k += 8) store8(quantize8(load8(w + k), s), out + k);
   if (k == n) return;
   // the tail through one zero-padded vector, so it takes the same steps
@@ -125,17 +154,17 @@ __attribute__((target("avx2,f16c"))) bool min_max_avx2(const T* w, int64_t n, fl
     b = _mm256_max_ps(v, b);  // v > b ? v : b
     nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
   }
-  float la[8], lb[8];
-  _mm256_storeu_ps(la, a);
-  _mm256_storeu_ps(lb, b);
-  float x = lo, y = hi;
-  for (int i = 0; i < 8; ++i) {
-    x = la[i] < x ? la[i] : x;
-    y = lb[i] > y ? lb[i] : y;
-  }
-  lo = x;
-  hi = y;
-  const bool tail_nan = min_max_scalar(w + k, n - k, lo, hi);
+  // the lanes hold no NaN, so their order of reduction does not matter (but for the sign of a
+  // zero)
+  a = _mm256_min_ps(a, _mm256_permute2f128_ps(a, a, 1));
+  b = _mm256_max_ps(b, _mm256_permute2f128_ps(b, b, 1));
+  a = _mm256_min_ps(a, _mm256_shuffle_ps(a, a, 0x4E));
+  b = _mm256_max_ps(b, _mm256_shuffle_ps(b, b, 0x4E));
+  a = _mm256_min_ps(a, _mm256_shuffle_ps(a, a, 0xB1));
+  b = _mm256_max_ps(b, _mm256_shuffle_ps(b, b, 0xB1));
+  lo = _mm256_cvtss_f32(a);
+  hi = _mm256_cvtss_f32(b);
+  const bool tail_nan = k < n && min_max_scalar(w + k, n - k, lo, hi);
   return tail_nan || _mm256_movemask_ps(nan) != 0;
 }
 

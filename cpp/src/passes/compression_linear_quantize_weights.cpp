@@ -41,8 +41,9 @@ Value int_value(DataType dt, const std::vector<int64_t>& shape, const std::vecto
   return Value::from_ints(dt, shape, std::vector<int64_t>(v.begin(), v.end()));
 }
 
+// Scales (exact values of the weight's dtype, fp16 or fp32) as a value of that dtype.
 Value float_value(DataType dt, const std::vector<int64_t>& shape, const std::vector<float>& v) {
-  return Value::from_doubles(dt, shape, std::vector<double>(v.begin(), v.end()));
+  return compression::value_from_floats(dt, shape, v.data(), v.size());
 }
 
 // numpy's squeeze of a parameter: size-1 dims dropped.
