@@ -29,9 +29,10 @@ using compression::OpConfig;
 
 constexpr const char* kName = "compression::linear_quantize_weights";
 
-// Quantized bytes (milkit's unpacked layout of the dtype) as a value, without a copy.
+// Quantized bytes (milkit's unpacked layout of the dtype) as a value, kept in memory: smaller
+// than the weight they replace, they are written once, by the save.
 Value byte_value(DataType dt, const std::vector<int64_t>& shape, std::vector<uint8_t> bytes) {
-  return Value::from_bytes(dt, shape, std::move(bytes));
+  return compression::value_in_memory(dt, shape, std::move(bytes));
 }
 
 // A quantized byte as the integer it holds.

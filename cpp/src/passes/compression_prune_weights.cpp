@@ -98,18 +98,17 @@ std::vector<Arg> sparse_args_half(const Value& w, double target_sparsity, bool i
   const auto* h = reinterpret_cast<const uint16_t*>(w.raw());
   const int64_t n = w.numel();
   compress::SparseHalves sp = compress::magnitude_sparse_half(h, n, target_sparsity);
+  // kept in memory: smaller than the weight they replace, they are written once, by the save
   std::vector<Arg> args = {Builder::arg(
       "nonzero_data",
-      compression::value_from_bytes(DataType::Float16, {sp.count}, std::move(sp.nonzero)))};
+      compression::value_in_memory(DataType::Float16, {sp.count}, std::move(sp.nonzero)))};
   if (ios18) {
-    // the packed mask as a uint1 value as it is (Buffer::spill moves large ones to the page cache)
-    auto bits =
-        Buffer::packed_bits(Buffer::spill(std::move(sp.mask)), 1, false, static_cast<size_t>(n));
-    args.push_back(Builder::arg("mask", Value(DataType::UInt1, w.shape(), std::move(bits))));
+    args.push_back(Builder::arg(
+        "mask", compression::packed_in_memory(DataType::UInt1, w.shape(), std::move(sp.mask))));
   } else {
     const auto len = static_cast<int64_t>(sp.mask.size());
     args.push_back(Builder::arg(
-        "mask", compression::value_from_bytes(DataType::UInt8, {len}, std::move(sp.mask))));
+        "mask", compression::value_in_memory(DataType::UInt8, {len}, std::move(sp.mask))));
     args.push_back(Builder::arg("shape", Value::int_list(w.shape(), DataType::UInt32)));
   }
   return args;
