@@ -1,5 +1,6 @@
 // Linear quantization's loops: the vector code gives the scalar code's bytes (edge values, tails),
 // and fp16 weights read as raw bits quantize as their float values do.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -230,4 +231,78 @@ TEST_CASE("quantize: a weight with inf is reported and not quantized", "[compres
   CHECK_FALSE(quantize(x.data(), shape, DataType::Float32, spec, &why, &inf));
   CHECK_FALSE(inf);
   CHECK(why.find("not divisible") != std::string::npos);
+}
+
+TEST_CASE("quantize: 4-bit data packed row by row is the unpacked data packed", "[compress]") {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  struct Case {
+    std::vector<int64_t> shape, bs;
+    DataType dt;
+    bool symmetric, packs;
+  };
+  const std::vector<Case> cases = {
+      {{6, 64}, {1, 16}, DataType::Int4, true, true},      // per block
+      {{6, 64}, {1, 0}, DataType::UInt4, false, true},     // per channel
+      {{4, 3, 2}, {1, 0, 0}, DataType::Int4, true, true},  // rows of 6
+      {{5, 7}, {1, 0}, DataType::Int4, true, false},       // odd rows: unpacked
+      {{6, 64}, {0, 0}, DataType::Int4, true, false},      // per tensor: unpacked
+      {{6, 64}, {1, 0}, DataType::Int8, true, false}};     // 8-bit: unpacked
+  for (const Case& c : cases) {
+    int64_t n = 1;
+    for (int64_t d : c.shape) n *= d;
+    std::vector<float> w(static_cast<size_t>(n));
+    for (float& x : w) x = nd(rng);
+    std::vector<uint16_t> h(w.size());
+    floats_to_halves(w.data(), h.data(), w.size());
+    QuantSpec spec{c.symmetric, c.dt, c.bs};
+    auto plain = quantize(h.data(), c.shape, spec, nullptr);
+    spec.allow_packed = true;
+    auto packed = quantize(h.data(), c.shape, spec, nullptr);
+    REQUIRE(plain);
+    REQUIRE(packed);
+    CHECK_FALSE(plain->packed);
+    CHECK(packed->packed == c.packs);
+    CHECK(packed->scale == plain->scale);
+    CHECK(packed->zero_point == plain->zero_point);
+    if (!c.packs) {
+      CHECK(packed->data == plain->data);
+      continue;
+    }
+    std::vector<uint8_t> want(plain->data.size() / 2);
+    for (size_t i = 0; i < plain->data.size(); ++i)
+      want[i / 2] = static_cast<uint8_t>(want[i / 2] | ((plain->data[i] & 0x0F) << (4 * (i % 2))));
+    CHECK(packed->data == want);
+  }
+}
+
+TEST_CASE("quantize: per channel over long rows equals each row quantized alone", "[compress]") {
+  // 64 x 2048 per channel: one run of 131072 elements cut into pieces of whole rows on the
+  // threads; each row alone is quantized per tensor (the other path)
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t rows = 64, cols = 2048;
+  std::vector<float> w(static_cast<size_t>(rows * cols));
+  for (float& x : w) x = nd(rng) * 0.05f;
+  w[7 * cols + 3] = NAN;
+  std::vector<uint16_t> h(w.size());
+  floats_to_halves(w.data(), h.data(), w.size());
+  for (DataType dt : {DataType::Int8, DataType::UInt4}) {
+    for (bool sym : {true, false}) {
+      QuantSpec spec{sym, dt, {1, 0}};
+      auto all = quantize(h.data(), {rows, cols}, spec, nullptr);
+      REQUIRE(all);
+      QuantSpec one{sym, dt, {0, 0}};
+      for (int64_t r = 0; r < rows; ++r) {
+        auto q = quantize(h.data() + r * cols, {1, cols}, one, nullptr);
+        REQUIRE(q);
+        INFO("row " << r);
+        CHECK(std::equal(q->data.begin(), q->data.end(), all->data.begin() + r * cols));
+        const float a = q->scale[0], b = all->scale[static_cast<size_t>(r)];
+        CHECK((a == b || (std::isnan(a) && std::isnan(b))));
+        if (!q->zero_point.empty())
+          CHECK(q->zero_point[0] == all->zero_point[static_cast<size_t>(r)]);
+      }
+    }
+  }
 }

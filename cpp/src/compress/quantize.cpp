@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "milkit/exec/threads.h"
+#include "milkit/ir/value.h"
 #include "milkit/types/error.h"
 #include "numerics.h"
 
@@ -211,7 +212,6 @@ std::optional<Quantized> quantize_values(const T* data, const std::vector<int64_
   std::vector<float> zp(cells, 0.0f);
   int64_t numel = 1;
   for (int64_t d : shape) numel *= d;
-  q.data.resize(static_cast<size_t>(std::max<int64_t>(0, numel)));
   // w / scale is rounded to the dtype (for fp16 with the CPU's conversion); after it numpy's
   // further fp16 roundings (of the rounded integer, and of it plus the zero point) only change
   // values beyond 2048 in magnitude, which the clip to the 8-bit range maps the same way
@@ -219,21 +219,34 @@ std::optional<Quantized> quantize_values(const T* data, const std::vector<int64_
   bool rows_own_cells = true;
   for (size_t a = 0; a + 1 < runs.shape.size(); ++a)
     rows_own_cells = rows_own_cells && runs.block[a] == 1;
-  if (rows_own_cells && runs.shape.size() > 1) {
+  // a block of the last axis shorter than it: rows are cut into pieces of whole blocks
+  const int64_t last = runs.shape.empty() ? 1 : runs.shape.back();
+  const int64_t lblock = runs.block.empty() ? 1 : runs.block.back();
+  const bool pieces = lblock < last;
+  const bool fused = rows_own_cells && (runs.shape.size() > 1 || pieces);
+  // 4-bit values packed piece by piece, where every piece starts on a byte
+  q.packed = fused && spec.allow_packed && dtype_bits(spec.dtype) == 4 && last % 2 == 0 &&
+             (!pieces || lblock % 2 == 0);
+  numel = std::max<int64_t>(0, numel);
+  q.data.resize(static_cast<size_t>(q.packed ? numel / 2 : numel));
+  if (fused) {
     // every leading axis has blocks of 1 (per channel, per block): each row's blocks are its own,
-    // so one parallel pass reduces, sets the parameters of and quantizes a row while it is in
-    // the cache
+    // so one parallel pass reduces, sets the parameters of and quantizes a row (or a piece of
+    // whole blocks) while it is in the cache
     std::atomic<bool> inf{false};
-    for_each_row(runs, true, false, [&](int64_t i0, int64_t n, int64_t c0, int64_t lb) {
+    for_each_row(runs, true, pieces, [&](int64_t i0, int64_t n, int64_t c0, int64_t lb) {
+      thread_local std::vector<uint8_t> row;
+      if (q.packed) row.resize(static_cast<size_t>(n));
+      uint8_t* out = q.packed ? row.data() : q.data.data() + i0;
       for (int64_t j0 = 0, c = c0; j0 < n; j0 += lb, ++c) {
         const int64_t m = std::min(lb, n - j0);
         float lo = kInf, hi = -kInf;
         const bool nan = min_max_run(data + i0 + j0, m, lo, hi);
         if (has_inf && (lo == -kInf || hi == kInf)) inf = true;
         params(lo, hi, nan, q.scale[c], zp[c]);
-        quantize_run(data + i0 + j0, m, params.step(q.scale[c], zp[c], half),
-                     q.data.data() + i0 + j0);
+        quantize_run(data + i0 + j0, m, params.step(q.scale[c], zp[c], half), out + j0);
       }
+      if (q.packed) pack_bits(out, static_cast<size_t>(n), 4, q.data.data() + i0 / 2);
     });
     if (has_inf) *has_inf = inf;
     if (inf) return std::nullopt;

@@ -29,10 +29,11 @@ using compression::OpConfig;
 
 constexpr const char* kName = "compression::linear_quantize_weights";
 
-// Quantized bytes (milkit's unpacked layout of the dtype) as a value, kept in memory: smaller
-// than the weight they replace, they are written once, by the save.
-Value byte_value(DataType dt, const std::vector<int64_t>& shape, std::vector<uint8_t> bytes) {
-  return compression::value_in_memory(dt, shape, std::move(bytes));
+// The quantized data (milkit's unpacked layout of the dtype, or 4-bit values packed) as a value,
+// kept in memory: smaller than the weight it replaces, it is written once, by the save.
+Value byte_value(DataType dt, const std::vector<int64_t>& shape, compress::Quantized& q) {
+  if (q.packed) return compression::packed_in_memory(dt, shape, std::move(q.data));
+  return compression::value_in_memory(dt, shape, std::move(q.data));
 }
 
 // A quantized byte as the integer it holds.
@@ -72,16 +73,14 @@ Var* emit(Function& f, Operation* op, compress::Quantized& q, const OpConfig& cf
       }
     std::vector<int32_t> zp = q.zero_point;
     if (zp.empty()) zp.assign(q.scale.size(), 0);
-    std::vector<Arg> args = {
-        Builder::arg("quantized_data", byte_value(cfg.dtype, w.shape(), std::move(q.data))),
-        Builder::arg("zero_point", int_value(cfg.dtype, ps, zp)),
-        Builder::arg("scale", float_value(w.dtype(), ps, q.scale)),
-        Builder::arg("axis", Value::scalar_int(DataType::Int32, axis))};
+    std::vector<Arg> args = {Builder::arg("quantized_data", byte_value(cfg.dtype, w.shape(), q)),
+                             Builder::arg("zero_point", int_value(cfg.dtype, ps, zp)),
+                             Builder::arg("scale", float_value(w.dtype(), ps, q.scale)),
+                             Builder::arg("axis", Value::scalar_int(DataType::Int32, axis))};
     return b.create("constexpr_affine_dequantize", args, name).at(0);
   }
-  std::vector<Arg> args = {
-      Builder::arg("data", byte_value(cfg.dtype, w.shape(), std::move(q.data))),
-      Builder::arg("scale", float_value(w.dtype(), q.param_shape, q.scale))};
+  std::vector<Arg> args = {Builder::arg("data", byte_value(cfg.dtype, w.shape(), q)),
+                           Builder::arg("scale", float_value(w.dtype(), q.param_shape, q.scale))};
   if (!q.zero_point.empty())
     args.push_back(Builder::arg("offset", int_value(cfg.dtype, q.param_shape, q.zero_point)));
   return b.create("constexpr_blockwise_shift_scale", args, name).at(0);
@@ -217,6 +216,7 @@ bool transform(Function& f, Operation* op, const compression::Config& config, bo
     return false;
   }
   compress::QuantSpec spec{cfg->mode == "LINEAR_SYMMETRIC", cfg->dtype, *bs};
+  spec.allow_packed = !sparse;  // emit_sparse reads a byte per element
   std::string why;
   bool inf = false;
   auto q = !in_place ? compress::quantize(data.data(), shape, w.dtype(), spec, &why)

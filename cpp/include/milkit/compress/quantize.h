@@ -20,13 +20,20 @@ struct QuantSpec {
   DataType dtype = DataType::Int8;
   /// Block size per axis of the weight: 0 takes the whole axis (coremltools' block_sizes).
   std::vector<int64_t> block_sizes;
+  /// For 4-bit dtypes: the data may come packed (Quantized::packed), which spares a byte per
+  /// element where the weight's rows allow it.
+  bool allow_packed = false;
 };
 
 /// A quantized weight: dequantized value = (data - zero_point) * scale, per block.
 struct Quantized {
   /// The quantized integers, in the weight's element order, one byte each (two's complement for
-  /// signed dtypes): milkit's unpacked layout of int8 / uint8 / int4 / uint4 values.
+  /// signed dtypes): milkit's unpacked layout of int8 / uint8 / int4 / uint4 values; packed
+  /// when `packed` is set.
   std::vector<uint8_t> data;
+  /// Whether `data` holds the 4-bit values packed two per byte, the first in the low bits (Core
+  /// ML's layout), rather than one per byte (only with QuantSpec::allow_packed).
+  bool packed = false;
   /// Scale per block, in the weight's dtype (fp16 values are exact fp16 numbers); shape
   /// `param_shape`.
   std::vector<float> scale;
