@@ -306,3 +306,40 @@ TEST_CASE("quantize: per channel over long rows equals each row quantized alone"
     }
   }
 }
+
+TEST_CASE("min_max_blocks / quantize_blocks: the vector loops give the scalar loops' results",
+          "[compress]") {
+  std::vector<float> vals = edge_values();
+  while (vals.size() < 8 * 48) vals.insert(vals.end(), vals.begin(), vals.begin() + 40);
+  std::vector<uint16_t> halves(vals.size());
+  floats_to_halves(vals.data(), halves.data(), vals.size());
+  const std::vector<QuantStep> all = steps();
+  for (int64_t lb : {8, 16, 24, 32, 40, 5, 1}) {
+    const int64_t blocks = static_cast<int64_t>(vals.size()) / lb;
+    std::vector<QuantStep> st(static_cast<size_t>(blocks));
+    for (int64_t b = 0; b < blocks; ++b)
+      st[static_cast<size_t>(b)] = all[static_cast<size_t>(b) % all.size()];
+    auto check = [&](auto* w) {
+      std::vector<float> lo1(blocks), hi1(blocks), lo2(blocks), hi2(blocks);
+      std::vector<uint8_t> n1(blocks), n2(blocks), q1(blocks * lb), q2(blocks * lb);
+      min_max_blocks(w, blocks, lb, lo1.data(), hi1.data(), n1.data(), true);
+      min_max_blocks(w, blocks, lb, lo2.data(), hi2.data(), n2.data(), false);
+      CHECK(lo1 == lo2);
+      CHECK(hi1 == hi2);
+      CHECK(n1 == n2);
+      quantize_blocks(w, blocks, lb, st.data(), q1.data(), true);
+      quantize_blocks(w, blocks, lb, st.data(), q2.data(), false);
+      CHECK(q1 == q2);
+      // and block by block with the run loops
+      for (int64_t b = 0; b < blocks; ++b) {
+        float lo = kInf, hi = -kInf;
+        CHECK(min_max_run(w + b * lb, lb, lo, hi, false) == (n1[b] != 0));
+        CHECK(lo == lo1[b]);
+        CHECK(hi == hi1[b]);
+      }
+    };
+    INFO("block " << lb);
+    check(vals.data());
+    check(halves.data());
+  }
+}

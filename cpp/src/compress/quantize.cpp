@@ -235,17 +235,28 @@ std::optional<Quantized> quantize_values(const T* data, const std::vector<int64_
     // whole blocks) while it is in the cache
     std::atomic<bool> inf{false};
     for_each_row(runs, true, pieces, [&](int64_t i0, int64_t n, int64_t c0, int64_t lb) {
-      thread_local std::vector<uint8_t> row;
+      thread_local std::vector<uint8_t> row, nan;
+      thread_local std::vector<float> lo, hi;
+      thread_local std::vector<QuantStep> steps;
       if (q.packed) row.resize(static_cast<size_t>(n));
       uint8_t* out = q.packed ? row.data() : q.data.data() + i0;
-      for (int64_t j0 = 0, c = c0; j0 < n; j0 += lb, ++c) {
-        const int64_t m = std::min(lb, n - j0);
-        float lo = kInf, hi = -kInf;
-        const bool nan = min_max_run(data + i0 + j0, m, lo, hi);
-        if (has_inf && (lo == -kInf || hi == kInf)) inf = true;
-        params(lo, hi, nan, q.scale[c], zp[c]);
-        quantize_run(data + i0 + j0, m, params.step(q.scale[c], zp[c], half), out + j0);
+      // the piece's blocks reduced, given their parameters, then quantized (block sizes divide
+      // their axes, so a piece holds whole blocks; a shorter last one would go alone)
+      const int64_t whole = n / lb, rest = n - whole * lb, nb = whole + (rest > 0 ? 1 : 0);
+      lo.assign(static_cast<size_t>(nb), kInf);
+      hi.assign(static_cast<size_t>(nb), -kInf);
+      nan.resize(static_cast<size_t>(nb));
+      steps.resize(static_cast<size_t>(nb));
+      min_max_blocks(data + i0, whole, lb, lo.data(), hi.data(), nan.data());
+      if (rest) nan[whole] = min_max_run(data + i0 + whole * lb, rest, lo[whole], hi[whole]);
+      for (int64_t b = 0; b < nb; ++b) {
+        const int64_t c = c0 + b;
+        if (has_inf && (lo[b] == -kInf || hi[b] == kInf)) inf = true;
+        params(lo[b], hi[b], nan[b] != 0, q.scale[c], zp[c]);
+        steps[b] = params.step(q.scale[c], zp[c], half);
       }
+      quantize_blocks(data + i0, whole, lb, steps.data(), out);
+      if (rest) quantize_run(data + i0 + whole * lb, rest, steps[whole], out + whole * lb);
       if (q.packed) pack_bits(out, static_cast<size_t>(n), 4, q.data.data() + i0 / 2);
     });
     if (has_inf) *has_inf = inf;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "milkit/compress/quantize.h"
 #include "milkit/types/datatype.h"
@@ -168,6 +169,53 @@ __attribute__((target("avx2,f16c"))) bool min_max_avx2(const T* w, int64_t n, fl
   return tail_nan || _mm256_movemask_ps(nan) != 0;
 }
 
+/// The minimum, maximum and NaN flag of one block of `lb` values, `lb` a multiple of 8.
+template <class T>
+__attribute__((target("avx2,f16c"))) inline void min_max8s(const T* w, int64_t lb, float& lo,
+                                                           float& hi, uint8_t& nan_out) {
+  __m256 a = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  __m256 b = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 nan = _mm256_setzero_ps();
+  for (int64_t k = 0; k < lb; k += 8) {
+    const __m256 v = load8(w + k);
+    a = _mm256_min_ps(v, a);
+    b = _mm256_max_ps(v, b);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  a = _mm256_min_ps(a, _mm256_permute2f128_ps(a, a, 1));
+  b = _mm256_max_ps(b, _mm256_permute2f128_ps(b, b, 1));
+  a = _mm256_min_ps(a, _mm256_shuffle_ps(a, a, 0x4E));
+  b = _mm256_max_ps(b, _mm256_shuffle_ps(b, b, 0x4E));
+  a = _mm256_min_ps(a, _mm256_shuffle_ps(a, a, 0xB1));
+  b = _mm256_max_ps(b, _mm256_shuffle_ps(b, b, 0xB1));
+  lo = _mm256_cvtss_f32(a);
+  hi = _mm256_cvtss_f32(b);
+  nan_out = _mm256_movemask_ps(nan) != 0 ? 1 : 0;
+}
+
+template <class T>
+__attribute__((target("avx2,f16c"))) void min_max_blocks_avx2(const T* w, int64_t blocks,
+                                                              int64_t lb, float* lo, float* hi,
+                                                              uint8_t* nan) {
+  for (int64_t b = 0; b < blocks; ++b) min_max8s(w + b * lb, lb, lo[b], hi[b], nan[b]);
+}
+
+template <class T>
+__attribute__((target("avx2,f16c"))) void quantize_blocks_avx2(const T* w, int64_t blocks,
+                                                               int64_t lb, const QuantStep* steps,
+                                                               uint8_t* out) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const StepVec s = step_vec(steps[b]);
+    const T* p = w + b * lb;
+    uint8_t* o = out + b * lb;
+    int64_t k = 0;
+    for (; k + 32 <= lb; k += 32)
+      store32(quantize8(load8(p + k), s), quantize8(load8(p + k + 8), s),
+              quantize8(load8(p + k + 16), s), quantize8(load8(p + k + 24), s), o + k);
+    for (; k < lb; k += 8) store8(quantize8(load8(p + k), s), o + k);
+  }
+}
+
 #endif
 
 template <class T>
@@ -204,6 +252,54 @@ bool min_max_run(const float* w, int64_t n, float& lo, float& hi, bool vector) {
 
 bool min_max_run(const uint16_t* w, int64_t n, float& lo, float& hi, bool vector) {
   return min_max_dispatch(w, n, lo, hi, vector);
+}
+
+namespace {
+
+template <class T>
+void min_max_blocks_any(const T* w, int64_t blocks, int64_t lb, float* lo, float* hi, uint8_t* nan,
+                        bool vector) {
+#ifdef MILKIT_QUANT_AVX2
+  if (vector && lb % 8 == 0 && cpu_avx2_f16c())
+    return min_max_blocks_avx2(w, blocks, lb, lo, hi, nan);
+#endif
+  for (int64_t b = 0; b < blocks; ++b) {
+    lo[b] = std::numeric_limits<float>::infinity();
+    hi[b] = -std::numeric_limits<float>::infinity();
+    nan[b] = min_max_run(w + b * lb, lb, lo[b], hi[b], vector) ? 1 : 0;
+  }
+}
+
+template <class T>
+void quantize_blocks_any(const T* w, int64_t blocks, int64_t lb, const QuantStep* steps,
+                         uint8_t* out, bool vector) {
+#ifdef MILKIT_QUANT_AVX2
+  if (vector && lb % 8 == 0 && cpu_avx2_f16c())
+    return quantize_blocks_avx2(w, blocks, lb, steps, out);
+#endif
+  for (int64_t b = 0; b < blocks; ++b) quantize_run(w + b * lb, lb, steps[b], out + b * lb, vector);
+}
+
+}  // namespace
+
+void min_max_blocks(const float* w, int64_t blocks, int64_t lb, float* lo, float* hi, uint8_t* nan,
+                    bool vector) {
+  min_max_blocks_any(w, blocks, lb, lo, hi, nan, vector);
+}
+
+void min_max_blocks(const uint16_t* w, int64_t blocks, int64_t lb, float* lo, float* hi,
+                    uint8_t* nan, bool vector) {
+  min_max_blocks_any(w, blocks, lb, lo, hi, nan, vector);
+}
+
+void quantize_blocks(const float* w, int64_t blocks, int64_t lb, const QuantStep* steps,
+                     uint8_t* out, bool vector) {
+  quantize_blocks_any(w, blocks, lb, steps, out, vector);
+}
+
+void quantize_blocks(const uint16_t* w, int64_t blocks, int64_t lb, const QuantStep* steps,
+                     uint8_t* out, bool vector) {
+  quantize_blocks_any(w, blocks, lb, steps, out, vector);
 }
 
 }  // namespace milkit::compress

@@ -93,6 +93,22 @@ bool min_max_run(const float* w, int64_t n, float& lo, float& hi, bool vector = 
 /// The same over fp16 values given as raw bits.
 bool min_max_run(const uint16_t* w, int64_t n, float& lo, float& hi, bool vector = true);
 
+/// min_max_run over `blocks` consecutive blocks of `lb` values: block b's minimum and maximum
+/// (from +inf / -inf) go to lo[b] and hi[b], whether it holds a NaN to nan[b]. `vector` as for
+/// quantize_run.
+void min_max_blocks(const float* w, int64_t blocks, int64_t lb, float* lo, float* hi, uint8_t* nan,
+                    bool vector = true);
+/// The same over fp16 values given as raw bits.
+void min_max_blocks(const uint16_t* w, int64_t blocks, int64_t lb, float* lo, float* hi,
+                    uint8_t* nan, bool vector = true);
+
+/// quantize_run over `blocks` consecutive blocks of `lb` values, block b with steps[b].
+void quantize_blocks(const float* w, int64_t blocks, int64_t lb, const QuantStep* steps,
+                     uint8_t* out, bool vector = true);
+/// The same over fp16 values given as raw bits.
+void quantize_blocks(const uint16_t* w, int64_t blocks, int64_t lb, const QuantStep* steps,
+                     uint8_t* out, bool vector = true);
+
 /// The integer range of a quantized dtype for a mode (coremltools' get_quant_range).
 std::pair<int32_t, int32_t> quant_range(DataType dtype, bool symmetric);
 
