@@ -272,7 +272,7 @@ TEST_CASE("quantize: 4-bit data packed row by row is the unpacked data packed", 
     std::vector<uint8_t> want(plain->data.size() / 2);
     for (size_t i = 0; i < plain->data.size(); ++i)
       want[i / 2] = static_cast<uint8_t>(want[i / 2] | ((plain->data[i] & 0x0F) << (4 * (i % 2))));
-    CHECK(packed->data == want);
+    CHECK(std::vector<uint8_t>(packed->data.begin(), packed->data.end()) == want);
   }
 }
 

@@ -13,9 +13,11 @@
 // nonzero_data is quantized too, iOS18 only).
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "milkit/builder/builder.h"
 #include "milkit/compress/quantize.h"
+#include "milkit/ir/value.h"
 #include "milkit/passes/compression.h"
 #include "milkit/passes/pass.h"
 #include "milkit/types/error.h"
@@ -32,8 +34,17 @@ constexpr const char* kName = "compression::linear_quantize_weights";
 // The quantized data (milkit's unpacked layout of the dtype, or 4-bit values packed) as a value,
 // kept in memory: smaller than the weight it replaces, it is written once, by the save.
 Value byte_value(DataType dt, const std::vector<int64_t>& shape, compress::Quantized& q) {
-  if (q.packed) return compression::packed_in_memory(dt, shape, std::move(q.data));
-  return compression::value_in_memory(dt, shape, std::move(q.data));
+  auto bytes = std::make_shared<compress::UninitBytes>(std::move(q.data));
+  auto buf = Buffer::borrow(bytes->data(), bytes->size(), bytes);
+  if (q.packed) {
+    auto bits = Buffer::packed_bits(std::move(buf), dtype_bits(dt), dt == DataType::Int4,
+                                    static_cast<size_t>(shape_numel(shape)));
+    return Value(dt, shape, std::move(bits));
+  }
+  if (!is_sub_byte(dt)) return Value(dt, shape, std::move(buf));
+  std::vector<uint8_t> packed((bytes->size() * static_cast<size_t>(dtype_bits(dt)) + 7) / 8);
+  pack_bits(bytes->data(), bytes->size(), dtype_bits(dt), packed.data());
+  return compression::packed_in_memory(dt, shape, std::move(packed));
 }
 
 // A quantized byte as the integer it holds.

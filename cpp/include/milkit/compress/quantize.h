@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "milkit/types/datatype.h"
@@ -25,12 +28,41 @@ struct QuantSpec {
   bool allow_packed = false;
 };
 
+/// An allocator whose resize leaves new bytes uninitialized (they are all written afterwards,
+/// on the threads that compute them: no serial zeroing pass over a weight-sized buffer).
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+  /// The same allocator for another type.
+  template <class U>
+  struct rebind {
+    /// The rebound allocator.
+    using other = UninitAllocator<U>;
+  };
+  UninitAllocator() = default;
+  /// Converts from the allocator of another type.
+  template <class U>
+  UninitAllocator(const UninitAllocator<U>&) noexcept {}
+  /// Default-initializes (leaves a byte as it is) instead of value-initializing.
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  /// Constructs from arguments.
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+/// Bytes that a resize leaves uninitialized.
+using UninitBytes = std::vector<uint8_t, UninitAllocator<uint8_t>>;
+
 /// A quantized weight: dequantized value = (data - zero_point) * scale, per block.
 struct Quantized {
   /// The quantized integers, in the weight's element order, one byte each (two's complement for
   /// signed dtypes): milkit's unpacked layout of int8 / uint8 / int4 / uint4 values; packed
   /// when `packed` is set.
-  std::vector<uint8_t> data;
+  UninitBytes data;
   /// Whether `data` holds the 4-bit values packed two per byte, the first in the low bits (Core
   /// ML's layout), rather than one per byte (only with QuantSpec::allow_packed).
   bool packed = false;
