@@ -236,7 +236,7 @@ TEST_CASE("magnitude_sparse_half: the kept values and packed flags of magnitude_
         const SparseHalves sp = magnitude_sparse_half(h.data(), n, sparsity, vec);
         REQUIRE(sp.count == static_cast<int64_t>(nonzero.size() / 2));
         REQUIRE(sp.mask == mask);
-        REQUIRE(sp.nonzero == nonzero);
+        REQUIRE(std::vector<uint8_t>(sp.nonzero.begin(), sp.nonzero.end()) == nonzero);
       }
     }
   }

@@ -11,6 +11,7 @@
 // Options: "config" (JSON, see Config::parse) and "joint_compression" ("0" / "1").
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "milkit/builder/builder.h"
@@ -99,9 +100,10 @@ std::vector<Arg> sparse_args_half(const Value& w, double target_sparsity, bool i
   const int64_t n = w.numel();
   compress::SparseHalves sp = compress::magnitude_sparse_half(h, n, target_sparsity);
   // kept in memory: smaller than the weight they replace, they are written once, by the save
-  std::vector<Arg> args = {Builder::arg(
-      "nonzero_data",
-      compression::value_in_memory(DataType::Float16, {sp.count}, std::move(sp.nonzero)))};
+  auto nonzero = std::make_shared<compress::UninitBytes>(std::move(sp.nonzero));
+  auto buf = Buffer::borrow(nonzero->data(), nonzero->size(), nonzero);
+  std::vector<Arg> args = {
+      Builder::arg("nonzero_data", Value(DataType::Float16, {sp.count}, std::move(buf)))};
   if (ios18) {
     args.push_back(Builder::arg(
         "mask", compression::packed_in_memory(DataType::UInt1, w.shape(), std::move(sp.mask))));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "milkit/compress/palettize.h"
+#include "milkit/compress/quantize.h"
 
 namespace milkit::compress {
 
@@ -42,7 +43,7 @@ std::vector<uint8_t> magnitude_keep_half(const uint16_t* h, int64_t n, double ta
 /// order and the keep flags packed.
 struct SparseHalves {
   /// The kept values' bit patterns, two bytes each (little-endian), in element order.
-  std::vector<uint8_t> nonzero;
+  UninitBytes nonzero;
   /// The keep flags, 8 per byte, the first element in the lowest bit (Core ML's uint1 layout and
   /// the pre-iOS18 mask); the bits after the last element are 0.
   std::vector<uint8_t> mask;
