@@ -207,3 +207,37 @@ TEST_CASE("fp16 magnitude pruning from bit patterns keeps exactly prune's non-ze
     }
   }
 }
+
+TEST_CASE("magnitude_sparse_half: the kept values and packed flags of magnitude_keep_half",
+          "[compress]") {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x7C00, 0xFC00, 0x7E00, 0x3C00};
+  for (int trial = 0; trial < 24; ++trial) {
+    // lengths around whole groups of 16 and bytes of 8, and a longer one
+    const int64_t n = trial < 20 ? trial * 3 + 1 : 1000 + trial;
+    std::vector<uint16_t> h(static_cast<size_t>(n));
+    for (auto& x : h) {
+      x = float_to_half(normal(rng));
+      if (trial % 3 == 1 && rng() % 7 == 0) x = special[rng() % 4];   // zeros and subnormals
+      if (trial % 3 == 2 && rng() % 13 == 0) x = special[rng() % 8];  // inf and NaN too
+    }
+    for (double sparsity : {0.0, 0.1, 0.5, 0.77, 1.0}) {
+      INFO("trial " << trial << " sparsity " << sparsity);
+      const std::vector<uint8_t> keep = magnitude_keep_half(h.data(), n, sparsity);
+      std::vector<uint8_t> mask((keep.size() + 7) / 8, 0), nonzero;
+      for (size_t i = 0; i < keep.size(); ++i) {
+        if (!keep[i]) continue;
+        mask[i / 8] = static_cast<uint8_t>(mask[i / 8] | (1u << (i % 8)));
+        nonzero.push_back(static_cast<uint8_t>(h[i] & 0xFF));
+        nonzero.push_back(static_cast<uint8_t>(h[i] >> 8));
+      }
+      for (bool vec : {true, false}) {
+        const SparseHalves sp = magnitude_sparse_half(h.data(), n, sparsity, vec);
+        REQUIRE(sp.count == static_cast<int64_t>(nonzero.size() / 2));
+        REQUIRE(sp.mask == mask);
+        REQUIRE(std::vector<uint8_t>(sp.nonzero.begin(), sp.nonzero.end()) == nonzero);
+      }
+    }
+  }
+}

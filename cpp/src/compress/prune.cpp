@@ -14,6 +14,10 @@
 #include "milkit/types/error.h"
 #include "numerics.h"
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace milkit::compress {
 
 using detail::fix;
@@ -238,27 +242,135 @@ std::optional<std::vector<float>> by_nm(const WeightView& w, const PruneSpec& s,
 
 }  // namespace
 
-std::vector<uint8_t> magnitude_keep_half(const uint16_t* h, int64_t n, double target_sparsity) {
-  std::vector<uint8_t> keep(static_cast<size_t>(n));
+namespace {
+
+// The magnitude pattern at most which fp16 values are pruned (zeros always leave the non-zero
+// data), from the count of each magnitude pattern; `hist` is filled (left empty where the
+// sparsity needs no count).
+uint32_t half_cut(const uint16_t* h, int64_t n, double target_sparsity,
+                  std::vector<int64_t>& hist) {
   const double q = target_sparsity * 100;
-  // magnitude patterns at most `last` are pruned (zeros always leave the non-zero data)
-  uint32_t last = 0;
-  if (q == 100) {
-    last = 0x7BFF;  // every finite value times 0 is 0; inf and NaN times 0 are NaN
-  } else if (q != 0 && n > 0) {
-    std::vector<int64_t> hist(0x8000, 0);
-    for (int64_t i = 0; i < n; ++i) ++hist[h[i] & 0x7FFF];
-    bool nan = false;
-    for (uint32_t m = 0x7C01; m < 0x8000; ++m) nan = nan || hist[m] != 0;
-    if (!nan) {  // a NaN percentile prunes nothing
-      const Ranks r = ranks_of(n, q);
-      auto [a, b] = half_order_stats(hist, r);
-      const float p = interpolate(a, b, r.gamma, DataType::Float16);
-      if (!std::isnan(p)) last = float_to_half(std::fabs(p));
+  if (q == 100) return 0x7BFF;  // every finite value times 0 is 0; inf and NaN times 0 are NaN
+  if (q == 0 || n <= 0) return 0;
+  hist.assign(0x8000, 0);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    ++hist[h[i] & 0x7FFF];
+    ++hist[h[i + 1] & 0x7FFF];
+    ++hist[h[i + 2] & 0x7FFF];
+    ++hist[h[i + 3] & 0x7FFF];
+  }
+  for (; i < n; ++i) ++hist[h[i] & 0x7FFF];
+  for (uint32_t m = 0x7C01; m < 0x8000; ++m)
+    if (hist[m] != 0) return 0;  // a NaN percentile prunes nothing
+  const Ranks r = ranks_of(n, q);
+  auto [a, b] = half_order_stats(hist, r);
+  const float p = interpolate(a, b, r.gamma, DataType::Float16);
+  return std::isnan(p) ? 0 : float_to_half(std::fabs(p));
+}
+
+// Mask bits and kept values of elements [0, n) from `i0` on, scalar; returns the count kept.
+// `out` has room for one more value than are kept (each value is written, then kept or not).
+int64_t sparse_scalar(const uint16_t* h, int64_t i0, int64_t n, uint32_t last, uint8_t* mask,
+                      uint16_t* out) {
+  int64_t j = 0;
+  for (int64_t i = i0; i < n; ++i) {
+    const uint32_t keep = (h[i] & 0x7FFFu) > last ? 1u : 0u;
+    mask[i / 8] = static_cast<uint8_t>(mask[i / 8] | (keep << (i % 8)));
+    out[j] = h[i];
+    j += keep;
+  }
+  return j;
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define MILKIT_PRUNE_AVX2 1
+
+bool cpu_avx2() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
+  return yes;
+}
+
+// For each 8-bit keep mask, the byte shuffle that moves the kept halves of 8 to the front.
+struct CompactTable {
+  alignas(16) uint8_t shuffle[256][16];
+  CompactTable() {
+    for (int m = 0; m < 256; ++m) {
+      int k = 0;
+      for (int e = 0; e < 8; ++e)
+        if (m & (1 << e)) {
+          shuffle[m][2 * k] = static_cast<uint8_t>(2 * e);
+          shuffle[m][2 * k + 1] = static_cast<uint8_t>(2 * e + 1);
+          ++k;
+        }
+      for (int b = 2 * k; b < 16; ++b) shuffle[m][b] = 0x80;
     }
   }
+};
+
+// Whole groups of 16 elements: the mask bytes and the kept values (each group's store may write
+// up to 16 bytes past the values it keeps); returns the elements done and the count kept.
+__attribute__((target("avx2,popcnt"))) std::pair<int64_t, int64_t> sparse_avx2(
+    const uint16_t* h, int64_t n, uint32_t last, uint8_t* mask, uint16_t* out) {
+  static const CompactTable table;
+  const __m256i magnitude = _mm256_set1_epi16(0x7FFF);
+  const __m256i cut = _mm256_set1_epi16(static_cast<int16_t>(last));
+  int64_t i = 0, j = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i));
+    // magnitudes and the cut are below 0x8000, so the signed compare orders them
+    const __m256i keep = _mm256_cmpgt_epi16(_mm256_and_si256(x, magnitude), cut);
+    const auto bits = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_packs_epi16(keep, keep)));
+    const uint32_t m0 = bits & 0xFF, m1 = (bits >> 16) & 0xFF;
+    mask[i / 8] = static_cast<uint8_t>(m0);
+    mask[i / 8 + 1] = static_cast<uint8_t>(m1);
+    const __m128i lo = _mm256_castsi256_si128(x), hi = _mm256_extracti128_si256(x, 1);
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(out + j),
+        _mm_shuffle_epi8(lo, _mm_load_si128(reinterpret_cast<const __m128i*>(table.shuffle[m0]))));
+    j += _mm_popcnt_u32(m0);
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(out + j),
+        _mm_shuffle_epi8(hi, _mm_load_si128(reinterpret_cast<const __m128i*>(table.shuffle[m1]))));
+    j += _mm_popcnt_u32(m1);
+  }
+  return {i, j};
+}
+#endif
+
+}  // namespace
+
+std::vector<uint8_t> magnitude_keep_half(const uint16_t* h, int64_t n, double target_sparsity) {
+  std::vector<int64_t> hist;
+  const uint32_t last = half_cut(h, n, target_sparsity, hist);
+  std::vector<uint8_t> keep(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) keep[static_cast<size_t>(i)] = (h[i] & 0x7FFFu) > last;
   return keep;
+}
+
+SparseHalves magnitude_sparse_half(const uint16_t* h, int64_t n, double target_sparsity,
+                                   bool vector) {
+  std::vector<int64_t> hist;
+  const uint32_t last = half_cut(h, n, target_sparsity, hist);
+  SparseHalves r;
+  if (hist.empty()) {
+    for (int64_t i = 0; i < n; ++i) r.count += (h[i] & 0x7FFFu) > last;
+  } else {
+    for (uint32_t m = last + 1; m < 0x8000; ++m) r.count += hist[m];
+  }
+  r.mask.assign(static_cast<size_t>((std::max<int64_t>(n, 0) + 7) / 8), 0);
+  // room for the stores past the last kept value (16 bytes), cut off after
+  r.nonzero.resize(static_cast<size_t>(r.count + 8) * 2);
+  auto* out = reinterpret_cast<uint16_t*>(r.nonzero.data());
+  int64_t i = 0, j = 0;
+#ifdef MILKIT_PRUNE_AVX2
+  if (vector && cpu_avx2()) std::tie(i, j) = sparse_avx2(h, n, last, r.mask.data(), out);
+#endif
+  (void)vector;
+  j += sparse_scalar(h, i, n, last, r.mask.data(), out + j);
+  if (j != r.count) throw ValueError("prune: kept values do not match their count");
+  r.nonzero.resize(static_cast<size_t>(r.count) * 2);
+  return r;
 }
 
 std::optional<std::vector<float>> prune(const WeightView& w, const PruneSpec& s,

@@ -5,10 +5,13 @@
 #include "milkit/compress/quantize.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "milkit/exec/threads.h"
+#include "milkit/ir/value.h"
 #include "milkit/types/error.h"
 #include "numerics.h"
 
@@ -118,12 +121,6 @@ void for_each_row(const Blocks& b, bool parallel, bool split, Fn fn) {
     run(0, tasks);
 }
 
-/// Rounds to the nearest integer, ties to even (np.round / rint in the default rounding mode).
-inline float round_even(float v) {
-  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it leaves no fraction bits
-  return std::fabs(v) < 4194304.0f ? (v + kMagic) - kMagic : v;
-}
-
 float nan_min(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); }
 float nan_max(float a, float b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); }
 
@@ -147,107 +144,166 @@ std::pair<int32_t, int32_t> quant_range(DataType dtype, bool symmetric) {
   return {static_cast<int32_t>(lo), static_cast<int32_t>(hi)};
 }
 
-std::optional<Quantized> quantize(const float* data, const std::vector<int64_t>& shape,
-                                  DataType dtype, const QuantSpec& spec, std::string* skip_reason) {
-  if (dtype != DataType::Float16 && dtype != DataType::Float32)
-    throw ValueError("Only floating numpy arrays are supported.");
-  auto blocks = blocks_of(shape, spec.block_sizes, skip_reason);
-  if (!blocks) return std::nullopt;
-  const Rounder r{dtype == DataType::Float16};
-  const auto [qmin, qmax] = quant_range(spec.dtype, spec.symmetric);
-  const int64_t cells = blocks->cells;
-  std::vector<float> mn(cells, std::numeric_limits<float>::infinity());
-  std::vector<float> mx(cells, -std::numeric_limits<float>::infinity());
-  // rows share cells unless every leading axis has blocks of 1 (per channel, per block): only then
-  // are rows reduced in parallel
-  const Blocks runs = merged(*blocks);
-  bool rows_own_cells = true;
-  for (size_t a = 0; a + 1 < runs.shape.size(); ++a)
-    rows_own_cells = rows_own_cells && runs.block[a] == 1;
-  std::vector<uint8_t> has_nan(cells, 0);
-  for_each_row(runs, rows_own_cells, false, [&](int64_t i0, int64_t n, int64_t c0, int64_t lb) {
-    for (int64_t j0 = 0, c = c0; j0 < n; j0 += lb, ++c) {
-      float lo = mn[c], hi = mx[c];
-      bool nan = false;
-      const float* p = data + i0;
-      for (int64_t j = j0, e = std::min(j0 + lb, n); j < e; ++j) {
-        const float v = p[j];
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-        nan = nan || v != v;
-      }
-      mn[c] = lo;
-      mx[c] = hi;
-      if (nan) has_nan[c] = 1;
-    }
-  });
-  for (int64_t c = 0; c < cells; ++c)
-    if (has_nan[c]) mn[c] = mx[c] = NAN;  // numpy's amin / amax propagate NaN
-  Quantized q;
-  q.param_shape = blocks->pshape;
-  q.scale.resize(cells);
-  std::vector<float> zp(cells, 0.0f);
-  const bool has_zp = !spec.symmetric || is_unsigned_int(spec.dtype);
-  const float range = r(static_cast<float>(qmax - qmin));
-  for (int64_t c = 0; c < cells; ++c) {
+namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+/// A block's scale and zero point from its minimum and maximum (coremltools'
+/// compute_qparams_by_dtype, in the weight's dtype).
+struct CellParams {
+  Rounder r;
+  bool symmetric, has_zp;
+  int32_t qmin, qmax;
+  float range;
+  CellParams(bool half, const QuantSpec& spec) : r{half}, symmetric(spec.symmetric) {
+    std::tie(qmin, qmax) = quant_range(spec.dtype, spec.symmetric);
+    has_zp = !spec.symmetric || is_unsigned_int(spec.dtype);
+    range = r(static_cast<float>(qmax - qmin));
+  }
+  /// `nan`: the block holds a NaN (numpy's amin / amax propagate it).
+  void operator()(float mn, float mx, bool nan, float& scale, float& zp) const {
+    if (nan) mn = mx = NAN;
     float lo, hi;
-    if (spec.symmetric) {
-      float m = nan_max(std::fabs(mn[c]), std::fabs(mx[c]));
+    if (symmetric) {
+      float m = nan_max(std::fabs(mn), std::fabs(mx));
       lo = -m;
       hi = m;
     } else {
-      lo = nan_min(0.0f, mn[c]);
-      hi = nan_max(0.0f, mx[c]);
+      lo = nan_min(0.0f, mn);
+      hi = nan_max(0.0f, mx);
     }
-    q.scale[c] = r(r(hi - lo) / range);
-    if (spec.symmetric && has_zp) {
-      zp[c] = static_cast<float>(qmax / 2);
-    } else if (!spec.symmetric) {
+    scale = r(r(hi - lo) / range);
+    zp = 0.0f;
+    if (symmetric && has_zp) {
+      zp = static_cast<float>(qmax / 2);
+    } else if (!symmetric) {
       float z =
           r(r(r(static_cast<float>(qmin) * hi) - r(static_cast<float>(qmax) * lo)) / r(hi - lo));
       z = std::nearbyint(z);
       if (!std::isnan(z))
         z = std::min(std::max(z, static_cast<float>(qmin)), static_cast<float>(qmax));
-      zp[c] = z;
+      zp = z;
     }
   }
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  q.data.resize(static_cast<size_t>(std::max<int64_t>(0, n)));
-  const float lo_q = static_cast<float>(qmin), hi_q = static_cast<float>(qmax);
-  // w / scale is rounded to the dtype (for fp16 in chunks, with the CPU's conversion); after it
-  // numpy's further fp16 roundings (of the rounded integer, and of it plus the zero point) only
-  // change values beyond 2048 in magnitude, which the clip to the 8-bit range maps the same way
-  const bool half = dtype == DataType::Float16;
-  for_each_row(runs, true, true, [&](int64_t i0, int64_t cnt, int64_t c0, int64_t lb) {
-    uint8_t* out = q.data.data() + i0;
-    const float* p = data + i0;
-    constexpr int64_t kChunk = 1024;
-    float t[kChunk];
-    uint16_t h[kChunk];
-    for (int64_t j0 = 0, c = c0; j0 < cnt; j0 += lb, ++c) {
-      const float sc = q.scale[c], z = zp[c];
-      for (int64_t k0 = j0, e = std::min(j0 + lb, cnt); k0 < e; k0 += kChunk) {
-        const int64_t m = std::min(kChunk, e - k0);
-        for (int64_t k = 0; k < m; ++k) t[k] = p[k0 + k] / sc;
-        if (half) {
-          floats_to_halves(t, h, static_cast<size_t>(m));
-          halves_to_floats(h, t, static_cast<size_t>(m));
-        }
-        for (int64_t k = 0; k < m; ++k) {
-          float v = round_even(t[k]);
-          if (has_zp) v += z;
-          v = std::min(std::max(v, lo_q), hi_q);  // NaN stays NaN
-          out[k0 + k] = static_cast<uint8_t>(v == v ? static_cast<int32_t>(v) : 0);
-        }
+  QuantStep step(float scale, float zp, bool half) const {
+    QuantStep s;
+    s.scale = scale;
+    s.zero = zp;
+    s.has_zero = has_zp;
+    s.half = half;
+    s.qmin = static_cast<float>(qmin);
+    s.qmax = static_cast<float>(qmax);
+    return s;
+  }
+};
+
+/// quantize() over fp32 values or fp16 raw bits (`half`: the weight's dtype is Float16).
+template <class T>
+std::optional<Quantized> quantize_values(const T* data, const std::vector<int64_t>& shape,
+                                         bool half, const QuantSpec& spec, std::string* skip_reason,
+                                         bool* has_inf) {
+  auto blocks = blocks_of(shape, spec.block_sizes, skip_reason);
+  if (!blocks) return std::nullopt;
+  const CellParams params(half, spec);
+  const int64_t cells = blocks->cells;
+  Quantized q;
+  q.param_shape = blocks->pshape;
+  q.scale.resize(cells);
+  std::vector<float> zp(cells, 0.0f);
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  // w / scale is rounded to the dtype (for fp16 with the CPU's conversion); after it numpy's
+  // further fp16 roundings (of the rounded integer, and of it plus the zero point) only change
+  // values beyond 2048 in magnitude, which the clip to the 8-bit range maps the same way
+  const Blocks runs = merged(*blocks);
+  bool rows_own_cells = true;
+  for (size_t a = 0; a + 1 < runs.shape.size(); ++a)
+    rows_own_cells = rows_own_cells && runs.block[a] == 1;
+  // a block of the last axis shorter than it: rows are cut into pieces of whole blocks
+  const int64_t last = runs.shape.empty() ? 1 : runs.shape.back();
+  const int64_t lblock = runs.block.empty() ? 1 : runs.block.back();
+  const bool pieces = lblock < last;
+  const bool fused = rows_own_cells && (runs.shape.size() > 1 || pieces);
+  // 4-bit values packed piece by piece, where every piece starts on a byte
+  q.packed = fused && spec.allow_packed && dtype_bits(spec.dtype) == 4 && last % 2 == 0 &&
+             (!pieces || lblock % 2 == 0);
+  numel = std::max<int64_t>(0, numel);
+  q.data.resize(static_cast<size_t>(q.packed ? numel / 2 : numel));
+  if (fused) {
+    // every leading axis has blocks of 1 (per channel, per block): each row's blocks are its own,
+    // so one parallel pass reduces, sets the parameters of and quantizes a row (or a piece of
+    // whole blocks) while it is in the cache
+    std::atomic<bool> inf{false};
+    for_each_row(runs, true, pieces, [&](int64_t i0, int64_t n, int64_t c0, int64_t lb) {
+      thread_local std::vector<uint8_t> row, nan;
+      thread_local std::vector<float> lo, hi;
+      thread_local std::vector<QuantStep> steps;
+      if (q.packed) row.resize(static_cast<size_t>(n));
+      uint8_t* out = q.packed ? row.data() : q.data.data() + i0;
+      // the piece's blocks reduced, given their parameters, then quantized (block sizes divide
+      // their axes, so a piece holds whole blocks; a shorter last one would go alone)
+      const int64_t whole = n / lb, rest = n - whole * lb, nb = whole + (rest > 0 ? 1 : 0);
+      lo.assign(static_cast<size_t>(nb), kInf);
+      hi.assign(static_cast<size_t>(nb), -kInf);
+      nan.resize(static_cast<size_t>(nb));
+      steps.resize(static_cast<size_t>(nb));
+      min_max_blocks(data + i0, whole, lb, lo.data(), hi.data(), nan.data());
+      if (rest) nan[whole] = min_max_run(data + i0 + whole * lb, rest, lo[whole], hi[whole]);
+      for (int64_t b = 0; b < nb; ++b) {
+        const int64_t c = c0 + b;
+        if (has_inf && (lo[b] == -kInf || hi[b] == kInf)) inf = true;
+        params(lo[b], hi[b], nan[b] != 0, q.scale[c], zp[c]);
+        steps[b] = params.step(q.scale[c], zp[c], half);
       }
+      quantize_blocks(data + i0, whole, lb, steps.data(), out);
+      if (rest) quantize_run(data + i0 + whole * lb, rest, steps[whole], out + whole * lb);
+      if (q.packed) pack_bits(out, static_cast<size_t>(n), 4, q.data.data() + i0 / 2);
+    });
+    if (has_inf) *has_inf = inf;
+    if (inf) return std::nullopt;
+  } else {
+    // rows share blocks (reduced in order), or there is one row
+    std::vector<float> mn(cells, kInf), mx(cells, -kInf);
+    std::vector<uint8_t> has_nan(cells, 0);
+    for_each_row(runs, false, false, [&](int64_t i0, int64_t n, int64_t c0, int64_t lb) {
+      for (int64_t j0 = 0, c = c0; j0 < n; j0 += lb, ++c)
+        if (min_max_run(data + i0 + j0, std::min(lb, n - j0), mn[c], mx[c])) has_nan[c] = 1;
+    });
+    if (has_inf) {
+      // the minimum and maximum leave NaNs out, so an inf shows in them (a block of NaNs only
+      // keeps its starting +inf / -inf, the other way round)
+      bool inf = false;
+      for (int64_t c = 0; c < cells; ++c) inf = inf || mn[c] == -kInf || mx[c] == kInf;
+      *has_inf = inf;
+      if (inf) return std::nullopt;
     }
-  });
-  if (has_zp) {
+    for (int64_t c = 0; c < cells; ++c) params(mn[c], mx[c], has_nan[c] != 0, q.scale[c], zp[c]);
+    for_each_row(runs, true, true, [&](int64_t i0, int64_t cnt, int64_t c0, int64_t lb) {
+      for (int64_t j0 = 0, c = c0; j0 < cnt; j0 += lb, ++c)
+        quantize_run(data + i0 + j0, std::min(lb, cnt - j0), params.step(q.scale[c], zp[c], half),
+                     q.data.data() + i0 + j0);
+    });
+  }
+  if (params.has_zp) {
     q.zero_point.resize(cells);
     for (int64_t c = 0; c < cells; ++c) q.zero_point[c] = to_int(zp[c]);
   }
   return q;
+}
+
+}  // namespace
+
+std::optional<Quantized> quantize(const float* data, const std::vector<int64_t>& shape,
+                                  DataType dtype, const QuantSpec& spec, std::string* skip_reason,
+                                  bool* has_inf) {
+  if (dtype != DataType::Float16 && dtype != DataType::Float32)
+    throw ValueError("Only floating numpy arrays are supported.");
+  return quantize_values(data, shape, dtype == DataType::Float16, spec, skip_reason, has_inf);
+}
+
+std::optional<Quantized> quantize(const uint16_t* halves, const std::vector<int64_t>& shape,
+                                  const QuantSpec& spec, std::string* skip_reason, bool* has_inf) {
+  return quantize_values(halves, shape, true, spec, skip_reason, has_inf);
 }
 
 }  // namespace milkit::compress

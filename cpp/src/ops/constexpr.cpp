@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "milkit/ops/all_ops.h"
 #include "milkit/ops/common.h"
@@ -80,7 +81,16 @@ int64_t count_nonzero(const Value& v) {
     const uint8_t* p = packed->data();
     const auto bytes = static_cast<size_t>(v.numel() / 8),
                rest = static_cast<size_t>(v.numel() % 8);
-    for (size_t i = 0; i < bytes; ++i) n += __builtin_popcount(p[i]);
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {  // 64 bits at a time, counted in place (no popcnt call)
+      uint64_t x;
+      std::memcpy(&x, p + i, 8);
+      x -= (x >> 1) & 0x5555555555555555ull;
+      x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+      x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+      n += static_cast<int64_t>((x * 0x0101010101010101ull) >> 56);
+    }
+    for (; i < bytes; ++i) n += __builtin_popcount(p[i]);
     if (rest) n += __builtin_popcount(p[bytes] & ((1u << rest) - 1));
     return n;
   }

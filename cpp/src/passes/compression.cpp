@@ -17,6 +17,7 @@
 #include "milkit/builder/builder.h"
 #include "milkit/exec/plan.h"
 #include "milkit/exec/threads.h"
+#include "milkit/ir/value.h"
 #include "milkit/passes/rewrite.h"
 #include "milkit/types/error.h"
 
@@ -351,6 +352,30 @@ Value value_from_floats(DataType dt, std::vector<int64_t> shape, const float* da
 
 Value value_from_bytes(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
   return Value::from_bytes(dt, std::move(shape), std::move(bytes));
+}
+
+Value packed_in_memory(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> packed) {
+  const int64_t n = shape_numel(shape);
+  const int bits = dtype_bits(dt);
+  if (!is_sub_byte(dt) || static_cast<int64_t>(packed.size()) * 8 < n * bits)
+    throw ValueError("packed_in_memory: " + std::to_string(packed.size()) + " bytes for " +
+                     std::to_string(n) + " elements of " + std::string(dtype_name(dt)));
+  auto buf = Buffer::packed_bits(Buffer::take(std::move(packed)), bits, dt == DataType::Int4,
+                                 static_cast<size_t>(n));
+  return Value(dt, std::move(shape), std::move(buf));
+}
+
+Value value_in_memory(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
+  if (!is_sub_byte(dt)) return Value(dt, std::move(shape), Buffer::take(std::move(bytes)));
+  if (static_cast<int64_t>(bytes.size()) != shape_numel(shape))
+    throw ValueError("value_in_memory: " + std::to_string(bytes.size()) + " bytes for a " +
+                     std::string(dtype_name(dt)) + " value of " +
+                     std::to_string(shape_numel(shape)) + " elements");
+  const int bits = dtype_bits(dt);
+  std::vector<uint8_t> packed((bytes.size() * static_cast<size_t>(bits) + 7) / 8);
+  pack_bits(bytes.data(), bytes.size(), bits, packed.data());
+  std::vector<uint8_t>().swap(bytes);
+  return packed_in_memory(dt, std::move(shape), std::move(packed));
 }
 
 std::vector<float> floats(const Value& v) {

@@ -13,9 +13,11 @@
 // nonzero_data is quantized too, iOS18 only).
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "milkit/builder/builder.h"
 #include "milkit/compress/quantize.h"
+#include "milkit/ir/value.h"
 #include "milkit/passes/compression.h"
 #include "milkit/passes/pass.h"
 #include "milkit/types/error.h"
@@ -29,9 +31,20 @@ using compression::OpConfig;
 
 constexpr const char* kName = "compression::linear_quantize_weights";
 
-// Quantized bytes (milkit's unpacked layout of the dtype) as a value, without a copy.
-Value byte_value(DataType dt, const std::vector<int64_t>& shape, std::vector<uint8_t> bytes) {
-  return Value::from_bytes(dt, shape, std::move(bytes));
+// The quantized data (milkit's unpacked layout of the dtype, or 4-bit values packed) as a value,
+// kept in memory: smaller than the weight it replaces, it is written once, by the save.
+Value byte_value(DataType dt, const std::vector<int64_t>& shape, compress::Quantized& q) {
+  auto bytes = std::make_shared<compress::UninitBytes>(std::move(q.data));
+  auto buf = Buffer::borrow(bytes->data(), bytes->size(), bytes);
+  if (q.packed) {
+    auto bits = Buffer::packed_bits(std::move(buf), dtype_bits(dt), dt == DataType::Int4,
+                                    static_cast<size_t>(shape_numel(shape)));
+    return Value(dt, shape, std::move(bits));
+  }
+  if (!is_sub_byte(dt)) return Value(dt, shape, std::move(buf));
+  std::vector<uint8_t> packed((bytes->size() * static_cast<size_t>(dtype_bits(dt)) + 7) / 8);
+  pack_bits(bytes->data(), bytes->size(), dtype_bits(dt), packed.data());
+  return compression::packed_in_memory(dt, shape, std::move(packed));
 }
 
 // A quantized byte as the integer it holds.
@@ -41,8 +54,9 @@ Value int_value(DataType dt, const std::vector<int64_t>& shape, const std::vecto
   return Value::from_ints(dt, shape, std::vector<int64_t>(v.begin(), v.end()));
 }
 
+// Scales (exact values of the weight's dtype, fp16 or fp32) as a value of that dtype.
 Value float_value(DataType dt, const std::vector<int64_t>& shape, const std::vector<float>& v) {
-  return Value::from_doubles(dt, shape, std::vector<double>(v.begin(), v.end()));
+  return compression::value_from_floats(dt, shape, v.data(), v.size());
 }
 
 // numpy's squeeze of a parameter: size-1 dims dropped.
@@ -70,16 +84,14 @@ Var* emit(Function& f, Operation* op, compress::Quantized& q, const OpConfig& cf
       }
     std::vector<int32_t> zp = q.zero_point;
     if (zp.empty()) zp.assign(q.scale.size(), 0);
-    std::vector<Arg> args = {
-        Builder::arg("quantized_data", byte_value(cfg.dtype, w.shape(), std::move(q.data))),
-        Builder::arg("zero_point", int_value(cfg.dtype, ps, zp)),
-        Builder::arg("scale", float_value(w.dtype(), ps, q.scale)),
-        Builder::arg("axis", Value::scalar_int(DataType::Int32, axis))};
+    std::vector<Arg> args = {Builder::arg("quantized_data", byte_value(cfg.dtype, w.shape(), q)),
+                             Builder::arg("zero_point", int_value(cfg.dtype, ps, zp)),
+                             Builder::arg("scale", float_value(w.dtype(), ps, q.scale)),
+                             Builder::arg("axis", Value::scalar_int(DataType::Int32, axis))};
     return b.create("constexpr_affine_dequantize", args, name).at(0);
   }
-  std::vector<Arg> args = {
-      Builder::arg("data", byte_value(cfg.dtype, w.shape(), std::move(q.data))),
-      Builder::arg("scale", float_value(w.dtype(), q.param_shape, q.scale))};
+  std::vector<Arg> args = {Builder::arg("data", byte_value(cfg.dtype, w.shape(), q)),
+                           Builder::arg("scale", float_value(w.dtype(), q.param_shape, q.scale))};
   if (!q.zero_point.empty())
     args.push_back(Builder::arg("offset", int_value(cfg.dtype, q.param_shape, q.zero_point)));
   return b.create("constexpr_blockwise_shift_scale", args, name).at(0);
@@ -142,6 +154,15 @@ Var* emit_sparse(Function& f, Operation* op, Operation* child, const compress::Q
   return b.create("constexpr_sparse_blockwise_shift_scale", args, op->name() + "_quantized").at(1);
 }
 
+void warn_inf(const Operation* op) {
+  compression::warn("The const " + op->name() +
+                    " has inf/-inf, which is not supported by quantization. Skipped.");
+}
+
+bool holds_inf(const std::vector<float>& data) {
+  return std::any_of(data.begin(), data.end(), [](float v) { return std::isinf(v); });
+}
+
 // coremltools' checks on the values it would quantize: false (left alone) for bool consts, small
 // integer masks and weights with inf.
 bool quantizable(const Operation* op, const Value& w, const std::vector<float>& data) {
@@ -153,11 +174,18 @@ bool quantizable(const Operation* op, const Value& w, const std::vector<float>& 
                      " values; only floating weights can be quantized (Only floating numpy arrays "
                      "are supported.)");
   }
-  if (std::any_of(data.begin(), data.end(), [](float v) { return std::isinf(v); })) {
-    compression::warn("The const " + op->name() +
-                      " has inf/-inf, which is not supported by quantization. Skipped.");
+  if (holds_inf(data)) {
+    warn_inf(op);
     return false;
   }
+  return true;
+}
+
+// Whether a weight read in place (whose inf check comes with quantize's reading of it) holds an
+// inf after all, for a weight skipped before that: coremltools warns about the inf first.
+bool skipped_for_inf(const Operation* op, const Value& w, bool in_place) {
+  if (!in_place || !holds_inf(compression::floats(w))) return false;
+  warn_inf(op);
   return true;
 }
 
@@ -169,10 +197,14 @@ bool transform(Function& f, Operation* op, const compression::Config& config, bo
   if (!compression::needs_compression(op, *cfg, joint, child != nullptr)) return false;
   check_target(f, op, *cfg);
   const Value& w = *op->output(0)->value();
-  std::vector<float> data = is_int(w.dtype()) || w.dtype() == DataType::Bool
-                                ? std::vector<float>{}
-                                : compression::floats(w);
-  if (!quantizable(op, w, data)) return false;
+  // a plain fp16 / fp32 weight is quantized where it is, without a float copy
+  const bool half = w.dtype() == DataType::Float16;
+  const bool in_place = !child && (half || w.dtype() == DataType::Float32);
+  std::vector<float> data;
+  if (!in_place) {
+    if (!is_int(w.dtype()) && w.dtype() != DataType::Bool) data = compression::floats(w);
+    if (!quantizable(op, w, data)) return false;
+  }
   std::vector<int64_t> shape = w.shape();
   const bool sparse = child && child->op_type() == "constexpr_sparse_to_dense";
   if (sparse) {
@@ -189,14 +221,26 @@ bool transform(Function& f, Operation* op, const compression::Config& config, bo
   auto [bs, axis] = compression::block_sizes(op, *cfg, shape);
   (void)axis;
   if (!bs) {
+    if (skipped_for_inf(op, w, in_place)) return false;
     compression::warn("Cannot perform quantization on " + op->name() +
                       " as block_sizes is None. Skipped this op.");
     return false;
   }
   compress::QuantSpec spec{cfg->mode == "LINEAR_SYMMETRIC", cfg->dtype, *bs};
+  spec.allow_packed = !sparse;  // emit_sparse reads a byte per element
   std::string why;
-  auto q = compress::quantize(data.data(), shape, w.dtype(), spec, &why);
+  bool inf = false;
+  auto q = !in_place ? compress::quantize(data.data(), shape, w.dtype(), spec, &why)
+           : half    ? compress::quantize(reinterpret_cast<const uint16_t*>(w.raw()), shape, spec,
+                                          &why, &inf)
+                     : compress::quantize(reinterpret_cast<const float*>(w.raw()), shape,
+                                          DataType::Float32, spec, &why, &inf);
+  if (inf) {
+    warn_inf(op);
+    return false;
+  }
   if (!q) {
+    if (skipped_for_inf(op, w, in_place)) return false;
     compression::warn(why);
     compression::warn("Cannot perform quantization on " + op->name() + ". Skipped this op.");
     return false;

@@ -11,6 +11,7 @@
 // Options: "config" (JSON, see Config::parse) and "joint_compression" ("0" / "1").
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "milkit/builder/builder.h"
@@ -93,31 +94,23 @@ std::vector<Arg> sparse_args(const Value& w, const std::vector<float>& pruned, b
 }
 
 // sparse_args of an fp16 weight pruned element-wise by magnitude, straight from its half bit
-// patterns (no fp32 copy of the weight or of the result).
+// patterns to the kept values and the packed mask (no fp32 copy, no byte per element).
 std::vector<Arg> sparse_args_half(const Value& w, double target_sparsity, bool ios18) {
   const auto* h = reinterpret_cast<const uint16_t*>(w.raw());
   const int64_t n = w.numel();
-  std::vector<uint8_t> keep = compress::magnitude_keep_half(h, n, target_sparsity);
-  size_t nnz = 0;
-  for (uint8_t k : keep) nnz += k;
-  std::vector<uint8_t> nonzero(nnz * 2);
-  auto* out = reinterpret_cast<uint16_t*>(nonzero.data());
-  for (size_t i = 0, j = 0; j < nnz; ++i) {
-    out[j] = h[i];  // written always, kept when the element is: no branch to mispredict
-    j += keep[i];
-  }
-  std::vector<Arg> args = {Builder::arg(
-      "nonzero_data", compression::value_from_bytes(DataType::Float16, {static_cast<int64_t>(nnz)},
-                                                    std::move(nonzero)))};
+  compress::SparseHalves sp = compress::magnitude_sparse_half(h, n, target_sparsity);
+  // kept in memory: smaller than the weight they replace, they are written once, by the save
+  auto nonzero = std::make_shared<compress::UninitBytes>(std::move(sp.nonzero));
+  auto buf = Buffer::borrow(nonzero->data(), nonzero->size(), nonzero);
+  std::vector<Arg> args = {
+      Builder::arg("nonzero_data", Value(DataType::Float16, {sp.count}, std::move(buf)))};
   if (ios18) {
     args.push_back(Builder::arg(
-        "mask", compression::value_from_bytes(DataType::UInt1, w.shape(), std::move(keep))));
+        "mask", compression::packed_in_memory(DataType::UInt1, w.shape(), std::move(sp.mask))));
   } else {
-    std::vector<uint8_t> flags((keep.size() + 7) / 8);
-    pack_bits(keep.data(), keep.size(), 1, flags.data());
-    const auto len = static_cast<int64_t>(flags.size());
+    const auto len = static_cast<int64_t>(sp.mask.size());
     args.push_back(Builder::arg(
-        "mask", compression::value_from_bytes(DataType::UInt8, {len}, std::move(flags))));
+        "mask", compression::value_in_memory(DataType::UInt8, {len}, std::move(sp.mask))));
     args.push_back(Builder::arg("shape", Value::int_list(w.shape(), DataType::UInt32)));
   }
   return args;

@@ -195,6 +195,14 @@ uint64_t BlobWriter::write(const Value& v) {
     }
   } else if (!sub) {
     put(v.raw(), v.nbytes());  // little-endian host: fp16 and ints are stored raw
+  } else if (const Buffer* src = v.buffer()->bit_source();
+             src && v.buffer()->bit_width() == bits && !src->lazy() && nbytes > 0) {
+    // held packed already in memory or a mapping (loaded or compressed): the packed bytes as
+    // they are, straight from there, the last byte's bits after the last element cleared
+    put(src->data(), static_cast<size_t>(nbytes - 1));
+    uint8_t last = src->data()[nbytes - 1];
+    if (padding) last &= static_cast<uint8_t>(0xFF >> padding);
+    put(&last, 1);
   } else if (const Buffer* src = v.buffer()->bit_source(); src && v.buffer()->bit_width() == bits) {
     // held packed already (loaded or compressed): the packed bytes as they are, in chunks
     constexpr size_t kChunk = 1 << 20;

@@ -4,11 +4,13 @@ quantized model computes what its dequantized weights say."""
 
 from __future__ import annotations
 
+import warnings
+
 import milkit
 import milkit.optimize as mto
 import numpy as np
 import pytest
-from support.compress_util import assert_same_package, both, convert_both, sqnr_db
+from support.compress_util import assert_same_package, both, convert_both, ct_modules, model_fn, sqnr_db, weights
 
 CONFIGS = [
     dict(),
@@ -128,6 +130,47 @@ def test_inf_weight_is_skipped_with_a_warning():
     with pytest.warns(UserWarning, match="has inf/-inf"):
         c.linear_quantize_weights(prog, c.OptimizationConfig(global_config=c.OpLinearQuantizerConfig()))
     assert not any(op.op_type.startswith("constexpr") for op in prog.functions["main"].operations)
+
+
+def _convert_both_with(W, target_name="iOS18"):
+    ct, mb, _ = ct_modules()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = ct.convert(model_fn(mb, W, getattr(ct.target, target_name)), convert_to="mlprogram",
+                       minimum_deployment_target=getattr(ct.target, target_name), skip_model_load=True)
+    b = milkit.convert(model_fn(milkit.Builder, W, getattr(milkit.target, target_name)),
+                       minimum_deployment_target=getattr(milkit.target, target_name))
+    return a, b
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(mode="linear", dtype="uint8"),
+                                dict(dtype="int4", granularity="per_block", block_size=8),
+                                dict(granularity="per_block", block_size=5), dict(granularity="per_tensor")],
+                         ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items()) or "default")
+def test_fp16_weights_with_inf_and_nan_as_coremltools(tmp_path, kw):
+    # an inf in one row (the weight is skipped, with coremltools' warning, whatever the block
+    # sizes), NaNs in another weight (quantized; their blocks become zeros)
+    W = weights()
+    W["lin"][5, 7] = -np.inf
+    W["mm"][3, 0] = np.inf
+    W["conv"][2, 1, 0, 0] = np.nan
+    a, b = _convert_both_with(W)
+    _, _, cto = ct_modules()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        c = cto.coreml
+        qa = c.linear_quantize_weights(a, c.OptimizationConfig(global_config=c.OpLinearQuantizerConfig(**kw)))
+    c = mto.coreml
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        qb = c.linear_quantize_weights(b, c.OptimizationConfig(global_config=c.OpLinearQuantizerConfig(**kw)))
+    said = [str(w.message) for w in caught]
+    # coremltools logs its inf warning (without the const's name): each weight with inf gets that
+    # warning only, also where its block sizes would be skipped as well
+    for name in ("lin_weight", "mm_y"):
+        about = [m for m in said if f"const {name}" in m or f"on {name}" in m]
+        assert len(about) == 1 and "has inf/-inf" in about[0], (name, said)
+    assert_same_package(qa, qb, str(tmp_path))
 
 
 def test_wrong_config_kind_is_refused():

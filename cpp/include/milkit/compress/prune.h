@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "milkit/compress/palettize.h"
+#include "milkit/compress/quantize.h"
 
 namespace milkit::compress {
 
@@ -37,5 +38,23 @@ std::optional<std::vector<float>> prune(const WeightView& w, const PruneSpec& s,
 /// as bit patterns, without converting them: 1 for each element that stays non-zero, exactly
 /// where prune()'s result is non-zero (the same percentile, ties and NaN / infinity rules).
 std::vector<uint8_t> magnitude_keep_half(const uint16_t* h, int64_t n, double target_sparsity);
+
+/// The sparse form of an fp16 weight pruned as magnitude_keep_half says: the kept values in
+/// order and the keep flags packed.
+struct SparseHalves {
+  /// The kept values' bit patterns, two bytes each (little-endian), in element order.
+  UninitBytes nonzero;
+  /// The keep flags, 8 per byte, the first element in the lowest bit (Core ML's uint1 layout and
+  /// the pre-iOS18 mask); the bits after the last element are 0.
+  std::vector<uint8_t> mask;
+  /// Number of kept values.
+  int64_t count = 0;
+};
+
+/// magnitude_keep_half's result in its sparse form, without a byte per element: one pass counts
+/// the magnitudes, one writes the mask and the kept values (with AVX2 when the CPU has it;
+/// `vector` false runs the portable code, which gives the same bytes).
+SparseHalves magnitude_sparse_half(const uint16_t* h, int64_t n, double target_sparsity,
+                                   bool vector = true);
 
 }  // namespace milkit::compress

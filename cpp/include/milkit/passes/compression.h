@@ -143,6 +143,15 @@ Value value_from_floats(DataType dt, std::vector<int64_t> shape, const float* da
 /// A value over bytes already in milkit's unpacked layout of `dt` (no copy).
 Value value_from_bytes(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
 
+/// A compressed result as a value kept in memory (sub-byte dtypes packed), never spilled to a
+/// temporary file: for results smaller than the weight they replace (quantized data, pruned
+/// values and masks), which a save then writes once, straight from memory. `bytes` are in
+/// milkit's unpacked layout of `dt`.
+Value value_in_memory(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
+
+/// The same over a sub-byte value's bytes already packed (Core ML's layout, `numel` elements).
+Value packed_in_memory(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> packed);
+
 /// Every element of a numeric value as float (for fp16: the exact fp16 numbers).
 std::vector<float> floats(const Value& v);
 
