@@ -4,6 +4,7 @@
 #include "milkit/passes/compression.h"
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -12,6 +13,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
 
 #include "milkit/builder/builder.h"
@@ -354,19 +356,67 @@ Value value_from_bytes(DataType dt, std::vector<int64_t> shape, std::vector<uint
   return Value::from_bytes(dt, std::move(shape), std::move(bytes));
 }
 
+namespace {
+
+std::atomic<size_t> result_bytes_kept{0};
+
+// Reserves n bytes of the in-memory budget; false when they do not fit.
+bool reserve_result_bytes(size_t n) {
+  size_t cur = result_bytes_kept.load();
+  while (cur + n <= kResultBytesInMemory)
+    if (result_bytes_kept.compare_exchange_weak(cur, cur + n)) return true;
+  return false;
+}
+
+// Owns kept result bytes and gives their share of the budget back when the buffer goes.
+template <class Bytes>
+struct KeptResult {
+  Bytes bytes;
+  explicit KeptResult(Bytes b) : bytes(std::move(b)) {}
+  ~KeptResult() { result_bytes_kept -= bytes.size(); }
+  KeptResult(const KeptResult&) = delete;
+  KeptResult& operator=(const KeptResult&) = delete;
+};
+
+template <class Bytes>
+std::shared_ptr<const Buffer> kept_or_spilled(Bytes bytes) {
+  if (reserve_result_bytes(bytes.size())) {
+    auto owner = std::make_shared<KeptResult<Bytes>>(std::move(bytes));
+    return Buffer::borrow(owner->bytes.data(), owner->bytes.size(), owner);
+  }
+  if constexpr (std::is_same_v<Bytes, std::vector<uint8_t>>) {
+    return Buffer::spill(std::move(bytes));
+  } else {
+    std::vector<uint8_t> plain(bytes.begin(), bytes.end());
+    Bytes().swap(bytes);
+    return Buffer::spill(std::move(plain));
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const Buffer> result_buffer(std::vector<uint8_t> bytes) {
+  return kept_or_spilled(std::move(bytes));
+}
+
+std::shared_ptr<const Buffer> result_buffer(
+    std::vector<uint8_t, compress::UninitAllocator<uint8_t>> bytes) {
+  return kept_or_spilled(std::move(bytes));
+}
+
 Value packed_in_memory(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> packed) {
   const int64_t n = shape_numel(shape);
   const int bits = dtype_bits(dt);
   if (!is_sub_byte(dt) || static_cast<int64_t>(packed.size()) * 8 < n * bits)
     throw ValueError("packed_in_memory: " + std::to_string(packed.size()) + " bytes for " +
                      std::to_string(n) + " elements of " + std::string(dtype_name(dt)));
-  auto buf = Buffer::packed_bits(Buffer::take(std::move(packed)), bits, dt == DataType::Int4,
+  auto buf = Buffer::packed_bits(result_buffer(std::move(packed)), bits, dt == DataType::Int4,
                                  static_cast<size_t>(n));
   return Value(dt, std::move(shape), std::move(buf));
 }
 
 Value value_in_memory(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> bytes) {
-  if (!is_sub_byte(dt)) return Value(dt, std::move(shape), Buffer::take(std::move(bytes)));
+  if (!is_sub_byte(dt)) return Value(dt, std::move(shape), result_buffer(std::move(bytes)));
   if (static_cast<int64_t>(bytes.size()) != shape_numel(shape))
     throw ValueError("value_in_memory: " + std::to_string(bytes.size()) + " bytes for a " +
                      std::string(dtype_name(dt)) + " value of " +

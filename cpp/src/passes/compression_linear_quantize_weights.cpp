@@ -32,18 +32,18 @@ using compression::OpConfig;
 constexpr const char* kName = "compression::linear_quantize_weights";
 
 // The quantized data (milkit's unpacked layout of the dtype, or 4-bit values packed) as a value,
-// kept in memory: smaller than the weight it replaces, it is written once, by the save.
+// kept in memory within the process budget for results (else spilled): smaller than the weight
+// it replaces, it is then written once, by the save.
 Value byte_value(DataType dt, const std::vector<int64_t>& shape, compress::Quantized& q) {
-  auto bytes = std::make_shared<compress::UninitBytes>(std::move(q.data));
-  auto buf = Buffer::borrow(bytes->data(), bytes->size(), bytes);
-  if (q.packed) {
+  if (q.packed || !is_sub_byte(dt)) {
+    auto buf = compression::result_buffer(std::move(q.data));
+    if (!q.packed) return Value(dt, shape, std::move(buf));
     auto bits = Buffer::packed_bits(std::move(buf), dtype_bits(dt), dt == DataType::Int4,
                                     static_cast<size_t>(shape_numel(shape)));
     return Value(dt, shape, std::move(bits));
   }
-  if (!is_sub_byte(dt)) return Value(dt, shape, std::move(buf));
-  std::vector<uint8_t> packed((bytes->size() * static_cast<size_t>(dtype_bits(dt)) + 7) / 8);
-  pack_bits(bytes->data(), bytes->size(), dtype_bits(dt), packed.data());
+  std::vector<uint8_t> packed((q.data.size() * static_cast<size_t>(dtype_bits(dt)) + 7) / 8);
+  pack_bits(q.data.data(), q.data.size(), dtype_bits(dt), packed.data());
   return compression::packed_in_memory(dt, shape, std::move(packed));
 }
 

@@ -99,9 +99,8 @@ std::vector<Arg> sparse_args_half(const Value& w, double target_sparsity, bool i
   const auto* h = reinterpret_cast<const uint16_t*>(w.raw());
   const int64_t n = w.numel();
   compress::SparseHalves sp = compress::magnitude_sparse_half(h, n, target_sparsity);
-  // kept in memory: smaller than the weight they replace, they are written once, by the save
-  auto nonzero = std::make_shared<compress::UninitBytes>(std::move(sp.nonzero));
-  auto buf = Buffer::borrow(nonzero->data(), nonzero->size(), nonzero);
+  // kept in memory within the budget for results (else spilled), written once by the save
+  auto buf = compression::result_buffer(std::move(sp.nonzero));
   std::vector<Arg> args = {
       Builder::arg("nonzero_data", Value(DataType::Float16, {sp.count}, std::move(buf)))};
   if (ios18) {

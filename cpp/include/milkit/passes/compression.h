@@ -2,6 +2,7 @@
 // OptimizationConfig, resolved per const op in C++, and its rules for which weights compress.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "milkit/compress/quantize.h"
 #include "milkit/ir/ir.h"
 #include "milkit/passes/pass.h"
 #include "milkit/types/datatype.h"
@@ -143,10 +145,22 @@ Value value_from_floats(DataType dt, std::vector<int64_t> shape, const float* da
 /// A value over bytes already in milkit's unpacked layout of `dt` (no copy).
 Value value_from_bytes(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
 
-/// A compressed result as a value kept in memory (sub-byte dtypes packed), never spilled to a
-/// temporary file: for results smaller than the weight they replace (quantized data, pruned
-/// values and masks), which a save then writes once, straight from memory. `bytes` are in
-/// milkit's unpacked layout of `dt`.
+/// Bytes of compressed results a process keeps in memory at once (kResultBytesInMemory); beyond
+/// it results are spilled to the page cache like decompressed weights, so that compressing a
+/// model larger than memory does not grow the process's own memory with the model.
+constexpr size_t kResultBytesInMemory = size_t{32} << 20;
+
+/// A buffer over a compressed result (quantized data, pruned values, masks): kept in memory
+/// while the results kept stay within kResultBytesInMemory (a save then writes it once, straight
+/// from memory; its bytes count again once the buffer is gone), else spilled.
+std::shared_ptr<const Buffer> result_buffer(std::vector<uint8_t> bytes);
+
+/// The same over uninitialized-allocated bytes (compress::UninitBytes), without a copy when kept.
+std::shared_ptr<const Buffer> result_buffer(
+    std::vector<uint8_t, compress::UninitAllocator<uint8_t>> bytes);
+
+/// A compressed result as a value (sub-byte dtypes packed) over result_buffer: for results
+/// smaller than the weight they replace. `bytes` are in milkit's unpacked layout of `dt`.
 Value value_in_memory(DataType dt, std::vector<int64_t> shape, std::vector<uint8_t> bytes);
 
 /// The same over a sub-byte value's bytes already packed (Core ML's layout, `numel` elements).
