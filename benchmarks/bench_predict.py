@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from typing import Any, Callable, Tuple
 
 import numpy as np
@@ -121,7 +122,6 @@ def child_rss(pkg: str, feed_path: str, threads: int) -> None:
 def bench(name: str, runs: int, threads: int) -> list[dict]:
     import milkit as ct
     import models
-    import onnxruntime as ort
     import torch
 
     torch.set_num_threads(threads)
@@ -142,35 +142,56 @@ def bench(name: str, runs: int, threads: int) -> list[dict]:
     want, torch_ms = torch_reference(mod, feed_t, runs)
 
     tmp = tempfile.mkdtemp(prefix="milkit-bench-")
+    ref = onnxruntime_figures(mod, feed_t, want, tmp, name, runs, threads)
+    ref["torch_ms"] = torch_ms
+    return milkit_rows(name, lambda prec: ct.convert(prog, minimum_deployment_target=ct.target.iOS17,
+                                                     compute_precision=PRECISION[prec](ct)),
+                       lambda pkg: feed_m, want, ref, tmp, runs, threads)
+
+
+def onnxruntime_figures(mod: Any, feed_t: Any, want: np.ndarray, tmp: str, name: str, runs: int,
+                        threads: int) -> dict:
+    """onnxruntime on `mod` exported to ONNX: its latency, first-run latency and error."""
+    import onnxruntime as ort
+
     onnx_path, so = onnx_export(mod, feed_t, tmp, name, threads)
-    sess = ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"])
     feed_o = {"input": feed_t.numpy()}
-    got_o = sess.run(None, feed_o)[0]
-    err_o = rel_err(got_o, want)
-    ort_ms = median_ms(lambda: sess.run(None, feed_o), runs)
+    sess, first = first_ms(lambda: ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"]),
+                           lambda s: s.run(None, feed_o))
+    return {"onnxruntime_ms": median_ms(lambda: sess.run(None, feed_o), runs),
+            "onnxruntime_first_ms": first,
+            "onnxruntime_rel_err": rel_err(sess.run(None, feed_o)[0], want)}
+
+
+def milkit_rows(name: str, convert: Callable[[str], Any], feed_of: Callable[[str], dict], want: np.ndarray,
+                ref: dict, tmp: str, runs: int, threads: int) -> list[dict]:
+    """milkit's fp32 and fp16 packages of one workload (`convert(precision)` makes the model,
+    `feed_of(package)` its feed), each checked against torch's output `want` before timing, with
+    the reference figures `ref` beside."""
+    import milkit as ct
 
     rows = []
     for prec in ("fp32", "fp16"):
         t = time.perf_counter()
-        mlmodel = ct.convert(prog, minimum_deployment_target=ct.target.iOS17,
-                             compute_precision=ct.precision.FLOAT32 if prec == "fp32" else ct.precision.FLOAT16)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            mlmodel = convert(prec)
         convert_s = time.perf_counter() - t
         pkg = os.path.join(tmp, f"{name}_{prec}.mlpackage")
         mlmodel.save(pkg)
-        model = ct.models.MLModel(pkg)
+        del mlmodel
+        feed_m = feed_of(pkg)
+        model, m_first = first_ms(lambda p=pkg: ct.models.MLModel(p), lambda m, f=feed_m: m.predict(f))
         (got,) = model.predict(feed_m).values()
         err_m = rel_err(got, want)
         if not err_m <= MAX_ERR[prec]:
             raise SystemExit(f"{name} {prec}: milkit's output differs from torch's by {err_m:.2e}")
-        res = {
-            "workload": name if prec == "fp32" else f"{name}/fp16",
-            "milkit_ms": median_ms(lambda m=model: m.predict(feed_m), runs),
-            "onnxruntime_ms": ort_ms,
-            "torch_ms": torch_ms,
-            "milkit_rel_err": err_m,
-            "onnxruntime_rel_err": err_o,
-            "milkit_convert_s": convert_s,
-        }
+        res = {"workload": f"{name}/{prec}",
+               "milkit_ms": median_ms(lambda m=model, f=feed_m: m.predict(f), runs),
+               "milkit_first_ms": m_first,
+               "milkit_rel_err": err_m,
+               "milkit_convert_s": convert_s,
+               **ref}
         res.update(child_figures(pkg, feed_m, tmp, threads))
         rows.append(res)
     return rows
@@ -187,6 +208,8 @@ CONV_NETS = {
 }
 # largest relative error accepted before timing: fp32 and fp16 packages against fp32 torch
 MAX_ERR = {"fp32": 1e-3, "fp16": 5e-2}
+# compute precision of each package, from the milkit module
+PRECISION = {"fp32": lambda ct: ct.precision.FLOAT32, "fp16": lambda ct: ct.precision.FLOAT16}
 
 
 def randomize(m: Any) -> Any:
@@ -222,10 +245,7 @@ def first_ms(make: Callable[[], Any], run: Callable[[Any], Any]) -> tuple[Any, f
 
 def bench_conv(name: str, runs: int, threads: int) -> list[dict]:
     """One torchvision network: torch eager and onnxruntime once, milkit's fp32 and fp16 packages."""
-    import warnings
-
     import milkit as ct
-    import onnxruntime as ort
     import torch
     import torchvision
 
@@ -236,46 +256,16 @@ def bench_conv(name: str, runs: int, threads: int) -> list[dict]:
     feed_t = torch.from_numpy(x)
     want, torch_ms = torch_reference(mod, feed_t, runs)
     tmp = tempfile.mkdtemp(prefix="milkit-bench-")
-    onnx_path, so = onnx_export(mod, feed_t, tmp, name, threads)
-    feed_o = {"input": x}
-    sess, ort_first = first_ms(lambda: ort.InferenceSession(onnx_path, so, providers=["CPUExecutionProvider"]),
-                               lambda s: s.run(None, feed_o))
-    err_o = rel_err(sess.run(None, feed_o)[0], want)
-    ort_ms = median_ms(lambda: sess.run(None, feed_o), runs)
-
+    ref = onnxruntime_figures(mod, feed_t, want, tmp, name, runs, threads)
+    ref["torch_ms"] = torch_ms
     ep = torch.export.export(mod, (feed_t,)).run_decompositions()
-    rows = []
-    for prec in ("fp32", "fp16"):
-        t = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            mlmodel = ct.convert(ep, minimum_deployment_target=ct.target.iOS17,
-                                 compute_precision=ct.precision.FLOAT32 if prec == "fp32" else ct.precision.FLOAT16)
-        convert_s = time.perf_counter() - t
-        pkg = os.path.join(tmp, f"{name}_{prec}.mlpackage")
-        mlmodel.save(pkg)
-        del mlmodel
-        in_name = ct.models.MLModel(pkg).get_spec().description.input[0].name
-        feed_m = {in_name: x}
-        model, m_first = first_ms(lambda p=pkg: ct.models.MLModel(p), lambda m, f=feed_m: m.predict(f))
-        (got,) = model.predict(feed_m).values()
-        err_m = rel_err(got, want)
-        if not err_m <= MAX_ERR[prec]:
-            raise SystemExit(f"{name} {prec}: milkit's output differs from torch's by {err_m:.2e}")
-        res = {
-            "workload": f"{name}/{prec}",
-            "milkit_ms": median_ms(lambda m=model, f=feed_m: m.predict(f), runs),
-            "onnxruntime_ms": ort_ms,
-            "torch_ms": torch_ms,
-            "milkit_first_ms": m_first,
-            "onnxruntime_first_ms": ort_first,
-            "milkit_rel_err": err_m,
-            "onnxruntime_rel_err": err_o,
-            "milkit_convert_s": convert_s,
-        }
-        res.update(child_figures(pkg, feed_m, tmp, threads))
-        rows.append(res)
-    return rows
+
+    def feed_of(pkg: str) -> dict:
+        return {ct.models.MLModel(pkg).get_spec().description.input[0].name: x}
+
+    return milkit_rows(name, lambda prec: ct.convert(ep, minimum_deployment_target=ct.target.iOS17,
+                                                     compute_precision=PRECISION[prec](ct)),
+                       feed_of, want, ref, tmp, runs, threads)
 
 
 def main() -> None:

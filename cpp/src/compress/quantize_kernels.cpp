@@ -12,7 +12,6 @@
 #include "milkit/types/datatype.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
-#include <cpuid.h>
 #include <immintrin.h>
 #define MILKIT_QUANT_AVX2 1
 #endif
@@ -63,12 +62,7 @@ bool min_max_scalar(const T* w, int64_t n, float& lo, float& hi) {
 #ifdef MILKIT_QUANT_AVX2
 
 bool cpu_avx2_f16c() {
-  // F16C from CPUID leaf 1 (ECX bit 29): clang before 18 has no "f16c" for
-  // __builtin_cpu_supports
-  static const bool yes = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
-  }();
+  static const bool yes = __builtin_cpu_supports("avx2") && cpu_has_f16c();
   return yes;
 }
 
@@ -126,8 +120,9 @@ __attribute__((target("avx2,f16c"))) inline void store32(__m256i a, __m256i b, _
 }
 
 template <class T>
-__attribute__((target("avx2,f16c"))) void quantize_avx2(const T* w, int64_t n,
-                                                        const QuantStep& step, uint8_t* out) {
+__attribute__((target("avx2,f16c"))) inline void quantize_avx2(const T* w, int64_t n,
+                                                               const QuantStep& step,
+                                                               uint8_t* out) {
   const StepVec s = step_vec(step);
   int64_t k = 0;
   for (; k + 32 <= n; k += 32)
@@ -144,8 +139,8 @@ __attribute__((target("avx2,f16c"))) void quantize_avx2(const T* w, int64_t n,
 }
 
 template <class T>
-__attribute__((target("avx2,f16c"))) bool min_max_avx2(const T* w, int64_t n, float& lo,
-                                                       float& hi) {
+__attribute__((target("avx2,f16c"))) inline bool min_max_avx2(const T* w, int64_t n, float& lo,
+                                                              float& hi) {
   // lanes start at lo / hi, and a NaN never replaces a lane (as in min_max_scalar)
   __m256 a = _mm256_set1_ps(lo), b = _mm256_set1_ps(hi), nan = _mm256_setzero_ps();
   int64_t k = 0;
@@ -167,53 +162,6 @@ __attribute__((target("avx2,f16c"))) bool min_max_avx2(const T* w, int64_t n, fl
   hi = _mm256_cvtss_f32(b);
   const bool tail_nan = k < n && min_max_scalar(w + k, n - k, lo, hi);
   return tail_nan || _mm256_movemask_ps(nan) != 0;
-}
-
-/// The minimum, maximum and NaN flag of one block of `lb` values, `lb` a multiple of 8.
-template <class T>
-__attribute__((target("avx2,f16c"))) inline void min_max8s(const T* w, int64_t lb, float& lo,
-                                                           float& hi, uint8_t& nan_out) {
-  __m256 a = _mm256_set1_ps(std::numeric_limits<float>::infinity());
-  __m256 b = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  __m256 nan = _mm256_setzero_ps();
-  for (int64_t k = 0; k < lb; k += 8) {
-    const __m256 v = load8(w + k);
-    a = _mm256_min_ps(v, a);
-    b = _mm256_max_ps(v, b);
-    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-  }
-  a = _mm256_min_ps(a, _mm256_permute2f128_ps(a, a, 1));
-  b = _mm256_max_ps(b, _mm256_permute2f128_ps(b, b, 1));
-  a = _mm256_min_ps(a, _mm256_shuffle_ps(a, a, 0x4E));
-  b = _mm256_max_ps(b, _mm256_shuffle_ps(b, b, 0x4E));
-  a = _mm256_min_ps(a, _mm256_shuffle_ps(a, a, 0xB1));
-  b = _mm256_max_ps(b, _mm256_shuffle_ps(b, b, 0xB1));
-  lo = _mm256_cvtss_f32(a);
-  hi = _mm256_cvtss_f32(b);
-  nan_out = _mm256_movemask_ps(nan) != 0 ? 1 : 0;
-}
-
-template <class T>
-__attribute__((target("avx2,f16c"))) void min_max_blocks_avx2(const T* w, int64_t blocks,
-                                                              int64_t lb, float* lo, float* hi,
-                                                              uint8_t* nan) {
-  for (int64_t b = 0; b < blocks; ++b) min_max8s(w + b * lb, lb, lo[b], hi[b], nan[b]);
-}
-
-template <class T>
-__attribute__((target("avx2,f16c"))) void quantize_blocks_avx2(const T* w, int64_t blocks,
-                                                               int64_t lb, const QuantStep* steps,
-                                                               uint8_t* out) {
-  for (int64_t b = 0; b < blocks; ++b) {
-    const StepVec s = step_vec(steps[b]);
-    const T* p = w + b * lb;
-    uint8_t* o = out + b * lb;
-    int64_t k = 0;
-    for (; k + 32 <= lb; k += 32)
-      store32(quantize8(load8(p + k), s), quantize8(load8(p + k + 8), s),
-              quantize8(load8(p + k + 16), s), quantize8(load8(p + k + 24), s), o + k);
-    for (; k < lb; k += 8) store8(quantize8(load8(p + k), s), o + k);
-  }
 }
 
 #endif
@@ -256,17 +204,37 @@ bool min_max_run(const uint16_t* w, int64_t n, float& lo, float& hi, bool vector
 
 namespace {
 
+#ifdef MILKIT_QUANT_AVX2
+// blocks loops with the CPU checked once for all blocks (blocks are often 32 values)
+template <class T>
+__attribute__((target("avx2,f16c"))) void min_max_blocks_avx2(const T* w, int64_t blocks,
+                                                              int64_t lb, float* lo, float* hi,
+                                                              uint8_t* nan) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    lo[b] = std::numeric_limits<float>::infinity();
+    hi[b] = -std::numeric_limits<float>::infinity();
+    nan[b] = min_max_avx2(w + b * lb, lb, lo[b], hi[b]) ? 1 : 0;
+  }
+}
+
+template <class T>
+__attribute__((target("avx2,f16c"))) void quantize_blocks_avx2(const T* w, int64_t blocks,
+                                                               int64_t lb, const QuantStep* steps,
+                                                               uint8_t* out) {
+  for (int64_t b = 0; b < blocks; ++b) quantize_avx2(w + b * lb, lb, steps[b], out + b * lb);
+}
+#endif
+
 template <class T>
 void min_max_blocks_any(const T* w, int64_t blocks, int64_t lb, float* lo, float* hi, uint8_t* nan,
                         bool vector) {
 #ifdef MILKIT_QUANT_AVX2
-  if (vector && lb % 8 == 0 && cpu_avx2_f16c())
-    return min_max_blocks_avx2(w, blocks, lb, lo, hi, nan);
+  if (vector && cpu_avx2_f16c()) return min_max_blocks_avx2(w, blocks, lb, lo, hi, nan);
 #endif
   for (int64_t b = 0; b < blocks; ++b) {
     lo[b] = std::numeric_limits<float>::infinity();
     hi[b] = -std::numeric_limits<float>::infinity();
-    nan[b] = min_max_run(w + b * lb, lb, lo[b], hi[b], vector) ? 1 : 0;
+    nan[b] = min_max_scalar(w + b * lb, lb, lo[b], hi[b]) ? 1 : 0;
   }
 }
 
@@ -274,10 +242,9 @@ template <class T>
 void quantize_blocks_any(const T* w, int64_t blocks, int64_t lb, const QuantStep* steps,
                          uint8_t* out, bool vector) {
 #ifdef MILKIT_QUANT_AVX2
-  if (vector && lb % 8 == 0 && cpu_avx2_f16c())
-    return quantize_blocks_avx2(w, blocks, lb, steps, out);
+  if (vector && cpu_avx2_f16c()) return quantize_blocks_avx2(w, blocks, lb, steps, out);
 #endif
-  for (int64_t b = 0; b < blocks; ++b) quantize_run(w + b * lb, lb, steps[b], out + b * lb, vector);
+  for (int64_t b = 0; b < blocks; ++b) quantize_scalar(w + b * lb, lb, steps[b], out + b * lb);
 }
 
 }  // namespace

@@ -70,12 +70,8 @@ void run_link(const Link& l, float* q, const float* h, int64_t m) {
       vmath::map(q, q, m, [](float x) { return vmath::vsigmoid(x); });
       break;
     case Kind::HardSigmoid: {
-      // as the sigmoid_hard kernel: f(x, alpha, beta) mapped with scalar parameters
-      auto f = [](float x, float a, float b) {
-        return vmath::np_min(vmath::np_max(a * x + b, 0.0f), 1.0f);
-      };
       const float a = l.c, b = l.c2;
-      vmath::map(q, q, m, [f, a, b](float x) { return f(x, a, b); });
+      vmath::map(q, q, m, [a, b](float x) { return vmath::vhard_sigmoid(x, a, b); });
       break;
     }
   }

@@ -299,7 +299,11 @@ __attribute__((target("avx,f16c"))) void h2f_f16c(const uint16_t* in, float* out
     _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
   for (; i < n; ++i) out[i] = half_to_float(in[i]);
 }
-bool has_f16c() {
+}  // namespace
+#endif
+
+bool cpu_has_f16c() {
+#if defined(__x86_64__)
   // F16C from CPUID leaf 1 (ECX bit 29): clang before 18 has no "f16c" for __builtin_cpu_supports.
   // "avx" also checks that the OS saves the YMM registers.
   static const bool yes = [] {
@@ -307,13 +311,14 @@ bool has_f16c() {
     return __builtin_cpu_supports("avx") && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
   }();
   return yes;
-}
-}  // namespace
+#else
+  return false;
 #endif
+}
 
 void floats_to_halves(const float* in, uint16_t* out, size_t n) {
 #if defined(__x86_64__)
-  if (has_f16c()) {
+  if (cpu_has_f16c()) {
     // F16C turns NaNs into quiet NaNs keeping the payload's top bits; numpy does the same
     f2h_f16c(in, out, n);
     return;
@@ -333,7 +338,7 @@ void round_to_half(float* p, int64_t n) {
 
 void halves_to_floats(const uint16_t* in, float* out, size_t n) {
 #if defined(__x86_64__)
-  if (has_f16c()) {
+  if (cpu_has_f16c()) {
     h2f_f16c(in, out, n);
     return;
   }

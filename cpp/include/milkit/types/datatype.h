@@ -92,6 +92,9 @@ float bf16_to_float(uint16_t h);
 void floats_to_halves(const float* in, uint16_t* out, size_t n);
 /// Converts n IEEE halves to floats (uses F16C when the CPU has it).
 void halves_to_floats(const uint16_t* in, float* out, size_t n);
+/// Whether the CPU converts between fp16 and fp32 in hardware (x86 F16C, with AVX enabled by
+/// the OS); kernels with their own F16C loops check it once.
+bool cpu_has_f16c();
 /// Rounds n floats to the nearest fp16 values in place (round to nearest even).
 void round_to_half(float* p, int64_t n);
 

@@ -159,7 +159,7 @@ void scaled_tanh(KernelCtx& k) {
   with_params(k, true, [](float x, float a, float b) { return a * vmath::vtanh(x * b); });
 }
 void sigmoid_hard(KernelCtx& k) {
-  with_params(k, true, [](float x, float a, float b) { return np_min(np_max(a * x + b, 0.0f), 1.0f); });
+  with_params(k, true, [](float x, float a, float b) { return vmath::vhard_sigmoid(x, a, b); });
 }
 void thresholded_relu(KernelCtx& k) {
   // y[y < alpha] = 0: NaN stays

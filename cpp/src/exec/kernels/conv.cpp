@@ -379,7 +379,7 @@ bool conv_thread_bands(const Geom& g, const float* x, const ConvWeight& w, float
 /// C[cout_g, pc] (+)= w[group gr] * col[kc, pc] for a packed weight: a group within one chunk
 /// decoded whole and multiplied as a dense one (the same products, so the same bits); a larger
 /// one by chunks of output channels across the threads, each decoded once into its thread's
-/// buffer and multiplied single-threaded.
+/// buffer and multiplied single-threaded (kc > 0 there: an empty weight is decoded whole).
 void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t pc,
                        const float* col, int64_t ldcol, float beta, float* c, int64_t ldc) {
   const int64_t kc = w.kc;
@@ -394,12 +394,6 @@ void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t 
   parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
     for (int64_t q = b; q < e; ++q) {
       const int64_t c0 = q * ch, nc = std::min(ch, cout_g - c0);
-      if (kc == 0) {
-        if (beta == 0.0f)
-          for (int64_t m = 0; m < nc; ++m)
-            std::fill(c + (c0 + m) * ldc, c + (c0 + m) * ldc + pc, 0.0f);
-        continue;
-      }
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nc),
                   static_cast<int>(pc), static_cast<int>(kc), 1.0f, w.rows(gr * cout_g + c0, nc),
                   static_cast<int>(kc), col, static_cast<int>(std::max<int64_t>(ldcol, 1)), beta,

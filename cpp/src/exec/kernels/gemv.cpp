@@ -13,11 +13,8 @@
 
 #include "../packed_weight.h"
 #include "milkit/exec/threads.h"
+#include "milkit/types/datatype.h"
 #include "vec_math.h"
-
-#ifdef MILKIT_VMATH_AVX2
-#include <cpuid.h>
-#endif
 
 namespace milkit::exec {
 
@@ -230,15 +227,6 @@ bool cpu_avx512vl() {
   return yes;
 }
 
-/// Whether the CPU converts halves (F16C), which the fused fp16 dot needs besides AVX2 + FMA.
-bool cpu_f16c() {
-  static const bool yes = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
-  }();
-  return yes;
-}
-
 __attribute__((target("avx2,fma"))) void axpy_avx2(float a, const float* x, float* y, int64_t n) {
   const __m256 av = _mm256_set1_ps(a);
   int64_t j = 0;
@@ -253,7 +241,7 @@ using AxpyFn = void (*)(float, const float*, float*, int64_t);
 
 DotFn dot_fn() {
 #ifdef MILKIT_VMATH_AVX2
-  if (vmath::cpu_avx2_fma() && cpu_f16c()) return dot_avx2;
+  if (vmath::cpu_avx2_fma() && cpu_has_f16c()) return dot_avx2;
 #endif
   return dot_base;
 }

@@ -189,6 +189,10 @@ inline float vrelu(float x) { return np_max(x, 0.0f); }
 inline float vrelu6(float x) { return np_min(np_max(x, 0.0f), 6.0f); }
 /// silu, as the silu kernel (and a conv with a fused silu) computes it.
 inline float vsilu(float x) { return x / (1.0f + vexp(-x)); }
+/// sigmoid_hard min(max(alpha x + beta, 0), 1), as its kernel (and a fused chain) computes it.
+inline float vhard_sigmoid(float x, float alpha, float beta) {
+  return np_min(np_max(alpha * x + beta, 0.0f), 1.0f);
+}
 
 /// log1p(y) for y in [0, 1] (~2 ulp): log(u) of u = 1 + y, corrected by (y - (u - 1)) / u for the
 /// rounding of u; log(u) = e ln 2 + 2 atanh(s), u = m 2^e with m in [sqrt(1/2), sqrt(2)),
