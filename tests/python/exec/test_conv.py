@@ -432,3 +432,104 @@ def test_conv_and_transpose_random_configs(seed: int) -> None:
             assert_close(got, ref_conv_transpose(x, wt, b, st, dl, g, crop, osz), rtol=1e-4, atol=1e-4)
             checked += 1
     assert checked >= 12
+
+
+# ------------------------------------------------------------------------------------------
+# Winograd F(2x2, 3x3): 3x3 stride-1 convs of 16 channels or more and 36 output tiles or more
+
+
+WINOGRAD_CASES = [
+    # x shape, weight shape, pad (top, bottom, left, right as [t, b, l, r])
+    ((1, 16, 12, 12), (16, 16, 3, 3), [1, 1, 1, 1]),  # the smallest it takes: 6x6 tiles
+    ((2, 24, 17, 13), (20, 24, 3, 3), [1, 1, 1, 1]),  # odd sizes: a last row and column of half tiles
+    ((1, 32, 15, 16), (48, 32, 3, 3), [0, 0, 0, 0]),  # valid
+    ((1, 17, 14, 19), (33, 17, 3, 3), [2, 0, 0, 3]),  # asymmetric pads, wider than the kernel
+    ((1, 16, 130, 40), (16, 16, 3, 3), [1, 1, 1, 1]),  # several chunks of tile rows
+    ((1, 160, 14, 14), (176, 160, 3, 3), [1, 1, 1, 1]),  # filters made per block of output channels
+    ((1, 64, 56, 56), (64, 64, 3, 3), [1, 1, 1, 1]),  # ResNet's first stage
+]
+
+
+@pytest.mark.parametrize("xs, ws, pad", WINOGRAD_CASES)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_winograd(xs: tuple, ws: tuple, pad: list, bias: bool) -> None:
+    """Against torch in fp64: within fp32 rounding of the direct sum (the transforms only add,
+    subtract and halve), with every tile, chunk and channel block in place."""
+    x, w = rand(*xs, seed=40), rand(*ws, seed=41, lo=-0.2, hi=0.2)
+    b = rand(ws[0], seed=42) if bias else None
+    params: dict = {"weight": w, "pad_type": "custom", "pad": pad}
+    if b is not None:
+        params["bias"] = b
+    got = run_op("conv", {"x": x}, **params)[0]
+    tpad = [pad[2], pad[3], pad[0], pad[1]]
+    want = F.conv2d(F.pad(torch.tensor(x, dtype=torch.float64), tpad), torch.tensor(w, dtype=torch.float64),
+                    None if b is None else torch.tensor(b, dtype=torch.float64)).numpy()
+    scale = np.abs(want).max()
+    assert np.abs(got - want).max() <= 2e-6 * scale * np.sqrt(ws[1])
+
+
+@pytest.mark.parametrize("xs, ws, pad", [WINOGRAD_CASES[i] for i in (1, 4, 5)])
+def test_conv_winograd_threads_agree(xs: tuple, ws: tuple, pad: list) -> None:
+    """The same bits on 1, 2 and 3 threads: every GEMM sums over all input channels at once, so
+    the blocking by threads does not change any sum."""
+    x, w, b = rand(*xs, seed=43), rand(*ws, seed=44), rand(ws[0], seed=45)
+    outs = []
+    for t in (1, 2, 3):
+        ct.set_num_threads(t)
+        try:
+            outs.append(run_op("conv", {"x": x}, weight=w, bias=b, pad_type="custom", pad=pad)[0])
+        finally:
+            ct.set_num_threads(0)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
+
+
+@pytest.mark.parametrize("where", ["x_inf_nan", "x_overflows", "w_inf"])
+def test_conv_winograd_not_finite_is_direct(where: str) -> None:
+    """Where an output is not finite, the conv is recomputed directly: the transforms mix a whole
+    4x4 patch (inf - inf = NaN beside an inf, or a sum of large finite inputs overflowing), and
+    the direct conv gives each output what its own window gives, as torch does."""
+    x, w, b = rand(1, 16, 12, 12, seed=46), rand(16, 16, 3, 3, seed=47, lo=-1e-3, hi=1e-3), rand(16, seed=48)
+    if where == "x_inf_nan":
+        x[0, 3, 5, 5] = np.inf
+        x[0, 7, 0, 11] = np.nan
+    elif where == "x_overflows":
+        x[0, :, 4:8, 4:8] = 3e38  # direct: 3e38 * 1e-3 summed stays finite; B^T d overflows
+    else:
+        w[2, 5, 1, 1] = np.inf
+    got = run_op("conv", {"x": x}, weight=w, bias=b, pad_type="same")[0]
+    want = ref_conv(x, w, b, [1, 1], [1, 1], 1, "same")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+    assert_close(got, want, rtol=1e-4, atol=1e-4)
+    if where == "x_overflows":
+        assert np.isfinite(got).all()
+
+
+def test_conv_winograd_fp16() -> None:
+    """An fp16 program (fp16 weight read in place, computed in fp32, rounded once)."""
+    x, w, b = rand(1, 32, 20, 20, dtype=np.float16, seed=49), rand(32, 32, 3, 3, dtype=np.float16, seed=50,
+                                                                    lo=-0.2, hi=0.2), rand(32, dtype=np.float16)
+    got = run_op("conv", {"x": x}, weight=w, bias=b, pad_type="same")[0]
+    assert got.dtype == np.float16
+    assert_close(got, ref_conv(x, w, b, [1, 1], [1, 1], 1, "same").astype(np.float16), **F16)
+
+
+def test_conv_winograd_is_taken_and_can_be_turned_off() -> None:
+    """MILKIT_WINOGRAD=0 (read once per process) runs such convs by im2col + GEMM: the two agree
+    to rounding and differ in the last bits, which shows the shapes above take the Winograd path."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, sys; sys.path.insert(0, %r); from support.exec_util import rand, run_op; "
+            "x, w = rand(1, 64, 56, 56, seed=40), rand(64, 64, 3, 3, seed=41); "
+            "sys.stdout.buffer.write(run_op('conv', {'x': x}, weight=w, pad_type='same')[0].tobytes())")
+    import os
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    outs = []
+    for flag in ("1", "0"):
+        env = dict(os.environ, MILKIT_WINOGRAD=flag)
+        res = subprocess.run([sys.executable, "-c", code % here], env=env, capture_output=True, check=True)
+        outs.append(np.frombuffer(res.stdout, dtype=np.float32))
+    assert not np.array_equal(outs[0], outs[1])
+    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)

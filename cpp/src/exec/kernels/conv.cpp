@@ -33,6 +33,7 @@
 #include "../fused_chain.h"
 #include "../packed_weight.h"
 #include "conv_direct.h"
+#include "conv_winograd.h"
 #include "gemm.h"
 #include "kernels.h"
 #include "milkit/exec/threads.h"
@@ -431,6 +432,13 @@ void conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
     else
       conv_depthwise(g, x, wp, bias, y);
     return;
+  }
+  if (g.G == 1 && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
+    // 3x3 stride 1: Winograd, unless an output is not finite (recomputed below, directly)
+    const exec::Conv2dShape s2 = shape_2d(g);
+    if (exec::winograd_suits(s2) &&
+        exec::winograd_conv3x3(s2, x, [&w](int64_t r0, int64_t n) { return w.rows(r0, n); }, bias, y))
+      return;
   }
   bool any_bias = false;
   if (bias)
