@@ -437,7 +437,8 @@ void conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
     // 3x3 stride 1: Winograd, unless an output is not finite (recomputed below, directly)
     const exec::Conv2dShape s2 = shape_2d(g);
     if (exec::winograd_suits(s2) &&
-        exec::winograd_conv3x3(s2, x, [&w](int64_t r0, int64_t n) { return w.rows(r0, n); }, bias, y))
+        exec::winograd_conv3x3(
+            s2, x, [&w](int64_t r0, int64_t n) { return w.rows(r0, n); }, bias, y))
       return;
   }
   bool any_bias = false;

@@ -32,11 +32,11 @@ namespace milkit::exec {
 
 namespace {
 
-constexpr int64_t kUFloats = 1 << 18;  // transformed filters made once per call up to this size
-constexpr int64_t kVFloats = 1 << 18;  // transformed input per chunk of tile rows
+constexpr int64_t kUFloats = 1 << 18;     // transformed filters made once per call up to this size
+constexpr int64_t kVFloats = 1 << 18;     // transformed input per chunk of tile rows
 constexpr int64_t kVFloatsMax = 1 << 22;  // the same, for convs whose filters are made per task
-constexpr int64_t kSubTiles = 128;     // tiles per GEMM (whole tile rows, at least one)
-constexpr int64_t kResidentBlock = 32;  // output channels per task when U is made once per call
+constexpr int64_t kSubTiles = 128;        // tiles per GEMM (whole tile rows, at least one)
+constexpr int64_t kResidentBlock = 32;    // output channels per task when U is made once per call
 
 /// A stride between the 16 matrices of U, V or M: n floats rounded up to a cache line, plus one
 /// line, so that the 16 runs a transform reads or writes together do not all fall in the same
@@ -48,10 +48,12 @@ int64_t xi_stride(int64_t n) { return (n + 15) / 16 * 16 + 16; }
 /// U[xi][co, ci] (xi stride `xs`, rows of C_in floats) for the n filters g[co, ci, 3, 3]: each
 /// filter row's taps gathered into 9 runs over ci (`sc`, 9 C_in floats), then transformed a run
 /// at a time.
-MILKIT_WINO_INLINE void filter_body(const float* g, int64_t n, int64_t cin, float* u, int64_t xs, float* sc) {
+MILKIT_WINO_INLINE void filter_body(const float* g, int64_t n, int64_t cin, float* u, int64_t xs,
+                                    float* sc) {
   for (int64_t co = 0; co < n; ++co) {
     const float* gc = g + co * cin * 9;
-    cblas_somatcopy(CblasRowMajor, CblasTrans, static_cast<int>(cin), 9, 1.0f, gc, 9, sc, static_cast<int>(cin));
+    cblas_somatcopy(CblasRowMajor, CblasTrans, static_cast<int>(cin), 9, 1.0f, gc, 9, sc,
+                    static_cast<int>(cin));
     const float* k[9];
     for (int j = 0; j < 9; ++j) k[j] = sc + j * cin;
     float* o = u + co * cin;
@@ -75,8 +77,9 @@ MILKIT_WINO_INLINE void filter_body(const float* g, int64_t n, int64_t cin, floa
 
 /// B^T down four rows: t0 = d0 - d2, t1 = d1 + d2, t2 = d2 - d1, t3 = d1 - d3, elementwise.
 MILKIT_WINO_INLINE void rows_bt(const float* __restrict d0, const float* __restrict d1,
-                                const float* __restrict d2, const float* __restrict d3, float* __restrict t0,
-                                float* __restrict t1, float* __restrict t2, float* __restrict t3, int64_t n) {
+                                const float* __restrict d2, const float* __restrict d3,
+                                float* __restrict t0, float* __restrict t1, float* __restrict t2,
+                                float* __restrict t3, int64_t n) {
   for (int64_t m = 0; m < n; ++m) {
     t0[m] = d0[m] - d2[m];
     t1[m] = d1[m] + d2[m];
@@ -86,8 +89,9 @@ MILKIT_WINO_INLINE void rows_bt(const float* __restrict d0, const float* __restr
 }
 
 /// B across each tile's columns (e[tx], o[tx], e[tx + 1], o[tx + 1]) of a row made by rows_bt.
-MILKIT_WINO_INLINE void cols_b(const float* __restrict e, const float* __restrict o, float* __restrict v0,
-                               float* __restrict v1, float* __restrict v2, float* __restrict v3, int64_t tw) {
+MILKIT_WINO_INLINE void cols_b(const float* __restrict e, const float* __restrict o,
+                               float* __restrict v0, float* __restrict v1, float* __restrict v2,
+                               float* __restrict v3, int64_t tw) {
   for (int64_t tx = 0; tx < tw; ++tx) {
     v0[tx] = e[tx] - e[tx + 1];
     v1[tx] = o[tx] + e[tx + 1];
@@ -98,8 +102,8 @@ MILKIT_WINO_INLINE void cols_b(const float* __restrict e, const float* __restric
 
 /// A^T down one column j of the tiles' m: s0 = m0 + m1 + m2, s1 = m1 - m2 - m3, elementwise.
 MILKIT_WINO_INLINE void rows_at(const float* __restrict m0, const float* __restrict m1,
-                                const float* __restrict m2, const float* __restrict m3, float* __restrict s0,
-                                float* __restrict s1, int64_t n) {
+                                const float* __restrict m2, const float* __restrict m3,
+                                float* __restrict s0, float* __restrict s1, int64_t n) {
   for (int64_t t = 0; t < n; ++t) {
     s0[t] = m0[t] + m1[t] + m2[t];
     s1[t] = m1[t] - m2[t] - m3[t];
@@ -200,7 +204,8 @@ MILKIT_WINO_INLINE bool output_body(const Conv2dShape& s, int64_t tw, const floa
   for (int64_t ty = ty0; ty < ty1; ++ty) {
     const float* mt = m + (ty - ty0) * tw;
     for (int j = 0; j < 4; ++j)
-      rows_at(mt + j * xs, mt + (4 + j) * xs, mt + (8 + j) * xs, mt + (12 + j) * xs, sr[0][j], sr[1][j], tw);
+      rows_at(mt + j * xs, mt + (4 + j) * xs, mt + (8 + j) * xs, mt + (12 + j) * xs, sr[0][j],
+              sr[1][j], tw);
     for (int h = 0; h < 2 && 2 * ty + h < s.OH; ++h) {
       cols_a(sr[h][0], sr[h][1], sr[h][2], sr[h][3], bias, r, tw);
       good &= copy_finite(r, yc + (2 * ty + h) * s.OW, s.OW);
@@ -212,26 +217,27 @@ MILKIT_WINO_INLINE bool output_body(const Conv2dShape& s, int64_t tw, const floa
 void filter_base(const float* g, int64_t n, int64_t cin, float* u, int64_t xs, float* sc) {
   filter_body(g, n, cin, u, xs, sc);
 }
-void input_base(const Conv2dShape& s, int64_t tw, const float* xc, int64_t ty0, int64_t ty1, float* v,
-                int64_t xs, float* sc) {
+void input_base(const Conv2dShape& s, int64_t tw, const float* xc, int64_t ty0, int64_t ty1,
+                float* v, int64_t xs, float* sc) {
   input_body(s, tw, xc, ty0, ty1, v, xs, sc);
 }
-bool output_base(const Conv2dShape& s, int64_t tw, const float* m, int64_t xs, int64_t ty0, int64_t ty1,
-                 float bias, float* yc, float* sc) {
+bool output_base(const Conv2dShape& s, int64_t tw, const float* m, int64_t xs, int64_t ty0,
+                 int64_t ty1, float bias, float* yc, float* sc) {
   return output_body(s, tw, m, xs, ty0, ty1, bias, yc, sc);
 }
 
 #ifdef MILKIT_VMATH_AVX2
 #define MILKIT_WINO_AVX2 __attribute__((target("avx2,fma")))
-MILKIT_WINO_AVX2 void filter_avx2(const float* g, int64_t n, int64_t cin, float* u, int64_t xs, float* sc) {
+MILKIT_WINO_AVX2 void filter_avx2(const float* g, int64_t n, int64_t cin, float* u, int64_t xs,
+                                  float* sc) {
   filter_body(g, n, cin, u, xs, sc);
 }
-MILKIT_WINO_AVX2 void input_avx2(const Conv2dShape& s, int64_t tw, const float* xc, int64_t ty0, int64_t ty1,
-                                 float* v, int64_t xs, float* sc) {
+MILKIT_WINO_AVX2 void input_avx2(const Conv2dShape& s, int64_t tw, const float* xc, int64_t ty0,
+                                 int64_t ty1, float* v, int64_t xs, float* sc) {
   input_body(s, tw, xc, ty0, ty1, v, xs, sc);
 }
-MILKIT_WINO_AVX2 bool output_avx2(const Conv2dShape& s, int64_t tw, const float* m, int64_t xs, int64_t ty0,
-                                  int64_t ty1, float bias, float* yc, float* sc) {
+MILKIT_WINO_AVX2 bool output_avx2(const Conv2dShape& s, int64_t tw, const float* m, int64_t xs,
+                                  int64_t ty0, int64_t ty1, float bias, float* yc, float* sc) {
   return output_body(s, tw, m, xs, ty0, ty1, bias, yc, sc);
 }
 #endif
@@ -255,29 +261,29 @@ void filter_transform(const float* g, int64_t n, int64_t cin, float* u, int64_t 
 #endif
   filter_base(g, n, cin, u, xs, sc);
 }
-void input_transform(const Conv2dShape& s, int64_t tw, const float* xc, int64_t ty0, int64_t ty1, float* v,
-                     int64_t xs, float* sc) {
+void input_transform(const Conv2dShape& s, int64_t tw, const float* xc, int64_t ty0, int64_t ty1,
+                     float* v, int64_t xs, float* sc) {
 #ifdef MILKIT_VMATH_AVX2
   if (vmath::cpu_avx2_fma()) return input_avx2(s, tw, xc, ty0, ty1, v, xs, sc);
 #endif
   input_base(s, tw, xc, ty0, ty1, v, xs, sc);
 }
-bool output_transform(const Conv2dShape& s, int64_t tw, const float* m, int64_t xs, int64_t ty0, int64_t ty1,
-                      float bias, float* yc, float* sc) {
+bool output_transform(const Conv2dShape& s, int64_t tw, const float* m, int64_t xs, int64_t ty0,
+                      int64_t ty1, float bias, float* yc, float* sc) {
 #ifdef MILKIT_VMATH_AVX2
   if (vmath::cpu_avx2_fma()) return output_avx2(s, tw, m, xs, ty0, ty1, bias, yc, sc);
 #endif
   return output_base(s, tw, m, xs, ty0, ty1, bias, yc, sc);
 }
 
-
 }  // namespace
 
 bool winograd_suits(const Conv2dShape& s) {
-  static const bool off = std::getenv("MILKIT_WINOGRAD") && std::getenv("MILKIT_WINOGRAD")[0] == '0';
+  static const bool off =
+      std::getenv("MILKIT_WINOGRAD") && std::getenv("MILKIT_WINOGRAD")[0] == '0';
   if (off) return false;
-  return s.KH == 3 && s.KW == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 && s.dw == 1 && s.Cin >= 16 &&
-         s.Cout >= 16 && ((s.OH + 1) / 2) * ((s.OW + 1) / 2) >= 36;
+  return s.KH == 3 && s.KW == 3 && s.sh == 1 && s.sw == 1 && s.dh == 1 && s.dw == 1 &&
+         s.Cin >= 16 && s.Cout >= 16 && ((s.OH + 1) / 2) * ((s.OW + 1) / 2) >= 36;
 }
 
 bool winograd_conv3x3(const Conv2dShape& s, const float* x, const WeightRows& w, const float* bias,
@@ -287,8 +293,9 @@ bool winograd_conv3x3(const Conv2dShape& s, const float* x, const WeightRows& w,
   // Blocks do not depend on the thread count: OpenBLAS's edge kernels may round a row of C
   // differently from its main kernel, so a row must fall at the same place of the same block.
   const bool resident = 16 * cout * cin <= kUFloats;
-  const int64_t cb = resident ? std::min<int64_t>(cout, kResidentBlock)
-                              : std::min<int64_t>(cout, std::max<int64_t>(16, kUFloats / (16 * cin) / 16 * 16));
+  const int64_t cb =
+      resident ? std::min<int64_t>(cout, kResidentBlock)
+               : std::min<int64_t>(cout, std::max<int64_t>(16, kUFloats / (16 * cin) / 16 * 16));
   const int64_t nco = (cout + cb - 1) / cb;
   float* ures = nullptr;
   if (resident) {
@@ -311,10 +318,12 @@ bool winograd_conv3x3(const Conv2dShape& s, const float* x, const WeightRows& w,
     const float* xn = x + n * cin * ip;
     float* yn = y + n * cout * op;
     for (int64_t ty0 = 0; ty0 < th; ty0 += rows_chunk) {
-      const int64_t ty1 = std::min(th, ty0 + rows_chunk), tc = (ty1 - ty0) * tw, vxs = xi_stride(cin * tc);
+      const int64_t ty1 = std::min(th, ty0 + rows_chunk), tc = (ty1 - ty0) * tw,
+                    vxs = xi_stride(cin * tc);
       parallel_for(cin, 1, [&](int64_t b, int64_t e) {
         float* sc = buffer(kScratch, 16 * (tw + 1));
-        for (int64_t ci = b; ci < e; ++ci) input_transform(s, tw, xn + ci * ip, ty0, ty1, v + ci * tc, vxs, sc);
+        for (int64_t ci = b; ci < e; ++ci)
+          input_transform(s, tw, xn + ci * ip, ty0, ty1, v + ci * tc, vxs, sc);
       });
       const int64_t nsub = (ty1 - ty0 + rows_sub - 1) / rows_sub;
       // resident filters: a task per (channel block, block of tile rows); else per channel block,
@@ -343,10 +352,10 @@ bool winograd_conv3x3(const Conv2dShape& s, const float* x, const WeightRows& w,
             const int64_t mxs = xi_stride(nc * nt);
             float* m = buffer(kM, 16 * mxs + 10 * tw);
             for (int xi = 0; xi < 16; ++xi)
-              cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nc), static_cast<int>(nt),
-                          static_cast<int>(cin), 1.0f, u + xi * uxs, static_cast<int>(cin),
-                          v + xi * vxs + toff, static_cast<int>(tc), 0.0f, m + xi * mxs,
-                          static_cast<int>(nt));
+              cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nc),
+                          static_cast<int>(nt), static_cast<int>(cin), 1.0f, u + xi * uxs,
+                          static_cast<int>(cin), v + xi * vxs + toff, static_cast<int>(tc), 0.0f,
+                          m + xi * mxs, static_cast<int>(nt));
             float* sc = m + 16 * mxs;
             for (int64_t co = 0; co < nc; ++co)
               good &= output_transform(s, tw, m + co * nt, mxs, r0, r1, bias ? bias[c0 + co] : 0.0f,
