@@ -435,7 +435,8 @@ def test_conv_and_transpose_random_configs(seed: int) -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Winograd F(2x2, 3x3): 3x3 stride-1 convs of 16 channels or more and 36 output tiles or more
+# Winograd: 3x3 stride-1 convs of 16 channels or more and 36 output tiles of 2x2 or more, by
+# F(4x4, 3x3) when there are 36 tiles of 4x4, else F(2x2, 3x3)
 
 
 WINOGRAD_CASES = [
@@ -446,15 +447,19 @@ WINOGRAD_CASES = [
     ((1, 17, 14, 19), (33, 17, 3, 3), [2, 0, 0, 3]),  # asymmetric pads, wider than the kernel
     ((1, 16, 130, 40), (16, 16, 3, 3), [1, 1, 1, 1]),  # several chunks of tile rows
     ((1, 160, 14, 14), (176, 160, 3, 3), [1, 1, 1, 1]),  # filters made per block of output channels
-    ((1, 64, 56, 56), (64, 64, 3, 3), [1, 1, 1, 1]),  # ResNet's first stage
+    ((1, 64, 56, 56), (64, 64, 3, 3), [1, 1, 1, 1]),  # ResNet's first stage: F(4x4, 3x3) from here on
+    ((2, 16, 23, 22), (24, 16, 3, 3), [0, 2, 1, 1]),  # the smallest F(4x4): 6x6 tiles, partial ones
+    ((1, 96, 30, 30), (80, 96, 3, 3), [1, 1, 1, 1]),  # F(4x4) filters made per block of channels
+    ((1, 32, 200, 64), (16, 32, 3, 3), [1, 1, 1, 1]),  # F(4x4) in several chunks of tile rows
 ]
 
 
 @pytest.mark.parametrize("xs, ws, pad", WINOGRAD_CASES)
 @pytest.mark.parametrize("bias", [True, False])
 def test_conv_winograd(xs: tuple, ws: tuple, pad: list, bias: bool) -> None:
-    """Against torch in fp64: within fp32 rounding of the direct sum (the transforms only add,
-    subtract and halve), with every tile, chunk and channel block in place."""
+    """Against torch in fp64, relative to the output's largest value (a tile's transforms mix its
+    values: F(4x4, 3x3)'s error is about 20x the direct sum's, 5e-6 on ResNet's first stage), with
+    every tile, chunk and channel block in place."""
     x, w = rand(*xs, seed=40), rand(*ws, seed=41, lo=-0.2, hi=0.2)
     b = rand(ws[0], seed=42) if bias else None
     params: dict = {"weight": w, "pad_type": "custom", "pad": pad}
@@ -468,7 +473,7 @@ def test_conv_winograd(xs: tuple, ws: tuple, pad: list, bias: bool) -> None:
     assert np.abs(got - want).max() <= 2e-6 * scale * np.sqrt(ws[1])
 
 
-@pytest.mark.parametrize("xs, ws, pad", [WINOGRAD_CASES[i] for i in (1, 4, 5)])
+@pytest.mark.parametrize("xs, ws, pad", [WINOGRAD_CASES[i] for i in (1, 4, 5, 7, 8)])
 def test_conv_winograd_threads_agree(xs: tuple, ws: tuple, pad: list) -> None:
     """The same bits on 1, 2 and 3 threads: every GEMM sums over all input channels at once, so
     the blocking by threads does not change any sum."""
@@ -517,7 +522,8 @@ def test_conv_winograd_fp16() -> None:
 
 def test_conv_winograd_is_taken_and_can_be_turned_off() -> None:
     """MILKIT_WINOGRAD=0 (read once per process) runs such convs by im2col + GEMM: the two agree
-    to rounding and differ in the last bits, which shows the shapes above take the Winograd path."""
+    to rounding (relative to the output's largest value: a tile's transforms mix its values) and
+    differ in the last bits, which shows the shapes above take the Winograd path."""
     import subprocess
     import sys
 
@@ -532,4 +538,4 @@ def test_conv_winograd_is_taken_and_can_be_turned_off() -> None:
         res = subprocess.run([sys.executable, "-c", code % here], env=env, capture_output=True, check=True)
         outs.append(np.frombuffer(res.stdout, dtype=np.float32))
     assert not np.array_equal(outs[0], outs[1])
-    np.testing.assert_allclose(outs[0], outs[1], rtol=1e-4, atol=1e-4)
+    assert np.abs(outs[0] - outs[1]).max() <= 2e-5 * np.abs(outs[1]).max()

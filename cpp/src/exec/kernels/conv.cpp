@@ -329,12 +329,7 @@ exec::Conv2dShape shape_2d(const Geom& g) {
 /// This thread's column buffer of at least `n` floats, kept between convs (its size is bounded
 /// by the band budgets below): made and freed per conv, buffers of a megabyte or more would
 /// leave the allocator's heap grown after each run.
-float* col_buffer(int64_t n) {
-  thread_local std::vector<float> buf;
-  if (static_cast<int64_t>(buf.size()) < n)
-    buf.resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
-  return buf.data();
-}
+float* col_buffer(int64_t n) { return exec::conv_scratch(0, n); }
 
 /// Columns of at most this many floats per GEMM (larger images are done in bands of rows).
 constexpr int64_t kColBudget = 3 << 18;

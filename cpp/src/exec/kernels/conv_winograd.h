@@ -13,6 +13,12 @@ namespace milkit::exec {
 /// the calling thread's buffer, valid until that thread's next call).
 using WeightRows = std::function<const float*(int64_t r0, int64_t n)>;
 
+/// This thread's scratch of at least n floats in one of two slots, kept between convs (made and
+/// freed per conv, megabyte buffers leave the allocator's heap grown): slot 0 for what a task
+/// uses alone (im2col columns, a Winograd task's filters and products), slot 1 for what a call
+/// shares with its tasks (Winograd's transformed filters and input). A call may move the buffer.
+float* conv_scratch(int slot, int64_t n);
+
 /// True for the convs winograd_conv3x3 takes: 3x3 kernel, stride 1, dilation 1, one group, and
 /// channels enough that its 2.25x fewer multiply-adds outweigh its transforms (measured, see
 /// docs/interpreter.md).
