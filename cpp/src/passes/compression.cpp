@@ -576,9 +576,24 @@ void release_free_memory() {
 #endif
 }
 
+namespace {
+/// Jobs per thread in a window: weights differ in size by 100x or more, so a window of one job per
+/// thread would leave threads idle at its barrier; the pool hands a larger window's jobs out as
+/// threads come free. The window also closes once its weights hold as many elements as
+/// kWindowHalfWeights / 2 per thread of its largest would, which bounds its weight-sized scratch.
+constexpr size_t kWindowPerThread = 4;
+constexpr int64_t kWindowHalfWeights = 3;
+
+/// Elements of a const's value (0 when it has none).
+int64_t const_numel(const Operation* op) {
+  const Var* out = op->outputs().empty() ? nullptr : op->outputs()[0];
+  return out && out->has_value() ? out->value()->numel() : 0;
+}
+}  // namespace
+
 bool for_each_const_parallel(
     Program& p, const std::function<std::optional<Job>(Function&, Operation*)>& prepare) {
-  const size_t window = static_cast<size_t>(std::max(1, num_threads()));
+  const size_t window = static_cast<size_t>(std::max(1, num_threads())) * kWindowPerThread;
   bool changed = false;
   std::vector<Job> jobs;
   // an error is raised when its job's turn to apply comes (after the jobs before it), whatever
@@ -614,15 +629,27 @@ bool for_each_const_parallel(
     jobs.clear();
     release_free_memory();  // the window's weight-sized scratch leaves before the next window
   };
+  const int64_t threads = std::max(1, num_threads());
+  int64_t elems = 0, largest = 0;  // of the window's weights
   for (auto& [name, f] : p.functions()) {
     std::vector<Operation*> consts;
     collect(f->body(), consts);
     for (Operation* op : consts) {
       if (op->erased()) continue;
-      if (auto j = prepare(*f, op)) jobs.push_back(std::move(*j));
-      if (jobs.size() >= window) flush();
+      const int64_t n = const_numel(op);
+      if (auto j = prepare(*f, op)) {
+        jobs.push_back(std::move(*j));
+        elems += n;
+        largest = std::max(largest, n);
+      }
+      if (jobs.size() >= window || (jobs.size() >= static_cast<size_t>(threads) &&
+                                    2 * elems >= kWindowHalfWeights * threads * largest)) {
+        flush();
+        elems = largest = 0;
+      }
     }
     flush();  // also gives the last window's scratch back
+    elems = largest = 0;
   }
   return changed;
 }
