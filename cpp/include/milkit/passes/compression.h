@@ -217,12 +217,13 @@ struct Job {
   bool splits = false;
 };
 
-/// for_each_const with the numerical work of up to num_threads() weights at once: `prepare`
-/// returns the job of a const (or nullopt to leave it), jobs are computed in parallel a window at
-/// a time (a job that `splits` alone, with every thread) and applied in program order (an error
-/// a computation raises is raised in its turn, after the jobs before it are applied), so the
-/// result and the warnings do not depend on the thread count, and no more than a window of weights
-/// is held decompressed. Returns whether any job was applied.
+/// for_each_const with the numerical work of several weights at once: `prepare` returns the job
+/// of a const (or nullopt to leave it), jobs are computed in parallel a window at a time (up to 4
+/// per thread, handed out as threads come free; a window closes early once its weights hold 1.5
+/// per thread of its largest; a job that `splits` runs alone, with every thread) and applied in
+/// program order (an error a computation raises is raised in its turn, after the jobs before it
+/// are applied), so the result and the warnings do not depend on the thread count, and no more
+/// than a window of weights is held decompressed. Returns whether any job was applied.
 bool for_each_const_parallel(
     Program& p, const std::function<std::optional<Job>(Function&, Operation*)>& prepare);
 
