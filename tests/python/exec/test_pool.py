@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+import milkit as ct
 import numpy as np
 import pytest
 import torch
@@ -252,3 +253,95 @@ def test_pool_random_configs(seed: int) -> None:
         assert_close(got, want, rtol=1e-5, atol=1e-5)
         checked += 1
     assert checked >= 8
+
+
+# Rows wide enough for the vector blocks (16 columns, two at a time, the last overlapping) with
+# window-by-window borders: odd widths, strides 1-3, pads up to 2, ceil_mode, batch 2, 1-3 dims.
+WIDE_CASES = [
+    ((2, 3, 9, 113), [3, 3], [2, 2], [1, 1, 1, 1], False),
+    ((1, 2, 8, 112), [3, 3], [2, 2], [1, 1, 1, 1], True),
+    ((2, 2, 7, 71), [3, 3], [1, 1], [1, 1, 1, 1], False),
+    ((1, 2, 6, 70), [5, 5], [1, 1], [2, 2, 2, 2], False),
+    ((1, 2, 7, 95), [2, 2], [2, 2], [0, 0, 0, 0], True),
+    ((1, 2, 7, 101), [3, 4], [3, 3], [1, 1, 2, 2], True),
+    ((1, 2, 7, 101), [3, 4], [3, 3], [1, 0, 2, 1], False),
+    ((1, 2, 5, 66), [3, 2], [1, 2], [0, 1, 1, 0], False),
+    ((2, 3, 130), [3], [2], [1, 1], False),
+    ((1, 2, 97), [5], [3], [2, 2], True),
+    ((1, 2, 3, 4, 67), [2, 3, 3], [1, 2, 2], [1, 0, 0, 1, 1, 1], False),
+    ((1, 1, 4, 3, 40), [3, 1, 3], [2, 1, 1], [1, 1, 0, 0, 1, 1], False),
+]
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "avg_exclude", "l2"])
+@pytest.mark.parametrize("xs, k, s, pad, ceil_mode", WIDE_CASES)
+def test_pool_wide_rows(xs: tuple, k: list, s: list, pad: list, ceil_mode: bool, kind: str) -> None:
+    if kind == "l2" and len(k) > 2:
+        pytest.skip("l2_pool has 1 or 2 spatial dims")
+    x = rand(*xs, seed=11)
+    op = {"max": "max_pool", "l2": "l2_pool"}.get(kind, "avg_pool")
+    params = {"kernel_sizes": k, "strides": s, "pad_type": "custom", "pad": pad, "ceil_mode": ceil_mode}
+    if op == "avg_pool":
+        params["exclude_padding_from_average"] = kind == "avg_exclude"
+    got = run_op(op, {"x": x}, **params)[0]
+    want = ref_pool(x, "l2" if kind == "l2" else kind[:3], k, s, "custom", pad, ceil_mode, kind == "avg_exclude")
+    if kind == "max":
+        np.testing.assert_array_equal(got, want)  # a max is exact
+    else:
+        assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("nd, s, p", [(2, 2, 1), (2, 1, 1), (2, 3, 0), (1, 2, 1), (3, 2, 1)])
+def test_pool_wide_rows_match_torch(nd: int, s: int, p: int) -> None:
+    x = rand(2, 4, *([5] * (nd - 1)), 77, seed=12)
+    tx = torch.tensor(x)
+    maxp = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[nd]
+    avgp = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[nd]
+    args = {"kernel_sizes": [3] * nd, "strides": [s] * nd, "pad_type": "custom", "pad": [p] * (2 * nd)}
+    np.testing.assert_array_equal(run_op("max_pool", {"x": x}, **args)[0], maxp(tx, 3, s, p).numpy())
+    for excl in (False, True):
+        want = avgp(tx, 3, s, p, count_include_pad=not excl).numpy()
+        assert_close(run_op("avg_pool", {"x": x}, exclude_padding_from_average=excl, **args)[0], want,
+                     rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("s", [1, 2, 3])
+def test_pool_nan_in_wide_rows(s: int) -> None:
+    """A NaN in one plane (interior, border, last column) makes every window holding it NaN; the
+    other planes' windows are unchanged (np.max semantics)."""
+    x = rand(2, 3, 9, 75, seed=13)
+    x[0, 1, 4, 40] = np.nan  # interior
+    x[0, 1, 0, 0] = np.nan  # first column, border windows
+    x[1, 2, 8, 74] = np.nan  # last row, last column
+    x[1, 0, 3, 20] = np.inf
+    x[1, 0, 5, 21] = -np.inf
+    args = {"kernel_sizes": [3, 3], "strides": [s, s], "pad_type": "custom", "pad": [1, 1, 1, 1]}
+    got = run_op("max_pool", {"x": x}, **args)[0]
+    want = ref_pool(x, "max", [3, 3], [s, s], "custom", [1, 1, 1, 1])
+    np.testing.assert_array_equal(got, want)  # NaN where want is NaN, the rest exact
+    assert np.isnan(got).sum() == np.isnan(want).sum() > 0
+    with np.errstate(invalid="ignore"):
+        got = run_op("avg_pool", {"x": x}, **args)[0]
+        want = ref_pool(x, "avg", [3, 3], [s, s], "custom", [1, 1, 1, 1])
+    assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["max_pool", "avg_pool", "l2_pool"])
+def test_pool_same_bits_any_thread_count(op: str) -> None:
+    """Planes and bands of rows split across 1-3 threads (few planes: bands within a plane) give
+    the same bits; a NaN in one band makes that band go window by window."""
+    outs = []
+    for xs in ((1, 2, 40, 67), (3, 5, 11, 50)):
+        x = rand(*xs, seed=14)
+        x[0, 1, 20 % xs[2], 33] = np.nan
+        for threads in (1, 2, 3):
+            ct.set_num_threads(threads)
+            try:
+                with np.errstate(invalid="ignore"):
+                    got = run_op(op, {"x": x}, kernel_sizes=[3, 3], strides=[2, 1], pad_type="custom",
+                                 pad=[1, 1, 1, 1])[0]
+            finally:
+                ct.set_num_threads(0)
+            outs.append(got)
+        for got in outs[-2:]:
+            np.testing.assert_array_equal(got.view(np.uint32), outs[-3].view(np.uint32))

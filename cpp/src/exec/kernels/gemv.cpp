@@ -218,15 +218,6 @@ MILKIT_GEMV_TARGET float dot_int_avx2(const float* a, const RowForm& f, int64_t 
   return dot_avx2_t(a, r, K);
 }
 
-/// Whether the CPU has AVX-512F and AVX-512VL (MILKIT_NO_AVX512=1 says no: the AVX2 kernels
-/// then run, e.g. to test them on a machine that has both).
-bool cpu_avx512vl() {
-  static const bool yes =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      !(std::getenv("MILKIT_NO_AVX512") && std::string(std::getenv("MILKIT_NO_AVX512")) == "1");
-  return yes;
-}
-
 __attribute__((target("avx2,fma"))) void axpy_avx2(float a, const float* x, float* y, int64_t n) {
   const __m256 av = _mm256_set1_ps(a);
   int64_t j = 0;
@@ -289,7 +280,7 @@ void gemv_nk(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
     const RowForm f = w.packed->row_form();
     const bool ints = f.kind == RowForm::Kind::Int8 || f.kind == RowForm::Kind::Int4;
     if (f.kind != RowForm::Kind::None && (!ints || f.scales)) {
-      const auto lut4 = cpu_avx512vl() ? dot_lut4_avx512vl : dot_lut4_avx2;
+      const auto lut4 = vmath::cpu_avx512() ? dot_lut4_avx512vl : dot_lut4_avx2;
       // packed rows are read slower than the hardware prefetcher expects a stream to be: their
       // bytes are asked for about kPrefetchBytes before they are read (fp16 rows need no help)
       const int64_t row_bytes = f.kind == RowForm::Kind::Int8 ? K : K / 2;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -23,6 +24,19 @@ namespace milkit::vmath {
 inline bool cpu_avx2_fma() {
 #ifdef MILKIT_VMATH_AVX2
   static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return yes;
+#else
+  return false;
+#endif
+}
+
+/// Whether the CPU has AVX-512F and AVX-512VL besides AVX2 and FMA; MILKIT_NO_AVX512=1 says no
+/// (the AVX2 kernels then run, e.g. to test them on a machine that has both).
+inline bool cpu_avx512() {
+#ifdef MILKIT_VMATH_AVX2
+  static const bool yes =
+      cpu_avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      !(std::getenv("MILKIT_NO_AVX512") && std::strcmp(std::getenv("MILKIT_NO_AVX512"), "1") == 0);
   return yes;
 #else
   return false;
