@@ -1,9 +1,15 @@
 // Depthwise conv: each input plane is copied once, zero-padded, into a per-thread buffer laid
 // out as `sw` phase planes (phase q holds the padded columns q, q + sw, q + 2 sw, ...), so that
-// every tap of every stride reads a contiguous run of columns. Output rows are computed in
-// blocks of 16 columns kept in registers across all taps (GCC vector extensions: two AVX
-// registers when the CPU has AVX2 + FMA, four SSE registers otherwise); the padded rows are
-// long enough that a block may run past the output's last column into scratch.
+// every tap of every stride reads a contiguous run of columns (at stride 2 the copy splits the
+// columns with vector loads and a permute). The buffer is zeroed once per thread's run of planes:
+// each plane writes the same positions, so its padding stays zero. 3x3 and 5x5 taps at stride 1
+// or 2 (no dilation) are computed four output rows at a time, one vector of output columns
+// (16 lanes with AVX-512, 8 with AVX2 + FMA, 4 with SSE, chosen at run time) per accumulator,
+// each padded row loaded once per tap column for every output row it reaches; the last columns
+// of a row wider than a vector as a block overlapping the previous one. Other geometries go row
+// by row in blocks of 16 columns (GCC vector extensions), the padded rows long enough that a
+// block may run past the output's last column into scratch. Every output sums its taps in the
+// order (kh, kw) from the bias, whichever body computes it.
 #include "conv_direct.h"
 
 #include <algorithm>
@@ -21,6 +27,13 @@ constexpr int64_t kBlock = 16;  // output columns per register block
 
 typedef float v8 __attribute__((vector_size(32)));
 
+/// L floats and L ints (GCC vector extensions).
+template <int L>
+struct Lanes {
+  typedef float f __attribute__((vector_size(4 * L)));
+  typedef int32_t i __attribute__((vector_size(4 * L)));
+};
+
 /// The plane layout of one padded input channel.
 struct Padded {
   int64_t rows = 0;   // padded rows read by the taps
@@ -37,9 +50,15 @@ Padded padded_layout(const Conv2dShape& s) {
   return p;
 }
 
-/// Copies input plane `xc` [IH, IW] into `buf` as the padded phase planes (zeros outside).
-void pad_plane(const Conv2dShape& s, const Padded& p, const float* xc, float* buf) {
-  std::fill(buf, buf + p.phase * s.sw, 0.0f);
+/// Copies input plane `xc` [IH, IW] into `buf` as the padded phase planes. Only the positions of
+/// input elements are written: `buf` starts zeroed and every plane of one conv writes the same
+/// positions, so the padding stays zero without being filled again. At stride 2 the columns are
+/// split into their phases L at a time (two loads, one permute).
+template <int L>
+inline __attribute__((always_inline)) void pad_plane(const Conv2dShape& s, const Padded& p,
+                                                     const float* xc, float* buf) {
+  typedef typename Lanes<L>::f V;
+  typedef typename Lanes<L>::i I;
   for (int64_t r = 0; r < p.rows; ++r) {
     const int64_t ih = r - s.ph;
     if (ih < 0 || ih >= s.IH) continue;
@@ -51,11 +70,86 @@ void pad_plane(const Conv2dShape& s, const Padded& p, const float* xc, float* bu
       const int64_t jhi = std::min<int64_t>(p.width, (s.IW + s.pw - q + s.sw - 1) / s.sw);
       if (s.sw == 1) {
         if (jhi > jlo) std::memcpy(dst + jlo, src + jlo - s.pw, sizeof(float) * (jhi - jlo));
+      } else if (s.sw == 2) {
+        I even;
+        for (int i = 0; i < L; ++i) even[i] = 2 * i;
+        int64_t j = jlo;
+        // the two loads read input columns up to 2 (j + L - 1) + q - pw + 1
+        for (; j + L <= jhi && 2 * (j + L - 1) + q - s.pw + 1 < s.IW; j += L) {
+          V a, b2;
+          std::memcpy(&a, src + 2 * j + q - s.pw, sizeof a);
+          std::memcpy(&b2, src + 2 * j + q - s.pw + L, sizeof b2);
+          const V v = __builtin_shuffle(a, b2, even);
+          std::memcpy(dst + j, &v, sizeof v);
+        }
+        for (; j < jhi; ++j) dst[j] = src[2 * j + q - s.pw];
       } else {
         for (int64_t j = jlo; j < jhi; ++j) dst[j] = src[j * s.sw + q - s.pw];
       }
     }
   }
+}
+
+/// Rows [oh0, oh0 + R) of one plane, K x K taps at stride S (no dilation), L output columns per
+/// register block (the last block overlapping the previous one when the row is wider than L,
+/// else its first columns stored lane by lane): each padded input row is loaded once per tap
+/// column and multiplied into every output row it reaches. Every output sums its taps in the
+/// order (kh, kw), as the generic body does, so the bits do not depend on R or L's blocking.
+template <int L, int K, int S, int R>
+inline __attribute__((always_inline)) void dw_rows_fixed(const Conv2dShape& s, const Padded& p,
+                                                         const float* buf, const float* w, float b,
+                                                         float* y, int64_t oh0) {
+  typedef typename Lanes<L>::f V;
+  V wv[K * K];
+#pragma GCC unroll 32
+  for (int i = 0; i < K * K; ++i) wv[i] = V{} + w[i];
+  const int64_t OW = s.OW;
+  auto block = [&](int64_t ow, int64_t n) {
+    V acc[R];
+#pragma GCC unroll 8
+    for (int j = 0; j < R; ++j) acc[j] = V{} + b;
+    const float* base = buf + oh0 * S * p.width + ow;
+#pragma GCC unroll 16
+    for (int r = 0; r < (R - 1) * S + K; ++r) {
+      const float* row = base + r * p.width;
+#pragma GCC unroll 8
+      for (int kw = 0; kw < K; ++kw) {
+        V xv;
+        std::memcpy(&xv, row + (kw % S) * p.phase + kw / S, sizeof xv);
+#pragma GCC unroll 8
+        for (int j = 0; j < R; ++j) {
+          const int kh = r - j * S;
+          if (kh >= 0 && kh < K) acc[j] += xv * wv[kh * K + kw];
+        }
+      }
+    }
+    for (int j = 0; j < R; ++j) {
+      float* dst = y + (oh0 + j) * OW + ow;
+      if (n == L)
+        std::memcpy(dst, &acc[j], sizeof(V));
+      else
+        for (int i = 0; i < L; ++i)
+          if (i < n) dst[i] = acc[j][i];
+    }
+  };
+  int64_t ow = 0;
+  for (; ow + L <= OW; ow += L) block(ow, L);
+  if (ow < OW) {
+    if (OW >= L)
+      block(OW - L, L);
+    else
+      block(ow, OW - ow);
+  }
+}
+
+/// One plane with K x K taps at stride S: blocks of four output rows, then the rest one by one.
+template <int L, int K, int S>
+inline __attribute__((always_inline)) void dw_plane_fixed(const Conv2dShape& s, const Padded& p,
+                                                          const float* buf, const int64_t* off,
+                                                          const float* w, float b, float* y) {
+  int64_t oh = 0;
+  for (; oh + 4 <= s.OH; oh += 4) dw_rows_fixed<L, K, S, 4>(s, p, buf, w, b, y, oh);
+  for (; oh < s.OH; ++oh) dw_rows_fixed<L, K, S, 1>(s, p, buf, w, b, y, oh);
 }
 
 /// All output rows of one plane from its padded input; off[kw] is tap kw's offset in the
@@ -89,16 +183,48 @@ inline __attribute__((always_inline)) void dw_plane_body(const Conv2dShape& s, c
   }
 }
 
-void dw_plane_base(const Conv2dShape& s, const Padded& p, const float* buf, const int64_t* off,
-                   const float* w, float b, float* y) {
-  dw_plane_body(s, p, buf, off, w, b, y);
+/// Pads input plane `xc` into `buf` when `pad` (a new input plane), then computes output plane
+/// `y`: the fixed-size bodies for 3x3 and 5x5 taps at stride 1 or 2 without dilation, the generic
+/// body otherwise.
+template <int L>
+inline __attribute__((always_inline)) void dw_plane_any(const Conv2dShape& s, const Padded& p,
+                                                        const float* xc, bool pad, float* buf,
+                                                        const int64_t* off, const float* w, float b,
+                                                        float* y) {
+  if (pad) pad_plane<L>(s, p, xc, buf);
+  const bool fixed = s.KH == s.KW && s.sh == s.sw && s.dh == 1 && s.dw == 1;
+  if (fixed && s.KH == 3 && s.sh == 1)
+    dw_plane_fixed<L, 3, 1>(s, p, buf, off, w, b, y);
+  else if (fixed && s.KH == 3 && s.sh == 2)
+    dw_plane_fixed<L, 3, 2>(s, p, buf, off, w, b, y);
+  else if (fixed && s.KH == 5 && s.sh == 1)
+    dw_plane_fixed<L, 5, 1>(s, p, buf, off, w, b, y);
+  else if (fixed && s.KH == 5 && s.sh == 2)
+    dw_plane_fixed<L, 5, 2>(s, p, buf, off, w, b, y);
+  else
+    dw_plane_body(s, p, buf, off, w, b, y);
+}
+
+typedef void (*DwPlane)(const Conv2dShape&, const Padded&, const float*, bool, float*,
+                        const int64_t*, const float*, float, float*);
+
+void dw_plane_base(const Conv2dShape& s, const Padded& p, const float* xc, bool pad, float* buf,
+                   const int64_t* off, const float* w, float b, float* y) {
+  dw_plane_any<4>(s, p, xc, pad, buf, off, w, b, y);
 }
 
 #ifdef MILKIT_VMATH_AVX2
 __attribute__((target("avx2,fma"))) void dw_plane_avx2(const Conv2dShape& s, const Padded& p,
-                                                       const float* buf, const int64_t* off,
-                                                       const float* w, float b, float* y) {
-  dw_plane_body(s, p, buf, off, w, b, y);
+                                                       const float* xc, bool pad, float* buf,
+                                                       const int64_t* off, const float* w, float b,
+                                                       float* y) {
+  dw_plane_any<8>(s, p, xc, pad, buf, off, w, b, y);
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void dw_plane_avx512(
+    const Conv2dShape& s, const Padded& p, const float* xc, bool pad, float* buf,
+    const int64_t* off, const float* w, float b, float* y) {
+  dw_plane_any<16>(s, p, xc, pad, buf, off, w, b, y);
 }
 #endif
 
@@ -111,21 +237,22 @@ void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, cons
   const int64_t mult = s.Cout / s.Cin, kp = s.KH * s.KW, op = s.OH * s.OW, ip = s.IH * s.IW;
   std::vector<int64_t> off(static_cast<size_t>(s.KW));
   for (int64_t kw = 0; kw < s.KW; ++kw) off[kw] = (kw * s.dw) % s.sw * p.phase + (kw * s.dw) / s.sw;
-  auto plane_fn = dw_plane_base;
+  DwPlane plane_fn = dw_plane_base;
 #ifdef MILKIT_VMATH_AVX2
-  if (vmath::cpu_avx2_fma()) plane_fn = dw_plane_avx2;
+  if (vmath::cpu_avx512())
+    plane_fn = dw_plane_avx512;
+  else if (vmath::cpu_avx2_fma())
+    plane_fn = dw_plane_avx2;
 #endif
   const int64_t work = std::max<int64_t>(1, op * kp + p.phase * s.sw);
   parallel_for(s.N * s.Cout, std::max<int64_t>(1, 32768 / work), [&](int64_t b, int64_t e) {
-    std::vector<float> buf(static_cast<size_t>(p.phase * s.sw));
+    std::vector<float> buf(static_cast<size_t>(p.phase * s.sw));  // zeros: the padding
     int64_t filled = -1;  // the input plane (n * Cin + ci) in buf
     for (int64_t pl = b; pl < e; ++pl) {
       const int64_t n = pl / s.Cout, co = pl % s.Cout, in = n * s.Cin + co / mult;
-      if (in != filled) {
-        pad_plane(s, p, x + in * ip, buf.data());
-        filled = in;
-      }
-      plane_fn(s, p, buf.data(), off.data(), w + co * kp, bias ? bias[co] : 0.0f, y + pl * op);
+      plane_fn(s, p, x + in * ip, in != filled, buf.data(), off.data(), w + co * kp,
+               bias ? bias[co] : 0.0f, y + pl * op);
+      filled = in;
     }
   });
 }
