@@ -432,6 +432,11 @@ void conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
       conv_depthwise(g, x, wp, bias, y);
     return;
   }
+  if (g.G == 1 && !w.packed && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0 &&
+      exec::small_cin_conv2d_fits(shape_2d(g))) {
+    exec::small_cin_conv2d(shape_2d(g), x, w.dense, bias, y);  // a stem: few input channels
+    return;
+  }
   bool any_bias = false;
   if (bias)
     for (int64_t c = 0; c < g.Cout && !any_bias; ++c) any_bias = bias[c] != 0.0f;
