@@ -539,3 +539,76 @@ def test_conv_winograd_is_taken_and_can_be_turned_off() -> None:
         outs.append(np.frombuffer(res.stdout, dtype=np.float32))
     assert not np.array_equal(outs[0], outs[1])
     assert np.abs(outs[0] - outs[1]).max() <= 2e-5 * np.abs(outs[1]).max()
+
+
+# convs of 1-4 input channels (a network's stem: conv_direct.cpp's small-Cin kernel), against torch:
+# odd sizes, rows narrower and wider than a vector, kernels 1x3 to 7x7, strides 1-3, dilations,
+# asymmetric pads, batches, output channels not a multiple of the register block, with and without bias
+SMALL_CIN_CASES = [
+    ((1, 3, 45, 45), (16, 3, 7, 7), [2, 2], [1, 1], [3, 3, 3, 3]),
+    ((2, 3, 33, 37), (13, 3, 3, 3), [2, 2], [1, 1], [1, 1, 1, 1]),
+    ((1, 3, 30, 31), (32, 3, 3, 3), [1, 1], [1, 1], [1, 1, 1, 1]),
+    ((1, 1, 17, 70), (9, 1, 5, 5), [3, 3], [1, 1], [2, 1, 0, 3]),
+    ((2, 4, 11, 9), (5, 4, 3, 3), [1, 2], [2, 1], [2, 2, 1, 1]),
+    ((1, 2, 8, 100), (17, 2, 1, 3), [1, 2], [1, 2], [0, 0, 2, 2]),
+    ((1, 3, 14, 5), (8, 3, 7, 7), [1, 1], [1, 1], [3, 3, 3, 3]),
+    ((1, 4, 21, 66), (24, 4, 5, 5), [2, 2], [1, 1], [0, 0, 0, 0]),
+    ((1, 3, 9, 200), (1, 3, 3, 7), [3, 2], [1, 3], [1, 0, 4, 2]),
+]
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("xs, ws, strides, dilations, pad", SMALL_CIN_CASES)
+def test_conv_small_cin(xs: tuple, ws: tuple, strides: list, dilations: list, pad: list, with_bias: bool) -> None:
+    x, w, b = rand(*xs, seed=40), rand(*ws, seed=41), rand(ws[0], seed=42)
+    bias = {"bias": b} if with_bias else {}
+    got = run_op("conv", {"x": x}, weight=w, strides=strides, dilations=dilations, pad_type="custom", pad=pad,
+                 **bias)[0]
+    assert_close(got, ref_conv(x, w, b if with_bias else None, strides, dilations, 1, "custom", pad), rtol=1e-4,
+                 atol=1e-4)
+
+
+def test_conv_small_cin_fp16_and_same_pad() -> None:
+    x, w, b = rand(1, 3, 40, 41, dtype=np.float16, seed=43), rand(16, 3, 3, 3, dtype=np.float16, seed=44), \
+        rand(16, dtype=np.float16, seed=45)
+    got = run_op("conv", {"x": x}, weight=w, bias=b, strides=[2, 2], pad_type="same")[0]
+    want = ref_conv(x.astype(np.float32), w.astype(np.float32), b.astype(np.float32), [2, 2], [1, 1], 1, "same", None)
+    assert got.dtype == np.float16
+    assert_close(got, want.astype(np.float16), **F16)
+
+
+@pytest.mark.parametrize("xs, ws, groups, k, s", [
+    ((1, 3, 37, 45), (16, 3, 7, 7), 1, 7, 2),  # small-Cin
+    ((2, 3, 19, 33), (8, 3, 3, 3), 1, 3, 1),  # small-Cin, batch 2
+    ((1, 16, 23, 30), (16, 1, 3, 3), 16, 3, 2),  # depthwise
+    ((2, 8, 13, 7), (16, 1, 5, 5), 8, 5, 1),  # depthwise, multiplier 2, rows narrower than a vector
+    ((1, 4, 9, 17), (4, 1, 5, 5), 4, 5, 2),
+])
+def test_direct_convs_same_bits_any_thread_count(xs: tuple, ws: tuple, groups: int, k: int, s: int) -> None:
+    """The direct kernels (depthwise, small-Cin) give the same bits at 1, 2 and 3 threads."""
+    x, w, b = rand(*xs, seed=50), rand(*ws, seed=51), rand(ws[0], seed=52)
+    outs = []
+    for threads in (1, 2, 3):
+        ct.set_num_threads(threads)
+        try:
+            outs.append(run_op("conv", {"x": x}, weight=w, bias=b, strides=[s, s], groups=groups, pad_type="custom",
+                               pad=[k // 2] * 4)[0])
+        finally:
+            ct.set_num_threads(0)
+    for got in outs[1:]:
+        np.testing.assert_array_equal(got.view(np.uint32), outs[0].view(np.uint32))
+    want = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride=s, padding=k // 2, groups=groups)
+    assert_close(outs[0], want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("k, s", [(3, 1), (3, 2), (5, 1), (5, 2)])
+@pytest.mark.parametrize("h, wd", [(1, 7), (5, 14), (7, 15), (9, 17), (6, 33), (11, 56), (4, 3)])
+def test_conv_depthwise_row_blocks(k: int, s: int, h: int, wd: int) -> None:
+    """The 3x3 / 5x5 depthwise bodies: heights on both sides of the four-row blocks, widths
+    narrower than a vector, one and a half vectors (the overlapping last block), several."""
+    x, w, b = rand(2, 6, h, wd, seed=60), rand(12, 1, k, k, seed=61), rand(12, seed=62)
+    for pad in ([k // 2] * 4, [0, 1, 2, 0]):
+        if h + pad[0] + pad[1] < k or wd + pad[2] + pad[3] < k:
+            continue
+        got = run_op("conv", {"x": x}, weight=w, bias=b, strides=[s, s], groups=6, pad_type="custom", pad=pad)[0]
+        assert_close(got, ref_conv(x, w, b, [s, s], [1, 1], 6, "custom", pad), rtol=1e-4, atol=1e-4)

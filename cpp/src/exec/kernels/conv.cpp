@@ -428,6 +428,11 @@ void conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
       conv_depthwise(g, x, wp, bias, y);
     return;
   }
+  if (g.G == 1 && !w.packed && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0 &&
+      exec::small_cin_conv2d_fits(shape_2d(g))) {
+    exec::small_cin_conv2d(shape_2d(g), x, w.dense, bias, y);  // a stem: few input channels
+    return;
+  }
   if (g.G == 1 && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
     // 3x3 stride 1: Winograd, unless an output is not finite (recomputed below, directly)
     const exec::Conv2dShape s2 = shape_2d(g);

@@ -50,18 +50,25 @@ Padded padded_layout(const Conv2dShape& s) {
   return p;
 }
 
-/// Copies input plane `xc` [IH, IW] into `buf` as the padded phase planes. Only the positions of
-/// input elements are written: `buf` starts zeroed and every plane of one conv writes the same
-/// positions, so the padding stays zero without being filled again. At stride 2 the columns are
-/// split into their phases L at a time (two loads, one permute).
+/// Copies padded rows [r0, r0 + p.rows) of input plane `xc` [IH, IW] into `buf` as the padded
+/// phase planes. Only the positions of input elements are written, and the rows outside the input
+/// when `zero_rows`: `buf` starts zeroed and every plane (band) of one conv writes the same column
+/// positions, so the padding columns stay zero without being filled again. At stride 2 the
+/// columns are split into their phases L at a time (two loads, one permute).
 template <int L>
 inline __attribute__((always_inline)) void pad_plane(const Conv2dShape& s, const Padded& p,
-                                                     const float* xc, float* buf) {
+                                                     const float* xc, float* buf, int64_t r0 = 0,
+                                                     bool zero_rows = false) {
   typedef typename Lanes<L>::f V;
   typedef typename Lanes<L>::i I;
   for (int64_t r = 0; r < p.rows; ++r) {
-    const int64_t ih = r - s.ph;
-    if (ih < 0 || ih >= s.IH) continue;
+    const int64_t ih = r0 + r - s.ph;
+    if (ih < 0 || ih >= s.IH) {
+      if (zero_rows)
+        for (int64_t q = 0; q < s.sw; ++q)
+          std::fill_n(buf + q * p.phase + r * p.width, p.width, 0.0f);
+      continue;
+    }
     const float* src = xc + ih * s.IW;
     for (int64_t q = 0; q < s.sw; ++q) {
       float* dst = buf + q * p.phase + r * p.width;
@@ -228,6 +235,132 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void dw_plane_avx512(
 }
 #endif
 
+/// Output rows per band of the small-Cin conv (a thread's unit of work).
+constexpr int64_t kStemBand = 4;
+
+/// The padded layout of a band of kStemBand output rows of the small-Cin conv.
+Padded stem_layout(const Conv2dShape& s) {
+  Padded p = padded_layout(s);
+  p.rows = (kStemBand - 1) * s.sh + (s.KH - 1) * s.dh + 1;
+  p.phase = p.rows * p.width;
+  return p;
+}
+
+/// CB output channels x NV vectors of L output columns of output row `ohl` of a band (rows of
+/// `buf`, whose channel ci starts at ci * cstride), from the output column `ow`: the accumulators
+/// start from the bias and add each tap (ci, kh, kw) in that order. `n` < L stores only the first
+/// n columns of a single vector.
+template <int L, int CB, int NV>
+inline __attribute__((always_inline)) void stem_block(const Conv2dShape& s, const Padded& p,
+                                                      const float* buf, int64_t cstride,
+                                                      const int64_t* off, int64_t ohl, int64_t ow,
+                                                      const float* w, int64_t kc, const float* bias,
+                                                      float* y, int64_t op, int64_t n) {
+  typedef typename Lanes<L>::f V;
+  V acc[CB][NV];
+#pragma GCC unroll 16
+  for (int j = 0; j < CB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[j][v] = V{} + (bias ? bias[j] : 0.0f);
+  const float* wt = w;
+  for (int64_t ci = 0; ci < s.Cin; ++ci)
+    for (int64_t kh = 0; kh < s.KH; ++kh) {
+      const float* row = buf + ci * cstride + (ohl * s.sh + kh * s.dh) * p.width + ow;
+      for (int64_t kw = 0; kw < s.KW; ++kw, ++wt) {
+        const float* src = row + off[kw];
+        V xv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) std::memcpy(&xv[v], src + v * L, sizeof(V));
+#pragma GCC unroll 16
+        for (int j = 0; j < CB; ++j) {
+          const V wv = V{} + wt[j * kc];
+#pragma GCC unroll 4
+          for (int v = 0; v < NV; ++v) acc[j][v] += xv[v] * wv;
+        }
+      }
+    }
+#pragma GCC unroll 16
+  for (int j = 0; j < CB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      float* dst = y + j * op + ow + v * L;
+      if (n == L)
+        std::memcpy(dst, &acc[j][v], sizeof(V));
+      else
+        for (int i = 0; i < L; ++i)
+          if (i < n) dst[i] = acc[j][v][i];
+    }
+}
+
+/// CB output channels of one output row: blocks of 2 L columns, then L, then the last columns
+/// as a block overlapping the previous one (or, narrower than L, the first columns of one).
+template <int L, int CB>
+inline __attribute__((always_inline)) void stem_row(const Conv2dShape& s, const Padded& p,
+                                                    const float* buf, int64_t cstride,
+                                                    const int64_t* off, int64_t ohl, const float* w,
+                                                    int64_t kc, const float* bias, float* y,
+                                                    int64_t op) {
+  int64_t ow = 0;
+  for (; ow + 2 * L <= s.OW; ow += 2 * L)
+    stem_block<L, CB, 2>(s, p, buf, cstride, off, ohl, ow, w, kc, bias, y, op, L);
+  for (; ow + L <= s.OW; ow += L)
+    stem_block<L, CB, 1>(s, p, buf, cstride, off, ohl, ow, w, kc, bias, y, op, L);
+  if (ow < s.OW) {
+    if (s.OW >= L)
+      stem_block<L, CB, 1>(s, p, buf, cstride, off, ohl, s.OW - L, w, kc, bias, y, op, L);
+    else
+      stem_block<L, CB, 1>(s, p, buf, cstride, off, ohl, ow, w, kc, bias, y, op, s.OW - ow);
+  }
+}
+
+/// One band of output rows [oh0, oh1) of image `x` (all its channels) into `y` (the image's
+/// output): pads the band's input rows of every channel into `buf`, then computes CB output
+/// channels at a time (CB = 8 with 16 lanes, else 4), the rest one by one.
+template <int L>
+inline __attribute__((always_inline)) void stem_band(const Conv2dShape& s, const Padded& p,
+                                                     const float* x, float* buf, const int64_t* off,
+                                                     const float* w, const float* bias, float* y,
+                                                     int64_t oh0, int64_t oh1) {
+  constexpr int CB = L == 16 ? 8 : 4;
+  const int64_t cstride = p.phase * s.sw, kc = s.Cin * s.KH * s.KW, op = s.OH * s.OW;
+  for (int64_t ci = 0; ci < s.Cin; ++ci)
+    pad_plane<L>(s, p, x + ci * s.IH * s.IW, buf + ci * cstride, oh0 * s.sh, true);
+  int64_t co = 0;
+  for (; co + CB <= s.Cout; co += CB)
+    for (int64_t oh = oh0; oh < oh1; ++oh)
+      stem_row<L, CB>(s, p, buf, cstride, off, oh - oh0, w + co * kc, kc,
+                      bias ? bias + co : nullptr, y + co * op + oh * s.OW, op);
+  for (; co < s.Cout; ++co)
+    for (int64_t oh = oh0; oh < oh1; ++oh)
+      stem_row<L, 1>(s, p, buf, cstride, off, oh - oh0, w + co * kc, kc, bias ? bias + co : nullptr,
+                     y + co * op + oh * s.OW, op);
+}
+
+typedef void (*StemBand)(const Conv2dShape&, const Padded&, const float*, float*, const int64_t*,
+                         const float*, const float*, float*, int64_t, int64_t);
+
+void stem_band_base(const Conv2dShape& s, const Padded& p, const float* x, float* buf,
+                    const int64_t* off, const float* w, const float* bias, float* y, int64_t oh0,
+                    int64_t oh1) {
+  stem_band<4>(s, p, x, buf, off, w, bias, y, oh0, oh1);
+}
+
+#ifdef MILKIT_VMATH_AVX2
+__attribute__((target("avx2,fma"))) void stem_band_avx2(const Conv2dShape& s, const Padded& p,
+                                                        const float* x, float* buf,
+                                                        const int64_t* off, const float* w,
+                                                        const float* bias, float* y, int64_t oh0,
+                                                        int64_t oh1) {
+  stem_band<8>(s, p, x, buf, off, w, bias, y, oh0, oh1);
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void stem_band_avx512(
+    const Conv2dShape& s, const Padded& p, const float* x, float* buf, const int64_t* off,
+    const float* w, const float* bias, float* y, int64_t oh0, int64_t oh1) {
+  stem_band<16>(s, p, x, buf, off, w, bias, y, oh0, oh1);
+}
+#endif
+
 }  // namespace
 
 void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias,
@@ -253,6 +386,36 @@ void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, cons
       plane_fn(s, p, x + in * ip, in != filled, buf.data(), off.data(), w + co * kp,
                bias ? bias[co] : 0.0f, y + pl * op);
       filled = in;
+    }
+  });
+}
+
+bool small_cin_conv2d_fits(const Conv2dShape& s) {
+  return s.Cin >= 1 && s.Cin <= 4 && s.Cin * s.KH * s.KW <= 160 && s.KH * s.KW > 1;
+}
+
+void small_cin_conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias,
+                      float* y) {
+  if (s.N == 0 || s.Cout == 0 || s.OH <= 0 || s.OW <= 0) return;
+  const Padded p = stem_layout(s);
+  std::vector<int64_t> off(static_cast<size_t>(s.KW));
+  for (int64_t kw = 0; kw < s.KW; ++kw) off[kw] = (kw * s.dw) % s.sw * p.phase + (kw * s.dw) / s.sw;
+  StemBand band_fn = stem_band_base;
+#ifdef MILKIT_VMATH_AVX2
+  if (vmath::cpu_avx512())
+    band_fn = stem_band_avx512;
+  else if (vmath::cpu_avx2_fma())
+    band_fn = stem_band_avx2;
+#endif
+  const int64_t bands = (s.OH + kStemBand - 1) / kStemBand;
+  const int64_t ip = s.Cin * s.IH * s.IW, op = s.Cout * s.OH * s.OW;
+  parallel_for(s.N * bands, 1, [&](int64_t b, int64_t e) {
+    std::vector<float> buf(
+        static_cast<size_t>(p.phase * s.sw * s.Cin));  // zeros: the padding columns
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t n = t / bands, oh0 = t % bands * kStemBand;
+      band_fn(s, p, x + n * ip, buf.data(), off.data(), w, bias, y + n * op, oh0,
+              std::min(s.OH, oh0 + kStemBand));
     }
   });
 }

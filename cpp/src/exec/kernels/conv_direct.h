@@ -1,5 +1,6 @@
-// Direct convolution kernels that need no im2col columns: the 2-d depthwise conv (one input
-// channel per group) over a zero-padded copy of each input plane. Private to cpp/src/exec.
+// Direct convolution kernels that need no im2col columns over a zero-padded copy of each input
+// plane: the 2-d depthwise conv (one input channel per group) and the conv of few input channels
+// (a network's stem). Private to cpp/src/exec.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,18 @@ struct Conv2dShape {
 /// co / (Cout / Cin)): y[n, co] = bias[co] + sum_kh,kw w[co, kh, kw] * x[n, ci, oh * sh + kh *
 /// dh - ph, ow * sw + kw * dw - pw], 0 outside the input. bias may be null.
 void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias,
+                      float* y);
+
+/// Whether `small_cin_conv2d` takes this (groups = 1) conv: 1 to 4 input channels, at most 160
+/// taps per output (C_in * KH * KW), more than one tap per channel (a network's stem).
+bool small_cin_conv2d_fits(const Conv2dShape& s);
+
+/// Direct conv with groups = 1 and few input channels (an image's stem), weight [Cout, Cin, KH,
+/// KW] dense fp32: y[n, co] = bias[co] + sum_ci,kh,kw w[co, ci, kh, kw] * x[n, ci, oh * sh + kh *
+/// dh - ph, ow * sw + kw * dw - pw] (0 outside the input), the taps added in that order. bias may
+/// be null. Bands of output rows across the threads; vectors of output columns times 8 (AVX-512)
+/// or 4 output channels per register block.
+void small_cin_conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias,
                       float* y);
 
 }  // namespace milkit::exec
