@@ -60,7 +60,6 @@ inline __attribute__((always_inline)) void pad_plane(const Conv2dShape& s, const
                                                      const float* xc, float* buf, int64_t r0 = 0,
                                                      bool zero_rows = false) {
   typedef typename Lanes<L>::f V;
-  typedef typename Lanes<L>::i I;
   for (int64_t r = 0; r < p.rows; ++r) {
     const int64_t ih = r0 + r - s.ph;
     if (ih < 0 || ih >= s.IH) {
@@ -78,15 +77,11 @@ inline __attribute__((always_inline)) void pad_plane(const Conv2dShape& s, const
       if (s.sw == 1) {
         if (jhi > jlo) std::memcpy(dst + jlo, src + jlo - s.pw, sizeof(float) * (jhi - jlo));
       } else if (s.sw == 2) {
-        I even;
-        for (int i = 0; i < L; ++i) even[i] = 2 * i;
         int64_t j = jlo;
         // the two loads read input columns up to 2 (j + L - 1) + q - pw + 1
         for (; j + L <= jhi && 2 * (j + L - 1) + q - s.pw + 1 < s.IW; j += L) {
-          V a, b2;
-          std::memcpy(&a, src + 2 * j + q - s.pw, sizeof a);
-          std::memcpy(&b2, src + 2 * j + q - s.pw + L, sizeof b2);
-          const V v = __builtin_shuffle(a, b2, even);
+          V v;
+          vmath::load_even_lanes<L>(src + 2 * j + q - s.pw, v);
           std::memcpy(dst + j, &v, sizeof v);
         }
         for (; j < jhi; ++j) dst[j] = src[2 * j + q - s.pw];

@@ -92,12 +92,7 @@ inline __attribute__((always_inline)) void load_strided(const float* src, int64_
   if constexpr (S == 1) {
     std::memcpy(&v, src, sizeof v);
   } else if constexpr (S == 2) {
-    typename Vec<L>::f a, b;
-    std::memcpy(&a, src, sizeof a);
-    std::memcpy(&b, src + L, sizeof b);
-    typename Vec<L>::i even;
-    for (int j = 0; j < L; ++j) even[j] = 2 * j;
-    v = __builtin_shuffle(a, b, even);
+    vmath::load_even_lanes<L>(src, v);
   } else {
     for (int j = 0; j < L; ++j) v[j] = src[j * sw];
   }

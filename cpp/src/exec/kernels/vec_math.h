@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -19,6 +20,32 @@
 namespace milkit::vmath {
 
 // ---- loops --------------------------------------------------------------------------------------
+
+namespace detail {
+template <typename V, int... J>
+__attribute__((always_inline)) inline void even_lanes(const V& a, const V& b, V& out,
+                                                      std::integer_sequence<int, J...>) {
+  out = __builtin_shufflevector(a, b, (2 * J)...);
+}
+}  // namespace detail
+
+/// out = src[0], src[2], ..., src[2 L - 2] for a GCC vector type V of L floats (two loads and a
+/// shuffle: GCC's __builtin_shuffle, clang's __builtin_shufflevector): the columns of a stride-2
+/// window. References, not values: a vector passed by value changes the ABI by target.
+template <int L, typename V>
+__attribute__((always_inline)) inline void load_even_lanes(const float* src, V& out) {
+  V a, b;
+  std::memcpy(&a, src, sizeof a);
+  std::memcpy(&b, src + L, sizeof b);
+#if defined(__clang__)
+  detail::even_lanes(a, b, out, std::make_integer_sequence<int, L>{});
+#else
+  typedef int32_t I __attribute__((vector_size(sizeof(V))));
+  I even;
+  for (int j = 0; j < L; ++j) even[j] = 2 * j;
+  out = __builtin_shuffle(a, b, even);
+#endif
+}
 
 /// Whether the CPU has AVX2 and FMA.
 inline bool cpu_avx2_fma() {
