@@ -367,7 +367,9 @@ void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, cons
   for (int64_t kw = 0; kw < s.KW; ++kw) off[kw] = (kw * s.dw) % s.sw * p.phase + (kw * s.dw) / s.sw;
   DwPlane plane_fn = dw_plane_base;
 #ifdef MILKIT_VMATH_AVX2
-  if (vmath::cpu_avx512())
+  // rows narrower than 16 columns take the 8-lane body: 960x7x7 5x5 0.13 against 0.31 ms,
+  // 480x14x14 3x3 0.08 against 0.11 ms with 16 lanes (Zen4, one thread); the same sums
+  if (vmath::cpu_avx512() && s.OW >= 16)
     plane_fn = dw_plane_avx512;
   else if (vmath::cpu_avx2_fma())
     plane_fn = dw_plane_avx2;
