@@ -22,6 +22,13 @@ namespace milkit::vmath {
 // ---- loops --------------------------------------------------------------------------------------
 
 namespace detail {
+/// The int32 vector of L lanes (a member typedef: GCC drops vector_size from a dependent local
+/// typedef).
+template <int L>
+struct IntLanes {
+  typedef int32_t i __attribute__((vector_size(4 * L)));
+};
+
 template <typename V, int... J>
 __attribute__((always_inline)) inline void even_lanes(const V& a, const V& b, V& out,
                                                       std::integer_sequence<int, J...>) {
@@ -40,8 +47,7 @@ __attribute__((always_inline)) inline void load_even_lanes(const float* src, V& 
 #if defined(__clang__)
   detail::even_lanes(a, b, out, std::make_integer_sequence<int, L>{});
 #else
-  typedef int32_t I __attribute__((vector_size(sizeof(V))));
-  I even;
+  typename detail::IntLanes<L>::i even;
   for (int j = 0; j < L; ++j) even[j] = 2 * j;
   out = __builtin_shuffle(a, b, even);
 #endif
