@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import time
 import warnings
 
 from bench_predict import median_ms, rel_err
@@ -84,9 +85,15 @@ def main() -> None:
             with torch.no_grad():
                 mod(x)
 
-        torch_ms = median_ms(run_torch, a.runs)  # first, before the other runtimes' workers spin
-        t = [median_ms(lambda m=mm, f=feed: m.predict(f), a.runs),
-             median_ms(lambda s=sess, f=feed_o: s.run(None, f), a.runs), torch_ms]
+        # Each runtime's idle workers spin for a while after its last call (torch's OpenMP
+        # threads, onnxruntime's pool): on a 2-core machine they would take the next runtime's
+        # cores, so each measurement starts after a pause.
+        torch_ms = median_ms(run_torch, a.runs)
+        time.sleep(0.5)
+        milkit_ms = median_ms(lambda m=mm, f=feed: m.predict(f), a.runs)
+        time.sleep(0.5)
+        t = [milkit_ms, median_ms(lambda s=sess, f=feed_o: s.run(None, f), a.runs), torch_ms]
+        time.sleep(0.5)
         tot = [u + v for u, v in zip(tot, t)]
         print(f"{name:24} {t[0]:10.3f} {t[1]:8.3f} {t[2]:9.3f} {t[0] / t[1]:6.2f}x {err:9.1e}", flush=True)
     print(f"{'total':24} {tot[0]:10.3f} {tot[1]:8.3f} {tot[2]:9.3f} {tot[0] / tot[1]:6.2f}x")
