@@ -157,6 +157,28 @@ TEST_CASE("exec: parallel_for covers the range once and rethrows errors") {
                       "boom");
 }
 
+TEST_CASE("exec: parallel_for back to back: late workers take no chunk of a later job") {
+  // more threads than cores, so workers wake late and find newer jobs or none; every job must
+  // still run each item exactly once, including the jobs right after one that threw
+  set_num_threads(4);
+  std::vector<std::atomic<int>> hits(64);
+  for (int job = 0; job < 20000; ++job) {
+    const int64_t n = 8 + job % 57;
+    if (job % 1000 == 999) {
+      REQUIRE_THROWS_WITH(parallel_for(n, 1, [](int64_t b, int64_t) {
+                            if (b > 3) throw ValueError("late");
+                          }),
+                          "late");
+      continue;
+    }
+    parallel_for(n, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1, std::memory_order_relaxed);
+    });
+    for (int64_t i = 0; i < n; ++i) REQUIRE(hits[i].exchange(0) == 1);
+  }
+  set_num_threads(0);
+}
+
 TEST_CASE("exec: every op in the registry, at every opset, has a kernel") {
   std::set<std::string> missing;
   for (int t = static_cast<int>(Target::iOS13); t <= static_cast<int>(Target::iOS26); ++t)
