@@ -165,9 +165,10 @@ TEST_CASE("exec: parallel_for back to back: late workers take no chunk of a late
   for (int job = 0; job < 20000; ++job) {
     const int64_t n = 8 + job % 57;
     if (job % 1000 == 999) {
-      REQUIRE_THROWS_WITH(parallel_for(n, 1, [](int64_t b, int64_t) {
-                            if (b > 3) throw ValueError("late");
-                          }),
+      REQUIRE_THROWS_WITH(parallel_for(n, 1,
+                                       [](int64_t b, int64_t) {
+                                         if (b > 3) throw ValueError("late");
+                                       }),
                           "late");
       continue;
     }

@@ -150,8 +150,8 @@ class Pool {
   std::mutex m_;
   std::condition_variable cv_, done_cv_;
   std::vector<std::thread> workers_;
-  Job job_{nullptr, 0, 0, 0};         // the current job (under m_)
-  std::atomic<uint64_t> claim_{0};    // generation << 32 | next chunk
+  Job job_{nullptr, 0, 0, 0};        // the current job (under m_)
+  std::atomic<uint64_t> claim_{0};   // generation << 32 | next chunk
   std::atomic<int64_t> done_{0};     // chunks of the current job finished
   std::atomic<bool> failed_{false};  // a chunk threw: the rest are counted, not run
   int64_t active_ = 0;
