@@ -606,7 +606,9 @@ bool for_each_const_parallel(
       errors[i] = std::current_exception();
     }
   };
+  int64_t elems = 0, largest = 0;  // of the window's weights
   auto flush = [&] {
+    elems = largest = 0;
     errors.assign(jobs.size(), nullptr);
     std::vector<size_t> beside;
     for (size_t i = 0; i < jobs.size(); ++i) {
@@ -630,7 +632,6 @@ bool for_each_const_parallel(
     release_free_memory();  // the window's weight-sized scratch leaves before the next window
   };
   const int64_t threads = std::max(1, num_threads());
-  int64_t elems = 0, largest = 0;  // of the window's weights
   for (auto& [name, f] : p.functions()) {
     std::vector<Operation*> consts;
     collect(f->body(), consts);
@@ -645,11 +646,9 @@ bool for_each_const_parallel(
       if (jobs.size() >= window || (jobs.size() >= static_cast<size_t>(threads) &&
                                     2 * elems >= kWindowHalfWeights * threads * largest)) {
         flush();
-        elems = largest = 0;
       }
     }
     flush();  // also gives the last window's scratch back
-    elems = largest = 0;
   }
   return changed;
 }

@@ -49,34 +49,42 @@ int64_t xi_stride(int64_t n) { return (n + 15) / 16 * 16 + 16; }
 
 #define MILKIT_WINO_INLINE __attribute__((always_inline)) inline
 
-/// U[xi][co, ci] (xi stride `xs`, rows of C_in floats) for the n filters g[co, ci, 3, 3]: each
-/// filter row's taps gathered into 9 runs over ci (`sc`, 9 C_in floats), then transformed a run
-/// at a time.
-MILKIT_WINO_INLINE void filter_body(const float* g, int64_t n, int64_t cin, float* u, int64_t xs,
-                                    float* sc) {
+/// U[xi][co, ci] = (G g G^T)[xi] (A x A matrices, xi stride `xs`, rows of C_in floats) for the n
+/// filters g[co, ci, 3, 3], with `gt` the 1-D transform (three taps to A values): each filter's
+/// taps gathered into 9 runs over ci (`sc`, 9 C_in floats), G applied down each column of a
+/// filter, then across each row.
+template <int A, typename GT>
+MILKIT_WINO_INLINE void filter_transform(const float* g, int64_t n, int64_t cin, float* u,
+                                         int64_t xs, float* sc, GT gt) {
   for (int64_t co = 0; co < n; ++co) {
-    const float* gc = g + co * cin * 9;
-    cblas_somatcopy(CblasRowMajor, CblasTrans, static_cast<int>(cin), 9, 1.0f, gc, 9, sc,
-                    static_cast<int>(cin));
-    const float* k[9];
-    for (int j = 0; j < 9; ++j) k[j] = sc + j * cin;
+    cblas_somatcopy(CblasRowMajor, CblasTrans, static_cast<int>(cin), 9, 1.0f, g + co * cin * 9, 9,
+                    sc, static_cast<int>(cin));
     float* o = u + co * cin;
     for (int64_t ci = 0; ci < cin; ++ci) {
-      float q[4][3];
-      for (int c = 0; c < 3; ++c) {  // G g
-        q[0][c] = k[c][ci];
-        q[1][c] = 0.5f * (k[c][ci] + k[3 + c][ci] + k[6 + c][ci]);
-        q[2][c] = 0.5f * (k[c][ci] - k[3 + c][ci] + k[6 + c][ci]);
-        q[3][c] = k[6 + c][ci];
-      }
-      for (int i = 0; i < 4; ++i) {  // (G g) G^T
-        o[(4 * i) * xs + ci] = q[i][0];
-        o[(4 * i + 1) * xs + ci] = 0.5f * (q[i][0] + q[i][1] + q[i][2]);
-        o[(4 * i + 2) * xs + ci] = 0.5f * (q[i][0] - q[i][1] + q[i][2]);
-        o[(4 * i + 3) * xs + ci] = q[i][2];
+      float q[3][A];  // G down each column of the filter
+      for (int c = 0; c < 3; ++c)
+        gt(sc[c * cin + ci], sc[(3 + c) * cin + ci], sc[(6 + c) * cin + ci], q[c]);
+      for (int i = 0; i < A; ++i) {  // then across each row
+        float r[A];
+        gt(q[0][i], q[1][i], q[2][i], r);
+        for (int j = 0; j < A; ++j) o[(A * i + j) * xs + ci] = r[j];
       }
     }
   }
+}
+
+/// G of F(2x2, 3x3) applied to (k0, k1, k2): four values.
+MILKIT_WINO_INLINE void g4(float k0, float k1, float k2, float* q) {
+  q[0] = k0;
+  q[1] = 0.5f * (k0 + k1 + k2);
+  q[2] = 0.5f * (k0 - k1 + k2);
+  q[3] = k2;
+}
+
+/// U[xi][co, ci] of F(2x2, 3x3) (16 matrices) for the n filters g[co, ci, 3, 3].
+MILKIT_WINO_INLINE void filter_body(const float* g, int64_t n, int64_t cin, float* u, int64_t xs,
+                                    float* sc) {
+  filter_transform<4>(g, n, cin, u, xs, sc, g4);
 }
 
 /// B^T down four rows: t0 = d0 - d2, t1 = d1 + d2, t2 = d2 - d1, t3 = d1 - d3, elementwise.
@@ -233,25 +241,10 @@ MILKIT_WINO_INLINE void g6(float k0, float k1, float k2, float* q) {
   q[5] = k2;
 }
 
-/// U[xi][co, ci] of F(4x4, 3x3) (36 matrices, xi stride `xs`) for the n filters g[co, ci, 3, 3];
-/// `sc` holds 9 C_in floats.
+/// U[xi][co, ci] of F(4x4, 3x3) (36 matrices) for the n filters g[co, ci, 3, 3].
 MILKIT_WINO_INLINE void filter4_body(const float* g, int64_t n, int64_t cin, float* u, int64_t xs,
                                      float* sc) {
-  for (int64_t co = 0; co < n; ++co) {
-    cblas_somatcopy(CblasRowMajor, CblasTrans, static_cast<int>(cin), 9, 1.0f, g + co * cin * 9, 9,
-                    sc, static_cast<int>(cin));
-    float* o = u + co * cin;
-    for (int64_t ci = 0; ci < cin; ++ci) {
-      float q[3][6];  // G down each column of the filter
-      for (int c = 0; c < 3; ++c)
-        g6(sc[c * cin + ci], sc[(3 + c) * cin + ci], sc[(6 + c) * cin + ci], q[c]);
-      for (int i = 0; i < 6; ++i) {  // then across each row
-        float r[6];
-        g6(q[0][i], q[1][i], q[2][i], r);
-        for (int j = 0; j < 6; ++j) o[(6 * i + j) * xs + ci] = r[j];
-      }
-    }
-  }
+  filter_transform<6>(g, n, cin, u, xs, sc, g6);
 }
 
 /// B^T of F(4x4, 3x3) down six rows, elementwise.

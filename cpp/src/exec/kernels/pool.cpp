@@ -76,19 +76,12 @@ inline __attribute__((always_inline)) float pool_step(float m, float v) {
     return m + v;
 }
 
-/// L floats (GCC vector extension) and the matching ints.
-template <int L>
-struct Vec {
-  typedef float f __attribute__((vector_size(4 * L)));
-  typedef int32_t i __attribute__((vector_size(4 * L)));
-};
-
 /// src[0], src[S], ..., src[(L - 1) * S] into v: one load for S = 1, two loads and a permute
 /// that keeps the even lanes for S = 2 (reads src[2 L - 1] too), lane by lane for others (S = 0,
 /// stride sw).
 template <int L, int S>
 inline __attribute__((always_inline)) void load_strided(const float* src, int64_t sw,
-                                                        typename Vec<L>::f& v) {
+                                                        typename vmath::Lanes<L>::f& v) {
   if constexpr (S == 1) {
     std::memcpy(&v, src, sizeof v);
   } else if constexpr (S == 2) {
@@ -106,7 +99,7 @@ inline __attribute__((always_inline)) void load_strided(const float* src, int64_
 template <Pool P, int L, int S>
 inline __attribute__((always_inline)) void pool_rows_body(const PoolGeom& g, const float* xp,
                                                           float* yp, int64_t r0, int64_t r1) {
-  typedef typename Vec<L>::f V;
+  typedef typename vmath::Lanes<L>::f V;
   const Span &sd = g.sp[0], &sh = g.sp[1], &sw = g.sp[2];
   const int64_t OH = g.out[1], OW = g.out[2], IH = g.in[1], IW = g.in[2], KW = g.k[2], SW = g.s[2];
   const int64_t pw = g.pb[2];
@@ -120,7 +113,7 @@ inline __attribute__((always_inline)) void pool_rows_body(const PoolGeom& g, con
     const int64_t e = od0 == od1 ? (sd.hi[od0] - 1) * IH + sh.hi[(r1 - 1) % OH] : sd.hi[od1] * IH;
     const float* p = xp + b * IW;
     const int64_t n = std::max<int64_t>(0, e - b) * IW;
-    typename Vec<L>::i nan{};
+    typename vmath::Lanes<L>::i nan{};
     int64_t i = 0;
     for (; i + L <= n; i += L) {
       V v;

@@ -21,13 +21,15 @@ namespace milkit::vmath {
 
 // ---- loops --------------------------------------------------------------------------------------
 
-namespace detail {
-/// The int32 vector of L lanes (a member typedef: GCC drops vector_size from a dependent local
-/// typedef).
+/// L floats and L int32s as GCC vector extensions (member typedefs: GCC drops vector_size from a
+/// dependent local typedef). The kernels' one definition of their vector types.
 template <int L>
-struct IntLanes {
+struct Lanes {
+  typedef float f __attribute__((vector_size(4 * L)));
   typedef int32_t i __attribute__((vector_size(4 * L)));
 };
+
+namespace detail {
 
 template <typename V, int... J>
 __attribute__((always_inline)) inline void even_lanes(const V& a, const V& b, V& out,
@@ -47,7 +49,7 @@ __attribute__((always_inline)) inline void load_even_lanes(const float* src, V& 
 #if defined(__clang__)
   detail::even_lanes(a, b, out, std::make_integer_sequence<int, L>{});
 #else
-  typename detail::IntLanes<L>::i even;
+  typename Lanes<L>::i even;
   for (int j = 0; j < L; ++j) even[j] = 2 * j;
   out = __builtin_shuffle(a, b, even);
 #endif
