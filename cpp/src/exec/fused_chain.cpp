@@ -185,25 +185,27 @@ std::unique_ptr<FusedChain> chain_after(const std::vector<Step>& steps, size_t i
 }  // namespace
 
 void FusedChain::apply(float* p, int64_t n) const {
-  parallel_for(n, 8192, [&](int64_t b, int64_t e) {
-    // one link over fp32 values needs no blocks; else blocks that stay in L1 across the links
-    if (links.size() == 1 && !half && !reads_head) {
-      run_link(links[0], p + b, nullptr, e - b);
-      return;
+  parallel_for(n, 8192, [&](int64_t b, int64_t e) { apply_here(p + b, e - b); });
+}
+
+void FusedChain::apply_here(float* p, int64_t n) const {
+  // one link over fp32 values needs no blocks; else blocks that stay in L1 across the links
+  if (links.size() == 1 && !half && !reads_head) {
+    run_link(links[0], p, nullptr, n);
+    return;
+  }
+  constexpr int64_t kBlock = 2048;
+  float h[kBlock];
+  for (int64_t s = 0; s < n; s += kBlock) {
+    const int64_t m = std::min(kBlock, n - s);
+    float* q = p + s;
+    if (half) round_to_half(q, m);
+    if (reads_head) std::memcpy(h, q, static_cast<size_t>(m) * sizeof(float));
+    for (const Link& l : links) {
+      run_link(l, q, h, m);
+      if (half && l.round) round_to_half(q, m);
     }
-    constexpr int64_t kBlock = 2048;
-    float h[kBlock];
-    for (int64_t s = b; s < e; s += kBlock) {
-      const int64_t m = std::min(kBlock, e - s);
-      float* q = p + s;
-      if (half) round_to_half(q, m);
-      if (reads_head) std::memcpy(h, q, static_cast<size_t>(m) * sizeof(float));
-      for (const Link& l : links) {
-        run_link(l, q, h, m);
-        if (half && l.round) round_to_half(q, m);
-      }
-    }
-  });
+  }
 }
 
 std::string FusedChain::describe() const {

@@ -49,6 +49,8 @@ struct FusedChain {
 
   /// Applies the chain in place to the n values at `p` (the conv's output), across threads.
   void apply(float* p, int64_t n) const;
+  /// Applies the chain in place to the n values at `p` on the calling thread (a kernel's tile).
+  void apply_here(float* p, int64_t n) const;
   /// The fused op types joined by '+' (for the profile).
   std::string describe() const;
 };

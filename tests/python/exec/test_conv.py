@@ -612,3 +612,84 @@ def test_conv_depthwise_row_blocks(k: int, s: int, h: int, wd: int) -> None:
             continue
         got = run_op("conv", {"x": x}, weight=w, bias=b, strides=[s, s], groups=6, pad_type="custom", pad=pad)[0]
         assert_close(got, ref_conv(x, w, b, [s, s], [1, 1], 6, "custom", pad), rtol=1e-4, atol=1e-4)
+
+
+# 1x1 convs (conv.cpp's pointwise tiles): conv_direct.cpp's small-K kernel up to 32 input channels
+# per group, BLAS above; tiles split over pixels then channels; 1x1 images (squeeze-and-excite) as
+# matrix-vector products. Columns narrower than a vector, not a multiple of it, rows not a
+# multiple of the register block, groups, batches.
+POINTWISE_CASES = [
+    ((1, 16, 37, 41), 24, 1),
+    ((2, 32, 9, 7), 13, 1),
+    ((1, 33, 5, 3), 17, 1),
+    ((1, 8, 1, 3), 9, 1),
+    ((2, 12, 20, 20), 18, 3),
+    ((1, 16, 64, 64), 64, 1),
+    ((1, 160, 7, 7), 960, 1),
+    ((1, 672, 14, 14), 112, 1),
+    ((1, 240, 1, 1), 960, 1),
+    ((3, 40, 1, 1), 10, 1),
+    ((2, 24, 1, 1), 12, 4),
+]
+
+
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("xs, cout, groups", POINTWISE_CASES)
+def test_conv_pointwise(xs: tuple, cout: int, groups: int, with_bias: bool) -> None:
+    """1x1 convs give torch's values, and the same bits at 1, 2 and 3 threads."""
+    x, w, b = rand(*xs, seed=60), rand(cout, xs[1] // groups, 1, 1, seed=61), rand(cout, seed=62)
+    bias = {"bias": b} if with_bias else {}
+    outs = []
+    for threads in (1, 2, 3):
+        ct.set_num_threads(threads)
+        try:
+            outs.append(run_op("conv", {"x": x}, weight=w, groups=groups, pad_type="valid", **bias)[0])
+        finally:
+            ct.set_num_threads(0)
+    for got in outs[1:]:
+        np.testing.assert_array_equal(got.view(np.uint32), outs[0].view(np.uint32))
+    want = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b) if with_bias else None, groups=groups)
+    assert_close(outs[0], want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("xs, cout", [((1, 240, 1, 1), 960), ((2, 16, 9, 13), 40), ((1, 96, 14, 14), 200)])
+def test_conv_pointwise_fp16(xs: tuple, cout: int) -> None:
+    """fp16 1x1 convs (the weight read in place or decoded for the call) against the fp32 conv."""
+    x, w, b = rand(*xs, dtype=np.float16, seed=63), rand(cout, xs[1], 1, 1, dtype=np.float16, seed=64), \
+        rand(cout, dtype=np.float16, seed=65)
+    got = run_op("conv", {"x": x}, weight=w, bias=b, pad_type="valid")[0]
+    want = ref_conv(x.astype(np.float32), w.astype(np.float32), b.astype(np.float32), [1, 1], [1, 1], 1, "valid",
+                    None)
+    assert got.dtype == np.float16
+    assert_close(got, want.astype(np.float16), **F16)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize("xs, ws, groups, s", [
+    ((1, 16, 40, 40), (64, 16, 1, 1), 1, 1),  # pointwise, small-K tiles
+    ((1, 100, 14, 14), (200, 100, 1, 1), 1, 1),  # pointwise, BLAS tiles
+    ((2, 8, 5, 5), (12, 8, 1, 1), 1, 1),
+    ((1, 32, 21, 20), (32, 1, 3, 3), 32, 2),  # depthwise, chain per plane
+    ((2, 24, 9, 30), (48, 1, 5, 5), 24, 1),
+    ((1, 3, 30, 31), (16, 3, 7, 7), 1, 2),  # stem, chain per band
+])
+def test_conv_fused_chain_in_kernels(dt: type, xs: tuple, ws: tuple, groups: int, s: int) -> None:
+    """A hardswish chain after a conv that applies it in its own tiles, planes or bands gives the
+    bits of the ops' own kernels (the conv's output also read elsewhere, so nothing fuses)."""
+    x, w, b = rand(*xs, dtype=dt, lo=-2, hi=2, seed=66), rand(*ws, dtype=dt, seed=67), rand(ws[0], dtype=dt, seed=68)
+    pad = [ws[2] // 2] * 4
+
+    def chain(c: object) -> object:
+        return mb.mul(x=c, y=mb.sigmoid_hard(x=c, alpha=1.0 / 6, beta=0.5))
+
+    def conv(v: object) -> object:
+        return mb.conv(x=v, weight=w, bias=b, groups=groups, strides=[s, s], pad_type="custom", pad=pad)
+
+    (fused,) = run_prog(lambda v: chain(conv(v)), {"x": x})
+    _, alone = run_prog(lambda v: (lambda c: (c, chain(c)))(conv(v)), {"x": x})
+    np.testing.assert_array_equal(fused, alone)
+    c = ref_conv(x.astype(np.float32), w.astype(np.float32), b.astype(np.float32), [s, s], [1, 1], groups, "custom",
+                 pad)
+    c = c.astype(dt).astype(np.float32)
+    want = c * np.clip(c / 6 + 0.5, 0, 1)
+    assert_close(fused, want.astype(dt), **(F16 if dt == np.float16 else {"rtol": 1e-4, "atol": 1e-4}))

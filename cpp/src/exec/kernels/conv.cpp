@@ -26,6 +26,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@
 #include "conv_direct.h"
 #include "conv_winograd.h"
 #include "gemm.h"
+#include "gemv.h"
 #include "kernels.h"
 #include "milkit/exec/threads.h"
 #include "milkit/ops/conv_util.h"
@@ -326,11 +328,6 @@ exec::Conv2dShape shape_2d(const Geom& g) {
   return s;
 }
 
-/// This thread's column buffer of at least `n` floats, kept between convs (its size is bounded
-/// by the band budgets below): made and freed per conv, buffers of a megabyte or more would
-/// leave the allocator's heap grown after each run.
-float* col_buffer(int64_t n) { return exec::conv_scratch(0, n); }
-
 /// Columns of at most this many floats per GEMM (larger images are done in bands of rows).
 constexpr int64_t kColBudget = 3 << 18;
 
@@ -355,7 +352,9 @@ bool conv_thread_bands(const Geom& g, const float* x, const ConvWeight& w, float
   if (w.packed && band * OW < kBandDecodePixels) return false;
   const int64_t ch = w.chunk(cout_g);
   parallel_for(g.N * g.G * nb, 1, [&](int64_t b, int64_t e) {
-    float* col = col_buffer(kc * band * OW);
+    // this thread's column buffer (scratch slot 0), kept between convs: made and freed per
+    // conv, buffers of a megabyte or more would leave the allocator's heap grown after each run
+    float* col = exec::conv_scratch(0, kc * band * OW);
     for (int64_t task = b; task < e; ++task) {
       const int64_t n = task / (g.G * nb), gr = task / nb % g.G, r0 = task % nb * band;
       const int64_t r1 = std::min(rows, r0 + band), pc = (r1 - r0) * OW;
@@ -408,30 +407,101 @@ void group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t pc, con
     sgemm(false, cout_g, pc, w.kc, w.dense + gr * cout_g * w.kc, w.kc, col, ldcol, beta, c, ldc);
 }
 
+/// Tiles of a pointwise conv hold at most this many floats of output (so that a tile stays in L2
+/// between its GEMM and its fused chain) and about this many multiply-adds (a few per thread on
+/// the small convs of 7x7 and 14x14 images).
+constexpr int64_t kPointwiseTile = 1 << 15;
+constexpr int64_t kPointwiseMacs = 1 << 19;
+
+/// A 1x1, stride-1, unpadded conv over a dense weight, y[n, group] = w[group] @ x[n, group] on
+/// the NCHW layout, in tiles of output channels x pixels across the threads: each tile is filled
+/// with the bias, multiplied single-threaded (beta 1 onto the bias, as the whole-output path
+/// does) and run through the fused chain `ch` while it is in cache. Tiles split the pixels first
+/// (down to 64 columns), then the channels (by multiples of 16); they depend on the shape only,
+/// never on the thread count, so the bits do not either.
+void pointwise_conv(const Geom& g, const float* x, const float* w, const float* bias,
+                    const FusedChain* ch, float* y) {
+  const int64_t op = g.out_plane(), cin_g = g.Cin / g.G, cout_g = g.Cout / g.G;
+  const int64_t want = std::max<int64_t>(
+      {1, (cout_g * op * cin_g + kPointwiseMacs - 1) / kPointwiseMacs,
+       (cout_g * op + kPointwiseTile - 1) / kPointwiseTile});
+  int64_t ns = std::clamp<int64_t>(want, 1, (op + 63) / 64);
+  const int64_t S = (op + ns - 1) / ns;
+  ns = (op + S - 1) / S;
+  int64_t nr = std::min<int64_t>((want + ns - 1) / ns, (cout_g + 15) / 16);
+  const int64_t R = std::max<int64_t>(1, ((cout_g + nr - 1) / nr + 15) / 16 * 16);
+  nr = (cout_g + R - 1) / R;
+  // MILKIT_POINTWISE=blas: every tile by BLAS (read once per process, for measuring)
+  static const int64_t small_k = [] {
+    const char* e = std::getenv("MILKIT_POINTWISE");
+    return e && std::string(e) == "blas" ? int64_t{0} : exec::kPointwiseSmallK;
+  }();
+  parallel_for(g.N * g.G * nr * ns, 1, [&](int64_t b, int64_t e) {
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t sb = task % ns, rb = task / ns % nr, gr = task / (ns * nr) % g.G;
+      const int64_t n = task / (ns * nr * g.G);
+      const int64_t co0 = rb * R, rows = std::min(R, cout_g - co0);
+      const int64_t c0 = sb * S, cols = std::min(S, op - c0);
+      const int64_t co = gr * cout_g + co0;
+      float* yt = y + (n * g.Cout + co) * op + c0;
+      const float* xt = x + (n * g.Cin + gr * cin_g) * g.in_plane() + c0;
+      if (cin_g > 0 && cin_g <= small_k) {
+        exec::pointwise_tile(cin_g, rows, cols, w + co * cin_g, bias ? bias + co : nullptr, xt,
+                             g.in_plane(), yt, op);
+        if (ch)
+          for (int64_t r = 0; r < rows; ++r) ch->apply_here(yt + r * op, cols);
+        continue;
+      }
+      if (bias)
+        for (int64_t r = 0; r < rows; ++r) std::fill(yt + r * op, yt + r * op + cols, bias[co + r]);
+      if (cin_g == 0) {
+        if (!bias)
+          for (int64_t r = 0; r < rows; ++r) std::fill(yt + r * op, yt + r * op + cols, 0.0f);
+      } else {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
+                    static_cast<int>(cols), static_cast<int>(cin_g), 1.0f, w + co * cin_g,
+                    static_cast<int>(cin_g), xt, static_cast<int>(g.in_plane()),
+                    bias ? 1.0f : 0.0f, yt,
+                    static_cast<int>(op));
+      }
+      if (ch)
+        for (int64_t r = 0; r < rows; ++r) ch->apply_here(yt + r * op, cols);
+    }
+  });
+}
+
 /// conv forward on fp32 buffers: x [N, Cin, *in], w [Cout, Cin / G, *k], bias [Cout] or null.
 /// A packed weight within one chunk is decoded whole for the call and read as a dense one (the
 /// same products, so the same bits as a plan that decompressed it).
-void conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias, float* y) {
+/// Returns true when it applied the fused chain `ch` itself (tile by tile, while in cache); the
+/// caller applies it to the whole output otherwise.
+bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias, float* y,
+                  const FusedChain* ch = nullptr) {
   const int64_t op = g.out_plane(), ip = g.in_plane(), kp = g.kprod();
   const int64_t cin_g = g.Cin / g.G, cout_g = g.Cout / g.G, kc = cin_g * kp;
-  if (g.N == 0 || g.Cout == 0 || op == 0) return;
+  if (g.N == 0 || g.Cout == 0 || op == 0) return false;
   if (w.packed && (g.Cout * kc <= kChunkFloats || cin_g == 1)) {
     w.dense = w.rows(0, g.Cout);  // this thread's buffer, not read by the paths below again
     w.packed = nullptr;
   }
+  // the fused chain, run by the direct kernels on each finished run of output
+  exec::OutputEpilogue epi;
+  if (ch) epi = [ch](float* p, int64_t n) { ch->apply_here(p, n); };
   if (cin_g == 1 && kc > 0) {
     // depthwise: its weight is small (C_out * kernel), decoded whole for the call
     const float* wp = w.dense;
-    if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0)
-      exec::depthwise_conv2d(shape_2d(g), x, wp, bias, y);
-    else
-      conv_depthwise(g, x, wp, bias, y);
-    return;
+    if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
+      exec::depthwise_conv2d(shape_2d(g), x, wp, bias, y, ch ? &epi : nullptr);
+      return ch != nullptr;
+    }
+    conv_depthwise(g, x, wp, bias, y);
+    return false;
   }
   if (g.G == 1 && !w.packed && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0 &&
       exec::small_cin_conv2d_fits(shape_2d(g))) {
-    exec::small_cin_conv2d(shape_2d(g), x, w.dense, bias, y);  // a stem: few input channels
-    return;
+    // a stem: few input channels
+    exec::small_cin_conv2d(shape_2d(g), x, w.dense, bias, y, ch ? &epi : nullptr);
+    return ch != nullptr;
   }
   if (g.G == 1 && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
     // 3x3 stride 1: Winograd, unless an output is not finite (recomputed below, directly)
@@ -439,30 +509,51 @@ void conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
     if (exec::winograd_suits(s2) &&
         exec::winograd_conv3x3(
             s2, x, [&w](int64_t r0, int64_t n) { return w.rows(r0, n); }, bias, y))
-      return;
+      return false;
   }
   bool any_bias = false;
   if (bias)
     for (int64_t c = 0; c < g.Cout && !any_bias; ++c) any_bias = bias[c] != 0.0f;
+  bool direct = kp == 1;
+  for (int j = 0; j < 3; ++j) direct = direct && g.s[j] == 1 && g.pb[j] == 0 && g.out[j] == g.in[j];
+  if (direct && op == 1 && cin_g > 0 && (!w.packed || g.G == 1)) {
+    // a 1x1 image (squeeze-and-excite): matrix-vector products, each weight row read once
+    for (int64_t n = 0; n < g.N; ++n) {
+      float* yn = y + n * g.Cout;
+      if (any_bias) std::copy(bias, bias + g.Cout, yn);
+      for (int64_t gr = 0; gr < g.G; ++gr) {
+        exec::GemvWeight gw;
+        if (w.packed)
+          gw.packed = w.packed;
+        else
+          gw = {w.dense + gr * cout_g * cin_g, cin_g, nullptr};
+        exec::gemv_nk(1, cout_g, cin_g, x + n * g.Cin + gr * cin_g, cin_g, gw, any_bias,
+                      yn + gr * cout_g, cout_g);
+      }
+    }
+    return false;
+  }
+  if (direct && !w.packed) {
+    pointwise_conv(g, x, w.dense, any_bias ? bias : nullptr, ch, y);
+    return ch != nullptr;
+  }
   if (any_bias)
     parallel_for(g.N * g.Cout, std::max<int64_t>(1, 65536 / op), [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; ++p) std::fill(y + p * op, y + (p + 1) * op, bias[p % g.Cout]);
     });
   const float beta = any_bias ? 1.0f : 0.0f;
-  bool direct = kp == 1;
-  for (int j = 0; j < 3; ++j) direct = direct && g.s[j] == 1 && g.pb[j] == 0 && g.out[j] == g.in[j];
   if (direct) {
     // 1x1: y[n, group] = w[group] @ x[n, group] on the NCHW layout
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t gr = 0; gr < g.G; ++gr)
         group_gemm(w, gr, cout_g, op, x + (n * g.Cin + gr * cin_g) * ip, ip, beta,
                    y + (n * g.Cout + gr * cout_g) * op, op);
-    return;
+    return false;
   }
-  if (conv_thread_bands(g, x, w, beta, y)) return;
+  if (conv_thread_bands(g, x, w, beta, y)) return false;
   const int64_t rows = g.out[0] * g.out[1], OW = g.out[2];
   const int64_t band = std::clamp<int64_t>(kColBudget / std::max<int64_t>(kc * OW, 1), 1, rows);
-  float* col = col_buffer(kc * band * OW);
+  float* col = exec::conv_scratch(0, kc * band * OW);
   for (int64_t n = 0; n < g.N; ++n)
     for (int64_t gr = 0; gr < g.G; ++gr)
       for (int64_t r0 = 0; r0 < rows; r0 += band) {
@@ -471,6 +562,7 @@ void conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
         group_gemm(w, gr, cout_g, pc, col, pc, beta, y + (n * g.Cout + gr * cout_g) * op + r0 * OW,
                    op);
       }
+  return false;
 }
 
 /// The float weights, the bias, shape checks shared by conv and conv_quantized, then the conv.
@@ -482,8 +574,9 @@ void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, Con
   std::vector<int64_t> oshape{g.N, g.Cout};
   for (int i = 0; i < g.nd; ++i) oshape.push_back(g.out[3 - g.nd + i]);
   Tensor& out = k.alloc(0, oshape);
-  conv_forward(g, x.data<float>(), w, bias, out.mutable_data<float>());
-  if (const FusedChain* ch = k.fused()) ch->apply(out.mutable_data<float>(), out.numel());
+  const FusedChain* ch = k.fused();
+  if (!conv_forward(g, x.data<float>(), w, bias, out.mutable_data<float>(), ch) && ch)
+    ch->apply(out.mutable_data<float>(), out.numel());
 }
 
 /// The bias input as fp32 [C_out], or null when absent.

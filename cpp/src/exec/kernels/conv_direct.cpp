@@ -25,14 +25,7 @@ namespace {
 
 constexpr int64_t kBlock = 16;  // output columns per register block
 
-typedef float v8 __attribute__((vector_size(32)));
-
-/// L floats and L ints (GCC vector extensions).
-template <int L>
-struct Lanes {
-  typedef float f __attribute__((vector_size(4 * L)));
-  typedef int32_t i __attribute__((vector_size(4 * L)));
-};
+typedef vmath::Lanes<8>::f v8;
 
 /// The plane layout of one padded input channel.
 struct Padded {
@@ -59,7 +52,7 @@ template <int L>
 inline __attribute__((always_inline)) void pad_plane(const Conv2dShape& s, const Padded& p,
                                                      const float* xc, float* buf, int64_t r0 = 0,
                                                      bool zero_rows = false) {
-  typedef typename Lanes<L>::f V;
+  typedef typename vmath::Lanes<L>::f V;
   for (int64_t r = 0; r < p.rows; ++r) {
     const int64_t ih = r0 + r - s.ph;
     if (ih < 0 || ih >= s.IH) {
@@ -101,7 +94,7 @@ template <int L, int K, int S, int R>
 inline __attribute__((always_inline)) void dw_rows_fixed(const Conv2dShape& s, const Padded& p,
                                                          const float* buf, const float* w, float b,
                                                          float* y, int64_t oh0) {
-  typedef typename Lanes<L>::f V;
+  typedef typename vmath::Lanes<L>::f V;
   V wv[K * K];
 #pragma GCC unroll 32
   for (int i = 0; i < K * K; ++i) wv[i] = V{} + w[i];
@@ -251,7 +244,7 @@ inline __attribute__((always_inline)) void stem_block(const Conv2dShape& s, cons
                                                       const int64_t* off, int64_t ohl, int64_t ow,
                                                       const float* w, int64_t kc, const float* bias,
                                                       float* y, int64_t op, int64_t n) {
-  typedef typename Lanes<L>::f V;
+  typedef typename vmath::Lanes<L>::f V;
   V acc[CB][NV];
 #pragma GCC unroll 16
   for (int j = 0; j < CB; ++j)
@@ -356,10 +349,99 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void stem_band_avx512(
 }
 #endif
 
+/// CB rows x NV vectors of L columns of a pointwise tile from column c: the accumulators start
+/// from the bias and add w[r, k] * x[k, c] for k in order.
+template <int L, int CB, int NV>
+inline __attribute__((always_inline)) void pointwise_block(int64_t K, const float* w,
+                                                           const float* bias, const float* x,
+                                                           int64_t ldx, float* y, int64_t ldy) {
+  typedef typename vmath::Lanes<L>::f V;
+  V acc[CB][NV];
+#pragma GCC unroll 16
+  for (int j = 0; j < CB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[j][v] = V{} + (bias ? bias[j] : 0.0f);
+  for (int64_t k = 0; k < K; ++k) {
+    V xv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) std::memcpy(&xv[v], x + k * ldx + v * L, sizeof(V));
+#pragma GCC unroll 16
+    for (int j = 0; j < CB; ++j) {
+      const V wv = V{} + w[j * K + k];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[j][v] += xv[v] * wv;
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < CB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) std::memcpy(y + j * ldy + v * L, &acc[j][v], sizeof(V));
+}
+
+/// CB rows of a pointwise tile: blocks of NV vectors, then single vectors, the last columns as a
+/// vector overlapping the previous one (the same sums), or one by one when narrower than L.
+template <int L, int CB, int NV>
+inline __attribute__((always_inline)) void pointwise_rows(int64_t K, int64_t cols, const float* w,
+                                                          const float* bias, const float* x,
+                                                          int64_t ldx, float* y, int64_t ldy) {
+  int64_t c = 0;
+  for (; c + NV * L <= cols; c += NV * L)
+    pointwise_block<L, CB, NV>(K, w, bias, x + c, ldx, y + c, ldy);
+  for (; c + L <= cols; c += L) pointwise_block<L, CB, 1>(K, w, bias, x + c, ldx, y + c, ldy);
+  if (c == cols) return;
+  if (cols >= L) {
+    pointwise_block<L, CB, 1>(K, w, bias, x + cols - L, ldx, y + cols - L, ldy);
+    return;
+  }
+  for (int j = 0; j < CB; ++j)
+    for (int64_t i = c; i < cols; ++i) {
+      float a = bias ? bias[j] : 0.0f;
+      for (int64_t k = 0; k < K; ++k) a += x[k * ldx + i] * w[j * K + k];
+      y[j * ldy + i] = a;
+    }
+}
+
+template <int L, int CB, int NV>
+inline __attribute__((always_inline)) void pointwise_tile_body(int64_t K, int64_t rows,
+                                                               int64_t cols, const float* w,
+                                                               const float* bias, const float* x,
+                                                               int64_t ldx, float* y, int64_t ldy) {
+  int64_t r = 0;
+  for (; r + CB <= rows; r += CB)
+    pointwise_rows<L, CB, NV>(K, cols, w + r * K, bias ? bias + r : nullptr, x, ldx, y + r * ldy,
+                              ldy);
+  for (; r < rows; ++r)
+    pointwise_rows<L, 1, NV>(K, cols, w + r * K, bias ? bias + r : nullptr, x, ldx, y + r * ldy,
+                             ldy);
+}
+
+typedef void (*PointwiseTile)(int64_t, int64_t, int64_t, const float*, const float*, const float*,
+                              int64_t, float*, int64_t);
+
+void pointwise_tile_base(int64_t K, int64_t rows, int64_t cols, const float* w, const float* bias,
+                         const float* x, int64_t ldx, float* y, int64_t ldy) {
+  pointwise_tile_body<4, 4, 2>(K, rows, cols, w, bias, x, ldx, y, ldy);
+}
+
+#ifdef MILKIT_VMATH_AVX2
+__attribute__((target("avx2,fma"))) void pointwise_tile_avx2(int64_t K, int64_t rows, int64_t cols,
+                                                             const float* w, const float* bias,
+                                                             const float* x, int64_t ldx, float* y,
+                                                             int64_t ldy) {
+  pointwise_tile_body<8, 4, 3>(K, rows, cols, w, bias, x, ldx, y, ldy);
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void pointwise_tile_avx512(
+    int64_t K, int64_t rows, int64_t cols, const float* w, const float* bias, const float* x,
+    int64_t ldx, float* y, int64_t ldy) {
+  pointwise_tile_body<16, 8, 3>(K, rows, cols, w, bias, x, ldx, y, ldy);
+}
+#endif
+
 }  // namespace
 
 void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias,
-                      float* y) {
+                      float* y, const OutputEpilogue* after) {
   if (s.N == 0 || s.Cout == 0 || s.OH <= 0 || s.OW <= 0) return;
   const Padded p = padded_layout(s);
   const int64_t mult = s.Cout / s.Cin, kp = s.KH * s.KW, op = s.OH * s.OW, ip = s.IH * s.IW;
@@ -382,6 +464,7 @@ void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, cons
       const int64_t n = pl / s.Cout, co = pl % s.Cout, in = n * s.Cin + co / mult;
       plane_fn(s, p, x + in * ip, in != filled, buf.data(), off.data(), w + co * kp,
                bias ? bias[co] : 0.0f, y + pl * op);
+      if (after) (*after)(y + pl * op, op);
       filled = in;
     }
   });
@@ -392,7 +475,7 @@ bool small_cin_conv2d_fits(const Conv2dShape& s) {
 }
 
 void small_cin_conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias,
-                      float* y) {
+                      float* y, const OutputEpilogue* after) {
   if (s.N == 0 || s.Cout == 0 || s.OH <= 0 || s.OW <= 0) return;
   const Padded p = stem_layout(s);
   std::vector<int64_t> off(static_cast<size_t>(s.KW));
@@ -411,10 +494,25 @@ void small_cin_conv2d(const Conv2dShape& s, const float* x, const float* w, cons
         static_cast<size_t>(p.phase * s.sw * s.Cin));  // zeros: the padding columns
     for (int64_t t = b; t < e; ++t) {
       const int64_t n = t / bands, oh0 = t % bands * kStemBand;
-      band_fn(s, p, x + n * ip, buf.data(), off.data(), w, bias, y + n * op, oh0,
-              std::min(s.OH, oh0 + kStemBand));
+      const int64_t oh1 = std::min(s.OH, oh0 + kStemBand);
+      band_fn(s, p, x + n * ip, buf.data(), off.data(), w, bias, y + n * op, oh0, oh1);
+      if (after)
+        for (int64_t co = 0; co < s.Cout; ++co)
+          (*after)(y + n * op + (co * s.OH + oh0) * s.OW, (oh1 - oh0) * s.OW);
     }
   });
+}
+
+void pointwise_tile(int64_t K, int64_t rows, int64_t cols, const float* w, const float* bias,
+                    const float* x, int64_t ldx, float* y, int64_t ldy) {
+  static const PointwiseTile fn = [] {
+#ifdef MILKIT_VMATH_AVX2
+    if (vmath::cpu_avx512()) return &pointwise_tile_avx512;
+    if (vmath::cpu_avx2_fma()) return &pointwise_tile_avx2;
+#endif
+    return &pointwise_tile_base;
+  }();
+  if (rows > 0 && cols > 0) fn(K, rows, cols, w, bias, x, ldx, y, ldy);
 }
 
 }  // namespace milkit::exec
