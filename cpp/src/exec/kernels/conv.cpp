@@ -408,34 +408,53 @@ void group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t pc, con
 }
 
 /// Tiles of a pointwise conv hold at most this many floats of output (so that a tile stays in L2
-/// between its GEMM and its fused chain) and about this many multiply-adds (a few per thread on
-/// the small convs of 7x7 and 14x14 images).
+/// between its products and its fused chain) and about this many multiply-adds.
 constexpr int64_t kPointwiseTile = 1 << 15;
 constexpr int64_t kPointwiseMacs = 1 << 19;
+/// Planes of up to this many pixels are not split (a tile's rows then lie together).
+constexpr int64_t kPointwiseRowPixels = 4096;
 
-/// A 1x1, stride-1, unpadded conv over a dense weight, y[n, group] = w[group] @ x[n, group] on
-/// the NCHW layout, in tiles of output channels x pixels across the threads: each tile is filled
-/// with the bias, multiplied single-threaded (beta 1 onto the bias, as the whole-output path
-/// does) and run through the fused chain `ch` while it is in cache. Tiles split the pixels first
-/// (down to 64 columns), then the channels (by multiples of 16); they depend on the shape only,
-/// never on the thread count, so the bits do not either.
-void pointwise_conv(const Geom& g, const float* x, const float* w, const float* bias,
-                    const FusedChain* ch, float* y) {
-  const int64_t op = g.out_plane(), cin_g = g.Cin / g.G, cout_g = g.Cout / g.G;
-  const int64_t want = std::max<int64_t>(
-      {1, (cout_g * op * cin_g + kPointwiseMacs - 1) / kPointwiseMacs,
-       (cout_g * op + kPointwiseTile - 1) / kPointwiseTile});
-  int64_t ns = std::clamp<int64_t>(want, 1, (op + 63) / 64);
-  const int64_t S = (op + ns - 1) / ns;
-  ns = (op + S - 1) / S;
-  int64_t nr = std::min<int64_t>((want + ns - 1) / ns, (cout_g + 15) / 16);
-  const int64_t R = std::max<int64_t>(1, ((cout_g + nr - 1) / nr + 15) / 16 * 16);
-  nr = (cout_g + R - 1) / R;
-  // MILKIT_POINTWISE=blas: every tile by BLAS (read once per process, for measuring)
+/// The fused chain over a tile of `rows` rows of `cols` values, rows `ld` apart: one run when the
+/// rows are whole (a chain's per-call cost is worth more than a 7x7 plane's 49 values).
+void chain_tile(const FusedChain& ch, float* p, int64_t rows, int64_t cols, int64_t ld) {
+  if (cols == ld) {
+    ch.apply_here(p, rows * cols);
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) ch.apply_here(p + r * ld, cols);
+}
+
+/// Whether a 1x1, stride-1, unpadded conv with `cin_g` input channels per group goes to
+/// `pointwise_conv` (up to exec::kPointwiseSmallK; MILKIT_POINTWISE=blas sends every one to
+/// BLAS, read once per process, for measuring).
+bool pointwise_small_k(int64_t cin_g) {
   static const int64_t small_k = [] {
     const char* e = std::getenv("MILKIT_POINTWISE");
     return e && std::string(e) == "blas" ? int64_t{0} : exec::kPointwiseSmallK;
   }();
+  return cin_g > 0 && cin_g <= small_k;
+}
+
+/// A 1x1, stride-1, unpadded conv of few input channels over a dense weight, y[n, group] =
+/// bias + w[group] @ x[n, group] on the NCHW layout, in tiles of output channels x pixels across
+/// the threads, each computed by exec::pointwise_tile (BLAS's packing costs more than the
+/// products at this depth) and run through the fused chain `ch` while it is in cache. Tiles
+/// split the channels (by multiples of 16) and, in planes of more than kPointwiseRowPixels,
+/// first the pixels (runs of 64 or more); they depend on the shape only, never on the thread
+/// count, so neither do the bits. (With more input channels, BLAS over the whole output is
+/// faster: split into tiles, each GEMM packs its part of the input again.)
+void pointwise_conv(const Geom& g, const float* x, const float* w, const float* bias,
+                    const FusedChain* ch, float* y) {
+  const int64_t op = g.out_plane(), ip = g.in_plane(), cin_g = g.Cin / g.G, cout_g = g.Cout / g.G;
+  const int64_t want = std::max<int64_t>(
+      {1, (cout_g * op * cin_g + kPointwiseMacs - 1) / kPointwiseMacs,
+       (cout_g * op + kPointwiseTile - 1) / kPointwiseTile});
+  int64_t ns = op <= kPointwiseRowPixels ? 1 : std::clamp<int64_t>(want, 1, (op + 63) / 64);
+  const int64_t S = (op + ns - 1) / ns;
+  ns = (op + S - 1) / S;
+  int64_t nr = std::clamp<int64_t>((want + ns - 1) / ns, 1, (cout_g + 15) / 16);
+  const int64_t R = std::max<int64_t>(1, ((cout_g + nr - 1) / nr + 15) / 16 * 16);
+  nr = (cout_g + R - 1) / R;
   parallel_for(g.N * g.G * nr * ns, 1, [&](int64_t b, int64_t e) {
     for (int64_t task = b; task < e; ++task) {
       const int64_t sb = task % ns, rb = task / ns % nr, gr = task / (ns * nr) % g.G;
@@ -444,28 +463,9 @@ void pointwise_conv(const Geom& g, const float* x, const float* w, const float* 
       const int64_t c0 = sb * S, cols = std::min(S, op - c0);
       const int64_t co = gr * cout_g + co0;
       float* yt = y + (n * g.Cout + co) * op + c0;
-      const float* xt = x + (n * g.Cin + gr * cin_g) * g.in_plane() + c0;
-      if (cin_g > 0 && cin_g <= small_k) {
-        exec::pointwise_tile(cin_g, rows, cols, w + co * cin_g, bias ? bias + co : nullptr, xt,
-                             g.in_plane(), yt, op);
-        if (ch)
-          for (int64_t r = 0; r < rows; ++r) ch->apply_here(yt + r * op, cols);
-        continue;
-      }
-      if (bias)
-        for (int64_t r = 0; r < rows; ++r) std::fill(yt + r * op, yt + r * op + cols, bias[co + r]);
-      if (cin_g == 0) {
-        if (!bias)
-          for (int64_t r = 0; r < rows; ++r) std::fill(yt + r * op, yt + r * op + cols, 0.0f);
-      } else {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
-                    static_cast<int>(cols), static_cast<int>(cin_g), 1.0f, w + co * cin_g,
-                    static_cast<int>(cin_g), xt, static_cast<int>(g.in_plane()),
-                    bias ? 1.0f : 0.0f, yt,
-                    static_cast<int>(op));
-      }
-      if (ch)
-        for (int64_t r = 0; r < rows; ++r) ch->apply_here(yt + r * op, cols);
+      exec::pointwise_tile(cin_g, rows, cols, w + co * cin_g, bias ? bias + co : nullptr,
+                           x + (n * g.Cin + gr * cin_g) * ip + c0, ip, yt, op);
+      if (ch) chain_tile(*ch, yt, rows, cols, op);
     }
   });
 }
@@ -480,44 +480,14 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
   const int64_t op = g.out_plane(), ip = g.in_plane(), kp = g.kprod();
   const int64_t cin_g = g.Cin / g.G, cout_g = g.Cout / g.G, kc = cin_g * kp;
   if (g.N == 0 || g.Cout == 0 || op == 0) return false;
-  if (w.packed && (g.Cout * kc <= kChunkFloats || cin_g == 1)) {
-    w.dense = w.rows(0, g.Cout);  // this thread's buffer, not read by the paths below again
-    w.packed = nullptr;
-  }
-  // the fused chain, run by the direct kernels on each finished run of output
-  exec::OutputEpilogue epi;
-  if (ch) epi = [ch](float* p, int64_t n) { ch->apply_here(p, n); };
-  if (cin_g == 1 && kc > 0) {
-    // depthwise: its weight is small (C_out * kernel), decoded whole for the call
-    const float* wp = w.dense;
-    if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
-      exec::depthwise_conv2d(shape_2d(g), x, wp, bias, y, ch ? &epi : nullptr);
-      return ch != nullptr;
-    }
-    conv_depthwise(g, x, wp, bias, y);
-    return false;
-  }
-  if (g.G == 1 && !w.packed && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0 &&
-      exec::small_cin_conv2d_fits(shape_2d(g))) {
-    // a stem: few input channels
-    exec::small_cin_conv2d(shape_2d(g), x, w.dense, bias, y, ch ? &epi : nullptr);
-    return ch != nullptr;
-  }
-  if (g.G == 1 && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
-    // 3x3 stride 1: Winograd, unless an output is not finite (recomputed below, directly)
-    const exec::Conv2dShape s2 = shape_2d(g);
-    if (exec::winograd_suits(s2) &&
-        exec::winograd_conv3x3(
-            s2, x, [&w](int64_t r0, int64_t n) { return w.rows(r0, n); }, bias, y))
-      return false;
-  }
   bool any_bias = false;
   if (bias)
     for (int64_t c = 0; c < g.Cout && !any_bias; ++c) any_bias = bias[c] != 0.0f;
   bool direct = kp == 1;
   for (int j = 0; j < 3; ++j) direct = direct && g.s[j] == 1 && g.pb[j] == 0 && g.out[j] == g.in[j];
   if (direct && op == 1 && cin_g > 0 && (!w.packed || g.G == 1)) {
-    // a 1x1 image (squeeze-and-excite): matrix-vector products, each weight row read once
+    // a 1x1 image (squeeze-and-excite): matrix-vector products, each weight row read once, a
+    // packed one where it lies (fp16 rows in place)
     for (int64_t n = 0; n < g.N; ++n) {
       float* yn = y + n * g.Cout;
       if (any_bias) std::copy(bias, bias + g.Cout, yn);
@@ -533,7 +503,33 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
     }
     return false;
   }
-  if (direct && !w.packed) {
+  if (w.packed && (g.Cout * kc <= kChunkFloats || cin_g == 1)) {
+    w.dense = w.rows(0, g.Cout);  // this thread's buffer, not read by the paths below again
+    w.packed = nullptr;
+  }
+  if (cin_g == 1 && kc > 0) {
+    // depthwise: its weight is small (C_out * kernel), decoded whole for the call
+    const float* wp = w.dense;
+    if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0)
+      exec::depthwise_conv2d(shape_2d(g), x, wp, bias, y);
+    else
+      conv_depthwise(g, x, wp, bias, y);
+    return false;
+  }
+  if (g.G == 1 && !w.packed && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0 &&
+      exec::small_cin_conv2d_fits(shape_2d(g))) {
+    exec::small_cin_conv2d(shape_2d(g), x, w.dense, bias, y);  // a stem: few input channels
+    return false;
+  }
+  if (g.G == 1 && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
+    // 3x3 stride 1: Winograd, unless an output is not finite (recomputed below, directly)
+    const exec::Conv2dShape s2 = shape_2d(g);
+    if (exec::winograd_suits(s2) &&
+        exec::winograd_conv3x3(
+            s2, x, [&w](int64_t r0, int64_t n) { return w.rows(r0, n); }, bias, y))
+      return false;
+  }
+  if (direct && !w.packed && pointwise_small_k(cin_g)) {
     pointwise_conv(g, x, w.dense, any_bias ? bias : nullptr, ch, y);
     return ch != nullptr;
   }

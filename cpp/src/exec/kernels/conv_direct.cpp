@@ -441,7 +441,7 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void pointwise_tile_avx512(
 }  // namespace
 
 void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias,
-                      float* y, const OutputEpilogue* after) {
+                      float* y) {
   if (s.N == 0 || s.Cout == 0 || s.OH <= 0 || s.OW <= 0) return;
   const Padded p = padded_layout(s);
   const int64_t mult = s.Cout / s.Cin, kp = s.KH * s.KW, op = s.OH * s.OW, ip = s.IH * s.IW;
@@ -464,7 +464,6 @@ void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, cons
       const int64_t n = pl / s.Cout, co = pl % s.Cout, in = n * s.Cin + co / mult;
       plane_fn(s, p, x + in * ip, in != filled, buf.data(), off.data(), w + co * kp,
                bias ? bias[co] : 0.0f, y + pl * op);
-      if (after) (*after)(y + pl * op, op);
       filled = in;
     }
   });
@@ -475,7 +474,7 @@ bool small_cin_conv2d_fits(const Conv2dShape& s) {
 }
 
 void small_cin_conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias,
-                      float* y, const OutputEpilogue* after) {
+                      float* y) {
   if (s.N == 0 || s.Cout == 0 || s.OH <= 0 || s.OW <= 0) return;
   const Padded p = stem_layout(s);
   std::vector<int64_t> off(static_cast<size_t>(s.KW));
@@ -494,11 +493,8 @@ void small_cin_conv2d(const Conv2dShape& s, const float* x, const float* w, cons
         static_cast<size_t>(p.phase * s.sw * s.Cin));  // zeros: the padding columns
     for (int64_t t = b; t < e; ++t) {
       const int64_t n = t / bands, oh0 = t % bands * kStemBand;
-      const int64_t oh1 = std::min(s.OH, oh0 + kStemBand);
-      band_fn(s, p, x + n * ip, buf.data(), off.data(), w, bias, y + n * op, oh0, oh1);
-      if (after)
-        for (int64_t co = 0; co < s.Cout; ++co)
-          (*after)(y + n * op + (co * s.OH + oh0) * s.OW, (oh1 - oh0) * s.OW);
+      band_fn(s, p, x + n * ip, buf.data(), off.data(), w, bias, y + n * op, oh0,
+              std::min(s.OH, oh0 + kStemBand));
     }
   });
 }

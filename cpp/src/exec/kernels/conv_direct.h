@@ -4,13 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
 namespace milkit::exec {
-
-/// Called on each finished run of a direct conv's output (pointer, count) by the thread that
-/// wrote it, while it is in cache: the plan's fused elementwise chain.
-using OutputEpilogue = std::function<void(float*, int64_t)>;
 
 /// The geometry of a 2-d conv on NCHW fp32 buffers (a 1-d conv has IH = OH = KH = 1).
 struct Conv2dShape {
@@ -26,10 +21,9 @@ struct Conv2dShape {
 
 /// Depthwise conv (groups = Cin, Cout a multiple of Cin: output channel co reads input channel
 /// co / (Cout / Cin)): y[n, co] = bias[co] + sum_kh,kw w[co, kh, kw] * x[n, ci, oh * sh + kh *
-/// dh - ph, ow * sw + kw * dw - pw], 0 outside the input. bias may be null; `after`, when given,
-/// runs on each output plane.
+/// dh - ph, ow * sw + kw * dw - pw], 0 outside the input. bias may be null.
 void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias,
-                      float* y, const OutputEpilogue* after = nullptr);
+                      float* y);
 
 /// Whether `small_cin_conv2d` takes this (groups = 1) conv: 1 to 4 input channels, at most 160
 /// taps per output (C_in * KH * KW), more than one tap per channel (a network's stem).
@@ -40,9 +34,8 @@ bool small_cin_conv2d_fits(const Conv2dShape& s);
 /// dh - ph, ow * sw + kw * dw - pw] (0 outside the input), the taps added in that order. bias may
 /// be null. Bands of output rows across the threads; vectors of output columns times 8 (AVX-512)
 /// or 4 output channels per register block.
-/// `after`, when given, runs on each output channel's rows of each band.
 void small_cin_conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias,
-                      float* y, const OutputEpilogue* after = nullptr);
+                      float* y);
 
 /// Input channels up to which a 1x1 conv's tiles are computed by `pointwise_tile` rather than
 /// by BLAS, whose packing costs more than the products there.
