@@ -3,7 +3,9 @@
 // output rows each thread makes the columns of its own bands of rows and multiplies them (the
 // columns still in its cache, one hand-over per conv), else columns are made in bands of at most
 // 3 MB and the GEMM is split across threads; a 1x1, stride-1, unpadded conv multiplies the NCHW
-// input directly; one input channel per group - depthwise - is a direct loop across threads
+// input directly (up to 32 input channels in tiles by conv_direct.cpp's pointwise kernel, the
+// fused chain per tile; on a 1x1 image as matrix-vector products); one input channel per group -
+// depthwise - is a direct loop across threads
 // (conv_direct.cpp for 1-d and 2-d). Elementwise ops the plan fused into the conv (FusedChain) are
 // applied to its output in place. A weight the plan keeps packed (an fp16 weight read in place, a
 // compressed one) is never widened whole: up to 256K elements it is decoded for the call, larger

@@ -9,7 +9,9 @@
 // of a row wider than a vector as a block overlapping the previous one. Other geometries go row
 // by row in blocks of 16 columns (GCC vector extensions), the padded rows long enough that a
 // block may run past the output's last column into scratch. Every output sums its taps in the
-// order (kh, kw) from the bias, whichever body computes it.
+// order (kh, kw) from the bias, whichever body computes it. The stem kernel (few input channels)
+// pads bands of rows the same way; the pointwise kernel (a 1x1 conv's tile of few input
+// channels) reads the input where it lies.
 #include "conv_direct.h"
 
 #include <algorithm>

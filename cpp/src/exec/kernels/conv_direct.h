@@ -1,6 +1,7 @@
-// Direct convolution kernels that need no im2col columns over a zero-padded copy of each input
-// plane: the 2-d depthwise conv (one input channel per group) and the conv of few input channels
-// (a network's stem). Private to cpp/src/exec.
+// Direct convolution kernels that need no im2col columns: over a zero-padded copy of each input
+// plane, the 2-d depthwise conv (one input channel per group) and the conv of few input channels
+// (a network's stem); over the input itself, tiles of 1x1 convs of few input channels. Private to
+// cpp/src/exec.
 #pragma once
 
 #include <cstdint>
