@@ -630,6 +630,8 @@ POINTWISE_CASES = [
     ((1, 672, 14, 14), 112, 1),
     ((1, 240, 1, 1), 960, 1),
     ((3, 40, 1, 1), 10, 1),
+    ((4, 33, 1, 1), 70, 1),
+    ((6, 40, 1, 1), 24, 1),  # more images than a matrix-vector product takes: BLAS
     ((2, 24, 1, 1), 12, 4),
 ]
 
@@ -648,14 +650,15 @@ def test_conv_pointwise(xs: tuple, cout: int, groups: int, with_bias: bool) -> N
             outs.append(run_op("conv", {"x": x}, weight=w, groups=groups, pad_type="valid", **bias)[0])
         finally:
             ct.set_num_threads(0)
-    if xs[1] // groups <= 32 or xs[2] * xs[3] == 1:
+    if xs[1] // groups <= 32 or (xs[2] * xs[3] == 1 and xs[0] <= 4):
         for got in outs[1:]:
             np.testing.assert_array_equal(got.view(np.uint32), outs[0].view(np.uint32))
     want = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b) if with_bias else None, groups=groups)
     assert_close(outs[0], want.numpy(), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("xs, cout", [((1, 240, 1, 1), 960), ((2, 16, 9, 13), 40), ((1, 96, 14, 14), 200)])
+@pytest.mark.parametrize("xs, cout", [((1, 240, 1, 1), 960), ((3, 64, 1, 1), 300), ((2, 16, 9, 13), 40),
+                                      ((1, 96, 14, 14), 200)])
 def test_conv_pointwise_fp16(xs: tuple, cout: int) -> None:
     """fp16 1x1 convs (the weight read in place or decoded for the call) against the fp32 conv."""
     x, w, b = rand(*xs, dtype=np.float16, seed=63), rand(cout, xs[1], 1, 1, dtype=np.float16, seed=64), \

@@ -487,21 +487,19 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
     for (int64_t c = 0; c < g.Cout && !any_bias; ++c) any_bias = bias[c] != 0.0f;
   bool direct = kp == 1;
   for (int j = 0; j < 3; ++j) direct = direct && g.s[j] == 1 && g.pb[j] == 0 && g.out[j] == g.in[j];
-  if (direct && op == 1 && cin_g > 0 && (!w.packed || g.G == 1)) {
-    // a 1x1 image (squeeze-and-excite): matrix-vector products, each weight row read once, a
-    // packed one where it lies (fp16 rows in place)
-    for (int64_t n = 0; n < g.N; ++n) {
-      float* yn = y + n * g.Cout;
-      if (any_bias) std::copy(bias, bias + g.Cout, yn);
-      for (int64_t gr = 0; gr < g.G; ++gr) {
-        exec::GemvWeight gw;
-        if (w.packed)
-          gw.packed = w.packed;
-        else
-          gw = {w.dense + gr * cout_g * cin_g, cin_g, nullptr};
-        exec::gemv_nk(1, cout_g, cin_g, x + n * g.Cin + gr * cin_g, cin_g, gw, any_bias,
-                      yn + gr * cout_g, cout_g);
-      }
+  if (direct && op == 1 && cin_g > 0 && g.N <= exec::kGemvRows && (!w.packed || g.G == 1)) {
+    // 1x1 images (squeeze-and-excite) of a few inputs: matrix-vector products, each weight row
+    // read once for all images, a packed one where it lies (fp16 rows in place)
+    if (any_bias)
+      for (int64_t n = 0; n < g.N; ++n) std::copy(bias, bias + g.Cout, y + n * g.Cout);
+    for (int64_t gr = 0; gr < g.G; ++gr) {
+      exec::GemvWeight gw;
+      if (w.packed)
+        gw.packed = w.packed;
+      else
+        gw = {w.dense + gr * cout_g * cin_g, cin_g, nullptr};
+      exec::gemv_nk(g.N, cout_g, cin_g, x + gr * cin_g, g.Cin, gw, any_bias, y + gr * cout_g,
+                    g.Cout);
     }
     return false;
   }
