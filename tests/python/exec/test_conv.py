@@ -17,7 +17,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from milkit import Builder as mb
-from support.exec_util import assert_close, rand, run_op, run_prog
+from support.exec_util import assert_close, at_threads, rand, run_op, run_prog
 
 F16 = {"rtol": 3e-3, "atol": 3e-3}
 CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
@@ -478,13 +478,7 @@ def test_conv_winograd_threads_agree(xs: tuple, ws: tuple, pad: list) -> None:
     """The same bits on 1, 2 and 3 threads: every GEMM sums over all input channels at once, so
     the blocking by threads does not change any sum."""
     x, w, b = rand(*xs, seed=43), rand(*ws, seed=44), rand(ws[0], seed=45)
-    outs = []
-    for t in (1, 2, 3):
-        ct.set_num_threads(t)
-        try:
-            outs.append(run_op("conv", {"x": x}, weight=w, bias=b, pad_type="custom", pad=pad)[0])
-        finally:
-            ct.set_num_threads(0)
+    outs = at_threads(lambda: run_op("conv", {"x": x}, weight=w, bias=b, pad_type="custom", pad=pad)[0])
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_array_equal(outs[0], outs[2])
 
@@ -587,14 +581,8 @@ def test_conv_small_cin_fp16_and_same_pad() -> None:
 def test_direct_convs_same_bits_any_thread_count(xs: tuple, ws: tuple, groups: int, k: int, s: int) -> None:
     """The direct kernels (depthwise, small-Cin) give the same bits at 1, 2 and 3 threads."""
     x, w, b = rand(*xs, seed=50), rand(*ws, seed=51), rand(ws[0], seed=52)
-    outs = []
-    for threads in (1, 2, 3):
-        ct.set_num_threads(threads)
-        try:
-            outs.append(run_op("conv", {"x": x}, weight=w, bias=b, strides=[s, s], groups=groups, pad_type="custom",
-                               pad=[k // 2] * 4)[0])
-        finally:
-            ct.set_num_threads(0)
+    outs = at_threads(lambda: run_op("conv", {"x": x}, weight=w, bias=b, strides=[s, s], groups=groups,
+                                     pad_type="custom", pad=[k // 2] * 4)[0])
     for got in outs[1:]:
         np.testing.assert_array_equal(got.view(np.uint32), outs[0].view(np.uint32))
     want = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), stride=s, padding=k // 2, groups=groups)
@@ -643,13 +631,7 @@ def test_conv_pointwise(xs: tuple, cout: int, groups: int, with_bias: bool) -> N
     same bits at 1, 2 and 3 threads (their blocks depend on the shape only)."""
     x, w, b = rand(*xs, seed=60), rand(cout, xs[1] // groups, 1, 1, seed=61), rand(cout, seed=62)
     bias = {"bias": b} if with_bias else {}
-    outs = []
-    for threads in (1, 2, 3):
-        ct.set_num_threads(threads)
-        try:
-            outs.append(run_op("conv", {"x": x}, weight=w, groups=groups, pad_type="valid", **bias)[0])
-        finally:
-            ct.set_num_threads(0)
+    outs = at_threads(lambda: run_op("conv", {"x": x}, weight=w, groups=groups, pad_type="valid", **bias)[0])
     if xs[1] // groups <= 32 or (xs[2] * xs[3] == 1 and xs[0] <= 4):
         for got in outs[1:]:
             np.testing.assert_array_equal(got.view(np.uint32), outs[0].view(np.uint32))

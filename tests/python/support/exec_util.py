@@ -12,7 +12,7 @@ import numpy as np
 from milkit import Builder as mb
 from milkit import get_new_symbol, types
 
-__all__ = ["run_op", "run_prog", "assert_close", "astype_x86", "MIL_DTYPE", "rand"]
+__all__ = ["run_op", "run_prog", "assert_close", "astype_x86", "MIL_DTYPE", "rand", "at_threads"]
 
 MIL_DTYPE = {
     np.dtype(np.float16): types.fp16,
@@ -24,6 +24,19 @@ MIL_DTYPE = {
     np.dtype(np.int16): types.int16,
     np.dtype(np.uint16): types.uint16,
 }
+
+
+def at_threads(fn: Callable[[], Any], threads: tuple[int, ...] = (1, 2, 3)) -> list[Any]:
+    """fn()'s result with the interpreter on each thread count in turn (the default restored
+    after each, even when fn raises)."""
+    outs = []
+    for t in threads:
+        ct.set_num_threads(t)
+        try:
+            outs.append(fn())
+        finally:
+            ct.set_num_threads(0)
+    return outs
 
 
 def rand(*shape: int, dtype: Any = np.float32, lo: float = -1.0, hi: float = 1.0, seed: int = 0) -> np.ndarray:

@@ -236,6 +236,17 @@ Padded stem_layout(const Conv2dShape& s) {
   return p;
 }
 
+/// Every accumulator of row j set to bias[j] in all lanes (0 without a bias): the start of the
+/// stem's and the pointwise kernel's register blocks.
+template <typename V, int CB, int NV>
+inline __attribute__((always_inline)) void bias_accumulators(V (&acc)[CB][NV],
+                                                             const float* bias) {
+#pragma GCC unroll 16
+  for (int j = 0; j < CB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[j][v] = V{} + (bias ? bias[j] : 0.0f);
+}
+
 /// CB output channels x NV vectors of L output columns of output row `ohl` of a band (rows of
 /// `buf`, whose channel ci starts at ci * cstride), from the output column `ow`: the accumulators
 /// start from the bias and add each tap (ci, kh, kw) in that order. `n` < L stores only the first
@@ -248,10 +259,7 @@ inline __attribute__((always_inline)) void stem_block(const Conv2dShape& s, cons
                                                       float* y, int64_t op, int64_t n) {
   typedef typename vmath::Lanes<L>::f V;
   V acc[CB][NV];
-#pragma GCC unroll 16
-  for (int j = 0; j < CB; ++j)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[j][v] = V{} + (bias ? bias[j] : 0.0f);
+  bias_accumulators(acc, bias);
   const float* wt = w;
   for (int64_t ci = 0; ci < s.Cin; ++ci)
     for (int64_t kh = 0; kh < s.KH; ++kh) {
@@ -359,10 +367,7 @@ inline __attribute__((always_inline)) void pointwise_block(int64_t K, const floa
                                                            int64_t ldx, float* y, int64_t ldy) {
   typedef typename vmath::Lanes<L>::f V;
   V acc[CB][NV];
-#pragma GCC unroll 16
-  for (int j = 0; j < CB; ++j)
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) acc[j][v] = V{} + (bias ? bias[j] : 0.0f);
+  bias_accumulators(acc, bias);
   for (int64_t k = 0; k < K; ++k) {
     V xv[NV];
 #pragma GCC unroll 4
