@@ -138,21 +138,34 @@ TEST_CASE("exec: the weight cache keeps widened weights within MILKIT_WEIGHT_CAC
   const char* old = std::getenv("MILKIT_WEIGHT_CACHE_MB");
   const std::string saved = old ? old : "";
   const size_t before = weight_cache_bytes();
-  auto f = fp16_products(9, 512, 300, 128);  // 9 rows: BLAS on the widened weights
-  Tensor x = pseudo_input(DataType::Float16, {9, 512});
-  Tensor want = Plan(f, nullptr, false).run({{"x", x}})[0].second;
+  // two adds reading large fp16 constants in place: each is widened for its kernel
+  auto f = std::make_shared<Function>(Target::iOS17);
+  Var* x = f->add_input("x", f->ctx().tensor(DataType::Float16, std::vector<int64_t>{300, 512}));
+  Var* y = f->add_input("y", f->ctx().tensor(DataType::Float16, std::vector<int64_t>{300, 128}));
+  Builder b(*f);
+  Var* s1 = b.op("add", {{"x", x}, {"y", pseudo_const(b, DataType::Float16, {300, 512}, 1)}});
+  Var* s2 = b.op("add", {{"x", y}, {"y", pseudo_const(b, DataType::Float16, {300, 128}, 2)}});
+  f->body().set_outputs({s1, s2});
+  const std::map<std::string, Tensor> in = {{"x", pseudo_input(DataType::Float16, {300, 512})},
+                                            {"y", pseudo_input(DataType::Float16, {300, 128})}};
+  auto same = [&](const std::vector<std::pair<std::string, Tensor>>& a,
+                  const std::vector<std::pair<std::string, Tensor>>& w) {
+    return same_bits(a[0].second, w[0].second) && same_bits(a[1].second, w[1].second);
+  };
+  const auto want = Plan(f, nullptr, false).run(in);
   {
     Plan fast(f);
+    REQUIRE(fast.in_place_weight_count() == 2);
     setenv("MILKIT_WEIGHT_CACHE_MB", "0", 1);
-    CHECK(same_bits(fast.run({{"x", x}})[0].second, want));
+    CHECK(same(fast.run(in), want));
     CHECK(weight_cache_bytes() == 0);
     setenv("MILKIT_WEIGHT_CACHE_MB", "100", 1);
-    CHECK(same_bits(fast.run({{"x", x}})[0].second, want));
+    CHECK(same(fast.run(in), want));
     CHECK(weight_cache_bytes() == (300 * 512 + 300 * 128) * 4);
-    CHECK(same_bits(fast.run({{"x", x}})[0].second, want));  // from the cache
-    // a limit between the two weights keeps the one used last (the matmul's)
+    CHECK(same(fast.run(in), want));  // from the cache
+    // a limit between the two weights keeps the one used last (the second add's)
     setenv("MILKIT_WEIGHT_CACHE_MB", "0.3", 1);
-    CHECK(same_bits(fast.run({{"x", x}})[0].second, want));
+    CHECK(same(fast.run(in), want));
     CHECK(weight_cache_bytes() == 300 * 128 * 4);
   }
   CHECK(weight_cache_bytes() == 0);  // a plan's weights leave the cache with it

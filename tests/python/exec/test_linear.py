@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from milkit import Builder as mb
 from milkit import get_new_symbol
-from support.exec_util import assert_close, rand, run_op
+from support.exec_util import assert_close, at_threads, rand, run_op, run_prog
 
 F16 = {"rtol": 2e-3, "atol": 2e-3}
 
@@ -156,6 +156,54 @@ def test_linear_fp32(xs: tuple, bias: bool) -> None:
         want = want + b
     got = run_op("linear", {"x": x}, **params)[0]
     assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+# products by a weight of 5 rows or more: milkit's panel GEMM (48-column panels, 8- or 4-row
+# register blocks, k in blocks of 512) at the edges of each: rows, columns and k that do not
+# divide, a long k accumulating into C, a single column
+GEMM_SHAPES = [(5, 1, 7), (8, 48, 16), (9, 49, 17), (13, 95, 100), (33, 97, 513), (70, 130, 1100), (7, 3, 0)]
+
+
+@pytest.mark.parametrize("m,n,k", GEMM_SHAPES)
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_gemm_edges(m: int, n: int, k: int, bias: bool) -> None:
+    """linear against numpy in float64, and the same bits on 1, 2 and 3 threads."""
+    x = rand(m, k, seed=30)
+    w = rand(n, k, seed=31)
+    params: dict = {"weight": w}
+    want = x.astype(np.float64) @ w.astype(np.float64).T
+    if bias:
+        params["bias"] = rand(n, seed=32)
+        want = want + params["bias"]
+    outs = at_threads(lambda: run_op("linear", {"x": x}, **params)[0])
+    assert_close(outs[0], want.astype(np.float32), rtol=1e-5, atol=1e-5 * max(k, 1) ** 0.5)
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
+
+
+@pytest.mark.parametrize("m,n,k", GEMM_SHAPES[:-1])
+@pytest.mark.parametrize("ty", [False, True])
+def test_matmul_const_gemm_edges(m: int, n: int, k: int, ty: bool) -> None:
+    """matmul by a constant y stored [K, N] (an imported MatMul) or [N, K]; and by a y that is an
+    input (the same kernel)."""
+    x = rand(2, m, k, seed=33)
+    y = rand(n, k, seed=34) if ty else rand(k, n, seed=34)
+    want = np_matmul(x.astype(np.float64), y.astype(np.float64), ty=ty).astype(np.float32)
+    got = run_op("matmul", {"x": x}, y=y, transpose_y=ty)[0]
+    assert_close(got, want, rtol=1e-5, atol=1e-5 * k**0.5)
+    got2 = run_prog(lambda a, b: mb.matmul(x=a, y=b, transpose_y=ty), {"x": x, "y": y})[0]
+    np.testing.assert_array_equal(got2, got)
+
+
+@pytest.mark.parametrize("m,n,k", GEMM_SHAPES[:-1])
+def test_linear_fp16_gemm_edges(m: int, n: int, k: int) -> None:
+    """An fp16 weight widened while its panels are packed gives the fp32 product of its values."""
+    x = rand(m, k, dtype=np.float16, seed=35)
+    w = rand(n, k, dtype=np.float16, seed=36)
+    got = run_op("linear", {"x": x}, weight=w)[0]
+    want = (x.astype(np.float64) @ w.astype(np.float64).T).astype(np.float16)
+    assert got.dtype == np.float16
+    assert_close(got, want, **F16)
 
 
 def test_linear_fp16() -> None:

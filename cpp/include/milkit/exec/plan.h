@@ -107,10 +107,16 @@ class Plan {
 };
 
 /// Bytes of fp32 weight copies the process's weight cache holds now. Kernels that need a whole
-/// packed or in-place weight in fp32 (products of more than a few rows, convolutions, other
-/// readers of a large constant) widen it once and keep it while the cache's total stays within
-/// MILKIT_WEIGHT_CACHE_MB (read at each use; default a quarter of the machine's memory, 0 keeps
-/// nothing), dropping the least recently used first.
+/// packed or in-place weight in fp32 (convolutions, other readers of a large constant, products
+/// of 5 rows or more when gemm_kernel() is "blas") widen it once and keep it while the cache's
+/// total stays within MILKIT_WEIGHT_CACHE_MB (read at each use; default a quarter of the machine's
+/// memory, 0 keeps nothing), dropping the least recently used first.
 size_t weight_cache_bytes();
+
+/// The kernel of products by a weight (linear, matmul) of 5 rows or more: "panels" (milkit's
+/// own, packing the weight per call 48 columns at a time, fp16 and compressed weights decoded
+/// while packing) or "blas" (OpenBLAS over an fp32 weight: a CPU without AVX2 and FMA, or
+/// MILKIT_GEMM=blas).
+std::string gemm_kernel();
 
 }  // namespace milkit

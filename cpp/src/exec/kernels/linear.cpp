@@ -20,6 +20,7 @@
 #include "gemv.h"
 #include "kernels.h"
 #include "milkit/exec/threads.h"
+#include "sgemm.h"
 
 namespace milkit {
 
@@ -66,6 +67,16 @@ void blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
         exec::gemv_nk(g.M, g.N, g.K, A, g.lda, w, beta != 0.0f, C, g.ldc);
       else
         exec::gemv_kn(g.M, g.N, g.K, A, g.lda, w, beta != 0.0f, C, g.ldc);
+      return;
+    }
+    // more rows, A not transposed: the interpreter's own product (B packed per call)
+    if (!g.ta && exec::sgemm_panels_enabled()) {
+      exec::GemmRhs rhs;
+      rhs.f32 = B;
+      rhs.nk = g.tb;
+      rhs.ld = std::max<int64_t>(g.ldb, g.tb ? g.K : g.N);
+      exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, nullptr,
+                         beta != 0.0f, C, g.ldc);
       return;
     }
     // a single row or column is a matrix-vector product (sgemv streams the matrix once)
@@ -285,6 +296,21 @@ void packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, floa
       exec::gemv_nk(g.M, g.N, g.K, A, g.lda, gw, beta != 0.0f, C, g.ldc);
     else
       exec::gemv_kn(g.M, g.N, g.K, A, g.lda, gw, beta != 0.0f, C, g.ldc);
+    return;
+  }
+  if (exec::sgemm_panels_enabled()) {
+    // fp16 widened, other packed forms decoded while each panel is packed: the sums of the fp32
+    // copy, without the copy
+    const RowForm rf = w.row_form();
+    exec::GemmRhs rhs;
+    if (rf.kind == RowForm::Kind::Half)
+      rhs.f16 = rf.half;
+    else
+      rhs.packed = &w;
+    rhs.nk = g.tb;
+    rhs.ld = g.tb ? g.K : g.N;
+    exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, nullptr, beta != 0.0f,
+                       C, g.ldc);
     return;
   }
   if (g.M >= kPanelGemmRows) {

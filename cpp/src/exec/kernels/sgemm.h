@@ -1,0 +1,39 @@
+// The interpreter's own fp32 matrix product for products with a weight: C = A * B (+ bias), B
+// fp32 or fp16 (read in place, widened while packing), packed per call 48 columns at a time into
+// a per-thread panel that stays in cache while every row of A passes over it. A is read where it
+// lies (no packing), each output summed over k in order whatever the split across threads.
+// Measured against OpenBLAS (docs/interpreter.md): 1.1-1.5x faster on the products of the
+// benchmark networks, most at few rows, where OpenBLAS packs A and B for little work. Private to
+// cpp/src/exec.
+#pragma once
+
+#include <cstdint>
+
+namespace milkit {
+class PackedWeight;
+}
+
+namespace milkit::exec {
+
+/// The right operand of sgemm_panels: fp32 or fp16 elements, or a packed weight decoded while
+/// packing, stored [N, K] (`nk`, the layout of a linear weight) or [K, N], with row stride `ld`
+/// (elements; a packed weight's rows are contiguous).
+struct GemmRhs {
+  const float* f32 = nullptr;            ///< fp32 elements
+  const uint16_t* f16 = nullptr;         ///< else fp16 elements (IEEE binary16 bit patterns)
+  const PackedWeight* packed = nullptr;  ///< else a packed weight
+  bool nk = true;                        ///< stored [N, K] rather than [K, N]
+  int64_t ld = 0;                        ///< row stride of the stored matrix
+};
+
+/// Whether sgemm_panels runs on this CPU (AVX2 and FMA) and is not turned off with
+/// MILKIT_GEMM=blas (which sends these products back to OpenBLAS, to compare the two).
+bool sgemm_panels_enabled();
+
+/// C[M, N] = A[M, K] * B (+ bias[n] when `bias`) (+ C when `accumulate`); A row-major with row
+/// stride lda, C with ldc. Split across the pool by 48-column panels of B, and by rows of A
+/// when there are fewer panels than threads. Requires sgemm_panels_enabled().
+void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemmRhs& b,
+                  const float* bias, bool accumulate, float* C, int64_t ldc);
+
+}  // namespace milkit::exec
