@@ -206,6 +206,31 @@ def test_linear_fp16_gemm_edges(m: int, n: int, k: int) -> None:
     assert_close(got, want, **F16)
 
 
+@pytest.mark.parametrize("env", [{"MILKIT_NO_AVX512": "1"}, {"MILKIT_GEMM": "blas"}])
+def test_gemm_edges_other_kernels(env: dict) -> None:
+    """The AVX2 register blocks (AVX-512 forced off) and OpenBLAS (MILKIT_GEMM=blas) on the same
+    edges, in a child process (the choice is made once per process)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib.util, sys\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.dirname(__file__))!r})\n"
+        f"spec = importlib.util.spec_from_file_location('tl', {__file__!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "for mnk in m.GEMM_SHAPES:\n"
+        "    m.test_linear_gemm_edges(*mnk, True)\n"
+        "for mnk in m.GEMM_SHAPES[:-1]:\n"
+        "    m.test_matmul_const_gemm_edges(*mnk, False)\n"
+        "    m.test_linear_fp16_gemm_edges(*mnk)\n"
+        "import milkit._core as c; print(c.gemm_kernel())\n")
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[-1] == ("blas" if "MILKIT_GEMM" in env else "panels")
+
+
 def test_linear_fp16() -> None:
     x = rand(2, 5, 16, dtype=np.float16, seed=23)
     w = rand(8, 16, dtype=np.float16, seed=24)
