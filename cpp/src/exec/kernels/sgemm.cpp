@@ -375,8 +375,11 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
                   : bias               ? Init::Bias
                                        : Init::Zero,
                   bias_row};
-        for (int64_t m = m0; m < m1; m += mr) {
-          const int rows = static_cast<int>(std::min<int64_t>(mr, m1 - m));
+        // blocks of up to mr rows, as even as they go (49 rows: 7 of 7, not 6 of 8 and 1 of 1)
+        const int64_t blocks = (m1 - m0 + mr - 1) / mr;
+        for (int64_t q = 0; q < blocks; ++q) {
+          const int64_t m = m0 + (m1 - m0) * q / blocks;
+          const int rows = static_cast<int>(m0 + (m1 - m0) * (q + 1) / blocks - m);
           tile.c = C + m * ldc + n0;
           if (wide)
             rows_avx512(rows, kc, A + m * lda + k0, lda, p, tile);
