@@ -43,6 +43,7 @@
 #include "milkit/exec/threads.h"
 #include "milkit/ops/conv_util.h"
 #include "milkit/types/datatype.h"
+#include "sgemm.h"
 
 namespace milkit {
 
@@ -57,13 +58,23 @@ void valid_range(int64_t out, int64_t n, int64_t s, int64_t off, int64_t& lo, in
   hi = std::clamp<int64_t>(floor_div(n - 1 - off, s) + 1, lo, out);
 }
 
-/// Row-major C[M, N] (+)= op(A)[M, K] * B[K, N] with OpenBLAS; beta 0 or 1.
+/// Row-major C[M, N] (+)= op(A)[M, K] * B[K, N]: milkit's GEMM (B's rows packed into panels,
+/// A's weights read in place) unless A is transposed or it is off, else OpenBLAS; beta 0 or 1.
+/// Inside a parallel loop it runs on its caller's thread.
 void sgemm(bool ta, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
            float beta, float* C, int64_t ldc) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (beta == 0.0f)
       for (int64_t m = 0; m < M; ++m) std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
+    return;
+  }
+  if (!ta && exec::sgemm_panels_enabled()) {
+    exec::GemmRhs rhs;
+    rhs.f32 = B;
+    rhs.nk = false;
+    rhs.ld = std::max<int64_t>(ldb, N);
+    exec::sgemm_panels(M, N, K, A, std::max<int64_t>(lda, K), rhs, nullptr, beta != 0.0f, C, ldc);
     return;
   }
   exec::parallel_sgemm(ta, false, M, N, K, A, std::max<int64_t>(lda, 1), B, std::max<int64_t>(ldb, 1), beta, C,
@@ -363,10 +374,8 @@ bool conv_thread_bands(const Geom& g, const float* x, const ConvWeight& w, float
       im2col_rows(g, x + (n * g.Cin + gr * cin_g) * ip, r0, r1, 0, kc, col);
       for (int64_t c0 = 0; c0 < cout_g; c0 += ch) {
         const int64_t nc = std::min(ch, cout_g - c0);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nc),
-                    static_cast<int>(pc), static_cast<int>(kc), 1.0f, w.rows(gr * cout_g + c0, nc),
-                    static_cast<int>(kc), col, static_cast<int>(pc), beta,
-                    y + (n * g.Cout + gr * cout_g + c0) * op + r0 * OW, static_cast<int>(op));
+        sgemm(false, nc, pc, kc, w.rows(gr * cout_g + c0, nc), kc, col, pc, beta,
+              y + (n * g.Cout + gr * cout_g + c0) * op + r0 * OW, op);
       }
     }
   });
@@ -391,10 +400,8 @@ void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t 
   parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
     for (int64_t q = b; q < e; ++q) {
       const int64_t c0 = q * ch, nc = std::min(ch, cout_g - c0);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nc),
-                  static_cast<int>(pc), static_cast<int>(kc), 1.0f, w.rows(gr * cout_g + c0, nc),
-                  static_cast<int>(kc), col, static_cast<int>(std::max<int64_t>(ldcol, 1)), beta,
-                  c + c0 * ldc, static_cast<int>(std::max<int64_t>(ldc, 1)));
+      sgemm(false, nc, pc, kc, w.rows(gr * cout_g + c0, nc), kc, col, ldcol, beta, c + c0 * ldc,
+            ldc);
     }
   });
 }

@@ -192,108 +192,131 @@ struct Tile {
 };
 
 #ifdef MILKIT_VMATH_AVX2
-/// MR rows x 48 columns over kc of the packed panel p: AVX-512, 3 vectors per row.
-template <int MR>
+/// MR rows x NV vectors of 16 columns (48 for a whole panel, fewer for a narrow last one) over kc
+/// of the packed panel p: AVX-512.
+template <int MR, int NV>
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl"), always_inline)) inline void kernel_avx512(
     int64_t kc, const float* a, int64_t lda, const float* p, const Tile& t) {
-  __m512 acc[MR][3];
-  const __mmask16 full = 0xFFFF;
-  __mmask16 mask[3];
-  for (int v = 0; v < 3; ++v) {
+  __m512 acc[MR][NV];
+  __mmask16 mask[NV];
+  for (int v = 0; v < NV; ++v) {
     const int left = std::clamp(t.cols - 16 * v, 0, 16);
-    mask[v] = left == 16 ? full : static_cast<__mmask16>((1u << left) - 1);
+    mask[v] = static_cast<__mmask16>(left == 16 ? 0xFFFFu : (1u << left) - 1);
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
-    for (int v = 0; v < 3; ++v)
+    for (int v = 0; v < NV; ++v)
       acc[i][v] = t.init == Init::Load   ? _mm512_maskz_loadu_ps(mask[v], t.c + i * t.ldc + 16 * v)
                   : t.init == Init::Bias ? _mm512_loadu_ps(t.bias + 16 * v)
                                          : _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_loadu_ps(p + k * kNR);
-    const __m512 b1 = _mm512_loadu_ps(p + k * kNR + 16);
-    const __m512 b2 = _mm512_loadu_ps(p + k * kNR + 32);
+    __m512 b[NV];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) b[v] = _mm512_loadu_ps(p + k * kNR + 16 * v);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const __m512 x = _mm512_set1_ps(a[i * lda + k]);
-      acc[i][0] = _mm512_fmadd_ps(x, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(x, b1, acc[i][1]);
-      acc[i][2] = _mm512_fmadd_ps(x, b2, acc[i][2]);
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(x, b[v], acc[i][v]);
     }
   }
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
-    for (int v = 0; v < 3; ++v) _mm512_mask_storeu_ps(t.c + i * t.ldc + 16 * v, mask[v], acc[i][v]);
+    for (int v = 0; v < NV; ++v)
+      _mm512_mask_storeu_ps(t.c + i * t.ldc + 16 * v, mask[v], acc[i][v]);
 }
 
-/// `rows` (<= 8) rows of one panel, AVX-512.
-__attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) void rows_avx512(
+template <int NV>
+__attribute__((target("avx2,fma,f16c,avx512f,avx512vl"), always_inline)) inline void rows_avx512_nv(
     int rows, int64_t kc, const float* a, int64_t lda, const float* p, const Tile& t) {
   switch (rows) {
     case 8:
-      return kernel_avx512<8>(kc, a, lda, p, t);
+      return kernel_avx512<8, NV>(kc, a, lda, p, t);
     case 7:
-      return kernel_avx512<7>(kc, a, lda, p, t);
+      return kernel_avx512<7, NV>(kc, a, lda, p, t);
     case 6:
-      return kernel_avx512<6>(kc, a, lda, p, t);
+      return kernel_avx512<6, NV>(kc, a, lda, p, t);
     case 5:
-      return kernel_avx512<5>(kc, a, lda, p, t);
+      return kernel_avx512<5, NV>(kc, a, lda, p, t);
     case 4:
-      return kernel_avx512<4>(kc, a, lda, p, t);
+      return kernel_avx512<4, NV>(kc, a, lda, p, t);
     case 3:
-      return kernel_avx512<3>(kc, a, lda, p, t);
+      return kernel_avx512<3, NV>(kc, a, lda, p, t);
     case 2:
-      return kernel_avx512<2>(kc, a, lda, p, t);
+      return kernel_avx512<2, NV>(kc, a, lda, p, t);
     default:
-      return kernel_avx512<1>(kc, a, lda, p, t);
+      return kernel_avx512<1, NV>(kc, a, lda, p, t);
   }
 }
 
-/// MR rows x 24 columns (half a panel, `cols` <= 24 of them written): AVX2, 3 vectors per row.
-template <int MR>
+/// `rows` (<= 8) rows of one panel, AVX-512: as many vectors as its columns need.
+__attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) void rows_avx512(
+    int rows, int64_t kc, const float* a, int64_t lda, const float* p, const Tile& t) {
+  if (t.cols > 32) return rows_avx512_nv<3>(rows, kc, a, lda, p, t);
+  if (t.cols > 16) return rows_avx512_nv<2>(rows, kc, a, lda, p, t);
+  rows_avx512_nv<1>(rows, kc, a, lda, p, t);
+}
+
+/// MR rows x NV vectors of 8 columns of half a panel (`cols` <= 8 NV of them written): AVX2.
+template <int MR, int NV>
 __attribute__((target("avx2,fma,f16c"), always_inline)) inline void kernel_avx2(
     int64_t kc, const float* a, int64_t lda, const float* p, const Tile& t) {
-  __m256 acc[MR][3];
-  float buf[MR][24];
-  const bool part = t.cols < 24;
+  __m256 acc[MR][NV];
+  float buf[MR][8 * NV];
+  const bool part = t.cols < 8 * NV;
   if (t.init == Init::Load && part)
     for (int i = 0; i < MR; ++i) {
-      std::fill(buf[i], buf[i] + 24, 0.0f);
+      std::fill(buf[i], buf[i] + 8 * NV, 0.0f);
       std::copy(t.c + i * t.ldc, t.c + i * t.ldc + t.cols, buf[i]);
     }
 #pragma GCC unroll 4
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
-    for (int v = 0; v < 3; ++v)
+    for (int v = 0; v < NV; ++v)
       acc[i][v] = t.init == Init::Load
                       ? _mm256_loadu_ps(part ? buf[i] + 8 * v : t.c + i * t.ldc + 8 * v)
                   : t.init == Init::Bias ? _mm256_loadu_ps(t.bias + 8 * v)
                                          : _mm256_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
-    const __m256 b0 = _mm256_loadu_ps(p + k * kNR);
-    const __m256 b1 = _mm256_loadu_ps(p + k * kNR + 8);
-    const __m256 b2 = _mm256_loadu_ps(p + k * kNR + 16);
+    __m256 b[NV];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) b[v] = _mm256_loadu_ps(p + k * kNR + 8 * v);
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
       const __m256 x = _mm256_broadcast_ss(a + i * lda + k);
-      acc[i][0] = _mm256_fmadd_ps(x, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(x, b1, acc[i][1]);
-      acc[i][2] = _mm256_fmadd_ps(x, b2, acc[i][2]);
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(x, b[v], acc[i][v]);
     }
   }
   for (int i = 0; i < MR; ++i) {
     if (!part) {
-      for (int v = 0; v < 3; ++v) _mm256_storeu_ps(t.c + i * t.ldc + 8 * v, acc[i][v]);
+      for (int v = 0; v < NV; ++v) _mm256_storeu_ps(t.c + i * t.ldc + 8 * v, acc[i][v]);
       continue;
     }
-    for (int v = 0; v < 3; ++v) _mm256_storeu_ps(buf[i] + 8 * v, acc[i][v]);
+    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(buf[i] + 8 * v, acc[i][v]);
     std::copy(buf[i], buf[i] + t.cols, t.c + i * t.ldc);
   }
 }
 
-/// `rows` (<= 4) rows of one panel, AVX2: its two halves of 24 columns.
+template <int NV>
+__attribute__((target("avx2,fma,f16c"), always_inline)) inline void rows_avx2_nv(
+    int rows, int64_t kc, const float* a, int64_t lda, const float* p, const Tile& t) {
+  switch (rows) {
+    case 4:
+      return kernel_avx2<4, NV>(kc, a, lda, p, t);
+    case 3:
+      return kernel_avx2<3, NV>(kc, a, lda, p, t);
+    case 2:
+      return kernel_avx2<2, NV>(kc, a, lda, p, t);
+    default:
+      return kernel_avx2<1, NV>(kc, a, lda, p, t);
+  }
+}
+
+/// `rows` (<= 4) rows of one panel, AVX2: its two halves of 24 columns, each with as many
+/// vectors as its columns need.
 __attribute__((target("avx2,fma,f16c"))) void rows_avx2(int rows, int64_t kc, const float* a,
                                                         int64_t lda, const float* p,
                                                         const Tile& t) {
@@ -304,20 +327,12 @@ __attribute__((target("avx2,fma,f16c"))) void rows_avx2(int rows, int64_t kc, co
     th.c = t.c + 24 * h;
     th.bias = t.bias + 24 * h;
     const float* ph = p + 24 * h;
-    switch (rows) {
-      case 4:
-        kernel_avx2<4>(kc, a, lda, ph, th);
-        break;
-      case 3:
-        kernel_avx2<3>(kc, a, lda, ph, th);
-        break;
-      case 2:
-        kernel_avx2<2>(kc, a, lda, ph, th);
-        break;
-      default:
-        kernel_avx2<1>(kc, a, lda, ph, th);
-        break;
-    }
+    if (th.cols > 16)
+      rows_avx2_nv<3>(rows, kc, a, lda, ph, th);
+    else if (th.cols > 8)
+      rows_avx2_nv<2>(rows, kc, a, lda, ph, th);
+    else
+      rows_avx2_nv<1>(rows, kc, a, lda, ph, th);
   }
 }
 #endif
