@@ -206,6 +206,26 @@ def test_linear_fp16_gemm_edges(m: int, n: int, k: int) -> None:
     assert_close(got, want, **F16)
 
 
+@pytest.mark.parametrize("m,n,k", [(70, 130, 1100), (9, 49, 17)])
+@pytest.mark.parametrize("then_relu", [False, True])
+def test_linear_fp16_rounded_once(m: int, n: int, k: int, then_relu: bool) -> None:
+    """An fp16 program's linear rounds the fp32 sum once, at the end (the GEMM rounds its outputs
+    as it stores the last block of k): the bits of the fp32 program's result on the same values,
+    rounded to fp16; whether the output stays wide for an fp32 reader (relu) or not."""
+    x = rand(m, k, dtype=np.float16, seed=37)
+    w = rand(n, k, dtype=np.float16, seed=38)
+    b = rand(n, dtype=np.float16, seed=39)
+
+    def build(xv: Any, wv: np.ndarray, bv: np.ndarray) -> Any:
+        y = mb.linear(x=xv, weight=wv, bias=bv)
+        return mb.relu(x=y) if then_relu else y
+
+    got16 = run_prog(lambda xv: build(xv, w, b), {"x": x})[0]
+    got32 = run_prog(lambda xv: build(xv, w.astype(np.float32), b.astype(np.float32)), {"x": x.astype(np.float32)})[0]
+    assert got16.dtype == np.float16
+    np.testing.assert_array_equal(got16, got32.astype(np.float16))
+
+
 @pytest.mark.parametrize("env", [{"MILKIT_NO_AVX512": "1"}, {"MILKIT_GEMM": "blas"}])
 def test_gemm_edges_other_kernels(env: dict) -> None:
     """The AVX2 register blocks (AVX-512 forced off) and OpenBLAS (MILKIT_GEMM=blas) on the same

@@ -32,6 +32,9 @@ struct GemmShape {
   int64_t M = 0, N = 0, K = 0;
   bool ta = false, tb = false;
   int64_t lda = 0, ldb = 0, ldc = 0;
+  /// C is an fp16 program's output: a product that rounds it to fp16 values as it stores it
+  /// says so by returning true (the kernel then calls set_rounded)
+  bool round = false;
 };
 
 /// Products of at most this many multiply-adds run in a plain loop (a BLAS call costs more).
@@ -50,12 +53,12 @@ bool gemv_form(const GemmShape& g) {
 
 /// BLAS product with beta (0 overwrites C, 1 accumulates); K = 0 leaves beta * C.
 template <typename T>
-void blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
-  if (g.M == 0 || g.N == 0) return;
+bool blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
+  if (g.M == 0 || g.N == 0) return false;
   if (g.K == 0) {
     if (beta == T(0))
       for (int64_t m = 0; m < g.M; ++m) std::fill(C + m * g.ldc, C + m * g.ldc + g.N, T(0));
-    return;
+    return false;
   }
   if constexpr (std::is_same_v<T, float>) {
     // a few rows: the matrix-vector products that packed weights share (same sums)
@@ -67,7 +70,7 @@ void blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
         exec::gemv_nk(g.M, g.N, g.K, A, g.lda, w, beta != 0.0f, C, g.ldc);
       else
         exec::gemv_kn(g.M, g.N, g.K, A, g.lda, w, beta != 0.0f, C, g.ldc);
-      return;
+      return false;
     }
     // more rows, A not transposed: the interpreter's own product (B packed per call)
     if (!g.ta && exec::sgemm_panels_enabled()) {
@@ -76,8 +79,8 @@ void blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
       rhs.nk = g.tb;
       rhs.ld = std::max<int64_t>(g.ldb, g.tb ? g.K : g.N);
       exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, nullptr,
-                         beta != 0.0f, C, g.ldc);
-      return;
+                         beta != 0.0f, C, g.ldc, g.round);
+      return g.round;
     }
     // a single row or column is a matrix-vector product (sgemv streams the matrix once)
     if (g.M == 1 && g.ldb <= INT_MAX) {
@@ -88,7 +91,7 @@ void blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
       else
         cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(g.K), static_cast<int>(g.N), 1.0f,
                     B, static_cast<int>(std::max<int64_t>(g.ldb, g.N)), A, inca, beta, C, 1);
-      return;
+      return false;
     }
     if (g.N == 1) {
       int incb = g.tb ? 1 : static_cast<int>(g.ldb), incc = static_cast<int>(g.ldc);
@@ -98,7 +101,7 @@ void blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
       else
         cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(g.M), static_cast<int>(g.K), 1.0f,
                     A, static_cast<int>(std::max<int64_t>(g.lda, g.K)), B, incb, beta, C, incc);
-      return;
+      return false;
     }
   }
   auto ta = g.ta ? CblasTrans : CblasNoTrans;
@@ -112,6 +115,7 @@ void blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
   else
     cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(g.M), static_cast<int>(g.N),
                 static_cast<int>(g.K), 1.0, A, lda, B, ldb, beta, C, ldc);
+  return false;
 }
 
 /// The accumulator of a plain-loop product: the type itself for floats and bool, the unsigned
@@ -285,10 +289,11 @@ void panel_gemm(const GemmShape& g, const float* A, const PackedWeight& w, float
 }
 
 /// C[M, N] = A[M, K] * B (+ beta * C) with B packed, stored [N, K] (g.tb) or [K, N]. A few rows
-/// (decode) read B's packed bytes in the matrix-vector kernels; 16 rows or more decode it panel
-/// by panel (panel_gemm); products of 5-15 rows make the BLAS calls of B widened to fp32, from
-/// the weight cache.
-void packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, float beta, float* C) {
+/// (decode) read B's packed bytes in the matrix-vector kernels; more go to milkit's GEMM, which
+/// widens or decodes B while packing its panels. Without it (MILKIT_GEMM=blas), 16 rows or more
+/// decode B panel by panel (panel_gemm) and 5-15 rows make the BLAS calls of B widened to fp32,
+/// from the weight cache. True when C was rounded to fp16 values (g.round).
+bool packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, float beta, float* C) {
   if (gemv_form(g)) {
     exec::GemvWeight gw;
     gw.packed = &w;
@@ -296,7 +301,7 @@ void packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, floa
       exec::gemv_nk(g.M, g.N, g.K, A, g.lda, gw, beta != 0.0f, C, g.ldc);
     else
       exec::gemv_kn(g.M, g.N, g.K, A, g.lda, gw, beta != 0.0f, C, g.ldc);
-    return;
+    return false;
   }
   if (exec::sgemm_panels_enabled()) {
     // fp16 widened, other packed forms decoded while each panel is packed: the sums of the fp32
@@ -310,15 +315,15 @@ void packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, floa
     rhs.nk = g.tb;
     rhs.ld = g.tb ? g.K : g.N;
     exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, nullptr, beta != 0.0f,
-                       C, g.ldc);
-    return;
+                       C, g.ldc, g.round);
+    return g.round;
   }
   if (g.M >= kPanelGemmRows) {
     panel_gemm(g, A, w, beta, C);
-    return;
+    return false;
   }
   const Tensor wide = exec::widened(w);
-  blas_gemm<float>(g, A, wide.data<float>(), beta, C);
+  return blas_gemm<float>(g, A, wide.data<float>(), beta, C);
 }
 
 /// matmul of fp32 x [..., M, K] by a packed rank-2 y (x's batch folds into M); false for the
@@ -342,7 +347,8 @@ bool matmul_packed(KernelCtx& k, const PackedWeight& w) {
   std::vector<int64_t> oshape = x.shape();
   oshape.back() = g.N;
   Tensor& out = k.alloc(0, oshape);
-  if (g.M) packed_gemm(g, x.data<float>(), w, 0.0f, out.mutable_data<float>());
+  g.round = k.rounds_output();
+  if (g.M && packed_gemm(g, x.data<float>(), w, 0.0f, out.mutable_data<float>())) k.set_rounded();
   return true;
 }
 
@@ -374,7 +380,8 @@ bool linear_packed(KernelCtx& k, const PackedWeight& w) {
     parallel_for(g.M, std::max<int64_t>(1, 65536 / dout), [&](int64_t s, int64_t e) {
       for (int64_t m = s; m < e; ++m) std::copy(bias, bias + dout, c + m * dout);
     });
-  if (g.M) packed_gemm(g, x.data<float>(), w, any_bias ? 1.0f : 0.0f, c);
+  g.round = k.rounds_output();
+  if (g.M && packed_gemm(g, x.data<float>(), w, any_bias ? 1.0f : 0.0f, c)) k.set_rounded();
   return true;
 }
 
@@ -506,7 +513,11 @@ void linear_kernel(KernelCtx& k) {
                              std::copy(bias, bias + dout, c + m * dout);
                          });
           }
-          blas_gemm<T>(g, xc.template data<T>(), wc.template data<T>(), any_bias ? T(1) : T(0), c);
+          // an fp16 output computed in fp32 (tmp undefined: C is the output itself)
+          g.round = std::is_same_v<T, float> && !tmp.defined() && k.rounds_output();
+          if (blas_gemm<T>(g, xc.template data<T>(), wc.template data<T>(), any_bias ? T(1) : T(0),
+                           c))
+            k.set_rounded();
         }
         return;
       }

@@ -15,6 +15,12 @@
 #include "milkit/types/datatype.h"
 #include "vec_math.h"
 
+// GCC 12's AVX-512 intrinsics (unpacks, fp16 conversions) start from an undefined vector, which
+// it reports as maybe uninitialized where they inline
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace milkit::exec {
 
 namespace {
@@ -68,11 +74,6 @@ void pack_kn(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_t kc, f
 }
 
 #ifdef MILKIT_VMATH_AVX2
-// GCC's unpack intrinsics start from an undefined vector, which it reports as maybe uninitialized
-#if !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 /// 16 x 16 transpose of r in place (rows become columns).
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl"), always_inline)) inline void transpose16(
     __m512 r[16]) {
@@ -121,9 +122,6 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) void pack_nk_avx512(
   pack_scalar(b, n0, 0, jf, k0, kf, kc, p);
   pack_scalar(b, n0, jf, nb, k0, 0, kc, p);
 }
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 /// 8 x 8 transpose of r in place.
 __attribute__((target("avx2,fma,f16c"), always_inline)) inline void transpose8(__m256 r[8]) {
@@ -189,6 +187,7 @@ struct Tile {
   int cols;
   Init init;
   const float* bias;
+  bool round = false;  ///< store fp16's values (the last block of k of an fp16 output)
 };
 
 #ifdef MILKIT_VMATH_AVX2
@@ -224,8 +223,12 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl"), always_inline)) inline 
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v)
-      _mm512_mask_storeu_ps(t.c + i * t.ldc + 16 * v, mask[v], acc[i][v]);
+    for (int v = 0; v < NV; ++v) {
+      const __m512 r = t.round
+                           ? _mm512_cvtph_ps(_mm512_cvtps_ph(acc[i][v], _MM_FROUND_TO_NEAREST_INT))
+                           : acc[i][v];
+      _mm512_mask_storeu_ps(t.c + i * t.ldc + 16 * v, mask[v], r);
+    }
 }
 
 template <int NV>
@@ -290,6 +293,10 @@ __attribute__((target("avx2,fma,f16c"), always_inline)) inline void kernel_avx2(
       for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(x, b[v], acc[i][v]);
     }
   }
+  if (t.round)
+    for (int i = 0; i < MR; ++i)
+      for (int v = 0; v < NV; ++v)
+        acc[i][v] = _mm256_cvtph_ps(_mm256_cvtps_ph(acc[i][v], _MM_FROUND_TO_NEAREST_INT));
   for (int i = 0; i < MR; ++i) {
     if (!part) {
       for (int v = 0; v < NV; ++v) _mm256_storeu_ps(t.c + i * t.ldc + 8 * v, acc[i][v]);
@@ -343,7 +350,7 @@ bool sgemm_panels_enabled() {
 #ifdef MILKIT_VMATH_AVX2
   static const bool on = [] {
     const char* e = std::getenv("MILKIT_GEMM");
-    return vmath::cpu_avx2_fma() && !(e && std::strcmp(e, "blas") == 0);
+    return vmath::cpu_avx2_fma() && cpu_has_f16c() && !(e && std::strcmp(e, "blas") == 0);
   }();
   return on;
 #else
@@ -352,7 +359,7 @@ bool sgemm_panels_enabled() {
 }
 
 void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemmRhs& b,
-                  const float* bias, bool accumulate, float* C, int64_t ldc) {
+                  const float* bias, bool accumulate, float* C, int64_t ldc, bool round_half) {
 #ifdef MILKIT_VMATH_AVX2
   if (M <= 0 || N <= 0) return;
   const bool wide = vmath::cpu_avx512();
@@ -379,17 +386,19 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
       if (accumulate && bias)  // C + bias first: the kernels then accumulate into C
         for (int64_t m = m0; m < m1; ++m)
           for (int j = 0; j < cols; ++j) C[m * ldc + n0 + j] += bias_row[j];
-      if (K == 0 && !accumulate)  // C = bias or 0
+      if (K == 0)  // C = bias or 0, or C as it is (+ bias)
         for (int64_t m = m0; m < m1; ++m)
-          for (int j = 0; j < cols; ++j) C[m * ldc + n0 + j] = bias_row[j];
+          for (int j = 0; j < cols; ++j) {
+            float& c = C[m * ldc + n0 + j];
+            c = accumulate ? c : bias_row[j];
+            if (round_half) c = half_to_float(float_to_half(c));
+          }
       for (int64_t k0 = 0; k0 < K; k0 += kKC) {
         const int64_t kc = std::min(kKC, K - k0);
         pack_panel(b, n0, cols, k0, kc, p);
-        Tile tile{nullptr, ldc, cols,
-                  k0 > 0 || accumulate ? Init::Load
-                  : bias               ? Init::Bias
-                                       : Init::Zero,
-                  bias_row};
+        Tile tile{nullptr,  ldc,
+                  cols,     k0 > 0 || accumulate ? Init::Load : bias ? Init::Bias : Init::Zero,
+                  bias_row, round_half && k0 + kc == K};
         // blocks of up to mr rows, as even as they go (49 rows: 7 of 7, not 6 of 8 and 1 of 1)
         const int64_t blocks = (m1 - m0 + mr - 1) / mr;
         for (int64_t q = 0; q < blocks; ++q) {
@@ -406,7 +415,7 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
   });
 #else
   (void)M, (void)N, (void)K, (void)A, (void)lda, (void)b, (void)bias, (void)accumulate, (void)C,
-      (void)ldc;
+      (void)ldc, (void)round_half;
 #endif
 }
 

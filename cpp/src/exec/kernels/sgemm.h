@@ -31,9 +31,12 @@ struct GemmRhs {
 bool sgemm_panels_enabled();
 
 /// C[M, N] = A[M, K] * B (+ bias[n] when `bias`) (+ C when `accumulate`); A row-major with row
-/// stride lda, C with ldc. Split across the pool by 48-column panels of B, and by rows of A
-/// when there are fewer panels than threads. Requires sgemm_panels_enabled().
+/// stride lda, C with ldc; with `round_half` each output is rounded to fp16's value as it is
+/// stored (an fp16 program's output, while in registers). Split across the pool by 48-column
+/// panels of B, and by rows of A when there are fewer panels than threads. Requires
+/// sgemm_panels_enabled().
 void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemmRhs& b,
-                  const float* bias, bool accumulate, float* C, int64_t ldc);
+                  const float* bias, bool accumulate, float* C, int64_t ldc,
+                  bool round_half = false);
 
 }  // namespace milkit::exec
