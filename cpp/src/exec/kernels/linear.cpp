@@ -197,6 +197,17 @@ void batched_gemm(const GemmShape& g, int64_t nb, const T* A, const std::vector<
   if (nb == 0 || g.M == 0 || g.N == 0) return;
   constexpr bool blas = std::is_same_v<T, float> || std::is_same_v<T, double>;
   if (blas && fits_int(g) && (nb == 1 || g.M * g.N * g.K > kSmallGemm)) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (nb > 1 && nb >= num_threads() && !g.ta && exec::sgemm_panels_enabled()) {
+        // at least a product per thread (attention's heads): whole products across the threads,
+        // each on one (its own parallel loop runs inline), not each product split in turn
+        parallel_for(nb, 1, [&](int64_t s, int64_t e) {
+          for (int64_t b = s; b < e; ++b)
+            blas_gemm<T>(g, A + aoff[b], B + boff[b], T(0), C + b * cstride);
+        });
+        return;
+      }
+    }
     if constexpr (blas)
       for (int64_t b = 0; b < nb; ++b)
         blas_gemm<T>(g, A + aoff[b], B + boff[b], T(0), C + b * cstride);
