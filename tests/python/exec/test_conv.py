@@ -332,7 +332,8 @@ def test_conv_depthwise_random_configs(seed: int, nd: int) -> None:
 
 
 @pytest.mark.parametrize("shape", [(1, 32, 112, 112, 3, 1), (1, 64, 112, 112, 3, 2), (2, 24, 28, 30, 5, 2),
-                                   (1, 40, 14, 14, 5, 1), (1, 12, 56, 57, 7, 1), (3, 6, 9, 9, 3, 3)])
+                                   (1, 40, 14, 14, 5, 1), (1, 12, 56, 57, 7, 1), (2, 8, 14, 20, 7, 1),
+                                   (1, 8, 7, 7, 7, 1), (3, 6, 9, 9, 3, 3)])
 def test_conv_depthwise_network_shapes(shape: tuple) -> None:
     """Depthwise convs as the mobile networks have them (torch's symmetric padding k // 2)."""
     n, c, h, wd, k, s = shape

@@ -181,8 +181,9 @@ inline __attribute__((always_inline)) void dw_plane_body(const Conv2dShape& s, c
 }
 
 /// Pads input plane `xc` into `buf` when `pad` (a new input plane), then computes output plane
-/// `y`: the fixed-size bodies for 3x3 and 5x5 taps at stride 1 or 2 without dilation, the generic
-/// body otherwise.
+/// `y`: the fixed-size bodies for 3x3 and 5x5 taps at stride 1 or 2 and 7x7 at stride 1 (rows of
+/// a vector or more: ConvNeXt's 56x56 96 channels 0.96 -> 0.56 ms on one thread; at 7x7 the
+/// generic body is faster) without dilation, the generic body otherwise.
 template <int L>
 inline __attribute__((always_inline)) void dw_plane_any(const Conv2dShape& s, const Padded& p,
                                                         const float* xc, bool pad, float* buf,
@@ -198,6 +199,8 @@ inline __attribute__((always_inline)) void dw_plane_any(const Conv2dShape& s, co
     dw_plane_fixed<L, 5, 1>(s, p, buf, off, w, b, y);
   else if (fixed && s.KH == 5 && s.sh == 2)
     dw_plane_fixed<L, 5, 2>(s, p, buf, off, w, b, y);
+  else if (fixed && s.KH == 7 && s.sh == 1 && s.OW >= L)
+    dw_plane_fixed<L, 7, 1>(s, p, buf, off, w, b, y);  // ConvNeXt's
   else
     dw_plane_body(s, p, buf, off, w, b, y);
 }
