@@ -35,6 +35,9 @@ struct GemmShape {
   /// C is an fp16 program's output: a product that rounds it to fp16 values as it stores it
   /// says so by returning true (the kernel then calls set_rounded)
   bool round = false;
+  /// N values added to each row of C by milkit's GEMM (set only when panel_form: the other
+  /// kernels see the bias already in C)
+  const float* bias = nullptr;
 };
 
 /// Products of at most this many multiply-adds run in a plain loop (a BLAS call costs more).
@@ -49,6 +52,20 @@ bool fits_int(const GemmShape& g) {
 /// rows contiguous (the layout of a packed weight).
 bool gemv_form(const GemmShape& g) {
   return g.M <= exec::kGemvRows && !g.ta && g.K > 0 && g.ldb == (g.tb ? g.K : g.N);
+}
+
+/// Whether a float product goes to milkit's GEMM (sgemm_panels) in blas_gemm and packed_gemm.
+bool panel_form(const GemmShape& g) {
+  return !g.ta && g.K > 0 && !gemv_form(g) && exec::sgemm_panels_enabled();
+}
+
+/// Rows of C set to the bias before a product accumulates into it (the kernels other than
+/// milkit's GEMM).
+void prefill_bias(const GemmShape& g, const float* bias, float* c) {
+  parallel_for(g.M, std::max<int64_t>(1, 65536 / std::max<int64_t>(g.N, 1)),
+               [&](int64_t s, int64_t e) {
+                 for (int64_t m = s; m < e; ++m) std::copy(bias, bias + g.N, c + m * g.ldc);
+               });
 }
 
 /// BLAS product with beta (0 overwrites C, 1 accumulates); K = 0 leaves beta * C.
@@ -78,8 +95,8 @@ bool blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
       rhs.f32 = B;
       rhs.nk = g.tb;
       rhs.ld = std::max<int64_t>(g.ldb, g.tb ? g.K : g.N);
-      exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, nullptr,
-                         beta != 0.0f, C, g.ldc, g.round);
+      exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, g.bias, beta != 0.0f,
+                         C, g.ldc, g.round);
       return g.round;
     }
     // a single row or column is a matrix-vector product (sgemv streams the matrix once)
@@ -325,7 +342,7 @@ bool packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, floa
       rhs.packed = &w;
     rhs.nk = g.tb;
     rhs.ld = g.tb ? g.K : g.N;
-    exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, nullptr, beta != 0.0f,
+    exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, g.bias, beta != 0.0f,
                        C, g.ldc, g.round);
     return g.round;
   }
@@ -387,12 +404,12 @@ bool linear_packed(KernelCtx& k, const PackedWeight& w) {
   const float* bias = b0 ? b0->data<float>() : nullptr;
   bool any_bias = false;
   for (int64_t j = 0; bias && j < dout && !any_bias; ++j) any_bias = bias[j] != 0.0f;
-  if (any_bias)
-    parallel_for(g.M, std::max<int64_t>(1, 65536 / dout), [&](int64_t s, int64_t e) {
-      for (int64_t m = s; m < e; ++m) std::copy(bias, bias + dout, c + m * dout);
-    });
+  // milkit's GEMM starts its sums from the bias; the other kernels accumulate onto it
+  const bool prefill = any_bias && !panel_form(g);
+  if (any_bias && !prefill) g.bias = bias;
+  if (prefill) prefill_bias(g, bias, c);
   g.round = k.rounds_output();
-  if (g.M && packed_gemm(g, x.data<float>(), w, any_bias ? 1.0f : 0.0f, c)) k.set_rounded();
+  if (g.M && packed_gemm(g, x.data<float>(), w, prefill ? 1.0f : 0.0f, c)) k.set_rounded();
   return true;
 }
 
@@ -517,7 +534,15 @@ void linear_kernel(KernelCtx& k) {
       constexpr bool blas = std::is_same_v<T, float> || std::is_same_v<T, double>;
       if (blas && fits_int(g)) {
         if constexpr (blas) {
-          if (any_bias) {
+          // milkit's GEMM starts its sums from the bias; the other kernels accumulate onto it
+          bool prefill = any_bias;
+          if constexpr (std::is_same_v<T, float>) {
+            if (any_bias && panel_form(g)) {
+              g.bias = bias;
+              prefill = false;
+            }
+          }
+          if (prefill) {
             parallel_for(M, std::max<int64_t>(1, 65536 / std::max<int64_t>(dout, 1)),
                          [&](int64_t s, int64_t e) {
                            for (int64_t m = s; m < e; ++m)
@@ -526,7 +551,7 @@ void linear_kernel(KernelCtx& k) {
           }
           // an fp16 output computed in fp32 (tmp undefined: C is the output itself)
           g.round = std::is_same_v<T, float> && !tmp.defined() && k.rounds_output();
-          if (blas_gemm<T>(g, xc.template data<T>(), wc.template data<T>(), any_bias ? T(1) : T(0),
+          if (blas_gemm<T>(g, xc.template data<T>(), wc.template data<T>(), prefill ? T(1) : T(0),
                            c))
             k.set_rounded();
         }
