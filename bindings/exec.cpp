@@ -172,6 +172,8 @@ void init_exec(py::module_& m) {
         "Sets the interpreter's thread count (0: the default, MILKIT_NUM_THREADS or every core).");
   m.def("weight_cache_bytes", &weight_cache_bytes,
         "Bytes of fp32 weight copies the process's weight cache holds (MILKIT_WEIGHT_CACHE_MB).");
+  m.def("buffer_cache_bytes", &buffer_cache_bytes,
+        "Bytes of freed tensor buffers kept for reuse (MILKIT_BUFFER_CACHE_MB).");
   m.def("gemm_kernel", &gemm_kernel,
         "The kernel of products by a weight of 5 rows or more: 'panels' (milkit's own) or 'blas'.");
   m.def("kernel_names", [] { return KernelRegistry::instance().names(); }, "Op types that have a kernel.");

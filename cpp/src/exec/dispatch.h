@@ -144,6 +144,17 @@ struct BroadcastIndexer {
   /// Walks [begin, end), calling f(i, off0, off1, off2).
   template <typename F>
   void run(int64_t begin, int64_t end, F&& f) const {
+    run_rows(begin, end,
+             [&f](int64_t i, int64_t cnt, int64_t o0, int64_t o1, int64_t o2, int64_t s0,
+                  int64_t s1, int64_t s2) {
+               for (int64_t j = 0; j < cnt; ++j) f(i + j, o0 + j * s0, o1 + j * s1, o2 + j * s2);
+             });
+  }
+  /// Walks [begin, end) by runs along the last merged dim: f(i, cnt, off0, off1, off2, s0, s1,
+  /// s2) for output elements i .. i + cnt - 1, operand k's at off_k + j * s_k (s_k 0 or its
+  /// stride), so a kernel can take each run whole (a copy, a fill).
+  template <typename F>
+  void run_rows(int64_t begin, int64_t end, F&& f) const {
     if (begin >= end) return;
     int r = static_cast<int>(dims.size());
     std::vector<int64_t> idx(r, 0);
@@ -161,7 +172,7 @@ struct BroadcastIndexer {
     while (i < end) {
       int64_t j0 = r ? idx[r - 1] : 0;
       int64_t cnt = std::min<int64_t>(inner - j0, end - i);
-      for (int64_t j = 0; j < cnt; ++j) f(i + j, off[0] + j * s0, off[1] + j * s1, off[2] + j * s2);
+      f(i, cnt, off[0], off[1], off[2], s0, s1, s2);
       i += cnt;
       if (i >= end || r == 0) break;
       // advance to the next row

@@ -4,30 +4,120 @@
 #include <stdlib.h>  // posix_memalign
 
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <vector>
 
-#include "milkit/types/error.h"
 #include "dispatch.h"
+#include "milkit/types/error.h"
 
 namespace milkit {
 
 namespace {
 
+/// Buffers of at least this many bytes are kept for reuse when freed (glibc hands out blocks
+/// of 128 KB or more as fresh pages from mmap, each page faulted in again on first touch).
+constexpr size_t kCachedMin = 64 * 1024;
+
+/// Large tensor buffers freed by one op or run, kept for the next allocation of the same
+/// (page-rounded) size: a model's activations recur at the same sizes run after run. Within
+/// MILKIT_BUFFER_CACHE_MB (read once; default 256, 0 keeps none), the least recently freed
+/// go first. Off under AddressSanitizer, which would then miss uses after free.
+class BufferCache {
+ public:
+  static BufferCache& instance() {
+    static BufferCache* c = new BufferCache();  // never destroyed: tensors may outlive statics
+    return *c;
+  }
+  /// A cached block of exactly `n` bytes, or nullptr.
+  void* take(size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = blocks_.size(); i-- > 0;)
+      if (blocks_[i].bytes == n) {
+        void* p = blocks_[i].p;
+        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+        held_ -= n;
+        return p;
+      }
+    return nullptr;
+  }
+  /// Bytes of the blocks kept now.
+  size_t held() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_;
+  }
+  /// Keeps block `p` of `n` bytes, freeing the oldest kept ones beyond the limit (or `p`).
+  void give(void* p, size_t n) {
+    std::vector<void*> drop;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (n > limit_) {
+        drop.push_back(p);
+      } else {
+        blocks_.push_back({p, n});
+        held_ += n;
+        size_t k = 0;
+        while (held_ > limit_) {
+          held_ -= blocks_[k].bytes;
+          drop.push_back(blocks_[k++].p);
+        }
+        blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    }
+    for (void* q : drop) std::free(q);
+  }
+
+ private:
+  BufferCache() {
+    const char* e = std::getenv("MILKIT_BUFFER_CACHE_MB");
+    const double mb = e && *e ? std::atof(e) : 256.0;
+    limit_ = mb > 0 ? static_cast<size_t>(mb * 1024 * 1024) : 0;
+  }
+  struct Block {
+    void* p;
+    size_t bytes;
+  };
+  std::mutex mu_;
+  std::vector<Block> blocks_;  // oldest first
+  size_t held_ = 0;
+  size_t limit_ = 0;
+};
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheBuffers = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kCacheBuffers = false;
+#else
+constexpr bool kCacheBuffers = true;
+#endif
+#else
+constexpr bool kCacheBuffers = true;
+#endif
+
 std::shared_ptr<const void> aligned_storage(size_t bytes, uint8_t** out) {
   size_t n = (bytes + 63) / 64 * 64;
   if (n == 0) n = 64;
+  const bool cached = kCacheBuffers && n >= kCachedMin;
+  if (cached) n = (n + 4095) / 4096 * 4096;
+  void* p = cached ? BufferCache::instance().take(n) : nullptr;
   // posix_memalign rather than std::aligned_alloc: macOS's libc++ declares the latter only when
   // targeting macOS 10.15 or later
-  void* p = nullptr;
-  if (::posix_memalign(&p, 64, n) != 0)
+  if (!p && ::posix_memalign(&p, 64, n) != 0)
     throw ValueError("out of memory allocating a tensor of " + std::to_string(bytes) + " bytes");
   *out = static_cast<uint8_t*>(p);
+  if (cached)
+    return std::shared_ptr<const void>(
+        p, [n](const void* q) { BufferCache::instance().give(const_cast<void*>(q), n); });
   return std::shared_ptr<const void>(p, [](const void* q) { std::free(const_cast<void*>(q)); });
 }
 
 }  // namespace
+
+size_t buffer_cache_bytes() { return kCacheBuffers ? BufferCache::instance().held() : 0; }
 
 std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "(";

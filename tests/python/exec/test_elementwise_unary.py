@@ -314,6 +314,12 @@ def test_select_symbolic_large_empty() -> None:
     b = rand(3000, seed=16)
     np.testing.assert_array_equal(run_op("select", {"cond": c, "a": a, "b": b}, symbolic=True)[0], np.where(c, a, b))
     np.testing.assert_array_equal(run("select", {"cond": c[:, :1], "a": a, "b": b}), np.where(c[:, :1], a, b))
+    # a condition per row (torch's safe softmax: rows with every score masked become 0), the
+    # other operand a scalar (a fill) or a column (one value per row); rows split across threads
+    fill = np.array([7.5], np.float32)
+    np.testing.assert_array_equal(run("select", {"cond": c[:, :1], "a": fill, "b": a}), np.where(c[:, :1], fill, a))
+    col = b[:40, None]
+    np.testing.assert_array_equal(run("select", {"cond": c[:, 1:2], "a": a, "b": col}), np.where(c[:, 1:2], a, col))
     e = run("select", {"cond": np.zeros((0, 3), bool), "a": np.ones(3, np.float32), "b": np.zeros(3, np.float32)})
     assert e.shape == (0, 3)
 

@@ -203,3 +203,46 @@ def test_enumerated_shapes_are_enforced() -> None:
         assert y.shape == (1, n, 4)
     with pytest.raises(ValueError, match="not one of the model's enumerated shapes"):
         model.predict({"x": np.ones((1, 3, 8), np.float32)})
+
+
+_CACHE_CHILD = r"""
+import json, sys
+import numpy as np
+from milkit import Builder as mb, _core
+import milkit as ct
+
+@mb.program(input_specs=[mb.TensorSpec(shape=(256, 512))])
+def prog(x):
+    return mb.relu(x=mb.add(x=mb.mul(x=x, y=2.0), y=1.0))
+
+fn = prog.functions["main"]
+plan = _core.Plan(fn)
+x = np.linspace(-1, 1, 256 * 512, dtype=np.float32).reshape(256, 512)
+outs = [plan.run({"x": x})[0][1] for _ in range(3)]
+same = all(np.array_equal(o, outs[0]) for o in outs)
+print(json.dumps({"held": _core.buffer_cache_bytes(), "same": same,
+                  "right": bool(np.array_equal(outs[0], np.maximum(x * 2 + 1, 0)))}))
+"""
+
+
+@pytest.mark.parametrize("limit_mb,expect", [(None, "some"), ("0", "none"), ("0.6", "at most")])
+def test_buffer_cache(limit_mb: Any, expect: str) -> None:
+    """Freed buffers of 64 KB or more (here 512 KB intermediates) are kept for the next run,
+    within MILKIT_BUFFER_CACHE_MB (0 keeps none); reused buffers give the same results."""
+    import json
+
+    env = dict(os.environ)
+    env.pop("MILKIT_BUFFER_CACHE_MB", None)
+    if limit_mb is not None:
+        env["MILKIT_BUFFER_CACHE_MB"] = limit_mb
+    r = subprocess.run([sys.executable, "-c", _CACHE_CHILD], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["same"] and got["right"]
+    asan = "libasan" in os.environ.get("LD_PRELOAD", "")  # the cache is off under AddressSanitizer
+    if expect == "some" and not asan:
+        assert got["held"] >= 256 * 512 * 4
+    elif expect == "none" or asan:
+        assert got["held"] == 0
+    else:
+        assert 0 < got["held"] <= 0.6 * 1024 * 1024

@@ -117,4 +117,10 @@ std::string shape_str(const std::vector<int64_t>& shape);
 /// ints wrap, anything -> bool is != 0). Returns the input itself when the dtype already matches.
 Tensor cast_tensor(const Tensor& t, DataType to);
 
+/// Bytes of freed tensor buffers the process keeps for reuse. Buffers of 64 KB or more go back
+/// to a cache when freed and are handed out again for the same (page-rounded) size, so a model's
+/// activations do not fault in fresh pages on every run; MILKIT_BUFFER_CACHE_MB (read once;
+/// default 256, 0 keeps none) bounds it, the least recently freed going first.
+size_t buffer_cache_bytes();
+
 }  // namespace milkit

@@ -368,7 +368,21 @@ void select_loop(KernelCtx& k, const Tensor& c, const Tensor& a, const Tensor& b
   }
   BroadcastIndexer bi(shape, {c.shape(), a.shape(), b.shape()});
   parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
-    bi.run(s, e, [&](int64_t i, int64_t ic, int64_t ia, int64_t ib) { o[i] = cp[ic] ? ap[ia] : bp[ib]; });
+    bi.run_rows(s, e,
+                [&](int64_t i, int64_t cnt, int64_t ic, int64_t ia, int64_t ib, int64_t sc,
+                    int64_t sa, int64_t sb) {
+                  if (sc == 0) {  // one condition for the run (a mask per row): a copy or a fill
+                    const T* src = cp[ic] ? ap + ia : bp + ib;
+                    const int64_t ss = cp[ic] ? sa : sb;
+                    if (ss == 1)
+                      std::copy(src, src + cnt, o + i);
+                    else
+                      for (int64_t j = 0; j < cnt; ++j) o[i + j] = src[j * ss];
+                    return;
+                  }
+                  for (int64_t j = 0; j < cnt; ++j)
+                    o[i + j] = cp[ic + j * sc] ? ap[ia + j * sa] : bp[ib + j * sb];
+                });
   });
 }
 
