@@ -634,6 +634,7 @@ std::vector<std::pair<std::string, Tensor>> Plan::run(const std::map<std::string
   }
   fr.run_block(*body_);
   last_peak_ = fr.peak_;
+  buffer_cache_bound(fr.peak_);
   std::vector<std::pair<std::string, Tensor>> out;
   const Block& b = fn_->body();
   for (size_t i = 0; i < b.outputs().size(); ++i)

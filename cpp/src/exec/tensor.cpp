@@ -3,6 +3,7 @@
 
 #include <stdlib.h>  // posix_memalign
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
@@ -22,27 +23,38 @@ namespace {
 /// of 128 KB or more as fresh pages from mmap, each page faulted in again on first touch).
 constexpr size_t kCachedMin = 64 * 1024;
 
-/// Large tensor buffers freed by one op or run, kept for the next allocation of the same
-/// (page-rounded) size: a model's activations recur at the same sizes run after run. Within
-/// MILKIT_BUFFER_CACHE_MB (read once; default 256, 0 keeps none), the least recently freed
-/// go first. Off under AddressSanitizer, which would then miss uses after free.
+/// Large tensor buffers freed by one op or run, kept for the next allocation of their size or a
+/// little less: a model's activations recur at the same sizes run after run. Within
+/// MILKIT_BUFFER_CACHE_MB (read once; default 256, 0 keeps none) and the largest live set of a
+/// run so far, the least recently freed go first. Off under AddressSanitizer, which would then miss
+/// uses after free.
 class BufferCache {
  public:
   static BufferCache& instance() {
     static BufferCache* c = new BufferCache();  // never destroyed: tensors may outlive statics
     return *c;
   }
-  /// A cached block of exactly `n` bytes, or nullptr.
-  void* take(size_t n) {
+  /// The smallest cached block of `n` bytes or more (and at most 2n), or nullptr; `*got` its
+  /// size. Taking larger blocks too keeps the cache near the largest live set when a model's
+  /// activations come in many sizes (an exact-size cache held one block of every size).
+  void* take(size_t n, size_t* got) {
     std::lock_guard<std::mutex> lock(mu_);
-    for (size_t i = blocks_.size(); i-- > 0;)
-      if (blocks_[i].bytes == n) {
-        void* p = blocks_[i].p;
-        blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
-        held_ -= n;
-        return p;
-      }
-    return nullptr;
+    size_t best = blocks_.size();
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      const size_t b = blocks_[i].bytes;
+      if (b >= n && b <= 2 * n && (best == blocks_.size() || b < blocks_[best].bytes)) best = i;
+    }
+    if (best == blocks_.size()) return nullptr;
+    void* p = blocks_[best].p;
+    *got = blocks_[best].bytes;
+    blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(best));
+    held_ -= *got;
+    return p;
+  }
+  /// Keeps at most `bytes` (the largest live set of a run so far) from now on.
+  void bound(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    run_peak_ = std::max(run_peak_, bytes);
   }
   /// Bytes of the blocks kept now.
   size_t held() {
@@ -54,13 +66,14 @@ class BufferCache {
     std::vector<void*> drop;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (n > limit_) {
+      const size_t limit = std::min(limit_, run_peak_);
+      if (n > limit) {
         drop.push_back(p);
       } else {
         blocks_.push_back({p, n});
         held_ += n;
         size_t k = 0;
-        while (held_ > limit_) {
+        while (held_ > limit) {
           held_ -= blocks_[k].bytes;
           drop.push_back(blocks_[k++].p);
         }
@@ -84,6 +97,9 @@ class BufferCache {
   std::vector<Block> blocks_;  // oldest first
   size_t held_ = 0;
   size_t limit_ = 0;
+  // the largest live set of any run so far: the cache holds no more than that, so a run's peak
+  // memory stays within twice its activations (an unbounded cache held a block of every size)
+  size_t run_peak_ = 0;
 };
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -103,7 +119,7 @@ std::shared_ptr<const void> aligned_storage(size_t bytes, uint8_t** out) {
   if (n == 0) n = 64;
   const bool cached = kCacheBuffers && n >= kCachedMin;
   if (cached) n = (n + 4095) / 4096 * 4096;
-  void* p = cached ? BufferCache::instance().take(n) : nullptr;
+  void* p = cached ? BufferCache::instance().take(n, &n) : nullptr;
   // posix_memalign rather than std::aligned_alloc: macOS's libc++ declares the latter only when
   // targeting macOS 10.15 or later
   if (!p && ::posix_memalign(&p, 64, n) != 0)
@@ -118,6 +134,10 @@ std::shared_ptr<const void> aligned_storage(size_t bytes, uint8_t** out) {
 }  // namespace
 
 size_t buffer_cache_bytes() { return kCacheBuffers ? BufferCache::instance().held() : 0; }
+
+void buffer_cache_bound(size_t live_peak) {
+  if (kCacheBuffers) BufferCache::instance().bound(live_peak);
+}
 
 std::string shape_str(const std::vector<int64_t>& shape) {
   std::string s = "(";

@@ -120,7 +120,12 @@ Tensor cast_tensor(const Tensor& t, DataType to);
 /// Bytes of freed tensor buffers the process keeps for reuse. Buffers of 64 KB or more go back
 /// to a cache when freed and are handed out again for the same (page-rounded) size, so a model's
 /// activations do not fault in fresh pages on every run; MILKIT_BUFFER_CACHE_MB (read once;
-/// default 256, 0 keeps none) bounds it, the least recently freed going first.
+/// default 256, 0 keeps none) and the largest live set of any run so far bound it, the least
+/// recently freed going first.
 size_t buffer_cache_bytes();
+
+/// Tells the buffer cache a run's largest live set (bytes of tensors alive at once): it keeps no
+/// more than the largest it has been told of.
+void buffer_cache_bound(size_t live_peak);
 
 }  // namespace milkit
