@@ -15,14 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
+from bench_gemv import median_s
 
 # (M, N, K, where it comes from)
 SHAPES = [
@@ -35,17 +34,6 @@ SHAPES = [
     (197, 768, 3072, "ViT-B/16 mlp out"),
     (128, 768, 3072, "GPT-2 mlp out"),
 ]
-
-
-def median_s(fn: Callable[[], Any], runs: int) -> float:
-    for _ in range(3):
-        fn()
-    ts = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts)
 
 
 def operands(m: int, n: int, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -14,6 +14,7 @@
 
 #include "dispatch.h"
 #include "milkit/types/error.h"
+#include "weight_cache.h"
 
 namespace milkit {
 
@@ -84,11 +85,7 @@ class BufferCache {
   }
 
  private:
-  BufferCache() {
-    const char* e = std::getenv("MILKIT_BUFFER_CACHE_MB");
-    const double mb = e && *e ? std::atof(e) : 256.0;
-    limit_ = mb > 0 ? static_cast<size_t>(mb * 1024 * 1024) : 0;
-  }
+  BufferCache() : limit_(exec::env_megabytes("MILKIT_BUFFER_CACHE_MB", size_t{256} << 20)) {}
   struct Block {
     void* p;
     size_t bytes;

@@ -2,6 +2,7 @@
 // decoded outside the lock.
 #include "weight_cache.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -56,15 +57,16 @@ size_t mem_total() {
 
 namespace exec {
 
-size_t weight_cache_limit() {
-  const char* env = std::getenv("MILKIT_WEIGHT_CACHE_MB");
-  if (env && *env) {
-    char* end = nullptr;
-    const double mb = std::strtod(env, &end);
-    if (end != env && mb >= 0) return static_cast<size_t>(mb * 1024 * 1024);
-  }
-  return mem_total() / 4;
+size_t env_megabytes(const char* name, size_t fallback) {
+  const char* env = std::getenv(name);
+  if (!env || !*env) return fallback;
+  char* end = nullptr;
+  const double mb = std::strtod(env, &end);
+  if (end == env || !(mb >= 0)) return fallback;  // NaN fails mb >= 0 too
+  return static_cast<size_t>(std::min(mb, 1024.0 * 1024 * 1024) * 1024 * 1024);
 }
+
+size_t weight_cache_limit() { return env_megabytes("MILKIT_WEIGHT_CACHE_MB", mem_total() / 4); }
 
 Tensor widened(const PackedWeight& w) {
   Cache& c = cache();

@@ -25,5 +25,9 @@ void forget_widened(const PackedWeight* w);
 /// The cache's limit in bytes: MILKIT_WEIGHT_CACHE_MB when set, else a quarter of MemTotal.
 size_t weight_cache_limit();
 
+/// Bytes from environment variable `name` given in megabytes (fractions allowed; capped at
+/// 2^50), or `fallback` when it is unset, empty, negative or not a number.
+size_t env_megabytes(const char* name, size_t fallback);
+
 }  // namespace exec
 }  // namespace milkit

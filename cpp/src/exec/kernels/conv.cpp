@@ -1,9 +1,9 @@
 // Kernels of the conv ops: conv, conv_transpose, conv_quantized (1 to 3 spatial dims, all computed
-// as 3-d with leading unit dims). conv is im2col + cblas_sgemm per image and group: with enough
-// output rows each thread makes the columns of its own bands of rows and multiplies them (the
-// columns still in its cache, one hand-over per conv), else columns are made in bands of at most
-// 3 MB and the GEMM is split across threads; a 1x1, stride-1, unpadded conv multiplies the NCHW
-// input directly (up to 32 input channels in tiles by conv_direct.cpp's pointwise kernel, the
+// as 3-d with leading unit dims). conv is im2col + GEMM (sgemm below) per image and group: with
+// enough output rows each thread makes the columns of its own bands of rows and multiplies them
+// (the columns still in its cache, one hand-over per conv), else columns are made in bands of at
+// most 3 MB and the GEMM is split across threads; a 1x1, stride-1, unpadded conv multiplies the
+// NCHW input directly (up to 32 input channels in tiles by conv_direct.cpp's pointwise kernel, the
 // fused chain per tile; on a 1x1 image as matrix-vector products); one input channel per group -
 // depthwise - is a direct loop across threads
 // (conv_direct.cpp for 1-d and 2-d). Elementwise ops the plan fused into the conv (FusedChain) are
@@ -22,7 +22,6 @@
 // "same" (TensorFlow's conv2d_transpose), by nothing for "valid"; an output_shape larger than
 // the cropped output extends it at the end (positions no input reaches hold the bias), which
 // is torch's output_padding.
-#include <cblas.h>
 
 #include <algorithm>
 #include <climits>

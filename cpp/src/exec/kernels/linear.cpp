@@ -1,11 +1,12 @@
 // Kernels of the linear ops: linear (x @ weight.T + bias), matmul (numpy matmul: broadcast batch
 // dims, rank-1 operands promoted and their inserted dim dropped, transpose_x / transpose_y) and
-// einsum (the two batched equations MIL accepts). Float products go to OpenBLAS (cblas_sgemm; a
-// batch folds into M when the right operand has no batch), tiny batched products run in a plain
-// loop across threads. Integer products wrap on overflow (numpy's int32 matmul). When iOS17's
-// mixed dtypes give an integer output from a float operand, the product is computed in double
-// and converted with numpy's astype rules (coremltools' value inference: np.matmul, then the
-// output dtype).
+// einsum (the two batched equations MIL accepts). Float products of a few rows are matrix-vector
+// products (gemv.cpp), more go to milkit's GEMM (sgemm.cpp; OpenBLAS for a transposed left
+// operand, fp64, or MILKIT_GEMM=blas); a batch folds into M when the right operand has no batch,
+// tiny batched products run in a plain loop across threads. Integer products wrap on overflow
+// (numpy's int32 matmul). When iOS17's mixed dtypes give an integer output from a float operand,
+// the product is computed in double and converted with numpy's astype rules (coremltools' value
+// inference: np.matmul, then the output dtype).
 #include <cblas.h>
 
 #include <algorithm>
@@ -35,9 +36,6 @@ struct GemmShape {
   /// C is an fp16 program's output: a product that rounds it to fp16 values as it stores it
   /// says so by returning true (the kernel then calls set_rounded)
   bool round = false;
-  /// N values added to each row of C by milkit's GEMM (set only when panel_form: the other
-  /// kernels see the bias already in C)
-  const float* bias = nullptr;
 };
 
 /// Products of at most this many multiply-adds run in a plain loop (a BLAS call costs more).
@@ -60,18 +58,27 @@ bool panel_form(const GemmShape& g) {
 }
 
 /// Rows of C set to the bias before a product accumulates into it (the kernels other than
-/// milkit's GEMM).
-void prefill_bias(const GemmShape& g, const float* bias, float* c) {
+/// milkit's GEMM, which starts its sums from the bias).
+template <typename T>
+void prefill_bias(const GemmShape& g, const T* bias, T* c) {
   parallel_for(g.M, std::max<int64_t>(1, 65536 / std::max<int64_t>(g.N, 1)),
                [&](int64_t s, int64_t e) {
                  for (int64_t m = s; m < e; ++m) std::copy(bias, bias + g.N, c + m * g.ldc);
                });
 }
 
-/// BLAS product with beta (0 overwrites C, 1 accumulates); K = 0 leaves beta * C.
+/// C = A * B + (bias[n] on each row, or beta * C: beta 0 or 1, 0 with a bias); K = 0 leaves the
+/// bias or beta * C. True when C was rounded to fp16 values (g.round).
 template <typename T>
-bool blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
+bool blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C, const T* bias = nullptr) {
   if (g.M == 0 || g.N == 0) return false;
+  bool panels = false;
+  if constexpr (std::is_same_v<T, float>) panels = panel_form(g);
+  if (bias && !panels) {  // milkit's GEMM starts its sums from the bias; the others add to it
+    prefill_bias(g, bias, C);
+    beta = T(1);
+    bias = nullptr;
+  }
   if (g.K == 0) {
     if (beta == T(0))
       for (int64_t m = 0; m < g.M; ++m) std::fill(C + m * g.ldc, C + m * g.ldc + g.N, T(0));
@@ -90,12 +97,12 @@ bool blas_gemm(const GemmShape& g, const T* A, const T* B, T beta, T* C) {
       return false;
     }
     // more rows, A not transposed: the interpreter's own product (B packed per call)
-    if (!g.ta && exec::sgemm_panels_enabled()) {
+    if (panels) {
       exec::GemmRhs rhs;
       rhs.f32 = B;
       rhs.nk = g.tb;
       rhs.ld = std::max<int64_t>(g.ldb, g.tb ? g.K : g.N);
-      exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, g.bias, beta != 0.0f,
+      exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, bias, beta != 0.0f,
                          C, g.ldc, g.round);
       return g.round;
     }
@@ -316,12 +323,19 @@ void panel_gemm(const GemmShape& g, const float* A, const PackedWeight& w, float
   });
 }
 
-/// C[M, N] = A[M, K] * B (+ beta * C) with B packed, stored [N, K] (g.tb) or [K, N]. A few rows
-/// (decode) read B's packed bytes in the matrix-vector kernels; more go to milkit's GEMM, which
-/// widens or decodes B while packing its panels. Without it (MILKIT_GEMM=blas), 16 rows or more
-/// decode B panel by panel (panel_gemm) and 5-15 rows make the BLAS calls of B widened to fp32,
-/// from the weight cache. True when C was rounded to fp16 values (g.round).
-bool packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, float beta, float* C) {
+/// C[M, N] = A[M, K] * B (+ bias[n] on each row) with B packed, stored [N, K] (g.tb) or [K, N].
+/// A few rows (decode) read B's packed bytes in the matrix-vector kernels; more go to milkit's
+/// GEMM, which widens or decodes B while packing its panels. Without it (MILKIT_GEMM=blas), 16 rows
+/// or more decode B panel by panel (panel_gemm) and 5-15 rows make the BLAS calls of B widened to
+/// fp32, from the weight cache. True when C was rounded to fp16 values (g.round).
+bool packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, const float* bias,
+                 float* C) {
+  float beta = 0.0f;
+  if (bias && !panel_form(g)) {  // milkit's GEMM starts its sums from the bias; the others add
+    prefill_bias(g, bias, C);
+    beta = 1.0f;
+    bias = nullptr;
+  }
   if (gemv_form(g)) {
     exec::GemvWeight gw;
     gw.packed = &w;
@@ -331,7 +345,7 @@ bool packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, floa
       exec::gemv_kn(g.M, g.N, g.K, A, g.lda, gw, beta != 0.0f, C, g.ldc);
     return false;
   }
-  if (exec::sgemm_panels_enabled()) {
+  if (panel_form(g)) {
     // fp16 widened, other packed forms decoded while each panel is packed: the sums of the fp32
     // copy, without the copy
     const RowForm rf = w.row_form();
@@ -342,8 +356,8 @@ bool packed_gemm(const GemmShape& g, const float* A, const PackedWeight& w, floa
       rhs.packed = &w;
     rhs.nk = g.tb;
     rhs.ld = g.tb ? g.K : g.N;
-    exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, g.bias, beta != 0.0f,
-                       C, g.ldc, g.round);
+    exec::sgemm_panels(g.M, g.N, g.K, A, std::max<int64_t>(g.lda, g.K), rhs, bias, false, C, g.ldc,
+                       g.round);
     return g.round;
   }
   if (g.M >= kPanelGemmRows) {
@@ -376,7 +390,8 @@ bool matmul_packed(KernelCtx& k, const PackedWeight& w) {
   oshape.back() = g.N;
   Tensor& out = k.alloc(0, oshape);
   g.round = k.rounds_output();
-  if (g.M && packed_gemm(g, x.data<float>(), w, 0.0f, out.mutable_data<float>())) k.set_rounded();
+  if (g.M && packed_gemm(g, x.data<float>(), w, nullptr, out.mutable_data<float>()))
+    k.set_rounded();
   return true;
 }
 
@@ -404,12 +419,8 @@ bool linear_packed(KernelCtx& k, const PackedWeight& w) {
   const float* bias = b0 ? b0->data<float>() : nullptr;
   bool any_bias = false;
   for (int64_t j = 0; bias && j < dout && !any_bias; ++j) any_bias = bias[j] != 0.0f;
-  // milkit's GEMM starts its sums from the bias; the other kernels accumulate onto it
-  const bool prefill = any_bias && !panel_form(g);
-  if (any_bias && !prefill) g.bias = bias;
-  if (prefill) prefill_bias(g, bias, c);
   g.round = k.rounds_output();
-  if (g.M && packed_gemm(g, x.data<float>(), w, prefill ? 1.0f : 0.0f, c)) k.set_rounded();
+  if (g.M && packed_gemm(g, x.data<float>(), w, any_bias ? bias : nullptr, c)) k.set_rounded();
   return true;
 }
 
@@ -534,25 +545,10 @@ void linear_kernel(KernelCtx& k) {
       constexpr bool blas = std::is_same_v<T, float> || std::is_same_v<T, double>;
       if (blas && fits_int(g)) {
         if constexpr (blas) {
-          // milkit's GEMM starts its sums from the bias; the other kernels accumulate onto it
-          bool prefill = any_bias;
-          if constexpr (std::is_same_v<T, float>) {
-            if (any_bias && panel_form(g)) {
-              g.bias = bias;
-              prefill = false;
-            }
-          }
-          if (prefill) {
-            parallel_for(M, std::max<int64_t>(1, 65536 / std::max<int64_t>(dout, 1)),
-                         [&](int64_t s, int64_t e) {
-                           for (int64_t m = s; m < e; ++m)
-                             std::copy(bias, bias + dout, c + m * dout);
-                         });
-          }
           // an fp16 output computed in fp32 (tmp undefined: C is the output itself)
           g.round = std::is_same_v<T, float> && !tmp.defined() && k.rounds_output();
-          if (blas_gemm<T>(g, xc.template data<T>(), wc.template data<T>(), prefill ? T(1) : T(0),
-                           c))
+          if (blas_gemm<T>(g, xc.template data<T>(), wc.template data<T>(), T(0), c,
+                           any_bias ? bias : nullptr))
             k.set_rounded();
         }
         return;

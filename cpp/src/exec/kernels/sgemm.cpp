@@ -1,7 +1,7 @@
 // sgemm_panels: C = A * B (+ bias) with B packed per call into 48-column panels (k-major, fp32),
-// one panel per thread at a time, and register-blocked kernels that broadcast A's elements from
-// its rows where they lie: AVX-512 8 rows x 48 columns (24 accumulators), AVX2 4 rows x 24
-// columns (12), each output summed over k in order. See sgemm.h.
+// one panel per thread at a time, and one register-blocked kernel, for AVX-512 and AVX2 alike,
+// that broadcasts A's elements from its rows where they lie: 8 rows x 48 columns (24
+// accumulators) or 4 rows x 24 columns (12), each output summed over k in order. See sgemm.h.
 #include "sgemm.h"
 
 #include <algorithm>
@@ -179,168 +179,105 @@ void pack_panel(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_t kc
 
 // ---- kernels ----------------------------------------------------------------------------------
 
-/// Where a kernel's tile goes: `rows` rows of C at ldc, `cols` (<= 48) columns, starting from
-/// `init` (bias: 48 values, zero padded).
+/// Where a kernel's tile goes: rows of C at ldc, `cols` (<= 48) columns, starting from `init`
+/// (bias: 48 values, zero padded).
 struct Tile {
   float* c;
   int64_t ldc;
   int cols;
   Init init;
   const float* bias;
-  bool round = false;  ///< store fp16's values (the last block of k of an fp16 output)
 };
 
-#ifdef MILKIT_VMATH_AVX2
-/// MR rows x NV vectors of 16 columns (48 for a whole panel, fewer for a narrow last one) over kc
-/// of the packed panel p: AVX-512.
-template <int MR, int NV>
-__attribute__((target("avx2,fma,f16c,avx512f,avx512vl"), always_inline)) inline void kernel_avx512(
-    int64_t kc, const float* a, int64_t lda, const float* p, const Tile& t) {
-  __m512 acc[MR][NV];
-  __mmask16 mask[NV];
-  for (int v = 0; v < NV; ++v) {
-    const int left = std::clamp(t.cols - 16 * v, 0, 16);
-    mask[v] = static_cast<__mmask16>(left == 16 ? 0xFFFFu : (1u << left) - 1);
-  }
+/// MR rows x NV vectors of L columns over kc of the packed panel p (its first NV L columns; C's
+/// first t.cols of them written): each element of A broadcast against the panel's vectors. One
+/// body for every vector width, instantiated in the target functions below.
+template <int L, int MR, int NV>
+inline __attribute__((always_inline)) void kernel(int64_t kc, const float* a, int64_t lda,
+                                                  const float* p, const Tile& t) {
+  typedef typename vmath::Lanes<L>::f V;
+  constexpr int W = L * NV;
+  const bool part = t.cols < W;  // a narrow last panel: C's rows through a zero-padded row
+  float row[W];
+  V acc[MR][NV];
 #pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v)
-      acc[i][v] = t.init == Init::Load   ? _mm512_maskz_loadu_ps(mask[v], t.c + i * t.ldc + 16 * v)
-                  : t.init == Init::Bias ? _mm512_loadu_ps(t.bias + 16 * v)
-                                         : _mm512_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k) {
-    __m512 b[NV];
-#pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v) b[v] = _mm512_loadu_ps(p + k * kNR + 16 * v);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const __m512 x = _mm512_set1_ps(a[i * lda + k]);
-#pragma GCC unroll 3
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm512_fmadd_ps(x, b[v], acc[i][v]);
+  for (int i = 0; i < MR; ++i) {
+    const float* src = t.init == Init::Bias ? t.bias : t.c + i * t.ldc;
+    if (t.init == Init::Load && part) {
+      std::fill(row, row + W, 0.0f);
+      std::copy(src, src + t.cols, row);
+      src = row;
     }
-  }
-#pragma GCC unroll 8
-  for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) {
-      const __m512 r = t.round
-                           ? _mm512_cvtph_ps(_mm512_cvtps_ph(acc[i][v], _MM_FROUND_TO_NEAREST_INT))
-                           : acc[i][v];
-      _mm512_mask_storeu_ps(t.c + i * t.ldc + 16 * v, mask[v], r);
+      acc[i][v] = V{};
+      if (t.init != Init::Zero) std::memcpy(&acc[i][v], src + L * v, sizeof(V));
     }
-}
-
-template <int NV>
-__attribute__((target("avx2,fma,f16c,avx512f,avx512vl"), always_inline)) inline void rows_avx512_nv(
-    int rows, int64_t kc, const float* a, int64_t lda, const float* p, const Tile& t) {
-  switch (rows) {
-    case 8:
-      return kernel_avx512<8, NV>(kc, a, lda, p, t);
-    case 7:
-      return kernel_avx512<7, NV>(kc, a, lda, p, t);
-    case 6:
-      return kernel_avx512<6, NV>(kc, a, lda, p, t);
-    case 5:
-      return kernel_avx512<5, NV>(kc, a, lda, p, t);
-    case 4:
-      return kernel_avx512<4, NV>(kc, a, lda, p, t);
-    case 3:
-      return kernel_avx512<3, NV>(kc, a, lda, p, t);
-    case 2:
-      return kernel_avx512<2, NV>(kc, a, lda, p, t);
-    default:
-      return kernel_avx512<1, NV>(kc, a, lda, p, t);
   }
-}
-
-/// `rows` (<= 8) rows of one panel, AVX-512: as many vectors as its columns need.
-__attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) void rows_avx512(
-    int rows, int64_t kc, const float* a, int64_t lda, const float* p, const Tile& t) {
-  if (t.cols > 32) return rows_avx512_nv<3>(rows, kc, a, lda, p, t);
-  if (t.cols > 16) return rows_avx512_nv<2>(rows, kc, a, lda, p, t);
-  rows_avx512_nv<1>(rows, kc, a, lda, p, t);
-}
-
-/// MR rows x NV vectors of 8 columns of half a panel (`cols` <= 8 NV of them written): AVX2.
-template <int MR, int NV>
-__attribute__((target("avx2,fma,f16c"), always_inline)) inline void kernel_avx2(
-    int64_t kc, const float* a, int64_t lda, const float* p, const Tile& t) {
-  __m256 acc[MR][NV];
-  float buf[MR][8 * NV];
-  const bool part = t.cols < 8 * NV;
-  if (t.init == Init::Load && part)
-    for (int i = 0; i < MR; ++i) {
-      std::fill(buf[i], buf[i] + 8 * NV, 0.0f);
-      std::copy(t.c + i * t.ldc, t.c + i * t.ldc + t.cols, buf[i]);
-    }
-#pragma GCC unroll 4
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v)
-      acc[i][v] = t.init == Init::Load
-                      ? _mm256_loadu_ps(part ? buf[i] + 8 * v : t.c + i * t.ldc + 8 * v)
-                  : t.init == Init::Bias ? _mm256_loadu_ps(t.bias + 8 * v)
-                                         : _mm256_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
-    __m256 b[NV];
+    V b[NV];
 #pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v) b[v] = _mm256_loadu_ps(p + k * kNR + 8 * v);
-#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) std::memcpy(&b[v], p + k * kNR + L * v, sizeof(V));
+#pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const __m256 x = _mm256_broadcast_ss(a + i * lda + k);
+      const V x = V{} + a[i * lda + k];
 #pragma GCC unroll 3
-      for (int v = 0; v < NV; ++v) acc[i][v] = _mm256_fmadd_ps(x, b[v], acc[i][v]);
+      for (int v = 0; v < NV; ++v) acc[i][v] += x * b[v];
     }
   }
-  if (t.round)
-    for (int i = 0; i < MR; ++i)
-      for (int v = 0; v < NV; ++v)
-        acc[i][v] = _mm256_cvtph_ps(_mm256_cvtps_ph(acc[i][v], _MM_FROUND_TO_NEAREST_INT));
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
-    if (!part) {
-      for (int v = 0; v < NV; ++v) _mm256_storeu_ps(t.c + i * t.ldc + 8 * v, acc[i][v]);
-      continue;
-    }
-    for (int v = 0; v < NV; ++v) _mm256_storeu_ps(buf[i] + 8 * v, acc[i][v]);
-    std::copy(buf[i], buf[i] + t.cols, t.c + i * t.ldc);
+    float* dst = part ? row : t.c + i * t.ldc;
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) std::memcpy(dst + L * v, &acc[i][v], sizeof(V));
+    if (part) std::copy(row, row + t.cols, t.c + i * t.ldc);
   }
 }
 
-template <int NV>
-__attribute__((target("avx2,fma,f16c"), always_inline)) inline void rows_avx2_nv(
-    int rows, int64_t kc, const float* a, int64_t lda, const float* p, const Tile& t) {
-  switch (rows) {
-    case 4:
-      return kernel_avx2<4, NV>(kc, a, lda, p, t);
-    case 3:
-      return kernel_avx2<3, NV>(kc, a, lda, p, t);
-    case 2:
-      return kernel_avx2<2, NV>(kc, a, lda, p, t);
-    default:
-      return kernel_avx2<1, NV>(kc, a, lda, p, t);
+/// `rows` (<= R) rows with the kernel of exactly that many.
+template <int L, int NV, int R>
+inline __attribute__((always_inline)) void kernel_rows(int rows, int64_t kc, const float* a,
+                                                       int64_t lda, const float* p, const Tile& t) {
+  if constexpr (R > 1) {
+    if (rows < R) return kernel_rows<L, NV, R - 1>(rows, kc, a, lda, p, t);
   }
+  kernel<L, R, NV>(kc, a, lda, p, t);
 }
 
-/// `rows` (<= 4) rows of one panel, AVX2: its two halves of 24 columns, each with as many
-/// vectors as its columns need.
-__attribute__((target("avx2,fma,f16c"))) void rows_avx2(int rows, int64_t kc, const float* a,
-                                                        int64_t lda, const float* p,
-                                                        const Tile& t) {
-  for (int h = 0; h < 2; ++h) {
+/// `rows` (<= MR) rows of one panel: sub-panels of up to 3 vectors of L columns (one of 48 with
+/// AVX-512, two of 24 with AVX2: 24 and 12 accumulators), each taking as many vectors as its
+/// columns need.
+template <int L, int MR>
+inline __attribute__((always_inline)) void panel_rows(int rows, int64_t kc, const float* a,
+                                                      int64_t lda, const float* p, const Tile& t) {
+  constexpr int W = 3 * L;
+  for (int h = 0; h * W < t.cols; ++h) {
     Tile th = t;
-    th.cols = std::clamp(t.cols - 24 * h, 0, 24);
-    if (th.cols == 0) return;
-    th.c = t.c + 24 * h;
-    th.bias = t.bias + 24 * h;
-    const float* ph = p + 24 * h;
-    if (th.cols > 16)
-      rows_avx2_nv<3>(rows, kc, a, lda, ph, th);
-    else if (th.cols > 8)
-      rows_avx2_nv<2>(rows, kc, a, lda, ph, th);
+    th.cols = std::min(t.cols - h * W, W);
+    th.c = t.c + h * W;
+    th.bias = t.bias + h * W;
+    const float* ph = p + h * W;
+    if (th.cols > 2 * L)
+      kernel_rows<L, 3, MR>(rows, kc, a, lda, ph, th);
+    else if (th.cols > L)
+      kernel_rows<L, 2, MR>(rows, kc, a, lda, ph, th);
     else
-      rows_avx2_nv<1>(rows, kc, a, lda, ph, th);
+      kernel_rows<L, 1, MR>(rows, kc, a, lda, ph, th);
   }
+}
+
+typedef void (*PanelRows)(int, int64_t, const float*, int64_t, const float*, const Tile&);
+
+#ifdef MILKIT_VMATH_AVX2
+__attribute__((target("avx2,fma"))) void panel_rows_avx2(int rows, int64_t kc, const float* a,
+                                                         int64_t lda, const float* p,
+                                                         const Tile& t) {
+  panel_rows<8, 4>(rows, kc, a, lda, p, t);
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512vl"))) void panel_rows_avx512(
+    int rows, int64_t kc, const float* a, int64_t lda, const float* p, const Tile& t) {
+  panel_rows<16, 8>(rows, kc, a, lda, p, t);
 }
 #endif
 
@@ -363,7 +300,8 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
 #ifdef MILKIT_VMATH_AVX2
   if (M <= 0 || N <= 0) return;
   const bool wide = vmath::cpu_avx512();
-  const int mr = wide ? 8 : 4;
+  const int mr = wide ? 8 : 4;  // rows per register block
+  const PanelRows rows_fn = wide ? &panel_rows_avx512 : &panel_rows_avx2;
   const int64_t panels = (N + kNR - 1) / kNR;
   // fewer panels than two per thread: rows of A split too (each part packs its panel)
   const int t = num_threads();
@@ -396,19 +334,21 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
       for (int64_t k0 = 0; k0 < K; k0 += kKC) {
         const int64_t kc = std::min(kKC, K - k0);
         pack_panel(b, n0, cols, k0, kc, p);
-        Tile tile{nullptr,  ldc,
-                  cols,     k0 > 0 || accumulate ? Init::Load : bias ? Init::Bias : Init::Zero,
-                  bias_row, round_half && k0 + kc == K};
+        Tile tile{nullptr, ldc, cols,
+                  k0 > 0 || accumulate ? Init::Load
+                  : bias               ? Init::Bias
+                                       : Init::Zero,
+                  bias_row};
+        const bool round = round_half && k0 + kc == K;
         // blocks of up to mr rows, as even as they go (49 rows: 7 of 7, not 6 of 8 and 1 of 1)
         const int64_t blocks = (m1 - m0 + mr - 1) / mr;
         for (int64_t q = 0; q < blocks; ++q) {
           const int64_t m = m0 + (m1 - m0) * q / blocks;
           const int rows = static_cast<int>(m0 + (m1 - m0) * (q + 1) / blocks - m);
           tile.c = C + m * ldc + n0;
-          if (wide)
-            rows_avx512(rows, kc, A + m * lda + k0, lda, p, tile);
-          else
-            rows_avx2(rows, kc, A + m * lda + k0, lda, p, tile);
+          rows_fn(rows, kc, A + m * lda + k0, lda, p, tile);
+          if (round)  // an fp16 output: its values rounded while the tile is in cache
+            for (int i = 0; i < rows; ++i) round_to_half(tile.c + i * ldc, cols);
         }
       }
     }
