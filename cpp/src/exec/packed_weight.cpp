@@ -228,18 +228,21 @@ class Cursor {
   Cursor(std::vector<int64_t> shape, std::vector<int64_t> pshape)
       : shape_(std::move(shape)), pshape_(std::move(pshape)) {
     if (shape_.empty()) shape_ = pshape_ = {1};
+    ok_ = pshape_.size() == shape_.size();
+    bool empty = false;
+    for (size_t d = 0; ok_ && d < shape_.size(); ++d) {
+      empty = empty || shape_[d] == 0;
+      if (pshape_[d] <= 0 || shape_[d] % pshape_[d] != 0) ok_ = shape_[d] == 0;
+    }
+    if (ok_ && !empty) merge_dims();
     const size_t r = shape_.size();
-    ok_ = pshape_.size() == r;
     pstride_.assign(r, 1);
     block_.assign(r, 1);
     c_.assign(r, 0);
     rem_.assign(r, 0);
     for (size_t d = r; ok_ && d-- > 0;) {
       if (d + 1 < r) pstride_[d] = pstride_[d + 1] * pshape_[d + 1];
-      if (pshape_[d] <= 0 || shape_[d] % pshape_[d] != 0)
-        ok_ = shape_[d] == 0;
-      else
-        block_[d] = shape_[d] / pshape_[d];
+      if (pshape_[d] > 0 && shape_[d] % pshape_[d] == 0) block_[d] = shape_[d] / pshape_[d];
     }
   }
   /// Whether the param's shape divides the tensor's.
@@ -278,6 +281,29 @@ class Cursor {
   }
 
  private:
+  /// Drops dims of size 1 and merges neighbours the param reads alike (both repeated whole, or
+  /// both read element by element), so that a run spans them: a conv weight [C_out, C_in, 1, 1]
+  /// with a scale per output channel decodes in runs of C_in, not of 1. Flat positions and the
+  /// param element of each are unchanged.
+  void merge_dims() {
+    std::vector<int64_t> s, p;
+    for (size_t d = 0; d < shape_.size(); ++d) {
+      if (shape_[d] == 1) continue;
+      const bool whole = !s.empty() && p.back() == 1 && pshape_[d] == 1;
+      const bool each = !s.empty() && s.back() == p.back() && shape_[d] == pshape_[d];
+      if (whole || each) {
+        s.back() *= shape_[d];
+        p.back() *= pshape_[d];
+      } else {
+        s.push_back(shape_[d]);
+        p.push_back(pshape_[d]);
+      }
+    }
+    if (s.empty()) s = p = {1};
+    shape_ = std::move(s);
+    pshape_ = std::move(p);
+  }
+
   std::vector<int64_t> shape_, pshape_, pstride_, block_, c_, rem_;
   int64_t off_ = 0;
   bool ok_ = true;

@@ -253,6 +253,25 @@ def test_conv(name: str, dt: Any) -> None:
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize("name", ["lut18_4bit_per_grouped_channel", "lut18_2bit_per_channel", "lut18_3bit_blockwise",
+                                  "bss_int8_offset", "bss_int4_offset_block8", "bss_uint4_block4", "bss_int8_block1",
+                                  "affine16_uint8_axis0", "affine16_int8_axis1", "lut_then_scale", "quantized_lut",
+                                  "sparse_shift_scale"])
+def test_conv_1x1(name: str, dt: Any) -> None:
+    """A 1x1 weight [C_out, C_in, 1, 1] whose tables or scales vary per output channel, per block
+    of input channels or per element: the decoder's runs span the trailing unit dims (a run per
+    element was 3x slower on ResNet-50) and still read each element's own table or scale."""
+    opset, make = (IOS18, _shift_scale("int8", True, 1)) if name == "bss_int8_block1" else MAKERS[name]
+    rng = np.random.default_rng(abs(hash(name)) % 1000 + 2)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 16, 12, 12), dtype=_mil(dt))], opset_version=opset)
+    def prog(x: Any) -> Any:
+        return mb.conv(x=x, weight=make((32, 16, 1, 1), dt, rng))
+
+    _check(prog, {"x": rng.uniform(-1, 1, size=(1, 16, 12, 12)).astype(dt)})
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
 @pytest.mark.parametrize("name", ["lut16_4bit", "affine16_uint8_axis0", "lut18_2bit_per_channel", "sparse16"])
 def test_conv_depthwise(name: str, dt: Any) -> None:
     """A compressed depthwise weight (two output channels per input channel, stride 2) gives the
@@ -561,8 +580,22 @@ def test_fused_int_rows(name: str, k: int, rows: int, dt: Any) -> None:
     _fused_rows_case(name, k, rows, dt)
 
 
+# products of 5 rows or more by the same weights, with an inner size over one block of k (512):
+# milkit's GEMM decodes each panel's rows from their row form, the second block at k = 512
+PANEL_FORMS = [(name, 512 + k) for name in FUSED[1:] for k in (46, 45)] + [(name, 512 + k) for name, k in FUSED_INT]
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32])
+@pytest.mark.parametrize(("name", "k"), PANEL_FORMS)
+def test_panel_row_forms(name: str, k: int, dt: Any) -> None:
+    """Panels packed from the rows' packed bytes (4-bit tables, quantized integers with their
+    scales and offsets) give the bits of the decompressed plan, with every tail of k."""
+    _fused_rows_case(name, k, 9, dt)
+
+
 def test_fused_rows_avx2() -> None:
-    """The AVX2 kernels give the same bits where the machine has AVX-512 (forced off in a child)."""
+    """The AVX2 kernels (matrix-vector products and panels decoded from row forms) give the same
+    bits where the machine has AVX-512 (forced off in a child)."""
     import os
     import subprocess
     import sys
@@ -579,6 +612,8 @@ def test_fused_rows_avx2() -> None:
         "for name, k in m.FUSED_INT:\n"
         "    for dt in (np.float16, np.float32):\n"
         "        m._fused_rows_case(name, k, 2, dt)\n"
+        "for name, k in m.PANEL_FORMS:\n"
+        "    m._fused_rows_case(name, k, 9, np.float16)\n"
         "print('ok')\n")
     r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MILKIT_NO_AVX512="1"),
                        capture_output=True, text=True, timeout=300)

@@ -261,7 +261,74 @@ void rows_times(int64_t M, int64_t n0, int64_t nb, int64_t K, const float* A, in
     }
 }
 
+#ifdef MILKIT_VMATH_AVX2
+/// out[i] = w(k0 + i) for i < kc: single elements until k0 + i is a multiple of 8 (a load's
+/// lanes then share a scale block and start on a byte), then 8 at a time, then single again.
+#define MILKIT_DEFINE_ROW_RUN(NAME, TARGET)                                                 \
+  template <class Row>                                                                      \
+  __attribute__((target(TARGET), always_inline)) inline void NAME(const Row& w, int64_t k0, \
+                                                                  int64_t kc, float* out) { \
+    int64_t i = 0;                                                                          \
+    for (; i < kc && (k0 + i) % 8 != 0; ++i) out[i] = w.at(k0 + i);                         \
+    for (; i + 8 <= kc; i += 8) _mm256_storeu_ps(out + i, w.load(k0 + i));                  \
+    for (; i < kc; ++i) out[i] = w.at(k0 + i);                                              \
+  }
+
+MILKIT_DEFINE_ROW_RUN(row_run, "avx2,fma,f16c")
+MILKIT_DEFINE_ROW_RUN(row_run_vl, "avx2,fma,f16c,avx512f,avx512vl")
+
+MILKIT_GEMV_TARGET void row_run_avx2(const RowForm& f, int64_t n, int64_t K, int64_t k0, int64_t kc,
+                                     float* out) {
+  switch (f.kind) {
+    case RowForm::Kind::Half:
+      return row_run(HalfRow{f.half + n * K}, k0, kc, out);
+    case RowForm::Kind::Lut4:
+      return row_run(
+          Lut4Row(f.nibbles + n * (K / 2), f.tables + (n / f.rows_per_table) * f.table_stride), k0,
+          kc, out);
+    default: {
+      const int64_t block = (n / f.rows_per_scale) * f.scale_stride;
+      const float* off = f.offsets ? f.offsets + block : nullptr;
+      if (f.kind == RowForm::Kind::Int8)
+        return row_run(IntRow<8>{f.ints + n * K, f.scales + block, off, f.cols_shift, f.is_signed,
+                                 f.round_diff, f.round_out},
+                       k0, kc, out);
+      return row_run(IntRow<4>{f.ints + n * (K / 2), f.scales + block, off, f.cols_shift,
+                               f.is_signed, f.round_diff, f.round_out},
+                     k0, kc, out);
+    }
+  }
+}
+
+MILKIT_GEMV_TARGET_VL void row_run_lut4_avx512vl(const RowForm& f, int64_t n, int64_t K, int64_t k0,
+                                                 int64_t kc, float* out) {
+  row_run_vl(Lut4RowVl(f.nibbles + n * (K / 2), f.tables + (n / f.rows_per_table) * f.table_stride),
+             k0, kc, out);
+}
+#endif
+
 }  // namespace
+
+bool row_form_decodes(const RowForm& f) {
+#ifdef MILKIT_VMATH_AVX2
+  const bool ints = f.kind == RowForm::Kind::Int8 || f.kind == RowForm::Kind::Int4;
+  return vmath::cpu_avx2_fma() && cpu_has_f16c() && f.kind != RowForm::Kind::None &&
+         (!ints || f.scales);
+#else
+  (void)f;
+  return false;
+#endif
+}
+
+void decode_row(const RowForm& f, int64_t n, int64_t K, int64_t k0, int64_t kc, float* out) {
+#ifdef MILKIT_VMATH_AVX2
+  if (f.kind == RowForm::Kind::Lut4 && vmath::cpu_avx512())
+    return row_run_lut4_avx512vl(f, n, K, k0, kc, out);
+  row_run_avx2(f, n, K, k0, kc, out);
+#else
+  (void)f, (void)n, (void)K, (void)k0, (void)kc, (void)out;
+#endif
+}
 
 void gemv_nk(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemvWeight& w,
              bool accumulate, float* C, int64_t ldc) {

@@ -10,6 +10,7 @@
 
 namespace milkit {
 class PackedWeight;
+struct RowForm;
 }
 
 namespace milkit::exec {
@@ -31,5 +32,14 @@ void gemv_nk(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
 /// C[m, n] = sum_k A[m, k] * W[k, n] (+ C[m, n] when `accumulate`) for m < M, W stored [K, N].
 void gemv_kn(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemvWeight& w,
              bool accumulate, float* C, int64_t ldc);
+
+/// Whether decode_row reads weights of row form `f` on this CPU (a direct form, with scales when
+/// it is integers, and AVX2).
+bool row_form_decodes(const RowForm& f);
+
+/// Elements [k0, k0 + kc) of row n of a weight of K elements a row in row form `f` (for which
+/// row_form_decodes holds) as fp32: the values PackedWeight::decode gives, from the row's packed
+/// bytes with the fused matrix-vector kernels' loads.
+void decode_row(const RowForm& f, int64_t n, int64_t K, int64_t k0, int64_t kc, float* out);
 
 }  // namespace milkit::exec

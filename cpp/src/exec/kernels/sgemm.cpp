@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../packed_weight.h"
+#include "gemv.h"
 #include "milkit/exec/plan.h"
 #include "milkit/exec/threads.h"
 #include "milkit/types/datatype.h"
@@ -50,14 +51,27 @@ void pack_scalar(const GemmRhs& b, int64_t n0, int64_t j0, int64_t j1, int64_t k
     for (int64_t j = j0; j < j1; ++j) p[k * kNR + j] = rhs_at(b, n0 + j, k0 + k);
 }
 
-/// A packed weight stored [N, K]: each row's run of k decoded, then spread over the panel.
+void pack_nk_dense(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_t kc, float* p);
+
+/// A packed weight stored [N, K]: the panel's rows decoded (in one run when they are whole and
+/// together), then packed as an fp32 weight is (by register transposes).
 void pack_nk_packed(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_t kc, float* p) {
-  thread_local std::vector<float> row;
-  if (static_cast<int64_t>(row.size()) < kc) row.resize(static_cast<size_t>(kc));
-  for (int64_t j = 0; j < nb; ++j) {
-    b.packed->decode((n0 + j) * b.ld + k0, kc, row.data());
-    for (int64_t k = 0; k < kc; ++k) p[k * kNR + j] = row[k];
+  thread_local std::vector<float> rows;
+  if (static_cast<int64_t>(rows.size()) < nb * kc) rows.resize(static_cast<size_t>(nb * kc));
+  const RowForm f = b.packed->row_form();
+  if (row_form_decodes(f)) {
+    for (int64_t j = 0; j < nb; ++j) decode_row(f, n0 + j, b.ld, k0, kc, rows.data() + j * kc);
+  } else if (k0 == 0 && kc == b.ld) {
+    b.packed->decode(n0 * b.ld, nb * kc, rows.data());
+  } else {
+    for (int64_t j = 0; j < nb; ++j)
+      b.packed->decode((n0 + j) * b.ld + k0, kc, rows.data() + j * kc);
   }
+  GemmRhs d;
+  d.f32 = rows.data();
+  d.nk = true;
+  d.ld = kc;
+  pack_nk_dense(d, 0, nb, 0, kc, p);
 }
 
 /// Rows of B stored [K, N]: each k's nb elements copied (widened, decoded) in one run.
@@ -170,6 +184,11 @@ void pack_panel(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_t kc
     for (int64_t k = 0; k < kc; ++k) std::fill(p + k * kNR + nb, p + (k + 1) * kNR, 0.0f);
   if (!b.nk) return pack_kn(b, n0, nb, k0, kc, p);
   if (b.packed) return pack_nk_packed(b, n0, nb, k0, kc, p);
+  pack_nk_dense(b, n0, nb, k0, kc, p);
+}
+
+/// Rows of an fp32 or fp16 B stored [N, K] into the panel p.
+void pack_nk_dense(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_t kc, float* p) {
 #ifdef MILKIT_VMATH_AVX2
   if (vmath::cpu_avx512()) return pack_nk_avx512(b, n0, nb, k0, kc, p);
   if (vmath::cpu_avx2_fma()) return pack_nk_avx2(b, n0, nb, k0, kc, p);
