@@ -55,6 +55,19 @@ inline __attribute__((always_inline)) void pad_plane(const Conv2dShape& s, const
                                                      const float* xc, float* buf, int64_t r0 = 0,
                                                      bool zero_rows = false) {
   typedef typename vmath::Lanes<L>::f V;
+  // per phase q: padded column j * sw + q is input column j * sw + q - pw, for j in [lo, hi);
+  // at stride 2 the vector loads run up to vhi (their two loads read input columns up to
+  // 2 (j + L - 1) + q - pw + 1). Worked out once per plane, not per row: the divisions were a
+  // third of a 3x3 stride-2 plane's time.
+  int64_t lo[8], hi[8], vhi[8];
+  const int64_t phases = std::min<int64_t>(s.sw, 8);
+  for (int64_t q = 0; q < phases; ++q) {
+    lo[q] = std::max<int64_t>(0, (s.pw - q + s.sw - 1) / s.sw);
+    hi[q] = std::min<int64_t>(p.width, (s.IW + s.pw - q + s.sw - 1) / s.sw);
+    vhi[q] = lo[q];
+    if (s.sw == 2)
+      while (vhi[q] + L <= hi[q] && 2 * (vhi[q] + L - 1) + q - s.pw + 1 < s.IW) vhi[q] += L;
+  }
   for (int64_t r = 0; r < p.rows; ++r) {
     const int64_t ih = r0 + r - s.ph;
     if (ih < 0 || ih >= s.IH) {
@@ -66,22 +79,22 @@ inline __attribute__((always_inline)) void pad_plane(const Conv2dShape& s, const
     const float* src = xc + ih * s.IW;
     for (int64_t q = 0; q < s.sw; ++q) {
       float* dst = buf + q * p.phase + r * p.width;
-      // padded column j * sw + q is input column j * sw + q - pw
-      const int64_t jlo = std::max<int64_t>(0, (s.pw - q + s.sw - 1) / s.sw);
-      const int64_t jhi = std::min<int64_t>(p.width, (s.IW + s.pw - q + s.sw - 1) / s.sw);
-      if (s.sw == 1) {
-        if (jhi > jlo) std::memcpy(dst + jlo, src + jlo - s.pw, sizeof(float) * (jhi - jlo));
+      if (q >= phases) {  // strides over 8: rare, divisions per row
+        const int64_t jlo = std::max<int64_t>(0, (s.pw - q + s.sw - 1) / s.sw);
+        const int64_t jhi = std::min<int64_t>(p.width, (s.IW + s.pw - q + s.sw - 1) / s.sw);
+        for (int64_t j = jlo; j < jhi; ++j) dst[j] = src[j * s.sw + q - s.pw];
+      } else if (s.sw == 1) {
+        if (hi[q] > lo[q]) std::memcpy(dst + lo[q], src + lo[q] - s.pw, sizeof(float) * (hi[q] - lo[q]));
       } else if (s.sw == 2) {
-        int64_t j = jlo;
-        // the two loads read input columns up to 2 (j + L - 1) + q - pw + 1
-        for (; j + L <= jhi && 2 * (j + L - 1) + q - s.pw + 1 < s.IW; j += L) {
+        int64_t j = lo[q];
+        for (; j < vhi[q]; j += L) {
           V v;
           vmath::load_even_lanes<L>(src + 2 * j + q - s.pw, v);
           std::memcpy(dst + j, &v, sizeof v);
         }
-        for (; j < jhi; ++j) dst[j] = src[2 * j + q - s.pw];
+        for (; j < hi[q]; ++j) dst[j] = src[2 * j + q - s.pw];
       } else {
-        for (int64_t j = jlo; j < jhi; ++j) dst[j] = src[j * s.sw + q - s.pw];
+        for (int64_t j = lo[q]; j < hi[q]; ++j) dst[j] = src[j * s.sw + q - s.pw];
       }
     }
   }
@@ -101,7 +114,7 @@ inline __attribute__((always_inline)) void dw_rows_fixed(const Conv2dShape& s, c
 #pragma GCC unroll 32
   for (int i = 0; i < K * K; ++i) wv[i] = V{} + w[i];
   const int64_t OW = s.OW;
-  auto block = [&](int64_t ow, int64_t n) {
+  auto block = [&](int64_t ow, int64_t n) __attribute__((always_inline)) {
     V acc[R];
 #pragma GCC unroll 8
     for (int j = 0; j < R; ++j) acc[j] = V{} + b;
@@ -189,8 +202,8 @@ inline __attribute__((always_inline)) void dw_plane_any(const Conv2dShape& s, co
                                                         const float* xc, bool pad, float* buf,
                                                         const int64_t* off, const float* w, float b,
                                                         float* y) {
-  if (pad) pad_plane<L>(s, p, xc, buf);
   const bool fixed = s.KH == s.KW && s.sh == s.sw && s.dh == 1 && s.dw == 1;
+  if (pad) pad_plane<L>(s, p, xc, buf);
   if (fixed && s.KH == 3 && s.sh == 1)
     dw_plane_fixed<L, 3, 1>(s, p, buf, off, w, b, y);
   else if (fixed && s.KH == 3 && s.sh == 2)
