@@ -194,6 +194,14 @@ void FusedChain::apply_here(float* p, int64_t n) const {
     run_link(links[0], p, nullptr, n);
     return;
   }
+  if (links.size() == 2 && !half && links[0].kind == Kind::HardSigmoid &&
+      links[1].kind == Kind::Mul && links[1].head) {
+    // hard swish, x * sigmoid_hard(x), in one pass (fp32 products commute: the same bits as
+    // the two links, which cost 3 passes over a block: MobileNetV3's 1x1 convs 5-10% slower)
+    const float a = links[0].c, b = links[0].c2;
+    vmath::map(p, p, n, [a, b](float x) { return x * vmath::vhard_sigmoid(x, a, b); });
+    return;
+  }
   constexpr int64_t kBlock = 2048;
   float h[kBlock];
   for (int64_t s = 0; s < n; s += kBlock) {

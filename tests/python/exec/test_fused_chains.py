@@ -181,3 +181,37 @@ def test_broadcasting_and_runtime_operands_stay_apart(dt: type) -> None:
     np.testing.assert_array_equal(c2.astype(np.float32), np.maximum(r(cf * y.astype(np.float32)), 0))
     assert c3.shape == (3, 2, 4, 7, 9)
     np.testing.assert_array_equal(c3.astype(np.float32), r(cf - wider.astype(np.float32)))
+
+
+@pytest.mark.parametrize("name", ["hardswish", "sigmoid_hard", "relu_relu6", "arith"])
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize(
+    ("shape", "cout"),
+    [((2, 40, 7, 7), 37), ((1, 48, 14, 14), 24), ((1, 600, 5, 5), 20), ((1, 700, 14, 14), 9)],
+)
+def test_chain_after_pointwise_conv(name: str, dt: type, shape: tuple, cout: int) -> None:
+    """1x1 convs of more input channels over small images compute blocks of output channels from
+    their bias across every pixel and run the chain on each block while it is in cache (7x7: 48
+    columns and one; a long inner dim of two blocks of k; an input too large to pack whole, which
+    takes the other path). The bits are those of the ops apart, on 1, 2 and 3 threads."""
+    chain = CHAINS[name]
+    x = rand(*shape, dtype=dt, lo=-1, hi=1, seed=13)
+    w, b = rand(cout, shape[1], 1, 1, dtype=dt, lo=-0.2, hi=0.2, seed=14), rand(cout, dtype=dt, lo=-2, hi=2, seed=15)
+
+    def conv(v: Any) -> Any:
+        return mb.conv(x=v, weight=w, bias=b)
+
+    for threads in (1, 2, 3):
+        ct.set_num_threads(threads)
+        try:
+            (fused,) = run_prog(lambda v: build_chain(chain, dt, conv(v)), {"x": x})
+            apart, c = run_prog(lambda v: (lambda cv: (build_chain(chain, dt, cv), cv))(conv(v)), {"x": x})
+        finally:
+            ct.set_num_threads(0)
+        np.testing.assert_array_equal(fused, apart)
+    want = ref_chain(chain, dt, c.astype(np.float32))
+    tol = {"rtol": 3e-3, "atol": 3e-3} if dt == np.float16 else {"rtol": 1e-5, "atol": 1e-5}
+    np.testing.assert_allclose(fused.astype(np.float32), want, **tol)
+    f = np.float32
+    ref = F.conv2d(torch.tensor(x.astype(f)), torch.tensor(w.astype(f)), torch.tensor(b.astype(f))).numpy()
+    np.testing.assert_allclose(c.astype(np.float32), ref, **({"rtol": 3e-3, "atol": 3e-3} if dt == np.float16 else {"rtol": 1e-4, "atol": 1e-4}))

@@ -539,6 +539,24 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
     pointwise_conv(g, x, w.dense, any_bias ? bias : nullptr, ch, y);
     return ch != nullptr;
   }
+  if (direct && g.G == 1 && !w.packed) {
+    // 1x1 of more input channels over a small image (the input packed whole stays in L2):
+    // blocks of output channels across every pixel, starting from their bias, the fused chain
+    // applied to each block while it is in cache (one pass over the output instead of three)
+    bool taken = true;
+    for (int64_t n = 0; n < g.N && taken; ++n) {
+      float* yn = y + n * g.Cout * op;
+      exec::GemmRhs rhs;
+      rhs.f32 = x + n * g.Cin * ip;
+      rhs.nk = false;
+      rhs.ld = ip;
+      exec::RowsDone done;
+      if (ch) done = [&](int64_t m0, int64_t m1) { ch->apply_here(yn + m0 * op, (m1 - m0) * op); };
+      taken = exec::sgemm_row_blocks(g.Cout, op, kc, w.dense, kc, rhs, any_bias ? bias : nullptr,
+                                     yn, op, done);
+    }
+    if (taken) return ch != nullptr;  // the shape decides: every image or none
+  }
   if (any_bias)
     parallel_for(g.N * g.Cout, std::max<int64_t>(1, 65536 / op), [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; ++p) std::fill(y + p * op, y + (p + 1) * op, bias[p % g.Cout]);

@@ -32,8 +32,9 @@ constexpr int kNR = 48;
 /// rows of A pass over it; longer products accumulate into C block by block.
 constexpr int64_t kKC = 512;
 
-/// How the accumulators start: zero, the bias row, or C (accumulating).
-enum class Init { Zero, Bias, Load };
+/// How the accumulators start: zero, the bias row, each row's own bias value, or C
+/// (accumulating).
+enum class Init { Zero, Bias, RowBias, Load };
 
 // ---- packing ----------------------------------------------------------------------------------
 
@@ -206,6 +207,7 @@ struct Tile {
   int cols;
   Init init;
   const float* bias;
+  const float* row_bias = nullptr;  // Init::RowBias: the tile's first row's value
 };
 
 /// MR rows x NV vectors of L columns over kc of the packed panel p (its first NV L columns; C's
@@ -230,7 +232,10 @@ inline __attribute__((always_inline)) void kernel(int64_t kc, const float* a, in
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) {
       acc[i][v] = V{};
-      if (t.init != Init::Zero) std::memcpy(&acc[i][v], src + L * v, sizeof(V));
+      if (t.init == Init::RowBias)
+        acc[i][v] += t.row_bias[i];
+      else if (t.init != Init::Zero)
+        std::memcpy(&acc[i][v], src + L * v, sizeof(V));
     }
   }
   for (int64_t k = 0; k < kc; ++k) {
@@ -379,6 +384,63 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
 #else
   (void)M, (void)N, (void)K, (void)A, (void)lda, (void)b, (void)bias, (void)accumulate, (void)C,
       (void)ldc, (void)round_half;
+#endif
+}
+
+bool sgemm_row_blocks(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                      const GemmRhs& b, const float* row_bias, float* C, int64_t ldc,
+                      const RowsDone& done) {
+#ifdef MILKIT_VMATH_AVX2
+  const int64_t panels = (N + kNR - 1) / kNR;
+  if (M <= 0 || N <= 0 || K <= 0 || !sgemm_panels_enabled() || panels * K * kNR > kRowBlockFloats)
+    return false;
+  const bool wide = vmath::cpu_avx512();
+  const int mr = wide ? 8 : 4;
+  const PanelRows rows_fn = wide ? &panel_rows_avx512 : &panel_rows_avx2;
+  // B packed whole, once, shared by every task: panel q at q * K * kNR, k-major
+  thread_local std::vector<float> packed;
+  if (static_cast<int64_t>(packed.size()) < panels * K * kNR)
+    packed.resize(static_cast<size_t>(panels * K * kNR));
+  float* pb = packed.data();
+  const int64_t kblocks = (K + kKC - 1) / kKC;
+  parallel_for(panels * kblocks, 4, [&](int64_t s, int64_t e) {
+    for (int64_t u = s; u < e; ++u) {
+      const int64_t q = u / kblocks, k0 = u % kblocks * kKC;
+      const int64_t n0 = q * kNR;
+      pack_panel(b, n0, std::min<int64_t>(kNR, N - n0), k0, std::min(kKC, K - k0),
+                 pb + (q * K + k0) * kNR);
+    }
+  });
+  // blocks of up to mr rows, as even as they go; tasks of whole blocks
+  const int64_t blocks = (M + mr - 1) / mr;
+  const float zeros[kNR] = {};
+  parallel_for(blocks, 1, [&](int64_t s, int64_t e) {
+    for (int64_t q = s; q < e; ++q) {
+      const int64_t m = M * q / blocks, m1 = M * (q + 1) / blocks;
+      const int rows = static_cast<int>(m1 - m);
+      for (int64_t pq = 0; pq < panels; ++pq) {
+        const int64_t n0 = pq * kNR;
+        for (int64_t k0 = 0; k0 < K; k0 += kKC) {
+          Tile tile{C + m * ldc + n0,
+                    ldc,
+                    static_cast<int>(std::min<int64_t>(kNR, N - n0)),
+                    k0 > 0     ? Init::Load
+                    : row_bias ? Init::RowBias
+                               : Init::Zero,
+                    zeros,
+                    row_bias ? row_bias + m : nullptr};
+          rows_fn(rows, std::min(kKC, K - k0), A + m * lda + k0, lda, pb + (pq * K + k0) * kNR,
+                  tile);
+        }
+      }
+      if (done) done(m, m1);
+    }
+  });
+  return true;
+#else
+  (void)M, (void)N, (void)K, (void)A, (void)lda, (void)b, (void)row_bias, (void)C, (void)ldc,
+      (void)done;
+  return false;
 #endif
 }
 
