@@ -10,6 +10,7 @@ before ("custom"), by max(0, full - out) // 2 ("same", TensorFlow's conv2d_trans
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import milkit as ct
 import numpy as np
@@ -601,6 +602,70 @@ def test_conv_depthwise_row_blocks(k: int, s: int, h: int, wd: int) -> None:
             continue
         got = run_op("conv", {"x": x}, weight=w, bias=b, strides=[s, s], groups=6, pad_type="custom", pad=pad)[0]
         assert_close(got, ref_conv(x, w, b, [s, s], [1, 1], 6, "custom", pad), rtol=1e-4, atol=1e-4)
+
+
+# depthwise convs over planes up to 56x56 (stride 1 or 2, no dilation): on AVX-512 CPUs blocks
+# of 16 channels are transposed into one vector per pixel and every FMA takes 16 channels; the
+# channels past the last block of 16 go plane by plane. (x shape, kernel, stride, pad):
+# remainders, 7x7 and 14x14 planes, 16x16, a row of three runs, asymmetric and no padding, a
+# kernel that is not square, a 1x1 output, ConvNeXt's 7x7 taps at 56x56, 28x30 at stride 2.
+DW_BLOCK_CASES = [
+    ((2, 37, 7, 7), (5, 5), 1, [2, 2, 2, 2]),
+    ((1, 16, 14, 14), (3, 3), 1, [1, 1, 1, 1]),
+    ((1, 48, 14, 14), (5, 5), 2, [2, 2, 2, 2]),
+    ((1, 32, 16, 16), (3, 3), 1, [1, 1, 1, 1]),
+    ((1, 16, 13, 11), (3, 3), 2, [0, 1, 2, 0]),
+    ((2, 20, 9, 20), (3, 5), 1, [1, 1, 2, 2]),
+    ((1, 17, 1, 1), (3, 3), 1, [1, 1, 1, 1]),
+    ((1, 64, 5, 40), (3, 3), 1, [1, 1, 1, 1]),
+    ((1, 16, 9, 9), (3, 3), 1, [0, 0, 0, 0]),
+    ((1, 16, 56, 56), (7, 7), 1, [3, 3, 3, 3]),
+    ((1, 32, 28, 30), (5, 5), 2, [2, 2, 2, 2]),
+]
+
+
+def _dw_block_case(i: int, bias: bool) -> np.ndarray:
+    xs, k, s, pad = DW_BLOCK_CASES[i]
+    x = rand(*xs, lo=-2, hi=2, seed=70 + i)
+    w = rand(xs[1], 1, *k, seed=80 + i)
+    b = rand(xs[1], seed=90 + i) if bias else None
+    return run_op("conv", {"x": x}, weight=w, bias=b, strides=[s, s], groups=xs[1], pad_type="custom", pad=pad)[0]
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("i", range(len(DW_BLOCK_CASES)))
+def test_conv_depthwise_channel_blocks(i: int, bias: bool) -> None:
+    xs, k, s, pad = DW_BLOCK_CASES[i]
+    outs = at_threads(lambda: _dw_block_case(i, bias))
+    for got in outs[1:]:
+        np.testing.assert_array_equal(got.view(np.uint32), outs[0].view(np.uint32))
+    x = rand(*xs, lo=-2, hi=2, seed=70 + i)
+    w = rand(xs[1], 1, *k, seed=80 + i)
+    b = rand(xs[1], seed=90 + i) if bias else None
+    assert_close(outs[0], ref_conv(x, w, b, [s, s], [1, 1], xs[1], "custom", pad), rtol=1e-4, atol=1e-4)
+
+
+def test_conv_depthwise_channel_blocks_same_bits_as_planes(tmp_path: Any) -> None:
+    """The channel blocks sum each output's taps in the order the per-plane bodies do: the bits
+    of the AVX2 bodies (AVX-512 forced off in a child) on every case."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib.util, sys\n"
+        "import numpy as np\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.dirname(__file__))!r})\n"
+        f"spec = importlib.util.spec_from_file_location('tc', {__file__!r})\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "for i in range(len(m.DW_BLOCK_CASES)):\n"
+        f"    np.save({str(tmp_path)!r} + f'/{{i}}.npy', m._dw_block_case(i, True))\n")
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MILKIT_NO_AVX512="1"),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    for i in range(len(DW_BLOCK_CASES)):
+        planes = np.load(tmp_path / f"{i}.npy")
+        np.testing.assert_array_equal(_dw_block_case(i, True).view(np.uint32), planes.view(np.uint32))
 
 
 # 1x1 convs: up to 32 input channels per group conv.cpp's pointwise tiles (conv_direct.cpp's

@@ -215,3 +215,29 @@ def test_chain_after_pointwise_conv(name: str, dt: type, shape: tuple, cout: int
     f = np.float32
     ref = F.conv2d(torch.tensor(x.astype(f)), torch.tensor(w.astype(f)), torch.tensor(b.astype(f))).numpy()
     np.testing.assert_allclose(c.astype(np.float32), ref, **({"rtol": 3e-3, "atol": 3e-3} if dt == np.float16 else {"rtol": 1e-4, "atol": 1e-4}))
+
+
+@pytest.mark.parametrize("name", ["hardswish", "sigmoid_hard", "relu_relu6"])
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize(("shape", "k", "s"), [((2, 20, 7, 7), 3, 1), ((1, 16, 40, 40), 5, 2), ((1, 8, 60, 60), 3, 1)])
+def test_chain_after_depthwise_conv(name: str, dt: type, shape: tuple, k: int, s: int) -> None:
+    """A depthwise conv runs the chain on each block of 16 channels (or each plane) as it is
+    finished: the bits of the ops apart, on 1, 2 and 3 threads."""
+    chain = CHAINS[name]
+    c_in = shape[1]
+    x = rand(*shape, dtype=dt, lo=-2, hi=2, seed=16)
+    w, b = rand(c_in, 1, k, k, dtype=dt, seed=17), rand(c_in, dtype=dt, lo=-1, hi=1, seed=18)
+
+    def conv(v: Any) -> Any:
+        return mb.conv(x=v, weight=w, bias=b, groups=c_in, strides=[s, s], pad_type="custom", pad=[k // 2] * 4)
+
+    for threads in (1, 2, 3):
+        ct.set_num_threads(threads)
+        try:
+            (fused,) = run_prog(lambda v: build_chain(chain, dt, conv(v)), {"x": x})
+            apart, c = run_prog(lambda v: (lambda cv: (build_chain(chain, dt, cv), cv))(conv(v)), {"x": x})
+        finally:
+            ct.set_num_threads(0)
+        np.testing.assert_array_equal(fused, apart)
+    tol = {"rtol": 3e-3, "atol": 3e-3} if dt == np.float16 else {"rtol": 1e-5, "atol": 1e-5}
+    np.testing.assert_allclose(fused.astype(np.float32), ref_chain(chain, dt, c.astype(np.float32)), **tol)

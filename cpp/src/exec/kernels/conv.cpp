@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -516,10 +517,14 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
   if (cin_g == 1 && kc > 0) {
     // depthwise: its weight is small (C_out * kernel), decoded whole for the call
     const float* wp = w.dense;
-    if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0)
-      exec::depthwise_conv2d(shape_2d(g), x, wp, bias, y);
-    else
-      conv_depthwise(g, x, wp, bias, y);
+    if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
+      // the fused chain runs on each block of planes as it is finished, while in cache
+      std::function<void(float*, int64_t)> done;
+      if (ch) done = [ch](float* p, int64_t n) { ch->apply_here(p, n); };
+      exec::depthwise_conv2d(shape_2d(g), x, wp, bias, y, done);
+      return ch != nullptr;
+    }
+    conv_depthwise(g, x, wp, bias, y);
     return false;
   }
   if (g.G == 1 && !w.packed && g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0 &&

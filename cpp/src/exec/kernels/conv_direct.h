@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace milkit::exec {
 
@@ -23,8 +24,10 @@ struct Conv2dShape {
 /// Depthwise conv (groups = Cin, Cout a multiple of Cin: output channel co reads input channel
 /// co / (Cout / Cin)): y[n, co] = bias[co] + sum_kh,kw w[co, kh, kw] * x[n, ci, oh * sh + kh *
 /// dh - ph, ow * sw + kw * dw - pw], 0 outside the input. bias may be null.
+/// `done`, when given, is called on each finished run of the output (whole planes: a block of 16
+/// channels of one image, or one plane) on the thread that wrote it, while it is in cache.
 void depthwise_conv2d(const Conv2dShape& s, const float* x, const float* w, const float* bias,
-                      float* y);
+                      float* y, const std::function<void(float*, int64_t)>& done = {});
 
 /// Whether `small_cin_conv2d` takes this (groups = 1) conv: 1 to 4 input channels, at most 160
 /// taps per output (C_in * KH * KW), more than one tap per channel (a network's stem).

@@ -14,6 +14,7 @@
 #include "milkit/exec/plan.h"
 #include "milkit/exec/threads.h"
 #include "milkit/types/datatype.h"
+#include "transpose.h"
 #include "vec_math.h"
 
 // GCC 12's AVX-512 intrinsics (unpacks, fp16 conversions) start from an undefined vector, which
@@ -89,33 +90,6 @@ void pack_kn(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_t kc, f
 }
 
 #ifdef MILKIT_VMATH_AVX2
-/// 16 x 16 transpose of r in place (rows become columns).
-__attribute__((target("avx2,fma,f16c,avx512f,avx512vl"), always_inline)) inline void transpose16(
-    __m512 r[16]) {
-  __m512 t[16], u[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  // u[4 g + j], 128-bit lane l: column 4 l + j of rows 4 g .. 4 g + 3
-  for (int j = 0; j < 4; ++j) {
-    const __m512 a = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x88);
-    const __m512 b = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xDD);
-    const __m512 c = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x88);
-    const __m512 d = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xDD);
-    r[j] = _mm512_shuffle_f32x4(a, c, 0x88);
-    r[8 + j] = _mm512_shuffle_f32x4(a, c, 0xDD);
-    r[4 + j] = _mm512_shuffle_f32x4(b, d, 0x88);
-    r[12 + j] = _mm512_shuffle_f32x4(b, d, 0xDD);
-  }
-}
-
 /// Rows of B stored [N, K], AVX-512: 16 x 16 blocks loaded by rows (fp16 widened) and
 /// transposed; the edges one element at a time.
 __attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) void pack_nk_avx512(
@@ -136,25 +110,6 @@ __attribute__((target("avx2,fma,f16c,avx512f,avx512vl"))) void pack_nk_avx512(
     }
   pack_scalar(b, n0, 0, jf, k0, kf, kc, p);
   pack_scalar(b, n0, jf, nb, k0, 0, kc, p);
-}
-
-/// 8 x 8 transpose of r in place.
-__attribute__((target("avx2,fma,f16c"), always_inline)) inline void transpose8(__m256 r[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 2; ++i) {
-    u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
-    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
-    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-  }
-  for (int j = 0; j < 4; ++j) {
-    r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
-    r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
-  }
 }
 
 /// Rows of B stored [N, K], AVX2: 8 x 8 blocks.
