@@ -474,7 +474,8 @@ __attribute__((target("avx2,fma,avx512f,avx512vl"))) void pointwise_tile_avx512(
 /// NP output pixels of one row of 16 channels (one per lane) from the channel-interleaved padded
 /// input `in` (its first tap; rows `row` floats apart, pixels S * 16 apart), KH x KW taps of
 /// `wb` (16 channels per tap) summed in (kh, kw) order from the bias, as the per-plane bodies do;
-/// out[NP..15] zero.
+/// out[NP..15] zero. The sums are written as theirs (acc += x * w, which the compiler contracts
+/// to one FMA when it optimizes, and not in an unoptimized build), so the bits stay theirs.
 template <int NP, int S>
 MILKIT_DW_TARGET inline __attribute__((always_inline)) void dw_cblock_pixels(
     const float* in, int64_t row, int64_t KH, int64_t KW, const float* wb, __m512 b,
@@ -488,8 +489,7 @@ MILKIT_DW_TARGET inline __attribute__((always_inline)) void dw_cblock_pixels(
       const __m512 wv = _mm512_loadu_ps(wb + (kh * KW + kw) * 16);
       const float* q = r + kw * 16;
 #pragma GCC unroll 16
-      for (int i = 0; i < NP; ++i)
-        acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(q + i * S * 16), wv, acc[i]);
+      for (int i = 0; i < NP; ++i) acc[i] += _mm512_loadu_ps(q + i * S * 16) * wv;
     }
   }
 #pragma GCC unroll 16
