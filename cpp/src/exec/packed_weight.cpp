@@ -544,10 +544,16 @@ class ShiftScaleNode : public PackedWeight {
   RowForm row_form() const override {
     RowForm f = src_->row_form();
     const bool ints = f.kind == RowForm::Kind::Int8 || f.kind == RowForm::Kind::Int4;
+    // rows of axis 0, K = the other dims' product (a conv weight [C_out, C_in, kh, kw]): scales
+    // in blocks of axis 0 and axis 1 only, so that a block of axis 1 is a run of each row
     const std::vector<int64_t>& sh = shape();
-    if (!ints || f.scales || sh.size() != 2 || sc_.shape.size() != 2) return {};
+    if (!ints || f.scales || sh.size() < 2 || sc_.shape.size() != sh.size()) return {};
+    for (size_t d = 2; d < sh.size(); ++d)
+      if (sc_.shape[d] != 1) return {};
     if (off_.present && off_.shape != sc_.shape) return {};
-    const int64_t N = sh[0], K = sh[1], Ns = sc_.shape[0], Ks = sc_.shape[1];
+    int64_t K = 1;
+    for (size_t d = 1; d < sh.size(); ++d) K *= sh[d];
+    const int64_t N = sh[0], Ns = sc_.shape[0], Ks = sc_.shape[1];
     if (N <= 0 || K <= 0 || Ns <= 0 || Ks <= 0 || N % Ns != 0 || K % Ks != 0) return {};
     const int64_t cols = K / Ks;
     int shift = 62;  // one scale per row: every column's block is 0

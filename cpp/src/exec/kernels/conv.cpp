@@ -111,6 +111,13 @@ struct ConvWeight {
     if (dense) return dense + r0 * kc;
     thread_local std::vector<float> buf;
     if (static_cast<int64_t>(buf.size()) < n * kc) buf.resize(static_cast<size_t>(n * kc));
+    // rows the matrix-vector kernels' loads decode from their packed bytes (4-bit tables,
+    // quantized integers with scales per block of input channels), else the generic decoder
+    const RowForm f = packed->row_form();
+    if (kc > 0 && packed->numel() == packed->shape()[0] * kc && exec::row_form_decodes(f)) {
+      for (int64_t i = 0; i < n; ++i) exec::decode_row(f, r0 + i, kc, 0, kc, buf.data() + i * kc);
+      return buf.data();
+    }
     packed->decode(r0 * kc, n * kc, buf.data());
     return buf.data();
   }

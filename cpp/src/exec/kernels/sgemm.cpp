@@ -61,7 +61,10 @@ void pack_nk_packed(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_
   thread_local std::vector<float> rows;
   if (static_cast<int64_t>(rows.size()) < nb * kc) rows.resize(static_cast<size_t>(nb * kc));
   const RowForm f = b.packed->row_form();
-  if (row_form_decodes(f)) {
+  const std::vector<int64_t>& sh = b.packed->shape();
+  // the form's rows are axis 0's: the product's rows when they hold ld elements each
+  const bool rows_match = !sh.empty() && sh[0] > 0 && b.packed->numel() / sh[0] == b.ld;
+  if (rows_match && row_form_decodes(f)) {
     for (int64_t j = 0; j < nb; ++j) decode_row(f, n0 + j, b.ld, k0, kc, rows.data() + j * kc);
   } else if (k0 == 0 && kc == b.ld) {
     b.packed->decode(n0 * b.ld, nb * kc, rows.data());
