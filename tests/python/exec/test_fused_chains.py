@@ -96,13 +96,30 @@ def torch_conv(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     return F.conv2d(torch.tensor(x.astype(f)), torch.tensor(w.astype(f)), torch.tensor(b.astype(f)), padding=1).numpy()
 
 
-def run_fused_and_apart(chain: list, x: np.ndarray, w: np.ndarray, b: np.ndarray) -> tuple:
-    """The chain's result with the conv's output read only by it, and with it returned too."""
+def run_fused_and_apart(chain: list, x: np.ndarray, w: np.ndarray, b: np.ndarray,
+                        conv: Callable[[Any], Any] | None = None) -> tuple:
+    """The chain's result with the conv's output read only by it, and with it returned too (the
+    conv is conv_of(w, b) unless given)."""
     dt = x.dtype.type
-    conv = conv_of(w, b)
+    conv = conv or conv_of(w, b)
     (fused,) = run_prog(lambda v: build_chain(chain, dt, conv(v)), {"x": x})
     apart, c = run_prog(lambda v: (lambda cv: (build_chain(chain, dt, cv), cv))(conv(v)), {"x": x})
     return fused, apart, c
+
+
+def fused_equals_apart(chain: list, x: np.ndarray, w: np.ndarray, b: np.ndarray,
+                       conv: Callable[[Any], Any] | None = None) -> tuple:
+    """run_fused_and_apart on 1, 2 and 3 threads: the fused result has x's dtype and the bits of
+    the ops apart each time. Returns the last (fused, conv output)."""
+    for threads in (1, 2, 3):
+        ct.set_num_threads(threads)
+        try:
+            fused, apart, c = run_fused_and_apart(chain, x, w, b, conv)
+        finally:
+            ct.set_num_threads(0)
+        assert fused.dtype == x.dtype
+        np.testing.assert_array_equal(fused, apart)
+    return fused, c
 
 
 @pytest.mark.parametrize("name", sorted(CHAINS))
@@ -112,14 +129,8 @@ def test_chain_after_conv_matches_its_ops(name: str, dt: type, shape: tuple) -> 
     chain = CHAINS[name]
     x = rand(*shape, dtype=dt, lo=-3, hi=3, seed=1)
     w, b = rand(5, shape[1], 3, 3, dtype=dt, seed=2), rand(5, dtype=dt, lo=-2, hi=2, seed=3)
-    for threads in (1, 2, 3):
-        ct.set_num_threads(threads)
-        try:
-            fused, apart, c = run_fused_and_apart(chain, x, w, b)
-        finally:
-            ct.set_num_threads(0)
-        assert fused.dtype == np.dtype(dt)
-        np.testing.assert_array_equal(fused, apart)
+    fused, c = fused_equals_apart(chain, x, w, b)
+    assert fused.dtype == np.dtype(dt)
     want = ref_chain(chain, dt, c.astype(np.float32))
     # silu and sigmoid are a few ulp from torch's; sigmoid_hard's a * x + b may be one fma
     exact = not any(op in ("silu", "sigmoid", "sigmoid_hard") for op, _ in chain)
@@ -198,17 +209,7 @@ def test_chain_after_pointwise_conv(name: str, dt: type, shape: tuple, cout: int
     x = rand(*shape, dtype=dt, lo=-1, hi=1, seed=13)
     w, b = rand(cout, shape[1], 1, 1, dtype=dt, lo=-0.2, hi=0.2, seed=14), rand(cout, dtype=dt, lo=-2, hi=2, seed=15)
 
-    def conv(v: Any) -> Any:
-        return mb.conv(x=v, weight=w, bias=b)
-
-    for threads in (1, 2, 3):
-        ct.set_num_threads(threads)
-        try:
-            (fused,) = run_prog(lambda v: build_chain(chain, dt, conv(v)), {"x": x})
-            apart, c = run_prog(lambda v: (lambda cv: (build_chain(chain, dt, cv), cv))(conv(v)), {"x": x})
-        finally:
-            ct.set_num_threads(0)
-        np.testing.assert_array_equal(fused, apart)
+    fused, c = fused_equals_apart(chain, x, w, b, lambda v: mb.conv(x=v, weight=w, bias=b))
     want = ref_chain(chain, dt, c.astype(np.float32))
     tol = {"rtol": 3e-3, "atol": 3e-3} if dt == np.float16 else {"rtol": 1e-5, "atol": 1e-5}
     np.testing.assert_allclose(fused.astype(np.float32), want, **tol)
@@ -231,13 +232,6 @@ def test_chain_after_depthwise_conv(name: str, dt: type, shape: tuple, k: int, s
     def conv(v: Any) -> Any:
         return mb.conv(x=v, weight=w, bias=b, groups=c_in, strides=[s, s], pad_type="custom", pad=[k // 2] * 4)
 
-    for threads in (1, 2, 3):
-        ct.set_num_threads(threads)
-        try:
-            (fused,) = run_prog(lambda v: build_chain(chain, dt, conv(v)), {"x": x})
-            apart, c = run_prog(lambda v: (lambda cv: (build_chain(chain, dt, cv), cv))(conv(v)), {"x": x})
-        finally:
-            ct.set_num_threads(0)
-        np.testing.assert_array_equal(fused, apart)
+    fused, c = fused_equals_apart(chain, x, w, b, conv)
     tol = {"rtol": 3e-3, "atol": 3e-3} if dt == np.float16 else {"rtol": 1e-5, "atol": 1e-5}
     np.testing.assert_allclose(fused.astype(np.float32), ref_chain(chain, dt, c.astype(np.float32)), **tol)

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,20 +106,14 @@ constexpr int64_t kBandDecodePixels = 256;
 struct ConvWeight {
   const float* dense = nullptr;
   const PackedWeight* packed = nullptr;
+  std::optional<exec::PackedRows> packed_rows;  ///< packed's rows of kc elements (run_conv)
   int64_t kc = 0;
   /// Rows [r0, r0 + n) as fp32: in place, or decoded into this thread's buffer.
   const float* rows(int64_t r0, int64_t n) const {
     if (dense) return dense + r0 * kc;
     thread_local std::vector<float> buf;
     if (static_cast<int64_t>(buf.size()) < n * kc) buf.resize(static_cast<size_t>(n * kc));
-    // rows the matrix-vector kernels' loads decode from their packed bytes (4-bit tables,
-    // quantized integers with scales per block of input channels), else the generic decoder
-    const RowForm f = packed->row_form();
-    if (kc > 0 && packed->numel() == packed->shape()[0] * kc && exec::row_form_decodes(f)) {
-      for (int64_t i = 0; i < n; ++i) exec::decode_row(f, r0 + i, kc, 0, kc, buf.data() + i * kc);
-      return buf.data();
-    }
-    packed->decode(r0 * kc, n * kc, buf.data());
+    packed_rows->decode(r0, n, 0, kc, buf.data());
     return buf.data();
   }
   /// Output channels per chunk out of `cout`: all of them for a dense weight.
@@ -603,6 +598,7 @@ void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, Con
   if (x.dtype() != DataType::Float32) k.fail("x must be fp16 or fp32, got " + x.describe());
   Geom g = conv_geom(k, x, ws);
   w.kc = g.Cin / g.G * g.kprod();
+  if (w.packed) w.packed_rows.emplace(*w.packed, w.kc);
   std::vector<int64_t> oshape{g.N, g.Cout};
   for (int i = 0; i < g.nd; ++i) oshape.push_back(g.out[3 - g.nd + i]);
   Tensor& out = k.alloc(0, oshape);

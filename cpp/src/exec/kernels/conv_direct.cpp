@@ -62,46 +62,36 @@ inline __attribute__((always_inline)) void pad_plane(const Conv2dShape& s, const
                                                      const float* xc, float* buf, int64_t r0 = 0,
                                                      bool zero_rows = false) {
   typedef typename vmath::Lanes<L>::f V;
-  // per phase q: padded column j * sw + q is input column j * sw + q - pw, for j in [lo, hi);
-  // at stride 2 the vector loads run up to vhi (their two loads read input columns up to
-  // 2 (j + L - 1) + q - pw + 1). Worked out once per plane, not per row: the divisions were a
-  // third of a 3x3 stride-2 plane's time.
-  int64_t lo[8], hi[8], vhi[8];
-  const int64_t phases = std::min<int64_t>(s.sw, 8);
-  for (int64_t q = 0; q < phases; ++q) {
-    lo[q] = std::max<int64_t>(0, (s.pw - q + s.sw - 1) / s.sw);
-    hi[q] = std::min<int64_t>(p.width, (s.IW + s.pw - q + s.sw - 1) / s.sw);
-    vhi[q] = lo[q];
+  // phase by phase, its column range worked out once (the divisions, per row, were a tenth of a
+  // 3x3 stride-2 plane's time): padded column j * sw + q is input column j * sw + q - pw, for j
+  // in [lo, hi); at stride 2 the vector loads run up to vhi (their two loads read input columns
+  // up to 2 (j + L - 1) + q - pw + 1)
+  for (int64_t q = 0; q < s.sw; ++q) {
+    const int64_t lo = std::max<int64_t>(0, (s.pw - q + s.sw - 1) / s.sw);
+    const int64_t hi = std::min<int64_t>(p.width, (s.IW + s.pw - q + s.sw - 1) / s.sw);
+    int64_t vhi = lo;
     if (s.sw == 2)
-      while (vhi[q] + L <= hi[q] && 2 * (vhi[q] + L - 1) + q - s.pw + 1 < s.IW) vhi[q] += L;
-  }
-  for (int64_t r = 0; r < p.rows; ++r) {
-    const int64_t ih = r0 + r - s.ph;
-    if (ih < 0 || ih >= s.IH) {
-      if (zero_rows)
-        for (int64_t q = 0; q < s.sw; ++q)
-          std::fill_n(buf + q * p.phase + r * p.width, p.width, 0.0f);
-      continue;
-    }
-    const float* src = xc + ih * s.IW;
-    for (int64_t q = 0; q < s.sw; ++q) {
+      while (vhi + L <= hi && 2 * (vhi + L - 1) + q - s.pw + 1 < s.IW) vhi += L;
+    for (int64_t r = 0; r < p.rows; ++r) {
       float* dst = buf + q * p.phase + r * p.width;
-      if (q >= phases) {  // strides over 8: rare, divisions per row
-        const int64_t jlo = std::max<int64_t>(0, (s.pw - q + s.sw - 1) / s.sw);
-        const int64_t jhi = std::min<int64_t>(p.width, (s.IW + s.pw - q + s.sw - 1) / s.sw);
-        for (int64_t j = jlo; j < jhi; ++j) dst[j] = src[j * s.sw + q - s.pw];
-      } else if (s.sw == 1) {
-        if (hi[q] > lo[q]) std::memcpy(dst + lo[q], src + lo[q] - s.pw, sizeof(float) * (hi[q] - lo[q]));
+      const int64_t ih = r0 + r - s.ph;
+      if (ih < 0 || ih >= s.IH) {
+        if (zero_rows) std::fill_n(dst, p.width, 0.0f);
+        continue;
+      }
+      const float* src = xc + ih * s.IW;
+      if (s.sw == 1) {
+        if (hi > lo) std::memcpy(dst + lo, src + lo - s.pw, sizeof(float) * (hi - lo));
       } else if (s.sw == 2) {
-        int64_t j = lo[q];
-        for (; j < vhi[q]; j += L) {
+        int64_t j = lo;
+        for (; j < vhi; j += L) {
           V v;
           vmath::load_even_lanes<L>(src + 2 * j + q - s.pw, v);
           std::memcpy(dst + j, &v, sizeof v);
         }
-        for (; j < hi[q]; ++j) dst[j] = src[2 * j + q - s.pw];
+        for (; j < hi; ++j) dst[j] = src[2 * j + q - s.pw];
       } else {
-        for (int64_t j = lo[q]; j < hi[q]; ++j) dst[j] = src[j * s.sw + q - s.pw];
+        for (int64_t j = lo; j < hi; ++j) dst[j] = src[j * s.sw + q - s.pw];
       }
     }
   }
@@ -209,8 +199,8 @@ inline __attribute__((always_inline)) void dw_plane_any(const Conv2dShape& s, co
                                                         const float* xc, bool pad, float* buf,
                                                         const int64_t* off, const float* w, float b,
                                                         float* y) {
-  const bool fixed = s.KH == s.KW && s.sh == s.sw && s.dh == 1 && s.dw == 1;
   if (pad) pad_plane<L>(s, p, xc, buf);
+  const bool fixed = s.KH == s.KW && s.sh == s.sw && s.dh == 1 && s.dw == 1;
   if (fixed && s.KH == 3 && s.sh == 1)
     dw_plane_fixed<L, 3, 1>(s, p, buf, off, w, b, y);
   else if (fixed && s.KH == 3 && s.sh == 2)

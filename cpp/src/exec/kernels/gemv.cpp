@@ -309,25 +309,33 @@ MILKIT_GEMV_TARGET_VL void row_run_lut4_avx512vl(const RowForm& f, int64_t n, in
 
 }  // namespace
 
-bool row_form_decodes(const RowForm& f) {
+PackedRows::PackedRows(const PackedWeight& w, int64_t K) : w_(&w), K_(K), form_(w.row_form()) {
 #ifdef MILKIT_VMATH_AVX2
-  const bool ints = f.kind == RowForm::Kind::Int8 || f.kind == RowForm::Kind::Int4;
-  return vmath::cpu_avx2_fma() && cpu_has_f16c() && f.kind != RowForm::Kind::None &&
-         (!ints || f.scales);
-#else
-  (void)f;
-  return false;
+  const std::vector<int64_t>& sh = w.shape();
+  const bool ints = form_.kind == RowForm::Kind::Int8 || form_.kind == RowForm::Kind::Int4;
+  direct_ = vmath::cpu_avx2_fma() && cpu_has_f16c() && form_.kind != RowForm::Kind::None &&
+            (!ints || form_.scales) && !sh.empty() && sh[0] > 0 && w.numel() / sh[0] == K;
 #endif
 }
 
-void decode_row(const RowForm& f, int64_t n, int64_t K, int64_t k0, int64_t kc, float* out) {
+void PackedRows::decode(int64_t r0, int64_t n, int64_t k0, int64_t kc, float* out) const {
 #ifdef MILKIT_VMATH_AVX2
-  if (f.kind == RowForm::Kind::Lut4 && vmath::cpu_avx512())
-    return row_run_lut4_avx512vl(f, n, K, k0, kc, out);
-  row_run_avx2(f, n, K, k0, kc, out);
-#else
-  (void)f, (void)n, (void)K, (void)k0, (void)kc, (void)out;
+  if (direct_) {
+    const bool vl = form_.kind == RowForm::Kind::Lut4 && vmath::cpu_avx512();
+    for (int64_t i = 0; i < n; ++i) {
+      if (vl)
+        row_run_lut4_avx512vl(form_, r0 + i, K_, k0, kc, out + i * kc);
+      else
+        row_run_avx2(form_, r0 + i, K_, k0, kc, out + i * kc);
+    }
+    return;
+  }
 #endif
+  if (k0 == 0 && kc == K_) {  // whole rows, together: one run
+    w_->decode(r0 * K_, n * K_, out);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) w_->decode((r0 + i) * K_ + k0, kc, out + i * kc);
 }
 
 void gemv_nk(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemvWeight& w,

@@ -8,10 +8,7 @@
 
 #include <cstdint>
 
-namespace milkit {
-class PackedWeight;
-struct RowForm;
-}
+#include "../packed_weight.h"
 
 namespace milkit::exec {
 
@@ -33,13 +30,22 @@ void gemv_nk(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const
 void gemv_kn(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemvWeight& w,
              bool accumulate, float* C, int64_t ldc);
 
-/// Whether decode_row reads weights of row form `f` on this CPU (a direct form, with scales when
-/// it is integers, and AVX2).
-bool row_form_decodes(const RowForm& f);
+/// A packed weight seen as N rows of K elements (its axis 0 the rows, K = numel / N), decoded to
+/// fp32 rows: from their packed bytes by the matrix-vector kernels' loads where its row form
+/// allows (4-bit tables, int8 / int4 with their scales and offsets; worked out once, when made),
+/// else by PackedWeight::decode. The values decode() gives, either way.
+class PackedRows {
+ public:
+  /// Rows of `w`, which must outlive this; `K` elements a row.
+  PackedRows(const PackedWeight& w, int64_t K);
+  /// Elements [k0, k0 + kc) of rows [r0, r0 + n) into `out`, kc floats a row.
+  void decode(int64_t r0, int64_t n, int64_t k0, int64_t kc, float* out) const;
 
-/// Elements [k0, k0 + kc) of row n of a weight of K elements a row in row form `f` (for which
-/// row_form_decodes holds) as fp32: the values PackedWeight::decode gives, from the row's packed
-/// bytes with the fused matrix-vector kernels' loads.
-void decode_row(const RowForm& f, int64_t n, int64_t K, int64_t k0, int64_t kc, float* out);
+ private:
+  const PackedWeight* w_;
+  int64_t K_;
+  RowForm form_;
+  bool direct_ = false;  // form_ decodes here and its rows are these
+};
 
 }  // namespace milkit::exec

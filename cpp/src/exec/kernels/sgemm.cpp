@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "../packed_weight.h"
@@ -56,25 +57,15 @@ void pack_scalar(const GemmRhs& b, int64_t n0, int64_t j0, int64_t j1, int64_t k
 
 void pack_nk_dense(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_t kc, float* p);
 
-/// A packed weight stored [N, K]: the panel's rows decoded (in one run when they are whole and
-/// together), then packed as an fp32 weight is (by register transposes).
-void pack_nk_packed(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_t kc, float* p) {
-  thread_local std::vector<float> rows;
-  if (static_cast<int64_t>(rows.size()) < nb * kc) rows.resize(static_cast<size_t>(nb * kc));
-  const RowForm f = b.packed->row_form();
-  const std::vector<int64_t>& sh = b.packed->shape();
-  // the form's rows are axis 0's: the product's rows when they hold ld elements each
-  const bool rows_match = !sh.empty() && sh[0] > 0 && b.packed->numel() / sh[0] == b.ld;
-  if (rows_match && row_form_decodes(f)) {
-    for (int64_t j = 0; j < nb; ++j) decode_row(f, n0 + j, b.ld, k0, kc, rows.data() + j * kc);
-  } else if (k0 == 0 && kc == b.ld) {
-    b.packed->decode(n0 * b.ld, nb * kc, rows.data());
-  } else {
-    for (int64_t j = 0; j < nb; ++j)
-      b.packed->decode((n0 + j) * b.ld + k0, kc, rows.data() + j * kc);
-  }
+/// A packed weight stored [N, K]: the panel's rows decoded, then packed as an fp32 weight is (by
+/// register transposes).
+void pack_nk_packed(const PackedRows& rows, int64_t n0, int64_t nb, int64_t k0, int64_t kc,
+                    float* p) {
+  thread_local std::vector<float> buf;
+  if (static_cast<int64_t>(buf.size()) < nb * kc) buf.resize(static_cast<size_t>(nb * kc));
+  rows.decode(n0, nb, k0, kc, buf.data());
   GemmRhs d;
-  d.f32 = rows.data();
+  d.f32 = buf.data();
   d.nk = true;
   d.ld = kc;
   pack_nk_dense(d, 0, nb, 0, kc, p);
@@ -138,13 +129,20 @@ __attribute__((target("avx2,fma,f16c"))) void pack_nk_avx2(const GemmRhs& b, int
 #endif
 
 /// Packs columns [n0, n0 + nb) and k in [k0, k0 + kc) of B into p (kc x 48 fp32, columns past
-/// nb zero).
-void pack_panel(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_t kc, float* p) {
+/// nb zero); `rows` decodes a packed B stored [N, K].
+void pack_panel(const GemmRhs& b, const PackedRows* rows, int64_t n0, int64_t nb, int64_t k0,
+                int64_t kc, float* p) {
   if (nb < kNR)
     for (int64_t k = 0; k < kc; ++k) std::fill(p + k * kNR + nb, p + (k + 1) * kNR, 0.0f);
   if (!b.nk) return pack_kn(b, n0, nb, k0, kc, p);
-  if (b.packed) return pack_nk_packed(b, n0, nb, k0, kc, p);
+  if (b.packed) return pack_nk_packed(*rows, n0, nb, k0, kc, p);
   pack_nk_dense(b, n0, nb, k0, kc, p);
+}
+
+/// The row decoder of a packed B stored [N, K], made once per product (empty for other B).
+std::optional<PackedRows> packed_rows(const GemmRhs& b) {
+  if (!b.packed || !b.nk) return std::nullopt;
+  return PackedRows(*b.packed, b.ld);
 }
 
 /// Rows of an fp32 or fp16 B stored [N, K] into the panel p.
@@ -289,6 +287,7 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
   const bool wide = vmath::cpu_avx512();
   const int mr = wide ? 8 : 4;  // rows per register block
   const PanelRows rows_fn = wide ? &panel_rows_avx512 : &panel_rows_avx2;
+  const std::optional<PackedRows> rows_of_b = packed_rows(b);
   const int64_t panels = (N + kNR - 1) / kNR;
   // fewer panels than two per thread: rows of A split too (each part packs its panel)
   const int t = num_threads();
@@ -320,7 +319,7 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
           }
       for (int64_t k0 = 0; k0 < K; k0 += kKC) {
         const int64_t kc = std::min(kKC, K - k0);
-        pack_panel(b, n0, cols, k0, kc, p);
+        pack_panel(b, rows_of_b ? &*rows_of_b : nullptr, n0, cols, k0, kc, p);
         Tile tile{nullptr, ldc, cols,
                   k0 > 0 || accumulate ? Init::Load
                   : bias               ? Init::Bias
@@ -359,6 +358,7 @@ bool sgemm_row_blocks(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
   // B packed whole by each thread that takes blocks, once per call, into its own buffer (panel q
   // at q * K * kNR, k-major): one buffer packed by the caller and read by the other cores was
   // fetched across cores on every call (80x196x200: 0.076 ms on 2 threads against 0.068 on one)
+  const std::optional<PackedRows> rows_of_b = packed_rows(b);
   static std::atomic<uint64_t> calls{0};
   const uint64_t call = calls.fetch_add(1, std::memory_order_relaxed) + 1;
   const int64_t blocks = (M + mr - 1) / mr;  // blocks of up to mr rows, as even as they go
@@ -372,8 +372,8 @@ bool sgemm_row_blocks(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
       for (int64_t q = 0; q < panels; ++q)
         for (int64_t k0 = 0; k0 < K; k0 += kKC) {
           const int64_t n0 = q * kNR;
-          pack_panel(b, n0, std::min<int64_t>(kNR, N - n0), k0, std::min(kKC, K - k0),
-                     packed.data() + (q * K + k0) * kNR);
+          pack_panel(b, rows_of_b ? &*rows_of_b : nullptr, n0, std::min<int64_t>(kNR, N - n0), k0,
+                     std::min(kKC, K - k0), packed.data() + (q * K + k0) * kNR);
         }
       packed_for = call;
     }

@@ -48,10 +48,11 @@ using RowsDone = std::function<void(int64_t m0, int64_t m1)>;
 constexpr int64_t kRowBlockFloats = int64_t{1} << 17;
 
 /// C[M, N] = row_bias[m] (when given) + A[M, K] * B by blocks of up to 8 rows, each done across
-/// every column (B packed whole once, shared by the threads), then handed to `done` (may be
-/// empty): a 1x1 conv's output channels with their bias and a fused activation applied while
-/// they are in cache. The same sums as sgemm_panels over C prefilled with the bias. False (and
-/// nothing done) when B packed would exceed kRowBlockFloats, K is 0, or sgemm_panels is off.
+/// every column (B packed whole by each thread that takes blocks, once per call, into a buffer of
+/// its own that it keeps), then handed to `done` (may be empty): a 1x1 conv's output channels
+/// with their bias and a fused activation applied while they are in cache. The same sums as
+/// sgemm_panels over C prefilled with the bias. False (and nothing done) when B packed would exceed
+/// kRowBlockFloats, K is 0, or sgemm_panels is off.
 bool sgemm_row_blocks(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                       const GemmRhs& b, const float* row_bias, float* C, int64_t ldc,
                       const RowsDone& done);
