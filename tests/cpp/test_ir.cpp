@@ -242,6 +242,38 @@ TEST_CASE("types: bulk fp32 <-> fp16 conversion equals the scalar one", "[types]
   CHECK(mismatches == 0);
 }
 
+TEST_CASE("types: round_to_half gives fp16's value of each float, at every length and offset",
+          "[types]") {
+  // the vector bodies (16 or 8 lanes) with their masked / padded tails against the scalar
+  // conversion, over every length up to 40 and each start in the buffer; values that round up,
+  // down, to even, to inf and to subnormals, NaN kept a NaN, and the floats past the end untouched
+  std::vector<float> vals;
+  for (int e = -26; e <= 16; e += 3)
+    for (float m : {1.0f, 1.00048828125f, 1.000732421875f, 1.0009765625f, 1.333f, 1.999f})
+      for (float sgn : {1.0f, -1.0f}) vals.push_back(sgn * std::ldexp(m, e));
+  vals.insert(vals.end(),
+              {0.0f, -0.0f, 65504.0f, 65519.0f, 65520.0f, 1e-8f, 3e-5f,
+               std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()});
+  for (int64_t start = 0; start < 17; ++start)
+    for (int64_t n = 0; n <= 40; ++n) {
+      std::vector<float> buf(static_cast<size_t>(start + n + 8), 7.25e-3f);
+      for (int64_t i = 0; i < n; ++i)
+        buf[static_cast<size_t>(start + i)] =
+            vals[static_cast<size_t>((start * 7 + i) % vals.size())];
+      const std::vector<float> before = buf;
+      round_to_half(buf.data() + start, n);
+      for (size_t i = 0; i < buf.size(); ++i) {
+        const bool inside = static_cast<int64_t>(i) >= start && static_cast<int64_t>(i) < start + n;
+        const float want = inside ? half_to_float(float_to_half(before[i])) : before[i];
+        INFO("start " << start << " n " << n << " at " << i << " value " << before[i]);
+        CHECK(std::memcmp(&buf[i], &want, sizeof want) == 0);
+      }
+    }
+  float nan = std::numeric_limits<float>::quiet_NaN();
+  round_to_half(&nan, 1);
+  CHECK(std::isnan(nan));
+}
+
 TEST_CASE("ir: big functions keep their objects in huge chunks; erased ops and names stay valid",
           "[ir]") {
   // 12000 adds with their consts pass the 256 KiB chunk size of ops and vars, so the later ones

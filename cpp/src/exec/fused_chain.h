@@ -18,7 +18,8 @@ struct BlockPlan;
 /// conv kernel applies the chain to its output in place while it is in cache; the step then
 /// writes the last op's output. Results are those of the ops' own kernels, bit for bit: each
 /// link computes as its kernel does, and in an fp16 program the head and each result are rounded
-/// to fp16 (where the op's kernel output would be).
+/// to fp16 (where the op's kernel output would be). A chain of no links in an fp16 program
+/// only rounds: a conv kernel rounds its fp16 output with it, tile by tile.
 struct FusedChain {
   /// What a link computes.
   enum class Kind : uint8_t {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -327,7 +328,48 @@ void floats_to_halves(const float* in, uint16_t* out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = float_to_half(in[i]);
 }
 
+#if defined(__x86_64__)
+namespace {
+// fp16's value of each float, in registers: the instructions of floats_to_halves and
+// halves_to_floats, so the same bits; a tail in a masked (AVX-512) or zero-padded vector
+__attribute__((target("avx,f16c,avx512f"))) void round_half_avx512(float* p, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(
+        p + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(p + i), _MM_FROUND_TO_NEAREST_INT)));
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(m, p + i);
+    _mm512_mask_storeu_ps(p + i, m, _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)));
+  }
+}
+__attribute__((target("avx,f16c"))) void round_half_f16c(float* p, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(
+        p + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(p + i), _MM_FROUND_TO_NEAREST_INT)));
+  if (i < n) {
+    alignas(32) float t[8] = {};
+    std::copy(p + i, p + n, t);
+    _mm256_store_ps(t,
+                    _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_load_ps(t), _MM_FROUND_TO_NEAREST_INT)));
+    std::copy(t, t + (n - i), p + i);
+  }
+}
+}  // namespace
+#endif
+
 void round_to_half(float* p, int64_t n) {
+#if defined(__x86_64__)
+  static const int path = [] {
+    if (!cpu_has_f16c()) return 0;
+    const char* e = std::getenv("MILKIT_NO_AVX512");
+    const bool no512 = e && std::strcmp(e, "1") == 0;
+    return __builtin_cpu_supports("avx512f") && !no512 ? 2 : 1;
+  }();
+  if (path == 2) return round_half_avx512(p, n);
+  if (path == 1) return round_half_f16c(p, n);
+#endif
   uint16_t h[256];
   for (int64_t i = 0; i < n; i += 256) {
     const size_t m = static_cast<size_t>(std::min<int64_t>(256, n - i));

@@ -31,6 +31,9 @@ CHAINS = {
     "relu_relu6": [("relu", None), ("mul", 4.1), ("relu6", None)],
     "silu_sigmoid": [("silu", None), ("add", 0.5), ("sigmoid", None)],
     "sigmoid_hard": [("sigmoid_hard", (0.2, 0.5)), ("mul", "head")],
+    # infinities, then NaN (inf * 0) through maximum, minimum and relu, which keep it as numpy does
+    "nan_propagation": [("mul", 1e30), ("mul", 1e30), ("mul", 0.0), ("maximum", "head"), ("minimum", ("h",)),
+                        ("relu", None), ("add", 1.0)],
 }
 NP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "real_div": np.true_divide, "maximum": np.maximum,
       "minimum": np.minimum}
@@ -51,7 +54,9 @@ def build_chain(chain: list, dt: Any, c: Any) -> Any:
         elif isinstance(arg, tuple):
             cur = getattr(mb, op)(x=dt(arg[1]), y=cur)
         else:
-            cur = getattr(mb, op)(x=cur, y=arg if isinstance(arg, np.ndarray) else dt(arg))
+            with np.errstate(over="ignore"):  # 1e30 is inf in fp16
+                y = arg if isinstance(arg, np.ndarray) else dt(arg)
+            cur = getattr(mb, op)(x=cur, y=y)
     return cur
 
 
@@ -62,7 +67,7 @@ def ref_chain(chain: list, dt: Any, c: np.ndarray) -> np.ndarray:
 
     head = r(c)
     cur = head
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for op, arg in chain:
             cur = ref_link(op, arg, dt, cur, head, r)
     return cur
@@ -235,3 +240,50 @@ def test_chain_after_depthwise_conv(name: str, dt: type, shape: tuple, k: int, s
     fused, c = fused_equals_apart(chain, x, w, b, conv)
     tol = {"rtol": 3e-3, "atol": 3e-3} if dt == np.float16 else {"rtol": 1e-5, "atol": 1e-5}
     np.testing.assert_allclose(fused.astype(np.float32), ref_chain(chain, dt, c.astype(np.float32)), **tol)
+
+
+# (input shape, weight shape, conv arguments): the conv kernels' paths (pointwise tiles of few input
+# channels, row blocks, a 1x1 over a large image, depthwise by channel blocks and by planes, a
+# stem, Winograd 3x3, im2col with a stride, groups, a 1x1 image)
+ROUNDED_CONVS = [
+    ((1, 8, 30, 30), (24, 8, 1, 1), {}),
+    ((1, 40, 14, 14), (36, 40, 1, 1), {}),
+    ((1, 48, 80, 80), (20, 48, 1, 1), {}),
+    ((1, 32, 14, 14), (32, 1, 3, 3), {"groups": 32, "pad_type": "same"}),
+    ((1, 16, 90, 90), (16, 1, 3, 3), {"groups": 16, "strides": [2, 2], "pad_type": "same"}),
+    ((1, 3, 64, 64), (16, 3, 3, 3), {"strides": [2, 2], "pad_type": "same"}),
+    ((1, 24, 20, 20), (32, 24, 3, 3), {"pad_type": "same"}),
+    ((1, 24, 21, 21), (40, 24, 3, 3), {"strides": [2, 2], "pad_type": "valid"}),
+    ((2, 24, 9, 9), (30, 8, 3, 3), {"groups": 3, "pad_type": "same"}),
+    ((1, 64, 1, 1), (48, 64, 1, 1), {}),
+]
+
+
+@pytest.mark.parametrize(("xs", "ws", "kw"), ROUNDED_CONVS)
+def test_fp16_conv_output_rounded_in_the_kernel(xs: tuple, ws: tuple, kw: dict) -> None:
+    """An fp16 conv output read by another fp32-computing op (kept in fp32 between them) is
+    rounded to fp16 by the conv kernel, tile by tile: the reader sees the bits it sees when the
+    output is also returned (then cast to fp16), on 1, 2 and 3 threads."""
+    dt = np.float16
+    x = rand(*xs, dtype=dt, lo=-1, hi=1, seed=19)
+    w, b = rand(*ws, dtype=dt, lo=-0.3, hi=0.3, seed=20), rand(ws[0], dtype=dt, lo=-1, hi=1, seed=21)
+    per_channel = rand(1, ws[0], 1, 1, dtype=dt, lo=0.9, hi=1.1, seed=22)
+
+    def conv(v: Any) -> Any:
+        return mb.conv(x=v, weight=w, bias=b, **kw)
+
+    for threads in (1, 2, 3):
+        ct.set_num_threads(threads)
+        try:
+            (alone,) = run_prog(lambda v: mb.add(x=mb.mul(x=conv(v), y=per_channel), y=dt(0.1)), {"x": x})
+            (apart, c) = run_prog(lambda v: (lambda cv: (mb.add(x=mb.mul(x=cv, y=per_channel), y=dt(0.1)), cv))(conv(v)),
+                                  {"x": x})
+        finally:
+            ct.set_num_threads(0)
+        assert alone.dtype == np.float16
+        np.testing.assert_array_equal(alone, apart)
+    if "strides" not in kw:  # torch's "same" padding takes stride 1 only
+        f = np.float32
+        ref = F.conv2d(torch.tensor(x.astype(f)), torch.tensor(w.astype(f)), torch.tensor(b.astype(f)),
+                       groups=kw.get("groups", 1), padding=kw.get("pad_type", "valid")).numpy()
+        np.testing.assert_allclose(c.astype(np.float32), ref, rtol=3e-3, atol=3e-3)

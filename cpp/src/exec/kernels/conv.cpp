@@ -603,6 +603,17 @@ void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, Con
   for (int i = 0; i < g.nd; ++i) oshape.push_back(g.out[3 - g.nd + i]);
   Tensor& out = k.alloc(0, oshape);
   const FusedChain* ch = k.fused();
+  if (!ch && k.rounds_output()) {
+    // an fp16 output without a chain: rounded by the kernels' tiles while in cache, as a chain
+    // of no links would be, instead of by the frame in a pass of its own
+    static const FusedChain round_only = [] {
+      FusedChain c;
+      c.half = true;
+      return c;
+    }();
+    ch = &round_only;
+    k.set_rounded();
+  }
   if (!conv_forward(g, x.data<float>(), w, bias, out.mutable_data<float>(), ch) && ch)
     ch->apply(out.mutable_data<float>(), out.numel());
 }
