@@ -281,7 +281,8 @@ bool sgemm_panels_enabled() {
 }
 
 void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemmRhs& b,
-                  const float* bias, bool accumulate, float* C, int64_t ldc, bool round_half) {
+                  const float* bias, bool accumulate, float* C, int64_t ldc, bool round_half,
+                  const PackedRows* a_rows, int64_t a_row0) {
 #ifdef MILKIT_VMATH_AVX2
   if (M <= 0 || N <= 0) return;
   const bool wide = vmath::cpu_avx512();
@@ -332,7 +333,15 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
           const int64_t m = m0 + (m1 - m0) * q / blocks;
           const int rows = static_cast<int>(m0 + (m1 - m0) * (q + 1) / blocks - m);
           tile.c = C + m * ldc + n0;
-          rows_fn(rows, kc, A + m * lda + k0, lda, p, tile);
+          if (a_rows) {  // the block's rows decoded (8 x 512 floats at most: they stay in L1)
+            thread_local std::vector<float> abuf;
+            if (abuf.size() < static_cast<size_t>(mr * kKC))
+              abuf.resize(static_cast<size_t>(mr * kKC));
+            a_rows->decode(a_row0 + m, rows, k0, kc, abuf.data());
+            rows_fn(rows, kc, abuf.data(), kc, p, tile);
+          } else {
+            rows_fn(rows, kc, A + m * lda + k0, lda, p, tile);
+          }
           if (round)  // an fp16 output: its values rounded while the tile is in cache
             for (int i = 0; i < rows; ++i) round_to_half(tile.c + i * ldc, cols);
         }
@@ -341,7 +350,7 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
   });
 #else
   (void)M, (void)N, (void)K, (void)A, (void)lda, (void)b, (void)bias, (void)accumulate, (void)C,
-      (void)ldc, (void)round_half;
+      (void)ldc, (void)round_half, (void)a_rows, (void)a_row0;
 #endif
 }
 
