@@ -255,12 +255,13 @@ def test_conv(name: str, dt: Any) -> None:
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize(("name", "dt"), [("plain16", np.float16), ("cast16", np.float16), ("lut18_4bit_per_grouped_channel", np.float16),
                                           ("bss_int4_offset_block8", np.float32), ("sparse16", np.float16)])
-@pytest.mark.parametrize(("hw", "groups"), [(7, 1), (9, 2), (3, 1)])
-def test_conv_large_weight_small_image(name: str, dt: Any, hw: int, groups: int, threads: int) -> None:
-    """A weight larger than one decoding chunk (1 MiB of fp32) over an image of few pixels (ResNet's
-    3x3 convs at 7x7): the GEMM decodes each block of 8 rows as it reads it, once per panel of 48
-    pixels (7x7: a panel of 48 and one of 1, k in blocks of 512 and a tail). The bits of the weight
-    decompressed at plan time, on 1, 2 and 3 threads."""
+@pytest.mark.parametrize(("hw", "groups", "cout"), [(7, 1, 256), (9, 2, 256), (3, 1, 256), (7, 1, 200), (16, 1, 200)])
+def test_conv_large_weight_small_image(name: str, dt: Any, hw: int, groups: int, cout: int, threads: int) -> None:
+    """A weight larger than one decoding chunk (1 MiB of fp32; 256 output channels) over an image of
+    few pixels (ResNet's 3x3 convs at 7x7): the GEMM decodes each block of 8 rows as it reads it,
+    once per panel of 48 pixels (7x7: a panel of 48 and one of 1, k in blocks of 512 and a tail).
+    A weight within one chunk (200 output channels) is decoded whole across the threads. The bits
+    of the weight decompressed at plan time, on 1, 2 and 3 threads."""
     opset, make = (IOS16, lambda shape, _, r: r.uniform(-1, 1, size=shape).astype(np.float16)) if name == "plain16" \
         else MAKERS[name]
     rng = np.random.default_rng(23)
@@ -268,7 +269,7 @@ def test_conv_large_weight_small_image(name: str, dt: Any, hw: int, groups: int,
 
     @mb.program(input_specs=[mb.TensorSpec(shape=(1, cin, hw, hw), dtype=_mil(dt))], opset_version=opset)
     def prog(x: Any) -> Any:
-        return mb.conv(x=x, weight=make((256 * groups, 120, 3, 3), dt, rng), bias=rng.uniform(-1, 1, 256 * groups).astype(dt),
+        return mb.conv(x=x, weight=make((cout * groups, 120, 3, 3), dt, rng), bias=rng.uniform(-1, 1, cout * groups).astype(dt),
                        groups=groups, pad_type="same")
 
     ct.set_num_threads(threads)

@@ -120,6 +120,19 @@ struct ConvWeight {
     packed_rows->decode(r0, n, 0, kc, buf.data());
     return buf.data();
   }
+  /// rows(r0, n) decoded across the pool (for a whole weight used by a parallel kernel: decoded
+  /// by the calling thread alone, the decode was a serial part of every fp16 conv, and fp16
+  /// programs ran slower than fp32 ones on two threads).
+  const float* rows_parallel(int64_t r0, int64_t n) const {
+    if (dense) return dense + r0 * kc;
+    thread_local std::vector<float> buf;
+    if (static_cast<int64_t>(buf.size()) < n * kc) buf.resize(static_cast<size_t>(n * kc));
+    float* out = buf.data();
+    parallel_for(
+        n, std::max<int64_t>(1, 16384 / std::max<int64_t>(kc, 1)),
+        [&](int64_t b, int64_t e) { packed_rows->decode(r0 + b, e - b, 0, kc, out + b * kc); });
+    return out;
+  }
   /// Output channels per chunk out of `cout`: all of them for a dense weight.
   int64_t chunk(int64_t cout) const {
     if (dense) return cout;
@@ -396,7 +409,8 @@ void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t 
                        const float* col, int64_t ldcol, float beta, float* c, int64_t ldc) {
   const int64_t kc = w.kc;
   if (w.chunk(cout_g) == cout_g) {
-    sgemm(false, cout_g, pc, kc, w.rows(gr * cout_g, cout_g), kc, col, ldcol, beta, c, ldc);
+    sgemm(false, cout_g, pc, kc, w.rows_parallel(gr * cout_g, cout_g), kc, col, ldcol, beta, c,
+          ldc);
     return;
   }
   if (pc <= kRowDecodePixels && exec::sgemm_panels_enabled()) {
@@ -529,7 +543,8 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
     return false;
   }
   if (w.packed && (g.Cout * kc <= kChunkFloats || cin_g == 1)) {
-    w.dense = w.rows(0, g.Cout);  // this thread's buffer, not read by the paths below again
+    w.dense =
+        w.rows_parallel(0, g.Cout);  // this thread's buffer, not read by the paths below again
     w.packed = nullptr;
   }
   if (cin_g == 1 && kc > 0) {
