@@ -364,13 +364,15 @@ void Planner::read_in_place(const Operation* op, size_t a, int32_t r, Step& st) 
   v[a] = it->second.get();
 }
 
-/// The flat arg slot of input x when `op` only moves the elements of x (any dtype, nothing else
-/// read as data): an fp32 tensor holding fp16 values passes through it as it is. -1 otherwise.
+/// The flat arg slot of input x when `op` only moves the elements of x (any dtype; other inputs
+/// are shapes, bounds or integer indices): an fp32 tensor holding fp16 values passes through it
+/// as it is. -1 otherwise. (gather: ViT's attention takes q, k and v by gathers, whose fp16
+/// outputs were converted back to fp32 for the products, 2.8 ms a run.)
 int64_t moved_slot(const Operation& op) {
-  static const char* const kTypes[] = {"reshape",       "transpose",      "squeeze",
-                                       "expand_dims",   "slice_by_index", "slice_by_size",
-                                       "reverse",       "depth_to_space", "space_to_depth",
-                                       "pixel_shuffle", "pixel_unshuffle"};
+  static const char* const kTypes[] = {"reshape",       "transpose",       "squeeze",
+                                       "expand_dims",   "slice_by_index",  "slice_by_size",
+                                       "reverse",       "depth_to_space",  "space_to_depth",
+                                       "pixel_shuffle", "pixel_unshuffle", "gather"};
   if (op.outputs().size() != 1 || std::none_of(std::begin(kTypes), std::end(kTypes),
                                                [&](const char* t) { return op.op_type() == t; }))
     return -1;

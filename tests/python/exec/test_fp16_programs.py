@@ -4,6 +4,11 @@ fp16 as it is (cast), through a view (reshape), or out of the program."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 from milkit import Builder as mb
 from support.exec_util import rand, run_prog
@@ -78,3 +83,56 @@ def test_values_moved_between_fp32_ops_keep_fp16_values() -> None:
     np.testing.assert_array_equal(c, s.transpose(1, 0, 2).astype(F32))
     np.testing.assert_array_equal(added, op16(np.add, s.reshape(12, 5), F16(0.1)))
     assert w.dtype == F16 and moved.dtype == F16 and added.dtype == F16
+
+
+
+def _gathers(a: object, b: object, i: object) -> tuple:
+    """q, k and v-like gathers of one fp16 product (by a constant index, by run-time indices, of a
+    transposed view) read only by ops computing in fp32."""
+    s = mb.mul(x=a, y=b)
+    q = mb.gather(x=s, indices=np.int32(1), axis=0)                 # (4, 7)
+    k = mb.gather(x=s, indices=i, axis=0)                           # (3, 4, 7), indices at run time
+    g = mb.gather(x=mb.transpose(x=s, perm=[0, 2, 1]), indices=np.array([6, 0], np.int32), axis=1)
+    return mb.matmul(x=q, y=k, transpose_y=True), mb.add(x=g, y=F16(0.3))
+
+
+GATHER_INPUTS = {"x": rand(3, 4, 7, dtype=F16, lo=-2, hi=2, seed=7), "y": rand(3, 4, 7, dtype=F16, lo=0.5, hi=2, seed=8),
+                 "i": np.array([2, 0, 2], np.int32)}
+
+
+def test_values_gathered_between_fp32_ops_keep_fp16_values() -> None:
+    """gather between ops computing in fp32, as attention takes q, k and v; and a gather whose
+    result is also returned (so kept as fp16). Each result is the fp16 op by op."""
+    x, y, idx = GATHER_INPUTS.values()
+    qk, g = run_prog(_gathers, GATHER_INPUTS)
+    s = op16(np.multiply, x, y).astype(F32)
+    want_qk = (s[1][None] @ s[idx].transpose(0, 2, 1)).astype(F16)
+    np.testing.assert_allclose(qk.astype(F32), want_qk.astype(F32), rtol=2e-3, atol=2e-3)
+    np.testing.assert_array_equal(g, op16(np.add, s.transpose(0, 2, 1)[:, [6, 0], :], F16(0.3)))
+    assert qk.dtype == F16 and g.dtype == F16
+
+    def kept_too(a: object, b: object) -> tuple:
+        kept = mb.gather(x=mb.mul(x=a, y=b), indices=np.int32(2), axis=0)
+        return kept, mb.real_div(x=kept, y=F16(0.7))
+
+    kept, div = run_prog(kept_too, {"x": x, "y": y})
+    np.testing.assert_array_equal(kept, s[2].astype(F16))
+    np.testing.assert_array_equal(div, op16(np.true_divide, s[2], F16(0.7)))
+    assert kept.dtype == F16 and div.dtype == F16
+
+
+def test_gathered_values_are_not_converted_back_to_fp32() -> None:
+    """The gathers pass the fp32 tensor holding fp16 values through: the products and the add read
+    it as it is, with no conversion by the frame (MILKIT_PROFILE lists conversions)."""
+    tests = str(Path(__file__).resolve().parents[1])
+    code = (
+        f"import sys; sys.path.insert(0, {tests!r})\n"
+        "from exec.test_fp16_programs import _gathers, GATHER_INPUTS\n"
+        "from support.exec_util import run_prog\n"
+        "run_prog(_gathers, GATHER_INPUTS)\n"
+    )
+    env = dict(os.environ, MILKIT_PROFILE="ops")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "gather" in out.stderr
+    assert "args of matmul converted" not in out.stderr and "args of add converted" not in out.stderr
