@@ -97,7 +97,7 @@ struct Geom {
 constexpr int64_t kChunkFloats = 1 << 18;
 
 /// Output pixels up to which a GEMM over a packed weight larger than a chunk decodes its rows
-/// block by block inside the GEMM (once per panel of 48 pixels) rather than by chunks.
+/// block by block inside the GEMM (exec::sgemm_packed_rows) rather than by chunks.
 constexpr int64_t kRowDecodePixels = 256;
 
 /// Output pixels of a band below which a packed weight is not decoded once per band (decoding
@@ -414,15 +414,14 @@ void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t 
     return;
   }
   if (pc <= kRowDecodePixels && exec::sgemm_panels_enabled()) {
-    // few pixels: the GEMM decodes each block of 8 rows as it reads it (once per panel of 48
-    // pixels, in L1), instead of chunks of a megabyte that leave L2, each multiplied against
-    // the columns packed again (ResNet-18's fp16 3x3 convs at 7x7)
+    // few pixels: the GEMM decodes each block of 8 rows once, while in L1, for all the column
+    // panels, instead of chunks of a megabyte that leave L2, each multiplied against the
+    // columns packed again (ResNet-18's fp16 3x3 convs at 7x7)
     exec::GemmRhs rhs;
     rhs.f32 = col;
     rhs.nk = false;
     rhs.ld = ldcol;
-    exec::sgemm_panels(cout_g, pc, kc, nullptr, kc, rhs, nullptr, beta != 0.0f, c, ldc, false,
-                       &*w.packed_rows, gr * cout_g);
+    exec::sgemm_packed_rows(cout_g, pc, kc, *w.packed_rows, gr * cout_g, rhs, beta != 0.0f, c, ldc);
     return;
   }
   const int t = num_threads();

@@ -281,8 +281,7 @@ bool sgemm_panels_enabled() {
 }
 
 void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemmRhs& b,
-                  const float* bias, bool accumulate, float* C, int64_t ldc, bool round_half,
-                  const PackedRows* a_rows, int64_t a_row0) {
+                  const float* bias, bool accumulate, float* C, int64_t ldc, bool round_half) {
 #ifdef MILKIT_VMATH_AVX2
   if (M <= 0 || N <= 0) return;
   const bool wide = vmath::cpu_avx512();
@@ -333,15 +332,7 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
           const int64_t m = m0 + (m1 - m0) * q / blocks;
           const int rows = static_cast<int>(m0 + (m1 - m0) * (q + 1) / blocks - m);
           tile.c = C + m * ldc + n0;
-          if (a_rows) {  // the block's rows decoded (8 x 512 floats at most: they stay in L1)
-            thread_local std::vector<float> abuf;
-            if (abuf.size() < static_cast<size_t>(mr * kKC))
-              abuf.resize(static_cast<size_t>(mr * kKC));
-            a_rows->decode(a_row0 + m, rows, k0, kc, abuf.data());
-            rows_fn(rows, kc, abuf.data(), kc, p, tile);
-          } else {
-            rows_fn(rows, kc, A + m * lda + k0, lda, p, tile);
-          }
+          rows_fn(rows, kc, A + m * lda + k0, lda, p, tile);
           if (round)  // an fp16 output: its values rounded while the tile is in cache
             for (int i = 0; i < rows; ++i) round_to_half(tile.c + i * ldc, cols);
         }
@@ -350,7 +341,47 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
   });
 #else
   (void)M, (void)N, (void)K, (void)A, (void)lda, (void)b, (void)bias, (void)accumulate, (void)C,
-      (void)ldc, (void)round_half, (void)a_rows, (void)a_row0;
+      (void)ldc, (void)round_half;
+#endif
+}
+
+void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const PackedRows& a, int64_t a_row0,
+                       const GemmRhs& b, bool accumulate, float* C, int64_t ldc) {
+#ifdef MILKIT_VMATH_AVX2
+  if (M <= 0 || N <= 0 || K <= 0) return;
+  const bool wide = vmath::cpu_avx512();
+  const int mr = wide ? 8 : 4;
+  const PanelRows rows_fn = wide ? &panel_rows_avx512 : &panel_rows_avx2;
+  const int64_t panels = (N + kNR - 1) / kNR;
+  // blocks of k whose panels together stay in L2 (256 KB), a multiple of 16
+  const int64_t kcb = std::clamp<int64_t>((int64_t{1} << 16) / (panels * kNR) / 16 * 16, 16, kKC);
+  const int64_t blocks = (M + mr - 1) / mr;  // blocks of up to mr rows, as even as they go
+  const float zeros[kNR] = {};
+  // one contiguous range of row blocks per thread: each packs B's panels once per block of k
+  parallel_for(blocks, std::max<int64_t>(1, blocks / num_threads()), [&](int64_t s, int64_t e) {
+    thread_local std::vector<float> pb, abuf;
+    if (pb.size() < static_cast<size_t>(panels * kcb * kNR))
+      pb.resize(static_cast<size_t>(panels * kcb * kNR));
+    if (abuf.size() < static_cast<size_t>(mr * kcb)) abuf.resize(static_cast<size_t>(mr * kcb));
+    for (int64_t k0 = 0; k0 < K; k0 += kcb) {
+      const int64_t kc = std::min(kcb, K - k0);
+      for (int64_t q = 0; q < panels; ++q)
+        pack_panel(b, nullptr, q * kNR, std::min<int64_t>(kNR, N - q * kNR), k0, kc,
+                   pb.data() + q * kc * kNR);
+      for (int64_t u = s; u < e; ++u) {
+        const int64_t m = M * u / blocks, rows = M * (u + 1) / blocks - m;
+        a.decode(a_row0 + m, rows, k0, kc, abuf.data());  // once, for every panel
+        for (int64_t q = 0; q < panels; ++q) {
+          Tile tile{C + m * ldc + q * kNR, ldc,
+                    static_cast<int>(std::min<int64_t>(kNR, N - q * kNR)),
+                    k0 > 0 || accumulate ? Init::Load : Init::Zero, zeros};
+          rows_fn(static_cast<int>(rows), kc, abuf.data(), kc, pb.data() + q * kc * kNR, tile);
+        }
+      }
+    }
+  });
+#else
+  (void)M, (void)N, (void)K, (void)a, (void)a_row0, (void)b, (void)accumulate, (void)C, (void)ldc;
 #endif
 }
 

@@ -31,18 +31,25 @@ struct GemmRhs {
 /// MILKIT_GEMM=blas (which sends these products back to OpenBLAS, to compare the two).
 bool sgemm_panels_enabled();
 
-class PackedRows;
-
 /// C[M, N] = A[M, K] * B (+ bias[n] when `bias`) (+ C when `accumulate`); A row-major with row
 /// stride lda, C with ldc; with `round_half` each output is rounded to fp16's value as it is
 /// stored (an fp16 program's output, while in registers). Split across the pool by 48-column
-/// panels of B, and by rows of A when there are fewer panels than threads. With `a_rows`, A is
-/// rows [a_row0, a_row0 + M) of a packed weight (A and lda unused): each block of rows is decoded
-/// into a small buffer of its thread just before the kernel reads it (once per panel of B, while
-/// in L1), so no fp32 copy of the weight is made. Requires sgemm_panels_enabled().
+/// panels of B, and by rows of A when there are fewer panels than threads. Requires
+/// sgemm_panels_enabled().
 void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemmRhs& b,
                   const float* bias, bool accumulate, float* C, int64_t ldc,
-                  bool round_half = false, const PackedRows* a_rows = nullptr, int64_t a_row0 = 0);
+                  bool round_half = false);
+
+class PackedRows;
+
+/// C[M, N] (+)= A * B with A rows [a_row0, a_row0 + M) of a packed weight (fp16 in place,
+/// compressed), for products of few columns (a conv's weight over a small image): each thread
+/// takes a range of A's row blocks, packs all of B's panels for a block of k (together within
+/// 256 KB), and decodes each block of 8 rows once for all the panels, so every weight element is
+/// decoded once per call and no fp32 copy of the weight is made. The same sums as sgemm_panels
+/// over the decoded weight (each output summed over k in order). Requires sgemm_panels_enabled().
+void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const PackedRows& a, int64_t a_row0,
+                       const GemmRhs& b, bool accumulate, float* C, int64_t ldc);
 
 /// Called when rows [m0, m1) of C hold their final values (every column), on the thread that
 /// computed them, while they are in cache.
