@@ -174,57 +174,52 @@ struct Avx2 {
   }
 };
 
-/// Links l[0, nl) (all basic) over the m values at q in place, one vector at a time in
-/// registers instead of a pass over q per link: the head from h, or (h null) q's values after
-/// rounding them to fp16 when `round_first`; in an fp16 program (`half`) each result rounded
-/// where its link says. Each result passes an empty asm statement, so the compiler cannot
-/// contract a product and the following sum into one FMA: the bits stay those of the links run
-/// one by one.
-// One link over U vectors held in registers: the link's kind and operands are looked at once per
-// U vectors, not per vector (a switch per link and vector cost more than the passes over memory
-// it saves: MobileNetV3's fp32 hard swish 15% slower).
+// NAME##_link: one link over U vectors held in registers, its kind and operands looked at once
+// per U vectors, not per vector (a switch per link and vector cost more than the passes over
+// memory it saves: MobileNetV3's fp32 hard swish 15% slower). NAME##_binary: a binary link,
+// the other operand the head's vector or the scalar, in the op's order (NAME##_op: its
+// operation).
 #define MILKIT_DEFINE_BASIC_RUN(NAME, I, TARGET)                                                   \
+  template <Kind K>                                                                                \
+  __attribute__((target(TARGET), always_inline)) inline I::V NAME##_op(I::V a, I::V b) {           \
+    if constexpr (K == Kind::Add) return I::add(a, b);                                             \
+    if constexpr (K == Kind::Sub) return I::sub(a, b);                                             \
+    if constexpr (K == Kind::Mul) return I::mul(a, b);                                             \
+    if constexpr (K == Kind::Div) return I::div(a, b);                                             \
+    if constexpr (K == Kind::Max) return I::max(a, b);                                             \
+    if constexpr (K == Kind::Min) return I::min(a, b);                                             \
+  }                                                                                                \
+  template <Kind K, int U>                                                                         \
+  __attribute__((target(TARGET), always_inline)) inline void NAME##_binary(const Link& k, I::V* x, \
+                                                                           const I::V* hv) {       \
+    const I::V c = I::set1(k.c);                                                                   \
+    if (k.swap)                                                                                    \
+      for (int u = 0; u < U; ++u) x[u] = NAME##_op<K>(k.head ? hv[u] : c, x[u]);                   \
+    else                                                                                           \
+      for (int u = 0; u < U; ++u) x[u] = NAME##_op<K>(x[u], k.head ? hv[u] : c);                   \
+  }                                                                                                \
   template <int U>                                                                                 \
   __attribute__((target(TARGET), always_inline)) inline void NAME##_link(                          \
       const Link& k, bool half, I::V* x, const I::V* hv) {                                         \
-    typedef I::V V;                                                                                \
-    const V c = I::set1(k.c), zero = I::set1(0.0f), six = I::set1(6.0f);                           \
+    const I::V zero = I::set1(0.0f), six = I::set1(6.0f);                                          \
     switch (k.kind) {                                                                              \
       case Kind::Add:                                                                              \
-        if (k.swap)                                                                                \
-          for (int u = 0; u < U; ++u) x[u] = I::add(k.head ? hv[u] : c, x[u]);                     \
-        else                                                                                       \
-          for (int u = 0; u < U; ++u) x[u] = I::add(x[u], k.head ? hv[u] : c);                     \
-        break;                                                                                     \
-      case Kind::Mul:                                                                              \
-        if (k.swap)                                                                                \
-          for (int u = 0; u < U; ++u) x[u] = I::mul(k.head ? hv[u] : c, x[u]);                     \
-        else                                                                                       \
-          for (int u = 0; u < U; ++u) x[u] = I::mul(x[u], k.head ? hv[u] : c);                     \
+        NAME##_binary<Kind::Add, U>(k, x, hv);                                                     \
         break;                                                                                     \
       case Kind::Sub:                                                                              \
-        if (k.swap)                                                                                \
-          for (int u = 0; u < U; ++u) x[u] = I::sub(k.head ? hv[u] : c, x[u]);                     \
-        else                                                                                       \
-          for (int u = 0; u < U; ++u) x[u] = I::sub(x[u], k.head ? hv[u] : c);                     \
+        NAME##_binary<Kind::Sub, U>(k, x, hv);                                                     \
+        break;                                                                                     \
+      case Kind::Mul:                                                                              \
+        NAME##_binary<Kind::Mul, U>(k, x, hv);                                                     \
         break;                                                                                     \
       case Kind::Div:                                                                              \
-        if (k.swap)                                                                                \
-          for (int u = 0; u < U; ++u) x[u] = I::div(k.head ? hv[u] : c, x[u]);                     \
-        else                                                                                       \
-          for (int u = 0; u < U; ++u) x[u] = I::div(x[u], k.head ? hv[u] : c);                     \
+        NAME##_binary<Kind::Div, U>(k, x, hv);                                                     \
         break;                                                                                     \
       case Kind::Max:                                                                              \
-        if (k.swap)                                                                                \
-          for (int u = 0; u < U; ++u) x[u] = I::max(k.head ? hv[u] : c, x[u]);                     \
-        else                                                                                       \
-          for (int u = 0; u < U; ++u) x[u] = I::max(x[u], k.head ? hv[u] : c);                     \
+        NAME##_binary<Kind::Max, U>(k, x, hv);                                                     \
         break;                                                                                     \
       case Kind::Min:                                                                              \
-        if (k.swap)                                                                                \
-          for (int u = 0; u < U; ++u) x[u] = I::min(k.head ? hv[u] : c, x[u]);                     \
-        else                                                                                       \
-          for (int u = 0; u < U; ++u) x[u] = I::min(x[u], k.head ? hv[u] : c);                     \
+        NAME##_binary<Kind::Min, U>(k, x, hv);                                                     \
         break;                                                                                     \
       case Kind::Relu:                                                                             \
         for (int u = 0; u < U; ++u) x[u] = I::max(x[u], zero);                                     \
@@ -275,7 +270,7 @@ MILKIT_DEFINE_BASIC_RUN(basic_run_avx2, Avx2, "avx2,fma,f16c")
 #undef MILKIT_DEFINE_BASIC_RUN
 #endif
 
-/// basic_run_body on this CPU's vectors; false (nothing done) without AVX2 and F16C.
+/// basic_run_avx512 or basic_run_avx2 on this CPU; false (nothing done) without AVX2 and F16C.
 bool basic_run(const Link* l, size_t nl, bool half, bool round_first, float* q, const float* h,
                int64_t m) {
 #ifdef MILKIT_VMATH_AVX2

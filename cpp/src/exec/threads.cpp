@@ -28,6 +28,12 @@ int default_threads() {
 
 std::atomic<int> g_threads{0};
 
+/// Whether this thread is running chunks of a pool job: a parallel_for inside one (a kernel
+/// calling another, a weight decoded inside a task) runs on this thread, without asking the pool
+/// (the caller of the outer job holds its busy lock, which try_lock must not be called on again
+/// by its owner).
+thread_local bool t_in_job = false;
+
 // A fixed set of workers that take chunks of one job at a time. One job runs at once; a caller
 // that finds the pool busy runs its job alone.
 //
@@ -91,6 +97,11 @@ class Pool {
   // Claims and runs chunks of `job` while it is the current job and has chunks left. The job
   // stays alive while a claimed chunk runs: the caller returns only when every chunk is done.
   void work(const Job& job) {
+    struct InJob {
+      bool was = t_in_job;
+      InJob() { t_in_job = true; }
+      ~InJob() { t_in_job = was; }
+    } in_job;
     for (;;) {
       uint64_t s = claim_.load(std::memory_order_acquire);
       int64_t c;
@@ -183,7 +194,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   int t = num_threads();
   grain = std::max<int64_t>(grain, 1);
   int64_t chunks = std::min<int64_t>(n / grain, static_cast<int64_t>(t) * 4);
-  if (t <= 1 || chunks <= 1 || !Pool::get().try_run(n, chunks, fn, t)) fn(0, n);
+  if (t <= 1 || chunks <= 1 || t_in_job || !Pool::get().try_run(n, chunks, fn, t)) fn(0, n);
 }
 
 }  // namespace milkit

@@ -14,7 +14,8 @@ void set_num_threads(int n);
 
 /// Runs fn(begin, end) over [0, n) split into chunks of at least `grain` items, on up to
 /// num_threads() threads (the caller is one of them). Falls back to the calling thread when the
-/// range is small or the pool is busy with another caller (several predicts at once).
+/// range is small, the pool is busy with another caller (several predicts at once), or the
+/// caller is itself running a chunk of a parallel_for (nested calls run where they are).
 /// Exceptions thrown by fn are rethrown in the caller.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 

@@ -112,18 +112,11 @@ struct ConvWeight {
   const PackedWeight* packed = nullptr;
   std::optional<exec::PackedRows> packed_rows;  ///< packed's rows of kc elements (run_conv)
   int64_t kc = 0;
-  /// Rows [r0, r0 + n) as fp32: in place, or decoded into this thread's buffer.
+  /// Rows [r0, r0 + n) as fp32: in place, or decoded into this thread's buffer, across the pool
+  /// (inside a parallel task, where kernels decode their chunks, on the task's thread). Decoded
+  /// by the calling thread alone, a whole weight read by a parallel kernel was a serial part of
+  /// every fp16 conv, and fp16 programs ran slower than fp32 ones on two threads.
   const float* rows(int64_t r0, int64_t n) const {
-    if (dense) return dense + r0 * kc;
-    thread_local std::vector<float> buf;
-    if (static_cast<int64_t>(buf.size()) < n * kc) buf.resize(static_cast<size_t>(n * kc));
-    packed_rows->decode(r0, n, 0, kc, buf.data());
-    return buf.data();
-  }
-  /// rows(r0, n) decoded across the pool (for a whole weight used by a parallel kernel: decoded
-  /// by the calling thread alone, the decode was a serial part of every fp16 conv, and fp16
-  /// programs ran slower than fp32 ones on two threads).
-  const float* rows_parallel(int64_t r0, int64_t n) const {
     if (dense) return dense + r0 * kc;
     thread_local std::vector<float> buf;
     if (static_cast<int64_t>(buf.size()) < n * kc) buf.resize(static_cast<size_t>(n * kc));
@@ -409,8 +402,7 @@ void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t 
                        const float* col, int64_t ldcol, float beta, float* c, int64_t ldc) {
   const int64_t kc = w.kc;
   if (w.chunk(cout_g) == cout_g) {
-    sgemm(false, cout_g, pc, kc, w.rows_parallel(gr * cout_g, cout_g), kc, col, ldcol, beta, c,
-          ldc);
+    sgemm(false, cout_g, pc, kc, w.rows(gr * cout_g, cout_g), kc, col, ldcol, beta, c, ldc);
     return;
   }
   if (pc <= kRowDecodePixels && exec::sgemm_panels_enabled()) {
@@ -542,8 +534,7 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
     return false;
   }
   if (w.packed && (g.Cout * kc <= kChunkFloats || cin_g == 1)) {
-    w.dense =
-        w.rows_parallel(0, g.Cout);  // this thread's buffer, not read by the paths below again
+    w.dense = w.rows(0, g.Cout);  // this thread's buffer, not read by the paths below again
     w.packed = nullptr;
   }
   if (cin_g == 1 && kc > 0) {

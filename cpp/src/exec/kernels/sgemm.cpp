@@ -355,6 +355,7 @@ void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const PackedRows& a, int
   const int64_t panels = (N + kNR - 1) / kNR;
   // blocks of k whose panels together stay in L2 (256 KB), a multiple of 16
   const int64_t kcb = std::clamp<int64_t>((int64_t{1} << 16) / (panels * kNR) / 16 * 16, 16, kKC);
+  const std::optional<PackedRows> rows_of_b = packed_rows(b);
   const int64_t blocks = (M + mr - 1) / mr;  // blocks of up to mr rows, as even as they go
   const float zeros[kNR] = {};
   // one contiguous range of row blocks per thread: each packs B's panels once per block of k
@@ -366,8 +367,8 @@ void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const PackedRows& a, int
     for (int64_t k0 = 0; k0 < K; k0 += kcb) {
       const int64_t kc = std::min(kcb, K - k0);
       for (int64_t q = 0; q < panels; ++q)
-        pack_panel(b, nullptr, q * kNR, std::min<int64_t>(kNR, N - q * kNR), k0, kc,
-                   pb.data() + q * kc * kNR);
+        pack_panel(b, rows_of_b ? &*rows_of_b : nullptr, q * kNR,
+                   std::min<int64_t>(kNR, N - q * kNR), k0, kc, pb.data() + q * kc * kNR);
       for (int64_t u = s; u < e; ++u) {
         const int64_t m = M * u / blocks, rows = M * (u + 1) / blocks - m;
         a.decode(a_row0 + m, rows, k0, kc, abuf.data());  // once, for every panel
