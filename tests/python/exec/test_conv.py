@@ -367,6 +367,32 @@ def test_conv_bands_across_threads(threads: int, xs: tuple, ws: tuple, strides: 
     assert_close(got, ref_conv(x, w, b, strides, dilations, groups, "custom", pad), rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("xs, ws, strides, groups, pad", [
+    ((1, 64, 7, 7), (200, 64, 3, 3), [1, 1], 1, [1, 1, 1, 1]),  # 49 pixels: 48 columns and 1
+    ((2, 32, 5, 5), (70, 16, 3, 3), [1, 1], 2, [1, 1, 1, 1]),  # 25 pixels, two groups
+    ((1, 600, 14, 14), (37, 600, 1, 1), [1, 1], 1, [0, 0, 0, 0]),  # 1x1, input too large to pack whole
+    ((2, 24, 3, 3), (19, 24, 3, 3), [1, 1], 1, [0, 0, 0, 0]),  # one pixel
+    ((1, 40, 16, 16), (33, 40, 5, 5), [1, 1], 1, [2, 2, 2, 2]),  # 256 pixels, the most so done
+    ((1, 8, 9, 9), (27, 8, 3, 3), [2, 2], 1, [1, 1, 1, 1]),  # strided, 25 pixels
+])
+def test_conv_few_pixels_rows_read_once(xs: tuple, ws: tuple, strides: list, groups: int, pad: list) -> None:
+    """Convs of up to 256 output pixels over a dense weight multiply each block of weight rows once
+    for every column panel (exec::sgemm_rows_outer): every row block, narrow last panel (1 to 8
+    columns) and group lands in place, with the same bits on any number of threads."""
+    x, w, b = rand(*xs, seed=40), rand(*ws, seed=41), rand(ws[0], seed=42)
+    want = ref_conv(x, w, b, strides, [1, 1], groups, "custom", pad)
+    outs = []
+    for threads in (1, 2, 3):
+        ct.set_num_threads(threads)
+        try:
+            outs.append(run_op("conv", {"x": x}, weight=w, bias=b, strides=strides, groups=groups,
+                               pad_type="custom", pad=pad)[0])
+        finally:
+            ct.set_num_threads(0)
+        assert_close(outs[-1], want, rtol=1e-4, atol=1e-4)
+    assert all(np.array_equal(o, outs[0]) for o in outs)
+
+
 ACTS = {"relu": F.relu, "relu6": F.relu6, "silu": F.silu}
 
 

@@ -96,8 +96,9 @@ struct Geom {
 /// Floats of one decoded chunk of a packed weight (a chunk is whole output channels).
 constexpr int64_t kChunkFloats = 1 << 18;
 
-/// Output pixels up to which a GEMM over a packed weight larger than a chunk decodes its rows
-/// block by block inside the GEMM (exec::sgemm_packed_rows) rather than by chunks.
+/// Output pixels up to which a GEMM reads its weight's rows block by block for all the column
+/// panels (exec::sgemm_rows_outer): a packed weight larger than a chunk decoded there rather than
+/// by chunks, a dense one read from memory once rather than once per 48-column panel.
 constexpr int64_t kRowDecodePixels = 256;
 
 /// Output pixels of a band below which a packed weight is not decoded once per band (decoding
@@ -413,7 +414,10 @@ void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t 
     rhs.f32 = col;
     rhs.nk = false;
     rhs.ld = ldcol;
-    exec::sgemm_packed_rows(cout_g, pc, kc, *w.packed_rows, gr * cout_g, rhs, beta != 0.0f, c, ldc);
+    exec::GemmLhs lhs;
+    lhs.packed = &*w.packed_rows;
+    lhs.row0 = gr * cout_g;
+    exec::sgemm_rows_outer(cout_g, pc, kc, lhs, rhs, beta != 0.0f, c, ldc);
     return;
   }
   const int t = num_threads();
@@ -433,10 +437,21 @@ void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t 
 /// over a packed one.
 void group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t pc, const float* col,
                 int64_t ldcol, float beta, float* c, int64_t ldc) {
-  if (w.packed)
+  if (w.packed) {
     packed_group_gemm(w, gr, cout_g, pc, col, ldcol, beta, c, ldc);
-  else
+  } else if (pc <= kRowDecodePixels && w.kc > 0 && exec::sgemm_panels_enabled()) {
+    // few pixels: each block of 8 weight rows read from memory once for all the column panels
+    exec::GemmRhs rhs;
+    rhs.f32 = col;
+    rhs.nk = false;
+    rhs.ld = ldcol;
+    exec::GemmLhs lhs;
+    lhs.f32 = w.dense + gr * cout_g * w.kc;
+    lhs.ld = w.kc;
+    exec::sgemm_rows_outer(cout_g, pc, w.kc, lhs, rhs, beta != 0.0f, c, ldc);
+  } else {
     sgemm(false, cout_g, pc, w.kc, w.dense + gr * cout_g * w.kc, w.kc, col, ldcol, beta, c, ldc);
+  }
 }
 
 /// Tiles of a pointwise conv hold at most this many floats of output (so that a tile stays in L2

@@ -109,7 +109,7 @@ inline __attribute__((always_inline)) void dw_rows_fixed(const Conv2dShape& s, c
   typedef typename vmath::Lanes<L>::f V;
   V wv[K * K];
 #pragma GCC unroll 32
-  for (int i = 0; i < K * K; ++i) wv[i] = V{} + w[i];
+  for (int i = 0; i < K * K; ++i) vmath::splat(wv[i], w + i);
   const int64_t OW = s.OW;
   auto block = [&](int64_t ow, int64_t n) __attribute__((always_inline)) {
     V acc[R];
@@ -284,7 +284,8 @@ inline __attribute__((always_inline)) void stem_block(const Conv2dShape& s, cons
         for (int v = 0; v < NV; ++v) std::memcpy(&xv[v], src + v * L, sizeof(V));
 #pragma GCC unroll 16
         for (int j = 0; j < CB; ++j) {
-          const V wv = V{} + wt[j * kc];
+          V wv;
+          vmath::splat(wv, wt + j * kc);
 #pragma GCC unroll 4
           for (int v = 0; v < NV; ++v) acc[j][v] += xv[v] * wv;
         }
@@ -387,7 +388,8 @@ inline __attribute__((always_inline)) void pointwise_block(int64_t K, const floa
     for (int v = 0; v < NV; ++v) std::memcpy(&xv[v], x + k * ldx + v * L, sizeof(V));
 #pragma GCC unroll 16
     for (int j = 0; j < CB; ++j) {
-      const V wv = V{} + w[j * K + k];
+      V wv;
+      vmath::splat(wv, w + j * K + k);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[j][v] += xv[v] * wv;
     }

@@ -154,6 +154,19 @@ void pack_nk_dense(const GemmRhs& b, int64_t n0, int64_t nb, int64_t k0, int64_t
   pack_scalar(b, n0, 0, nb, k0, 0, kc, p);
 }
 
+/// Asks for `rows` rows of `cols` floats at `a` (row stride `ld`) to be brought into the cache:
+/// the next block of a weight read where it lies. Its rows are short runs (a 1x1 conv's: 112-960
+/// floats), too short for the hardware's stream prefetchers to learn before each ends; fetched
+/// while the current block is computed, a 960x160 weight over a 7x7 image took 0.19 ms instead
+/// of 0.23 with cold caches (single-threaded; 0.17 with the weight in cache).
+inline void prefetch_rows(const float* a, int64_t ld, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    if (cols > 0) {
+      for (int64_t k = 0; k < cols; k += 16) __builtin_prefetch(a + r * ld + k, 0, 2);
+      __builtin_prefetch(a + r * ld + cols - 1, 0, 2);  // a row not aligned to a line
+    }
+}
+
 // ---- kernels ----------------------------------------------------------------------------------
 
 /// Where a kernel's tile goes: rows of C at ldc, `cols` (<= 48) columns, starting from `init`
@@ -195,13 +208,17 @@ inline __attribute__((always_inline)) void kernel(int64_t kc, const float* a, in
         std::memcpy(&acc[i][v], src + L * v, sizeof(V));
     }
   }
+  const float* ai[MR];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) ai[i] = a + i * lda;
   for (int64_t k = 0; k < kc; ++k) {
     V b[NV];
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) std::memcpy(&b[v], p + k * kNR + L * v, sizeof(V));
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
-      const V x = V{} + a[i * lda + k];
+      V x;
+      vmath::splat(x, ai[i] + k);
 #pragma GCC unroll 3
       for (int v = 0; v < NV; ++v) acc[i][v] += x * b[v];
     }
@@ -332,6 +349,10 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
           const int64_t m = m0 + (m1 - m0) * q / blocks;
           const int rows = static_cast<int>(m0 + (m1 - m0) * (q + 1) / blocks - m);
           tile.c = C + m * ldc + n0;
+          if (q + 1 < blocks) {
+            const int64_t m2 = m0 + (m1 - m0) * (q + 2) / blocks;
+            prefetch_rows(A + (m + rows) * lda + k0, lda, m2 - m - rows, kc);
+          }
           rows_fn(rows, kc, A + m * lda + k0, lda, p, tile);
           if (round)  // an fp16 output: its values rounded while the tile is in cache
             for (int i = 0; i < rows; ++i) round_to_half(tile.c + i * ldc, cols);
@@ -345,8 +366,8 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
 #endif
 }
 
-void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const PackedRows& a, int64_t a_row0,
-                       const GemmRhs& b, bool accumulate, float* C, int64_t ldc) {
+void sgemm_rows_outer(int64_t M, int64_t N, int64_t K, const GemmLhs& a, const GemmRhs& b,
+                      bool accumulate, float* C, int64_t ldc) {
 #ifdef MILKIT_VMATH_AVX2
   if (M <= 0 || N <= 0 || K <= 0) return;
   const bool wide = vmath::cpu_avx512();
@@ -363,7 +384,8 @@ void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const PackedRows& a, int
     thread_local std::vector<float> pb, abuf;
     if (pb.size() < static_cast<size_t>(panels * kcb * kNR))
       pb.resize(static_cast<size_t>(panels * kcb * kNR));
-    if (abuf.size() < static_cast<size_t>(mr * kcb)) abuf.resize(static_cast<size_t>(mr * kcb));
+    if (a.packed && abuf.size() < static_cast<size_t>(mr * kcb))
+      abuf.resize(static_cast<size_t>(mr * kcb));
     for (int64_t k0 = 0; k0 < K; k0 += kcb) {
       const int64_t kc = std::min(kcb, K - k0);
       for (int64_t q = 0; q < panels; ++q)
@@ -371,18 +393,27 @@ void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const PackedRows& a, int
                    std::min<int64_t>(kNR, N - q * kNR), k0, kc, pb.data() + q * kc * kNR);
       for (int64_t u = s; u < e; ++u) {
         const int64_t m = M * u / blocks, rows = M * (u + 1) / blocks - m;
-        a.decode(a_row0 + m, rows, k0, kc, abuf.data());  // once, for every panel
+        const float* ar = a.f32 + m * a.ld + k0;
+        int64_t lda = a.ld;
+        if (a.packed) {
+          a.packed->decode(a.row0 + m, rows, k0, kc, abuf.data());  // once, for every panel
+          ar = abuf.data();
+          lda = kc;
+        } else if (u + 1 < e) {
+          const int64_t m1 = m + rows;
+          prefetch_rows(a.f32 + m1 * a.ld + k0, a.ld, M * (u + 2) / blocks - m1, kc);
+        }
         for (int64_t q = 0; q < panels; ++q) {
           Tile tile{C + m * ldc + q * kNR, ldc,
                     static_cast<int>(std::min<int64_t>(kNR, N - q * kNR)),
                     k0 > 0 || accumulate ? Init::Load : Init::Zero, zeros};
-          rows_fn(static_cast<int>(rows), kc, abuf.data(), kc, pb.data() + q * kc * kNR, tile);
+          rows_fn(static_cast<int>(rows), kc, ar, lda, pb.data() + q * kc * kNR, tile);
         }
       }
     }
   });
 #else
-  (void)M, (void)N, (void)K, (void)a, (void)a_row0, (void)b, (void)accumulate, (void)C, (void)ldc;
+  (void)M, (void)N, (void)K, (void)a, (void)b, (void)accumulate, (void)C, (void)ldc;
 #endif
 }
 
@@ -422,6 +453,7 @@ bool sgemm_row_blocks(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
     for (int64_t q = s; q < e; ++q) {
       const int64_t m = M * q / blocks, m1 = M * (q + 1) / blocks;
       const int rows = static_cast<int>(m1 - m);
+      if (q + 1 < e) prefetch_rows(A + m1 * lda, lda, M * (q + 2) / blocks - m1, K);
       for (int64_t pq = 0; pq < panels; ++pq) {
         const int64_t n0 = pq * kNR;
         for (int64_t k0 = 0; k0 < K; k0 += kKC) {

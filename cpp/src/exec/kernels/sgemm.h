@@ -42,14 +42,23 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
 
 class PackedRows;
 
-/// C[M, N] (+)= A * B with A rows [a_row0, a_row0 + M) of a packed weight (fp16 in place,
-/// compressed), for products of few columns (a conv's weight over a small image): each thread
-/// takes a range of A's row blocks, packs all of B's panels for a block of k (together within
-/// 256 KB), and decodes each block of 8 rows once for all the panels, so every weight element is
-/// decoded once per call and no fp32 copy of the weight is made. The same sums as sgemm_panels
-/// over the decoded weight (each output summed over k in order). Requires sgemm_panels_enabled().
-void sgemm_packed_rows(int64_t M, int64_t N, int64_t K, const PackedRows& a, int64_t a_row0,
-                       const GemmRhs& b, bool accumulate, float* C, int64_t ldc);
+/// The left operand of sgemm_rows_outer: rows [row0, row0 + M) of a packed weight (fp16 in
+/// place, compressed), or else an fp32 matrix with row stride `ld`.
+struct GemmLhs {
+  const PackedRows* packed = nullptr;  ///< a packed weight's row decoder
+  int64_t row0 = 0;                    ///< its first row
+  const float* f32 = nullptr;          ///< else fp32 rows
+  int64_t ld = 0;                      ///< their stride
+};
+
+/// C[M, N] (+)= A * B for products of few columns and a large A (a conv's weight over a small
+/// image): each thread takes a range of A's row blocks, packs all of B's panels for a block of k
+/// (together within 256 KB), and reads each block of 8 rows of A once for all the panels: a
+/// packed A decoded once per call (no fp32 copy of the weight made), a dense one read from
+/// memory once per call instead of once per panel (sgemm_panels' order). The same sums as
+/// sgemm_panels (each output summed over k in order). Requires sgemm_panels_enabled().
+void sgemm_rows_outer(int64_t M, int64_t N, int64_t K, const GemmLhs& a, const GemmRhs& b,
+                      bool accumulate, float* C, int64_t ldc);
 
 /// Called when rows [m0, m1) of C hold their final values (every column), on the thread that
 /// computed them, while they are in cache.
