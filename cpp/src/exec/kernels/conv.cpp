@@ -487,9 +487,9 @@ bool pointwise_small_k(int64_t cin_g) {
 /// the threads, each computed by exec::pointwise_tile (BLAS's packing costs more than the
 /// products at this depth) and run through the fused chain `ch` while it is in cache. Tiles
 /// split the channels (by multiples of 16) and, in planes of more than kPointwiseRowPixels,
-/// first the pixels (runs of 64 or more); they depend on the shape only, never on the thread
-/// count, so neither do the bits. (With more input channels, BLAS over the whole output is
-/// faster: split into tiles, each GEMM packs its part of the input again.)
+/// first the pixels (runs of 64 or more, a multiple of 16); they depend on the shape only, never on
+/// the thread count, so neither do the bits. (With more input channels, BLAS over the whole output
+/// is faster: split into tiles, each GEMM packs its part of the input again.)
 void pointwise_conv(const Geom& g, const float* x, const float* w, const float* bias,
                     const FusedChain* ch, float* y) {
   const int64_t op = g.out_plane(), ip = g.in_plane(), cin_g = g.Cin / g.G, cout_g = g.Cout / g.G;
@@ -497,7 +497,9 @@ void pointwise_conv(const Geom& g, const float* x, const float* w, const float* 
       {1, (cout_g * op * cin_g + kPointwiseMacs - 1) / kPointwiseMacs,
        (cout_g * op + kPointwiseTile - 1) / kPointwiseTile});
   int64_t ns = op <= kPointwiseRowPixels ? 1 : std::clamp<int64_t>(want, 1, (op + 63) / 64);
-  const int64_t S = (op + ns - 1) / ns;
+  // runs of pixels a multiple of 16: a fused chain's rows then have no tail but the plane's last
+  // (a vector loop's tail is scalar: 16>96 at 112x112 with silu 0.88 -> 0.81 ms alone)
+  const int64_t S = ns > 1 ? ((op + ns - 1) / ns + 15) / 16 * 16 : op;
   ns = (op + S - 1) / S;
   int64_t nr = std::clamp<int64_t>((want + ns - 1) / ns, 1, (cout_g + 15) / 16);
   const int64_t R = std::max<int64_t>(1, ((cout_g + nr - 1) / nr + 15) / 16 * 16);
