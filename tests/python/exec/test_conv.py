@@ -393,6 +393,27 @@ def test_conv_few_pixels_rows_read_once(xs: tuple, ws: tuple, strides: list, gro
     assert all(np.array_equal(o, outs[0]) for o in outs)
 
 
+@pytest.mark.parametrize("hw, k", [(16, 3), (16, 1), (40, 3)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_conv_no_input_channels(hw: int, k: int, with_bias: bool) -> None:
+    """A conv over zero input channels sums nothing: its output is the bias (or 0), also where
+    the output buffer is one a NaN-filled tensor of the same size left behind (256 output pixels
+    and fewer go to exec::sgemm_rows_outer, larger images to the other GEMMs)."""
+    x0 = np.zeros((1, 0, hw, hw), np.float32)
+    x1 = rand(1, 64, hw, hw, seed=43)
+    w = np.zeros((64, 0, k, k), np.float32)
+    b = rand(64, seed=44)
+    kw: dict[str, Any] = {"bias": b} if with_bias else {}
+
+    def build(a: Any, e: Any) -> Any:
+        s = mb.reduce_sum(x=mb.mul(x=a, y=np.float32(np.nan)))  # a freed 64-channel buffer of NaN
+        return s, mb.conv(x=e, weight=w, pad_type="custom", pad=[k // 2] * 4, **kw)
+
+    _, got = run_prog(build, {"x1": x1, "x0": x0})
+    want = np.broadcast_to((b if with_bias else np.zeros(64, np.float32))[None, :, None, None], got.shape)
+    np.testing.assert_array_equal(got, want)
+
+
 ACTS = {"relu": F.relu, "relu6": F.relu6, "silu": F.silu}
 
 

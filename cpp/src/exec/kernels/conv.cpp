@@ -99,7 +99,7 @@ constexpr int64_t kChunkFloats = 1 << 18;
 /// Output pixels up to which a GEMM reads its weight's rows block by block for all the column
 /// panels (exec::sgemm_rows_outer): a packed weight larger than a chunk decoded there rather than
 /// by chunks, a dense one read from memory once rather than once per 48-column panel.
-constexpr int64_t kRowDecodePixels = 256;
+constexpr int64_t kRowsOuterPixels = 256;
 
 /// Output pixels of a band below which a packed weight is not decoded once per band (decoding
 /// costs about what 4 multiply-adds per element do, per pixel of the band).
@@ -395,6 +395,21 @@ bool conv_thread_bands(const Geom& g, const float* x, const ConvWeight& w, float
   return true;
 }
 
+/// Whether a group's GEMM over `pc` output pixels reads the weight's rows once for all the
+/// column panels (exec::sgemm_rows_outer).
+bool rows_outer_suits(int64_t pc) { return pc <= kRowsOuterPixels && exec::sgemm_panels_enabled(); }
+
+/// C[cout_g, pc] (+)= lhs * col[kc, pc] by exec::sgemm_rows_outer (C holds the bias when beta
+/// is 1).
+void rows_outer_gemm(const exec::GemmLhs& lhs, int64_t cout_g, int64_t pc, int64_t kc,
+                     const float* col, int64_t ldcol, float beta, float* c, int64_t ldc) {
+  exec::GemmRhs rhs;
+  rhs.f32 = col;
+  rhs.nk = false;
+  rhs.ld = ldcol;
+  exec::sgemm_rows_outer(cout_g, pc, kc, lhs, rhs, beta != 0.0f, c, ldc);
+}
+
 /// C[cout_g, pc] (+)= w[group gr] * col[kc, pc] for a packed weight: a group within one chunk
 /// decoded whole and multiplied as a dense one (the same products, so the same bits); a larger
 /// one by chunks of output channels across the threads, each decoded once into its thread's
@@ -406,18 +421,14 @@ void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t 
     sgemm(false, cout_g, pc, kc, w.rows(gr * cout_g, cout_g), kc, col, ldcol, beta, c, ldc);
     return;
   }
-  if (pc <= kRowDecodePixels && exec::sgemm_panels_enabled()) {
+  if (rows_outer_suits(pc)) {
     // few pixels: the GEMM decodes each block of 8 rows once, while in L1, for all the column
     // panels, instead of chunks of a megabyte that leave L2, each multiplied against the
     // columns packed again (ResNet-18's fp16 3x3 convs at 7x7)
-    exec::GemmRhs rhs;
-    rhs.f32 = col;
-    rhs.nk = false;
-    rhs.ld = ldcol;
     exec::GemmLhs lhs;
     lhs.packed = &*w.packed_rows;
     lhs.row0 = gr * cout_g;
-    exec::sgemm_rows_outer(cout_g, pc, kc, lhs, rhs, beta != 0.0f, c, ldc);
+    rows_outer_gemm(lhs, cout_g, pc, kc, col, ldcol, beta, c, ldc);
     return;
   }
   const int t = num_threads();
@@ -439,16 +450,12 @@ void group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t pc, con
                 int64_t ldcol, float beta, float* c, int64_t ldc) {
   if (w.packed) {
     packed_group_gemm(w, gr, cout_g, pc, col, ldcol, beta, c, ldc);
-  } else if (pc <= kRowDecodePixels && w.kc > 0 && exec::sgemm_panels_enabled()) {
+  } else if (rows_outer_suits(pc)) {
     // few pixels: each block of 8 weight rows read from memory once for all the column panels
-    exec::GemmRhs rhs;
-    rhs.f32 = col;
-    rhs.nk = false;
-    rhs.ld = ldcol;
     exec::GemmLhs lhs;
     lhs.f32 = w.dense + gr * cout_g * w.kc;
     lhs.ld = w.kc;
-    exec::sgemm_rows_outer(cout_g, pc, w.kc, lhs, rhs, beta != 0.0f, c, ldc);
+    rows_outer_gemm(lhs, cout_g, pc, w.kc, col, ldcol, beta, c, ldc);
   } else {
     sgemm(false, cout_g, pc, w.kc, w.dense + gr * cout_g * w.kc, w.kc, col, ldcol, beta, c, ldc);
   }
