@@ -136,6 +136,7 @@ class OpCaller {
           throw TypeError("mb." + op_type_ + ": argument '" + std::string(key) + "' given twice");
       Arg a;
       a.name.assign(key.data(), key.size());
+      a.slot = idx;
       const What what(op_type_, key);
       const InputDef& d = s.inputs[idx];
       if (d.kind == InputKind::List && (PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()))) {
@@ -228,14 +229,14 @@ class OpCaller {
       Operation* saved_before = b.before();
       b.set_insertion_point(before_override->parent(), before_override);
       try {
-        outs = b.create(op_type_, out, name, blocks);
+        outs = b.create(s, out, name, blocks);
       } catch (...) {
         b.set_insertion_point(saved_block, saved_before);
         throw;
       }
       b.set_insertion_point(saved_block, saved_before);
     } else {
-      outs = b.create(op_type_, out, name, blocks);
+      outs = b.create(s, out, name, blocks);
     }
     if (outs.size() == 1) return py::cast(handle(outs[0]));
     py::list l;

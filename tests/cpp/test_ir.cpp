@@ -48,6 +48,67 @@ TEST_CASE("builder: coremltools naming and implicit consts", "[ir]") {
   CHECK(text.find("} -> (%scaled)") != std::string::npos);
 }
 
+TEST_CASE("builder: binary ops type a scalar, same-type or broadcast operand alike", "[ir]") {
+  // the inference short-cuts (result is an operand's interned type) against full broadcasting
+  auto f = make_fn();
+  Context& c = f->ctx();
+  Builder b(*f);
+  Var* x = f->inputs()[0];  // (2, S) fp32
+  auto scalar = [&](double v) {
+    return b.add_const(std::make_shared<const Value>(Value::scalar_float(DataType::Float32, v)));
+  };
+  Var* row = b.add_const(
+      std::make_shared<const Value>(Value::from_doubles(DataType::Float32, {1, 1}, {3.0})));
+  Var* s1 = scalar(1.0);
+  Var* s2 = scalar(2.0);
+  CHECK(b.op("add", {{"x", x}, {"y", s1}})->type() == x->type());
+  CHECK(b.op("mul", {{"x", s1}, {"y", x}})->type() == x->type());
+  CHECK(b.op("sub", {{"x", x}, {"y", x}})->type() == x->type());
+  Var* ss = b.op("add", {{"x", s1}, {"y", s2}});
+  CHECK(ss->type() == c.scalar(DataType::Float32));
+  CHECK(ss->value());                                               // folded
+  CHECK(b.op("add", {{"x", row}, {"y", x}})->type() == x->type());  // (1, 1) with (2, S)
+  Var* three = b.add_const(std::make_shared<const Value>(
+      Value::from_doubles(DataType::Float32, {3, 1, 1}, {1.0, 2.0, 3.0})));
+  CHECK(b.op("add", {{"x", x}, {"y", three}})->type()->str() == "(3, 2, S, fp32)");
+  // comparisons give bool of the broadcast shape, never an operand's type
+  CHECK(b.op("less", {{"x", x}, {"y", s1}})->type()->str() == "(2, S, bool)");
+  CHECK(b.op("equal", {{"x", x}, {"y", x}})->type()->str() == "(2, S, bool)");
+  CHECK(b.op("greater", {{"x", s1}, {"y", s2}})->type() == c.scalar(DataType::Bool));
+  // a slot given by the caller is used only when it names the same input
+  std::vector<Arg> args{Builder::arg("y", s1), Builder::arg("x", x)};
+  args[0].slot = 0;  // wrong: input 0 is x
+  args[1].slot = 7;  // out of range
+  Var* r = b.create("add", args).at(0);
+  CHECK(r->op()->input1("x") == x);
+  CHECK(r->op()->input1("y") == s1);
+}
+
+TEST_CASE("values: small copies keep their bytes in the buffer, at every size", "[types]") {
+  for (size_t n :
+       {size_t(0), size_t(1), size_t(4), size_t(15), size_t(16), size_t(17), size_t(64)}) {
+    std::vector<uint8_t> src(n);
+    for (size_t i = 0; i < n; ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+    auto buf = Buffer::copy(src.data(), n);
+    REQUIRE(buf->size() == n);
+    CHECK_FALSE(buf->lazy());
+    CHECK_FALSE(buf->borrowed());
+    if (n) {
+      CHECK(std::memcmp(buf->data(), src.data(), n) == 0);
+      CHECK(buf->data() != src.data());
+      src[0] ^= 0xff;  // a copy: the source changing leaves it alone
+      CHECK(buf->data()[0] == static_cast<uint8_t>(1));
+    }
+    auto keep = buf->data();
+    auto other = buf;  // shared, not copied
+    buf.reset();
+    CHECK(other->data() == keep);
+  }
+  Value v = Value::scalar_float(DataType::Float32, 0.1);
+  CHECK(v.as_double(0) == static_cast<double>(0.1f));
+  CHECK(Value::scalar_float(DataType::Float16, 0.5).as_double(0) == 0.5);
+}
+
 TEST_CASE("builder: errors name op type, op name and input", "[ir]") {
   auto f = make_fn();
   Builder b(*f);

@@ -209,15 +209,20 @@ class Scratch {
 
 }  // namespace
 
-std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& args, std::string given_name,
-                                  const BlockBuildFn& build_blocks) {
-  Context& ctx = fn_->ctx();
+std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& args,
+                                  std::string given_name, const BlockBuildFn& build_blocks) {
   const OpSchema* sp = nullptr;
   if (fn_->opset_auto()) {
     auto versions = OpRegistry::instance().versions(op_type);
     if (!versions.empty()) sp = versions.front();
   }
   const OpSchema& s = sp ? *sp : schema_for(op_type, fn_->opset(), given_name);
+  return create(s, args, std::move(given_name), build_blocks);
+}
+
+std::vector<Var*> Builder::create(const OpSchema& s, std::vector<Arg>& args, std::string given_name,
+                                  const BlockBuildFn& build_blocks) {
+  Context& ctx = fn_->ctx();
   std::string name = given_name.empty() ? ctx.free_name(s.name) : std::move(given_name);
   const size_t n_in = s.inputs.size();
   const size_t n_args = args.size();
@@ -227,7 +232,10 @@ std::vector<Var*> Builder::create(std::string_view op_type, std::vector<Arg>& ar
   Scratch<int, 16> given(n_in, -1);
   size_t n_items = 0;
   for (size_t a = 0; a < n_args; ++a) {
-    int i = s.input_index(args[a].name);
+    const int slot = args[a].slot;
+    int i = slot >= 0 && static_cast<size_t>(slot) < n_in && s.inputs[slot].name == args[a].name
+                ? slot
+                : s.input_index(args[a].name);
     if (i < 0)
       throw TypeError(s.name + " '" + name + "': Unknown input '" + args[a].name + "' for op '" + s.name +
                       "'; its inputs are: " + s.input_names());

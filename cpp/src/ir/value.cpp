@@ -11,7 +11,7 @@
 namespace milkit {
 
 std::shared_ptr<const Buffer> Buffer::take(std::vector<uint8_t>&& bytes) {
-  auto b = std::shared_ptr<Buffer>(new Buffer());
+  auto b = make();
   b->own_ = std::move(bytes);
   b->data_ = b->own_.data();
   b->size_ = b->own_.size();
@@ -20,12 +20,19 @@ std::shared_ptr<const Buffer> Buffer::take(std::vector<uint8_t>&& bytes) {
 
 std::shared_ptr<const Buffer> Buffer::copy(const void* data, size_t size) {
   const auto* p = static_cast<const uint8_t*>(data);
+  if (size <= sizeof small_) {
+    auto b = make();
+    if (size) std::memcpy(b->small_, p, size);
+    b->data_ = b->small_;
+    b->size_ = size;
+    return b;
+  }
   return take(std::vector<uint8_t>(p, p + size));
 }
 
 std::shared_ptr<const Buffer> Buffer::borrow(const void* data, size_t size,
                                              std::shared_ptr<const void> owner) {
-  auto b = std::shared_ptr<Buffer>(new Buffer());
+  auto b = make();
   b->owner_ = std::move(owner);
   b->data_ = static_cast<const uint8_t*>(data);
   b->size_ = size;
@@ -37,7 +44,7 @@ std::shared_ptr<const Buffer> Buffer::lazy_map(std::shared_ptr<const Buffer> src
   if (!src || !in_elem || !out_elem || !map) throw ValueError("lazy buffer: bad arguments");
   if (src->size() % in_elem)
     throw ValueError("lazy buffer: source is not a whole number of elements");
-  auto b = std::shared_ptr<Buffer>(new Buffer());
+  auto b = make();
   b->size_ = src->size() / in_elem * out_elem;
   b->lazy_src_ = std::move(src);
   b->map_ = std::move(map);
@@ -60,7 +67,7 @@ std::shared_ptr<const Buffer> Buffer::packed_bits(std::shared_ptr<const Buffer> 
   if (packed->size() < (n * static_cast<size_t>(bits) + 7) / 8)
     throw ValueError("packed buffer: " + std::to_string(packed->size()) + " bytes cannot hold " +
                      std::to_string(n) + " elements of " + std::to_string(bits) + " bits");
-  auto b = std::shared_ptr<Buffer>(new Buffer());
+  auto b = make();
   b->size_ = n;
   b->lazy_src_ = std::move(packed);
   b->bits_ = bits;
@@ -319,9 +326,7 @@ Value Value::scalar_float(DataType dt, double v) {
   if (dt != DataType::Float32) return from_doubles(dt, {}, {v});
   // the builder's most common const: its four bytes, without a list of elements
   const float f = static_cast<float>(v);
-  std::vector<uint8_t> bytes(sizeof f);
-  std::memcpy(bytes.data(), &f, sizeof f);
-  return Value(dt, {}, Buffer::take(std::move(bytes)));
+  return Value(dt, {}, Buffer::copy(&f, sizeof f));
 }
 
 Value Value::from_doubles(DataType dt, std::vector<int64_t> shape, const std::vector<double>& v) {

@@ -43,6 +43,12 @@ void add_binary(OpRegistry& r, const std::string& name, DTypeSet domain, bool bo
     const Type* ty = ic.type("y");
     DataType dt = bool_out ? DataType::Bool : tx->dtype();
     if (!tx->has_rank() || !ty->has_rank()) return {ic.ctx.tensor_unknown_rank(dt)};
+    // (types are interned: when the result has one operand's dtype and shape, it is that
+    // operand's type)
+    if (!bool_out) {
+      if (ty->rank() == 0 || tx == ty) return {tx};
+      if (tx->rank() == 0 && ty->dtype() == dt) return {ty};
+    }
     return {ic.ctx.tensor(dt, ops::broadcast_shapes(ic, tx->shape(), ty->shape()))};
   };
   s.value = [bool_out, ff, fi, fd](InferCtx& ic, std::vector<std::shared_ptr<const Value>>& out) {

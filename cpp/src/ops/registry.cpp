@@ -18,8 +18,14 @@ std::string DTypeSet::str() const {
 }
 
 int OpSchema::input_index(std::string_view n) const {
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (inputs[i].name == n) return static_cast<int>(i);
+  // (called several times per op built: lengths and first bytes first, no library call)
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string& m = inputs[i].name;
+    if (m.size() != n.size() || (!n.empty() && m[0] != n[0])) continue;
+    size_t k = 1;
+    while (k < n.size() && m[k] == n[k]) ++k;
+    if (k >= n.size()) return static_cast<int>(i);
+  }
   return -1;
 }
 

@@ -22,6 +22,9 @@ struct Arg {
   std::string name;            ///< Input name.
   std::vector<ArgItem> items;  ///< One item, or several for a tuple input.
   bool is_sequence = false;    ///< Given as a Python list/tuple of vars (tuple inputs).
+  /// The input's index in the schema passed to Builder::create, when the caller already looked it
+  /// up (-1: create looks `name` up).
+  int slot = -1;
 };
 
 class Builder;
@@ -57,6 +60,9 @@ class Builder {
   Var* add_const(std::shared_ptr<const Value> v, std::string name = {});
   /// Creates an op; returns its outputs. `name` empty: "<op_type>_<n>".
   std::vector<Var*> create(std::string_view op_type, std::vector<Arg>& args, std::string name = {},
+                           const BlockBuildFn& blocks = nullptr);
+  /// Creates an op of the schema `s` (already resolved for this function's opset); as above.
+  std::vector<Var*> create(const OpSchema& s, std::vector<Arg>& args, std::string name = {},
                            const BlockBuildFn& blocks = nullptr);
   /// Adds a block to `op` with `inputs` as its inputs (vars already made by
   /// Function::add_block_input, or shared), runs `fn` with the insertion point at the block's end

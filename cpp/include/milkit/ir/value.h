@@ -68,8 +68,15 @@ class Buffer {
   /// (for a lazy buffer, offset and len must be whole elements).
   void read(size_t offset, size_t len, uint8_t* dst) const;
 
+  /// (Construction goes through the factories above; the tag keeps it theirs.)
+  struct Made {
+    explicit Made() = default;
+  };
+  /// An empty buffer (for the factories, which std::make_shared one object and its count).
+  explicit Buffer(Made) {}
+
  private:
-  Buffer() = default;
+  static std::shared_ptr<Buffer> make() { return std::make_shared<Buffer>(Made{}); }
   void materialize() const;
   void read_bits(size_t first, size_t n, uint8_t* dst) const;
   mutable std::vector<uint8_t> own_;
@@ -82,6 +89,8 @@ class Buffer {
   mutable std::once_flag once_;
   mutable const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  alignas(
+      8) uint8_t small_[16];  // copy()'s bytes when they fit (scalars: no allocation of their own)
 };
 
 /// Packs `n` elements (the low `bits` bits of each byte of `in`) into ceil(n * bits / 8) bytes
