@@ -102,8 +102,17 @@ bool is_var(py::handle o) {
   return PyObject_TypeCheck(o.ptr(), var_type);
 }
 
+// The Var a Python Var object holds (is_var(o) checked; as op_caller_tp_call reads its caller,
+// without the type caster's second type lookup).
+Var* var_of(py::handle o) {
+  auto* inst = reinterpret_cast<py::detail::instance*>(o.ptr());
+  auto* v = static_cast<Var*>(inst->get_value_and_holder().value_ptr());
+  if (!v) throw ValueError("a Var object that holds no var (made outside the builder?)");
+  return v;
+}
+
 ArgItem item_from_py(py::handle o, const What& what) {
-  if (is_var(o)) return ArgItem{o.cast<Var*>(), nullptr};
+  if (is_var(o)) return ArgItem{var_of(o), nullptr};
   return ArgItem{nullptr, std::make_shared<const Value>(value_from_py(o, what))};
 }
 

@@ -243,6 +243,11 @@ def test_errors_name_op_input_and_user_line():
             return mb.add(x=x)
     with pytest.raises(ValueError, match="no function is being built"):
         mb.add(x=1.0, y=2.0)
+    empty = milkit._core.Var.__new__(milkit._core.Var)  # a Var object holding no var
+    with pytest.raises(ValueError, match="holds no var"):
+        @mb.program(input_specs=[mb.TensorSpec((2,))])
+        def prog4(x):
+            return mb.add(x=x, y=empty)
     with pytest.raises(AttributeError):
         mb.no_such_op  # noqa: B018
     assert isinstance(e.value, milkit.MilkitError)
