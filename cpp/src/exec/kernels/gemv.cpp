@@ -338,6 +338,34 @@ void PackedRows::decode(int64_t r0, int64_t n, int64_t k0, int64_t kc, float* ou
   for (int64_t i = 0; i < n; ++i) w_->decode((r0 + i) * K_ + k0, kc, out + i * kc);
 }
 
+void PackedRows::prefetch(int64_t r0, int64_t n, int64_t k0, int64_t kc) const {
+  if (!direct_ || kc <= 0) return;
+  const uint8_t* base = nullptr;
+  int64_t row_bytes = 0, first = 0, len = 0;  // bytes: a row, the run's first, the run's length
+  switch (form_.kind) {
+    case RowForm::Kind::Half:
+      base = reinterpret_cast<const uint8_t*>(form_.half);
+      row_bytes = 2 * K_, first = 2 * k0, len = 2 * kc;
+      break;
+    case RowForm::Kind::Int8:
+      base = form_.ints;
+      row_bytes = K_, first = k0, len = kc;
+      break;
+    case RowForm::Kind::Int4:
+    case RowForm::Kind::Lut4:
+      base = form_.kind == RowForm::Kind::Lut4 ? form_.nibbles : form_.ints;
+      row_bytes = K_ / 2, first = k0 / 2, len = (k0 + kc + 1) / 2 - k0 / 2;
+      break;
+    default:
+      return;
+  }
+  for (int64_t r = r0; r < r0 + n; ++r) {
+    const uint8_t* p = base + r * row_bytes + first;
+    for (int64_t b = 0; b < len; b += 64) __builtin_prefetch(p + b, 0, 2);
+    __builtin_prefetch(p + len - 1, 0, 2);  // a run not aligned to a line
+  }
+}
+
 void gemv_nk(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemvWeight& w,
              bool accumulate, float* C, int64_t ldc) {
   if (M <= 0 || N <= 0) return;

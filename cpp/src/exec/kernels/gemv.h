@@ -40,6 +40,9 @@ class PackedRows {
   PackedRows(const PackedWeight& w, int64_t K);
   /// Elements [k0, k0 + kc) of rows [r0, r0 + n) into `out`, kc floats a row.
   void decode(int64_t r0, int64_t n, int64_t k0, int64_t kc, float* out) const;
+  /// Asks the cache for the stored bytes decode(r0, n, k0, kc, ...) will read (rows in a direct
+  /// form; nothing otherwise), so that a GEMM can fetch the next rows while it multiplies these.
+  void prefetch(int64_t r0, int64_t n, int64_t k0, int64_t kc) const;
 
  private:
   const PackedWeight* w_;

@@ -397,13 +397,14 @@ void sgemm_rows_outer(int64_t M, int64_t N, int64_t K, const GemmLhs& a, const G
         const int64_t m = M * u / blocks, rows = M * (u + 1) / blocks - m;
         const float* ar = a.f32 + m * a.ld + k0;
         int64_t lda = a.ld;
+        const int64_t m1 = m + rows, rows1 = u + 1 < e ? M * (u + 2) / blocks - m1 : 0;
         if (a.packed) {
           a.packed->decode(a.row0 + m, rows, k0, kc, abuf.data());  // once, for every panel
+          a.packed->prefetch(a.row0 + m1, rows1, k0, kc);           // the next rows' stored bytes
           ar = abuf.data();
           lda = kc;
-        } else if (u + 1 < e) {
-          const int64_t m1 = m + rows;
-          prefetch_rows(a.f32 + m1 * a.ld + k0, a.ld, M * (u + 2) / blocks - m1, kc);
+        } else if (rows1 > 0) {
+          prefetch_rows(a.f32 + m1 * a.ld + k0, a.ld, rows1, kc);
         }
         for (int64_t q = 0; q < panels; ++q) {
           Tile tile{C + m * ldc + q * kNR, ldc,
