@@ -68,11 +68,15 @@ class Buffer {
   /// (for a lazy buffer, offset and len must be whole elements).
   void read(size_t offset, size_t len, uint8_t* dst) const;
 
-  /// (Construction goes through the factories above; the tag keeps it theirs.)
+ private:
+  // (a key only the factories can make: the constructor below is public for std::make_shared,
+  // which allocates the buffer and its count together, yet only they can call it)
   struct Made {
     explicit Made() = default;
   };
-  /// An empty buffer (for the factories, which std::make_shared one object and its count).
+
+ public:
+  /// An empty buffer; construction goes through the factories above.
   explicit Buffer(Made) {}
 
  private:
@@ -89,8 +93,8 @@ class Buffer {
   mutable std::once_flag once_;
   mutable const uint8_t* data_ = nullptr;
   size_t size_ = 0;
-  alignas(
-      8) uint8_t small_[16];  // copy()'s bytes when they fit (scalars: no allocation of their own)
+  // copy()'s bytes when they fit (scalars: no allocation of their own)
+  alignas(8) uint8_t small_[16];
 };
 
 /// Packs `n` elements (the low `bits` bits of each byte of `in`) into ceil(n * bits / 8) bytes
