@@ -359,11 +359,7 @@ void PackedRows::prefetch(int64_t r0, int64_t n, int64_t k0, int64_t kc) const {
     default:
       return;
   }
-  for (int64_t r = r0; r < r0 + n; ++r) {
-    const uint8_t* p = base + r * row_bytes + first;
-    for (int64_t b = 0; b < len; b += 64) __builtin_prefetch(p + b, 0, 2);
-    __builtin_prefetch(p + len - 1, 0, 2);  // a run not aligned to a line
-  }
+  if (n > 0) prefetch_runs(base + r0 * row_bytes + first, row_bytes, n, len);
 }
 
 void gemv_nk(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const GemvWeight& w,

@@ -12,6 +12,18 @@
 
 namespace milkit::exec {
 
+/// Asks the cache for `runs` runs of `len` bytes, `stride` bytes apart from `p` (every 64-byte
+/// line of each, its last byte included when the run is not aligned to a line): the rows a
+/// kernel reads next, fetched while it computes the current ones.
+inline void prefetch_runs(const void* p, int64_t stride, int64_t runs, int64_t len) {
+  if (len <= 0) return;
+  const auto* b = static_cast<const char*>(p);
+  for (int64_t r = 0; r < runs; ++r) {
+    for (int64_t k = 0; k < len; k += 64) __builtin_prefetch(b + r * stride + k, 0, 2);
+    __builtin_prefetch(b + r * stride + len - 1, 0, 2);
+  }
+}
+
 /// Most rows of A a matrix-vector product takes (more go to BLAS).
 constexpr int64_t kGemvRows = 4;
 
