@@ -29,6 +29,10 @@ CHAINS = {
     "arith": [("sub", ("r", 0.75)), ("real_div", ("r", 3.0)), ("sub", 0.3), ("minimum", "head"), ("add", "head"),
               ("sub", ("h",)), ("maximum", ("h",)), ("mul", 1.7)],
     "relu_relu6": [("relu", None), ("mul", 4.1), ("relu6", None)],
+    # products then sums, of scalars and of the head: one FMA in place of a product and its sum
+    # would change the low bits
+    "scale_shift": [("mul", 1.7), ("add", 0.3), ("mul", "head"), ("sub", ("r", 0.2)), ("mul", ("h",)),
+                    ("add", "head")],
     "silu_sigmoid": [("silu", None), ("add", 0.5), ("sigmoid", None)],
     "sigmoid_hard": [("sigmoid_hard", (0.2, 0.5)), ("mul", "head")],
     # infinities, then NaN (inf * 0) through maximum, minimum and relu, which keep it as numpy does
@@ -199,7 +203,7 @@ def test_broadcasting_and_runtime_operands_stay_apart(dt: type) -> None:
     np.testing.assert_array_equal(c3.astype(np.float32), r(cf - wider.astype(np.float32)))
 
 
-@pytest.mark.parametrize("name", ["hardswish", "sigmoid_hard", "relu_relu6", "arith"])
+@pytest.mark.parametrize("name", ["hardswish", "sigmoid_hard", "relu_relu6", "arith", "scale_shift"])
 @pytest.mark.parametrize("dt", [np.float32, np.float16])
 @pytest.mark.parametrize(
     ("shape", "cout"),
@@ -223,7 +227,7 @@ def test_chain_after_pointwise_conv(name: str, dt: type, shape: tuple, cout: int
     np.testing.assert_allclose(c.astype(np.float32), ref, **({"rtol": 3e-3, "atol": 3e-3} if dt == np.float16 else {"rtol": 1e-4, "atol": 1e-4}))
 
 
-@pytest.mark.parametrize("name", ["hardswish", "sigmoid_hard", "relu_relu6"])
+@pytest.mark.parametrize("name", ["hardswish", "sigmoid_hard", "relu_relu6", "scale_shift"])
 @pytest.mark.parametrize("dt", [np.float32, np.float16])
 @pytest.mark.parametrize(("shape", "k", "s"), [((2, 20, 7, 7), 3, 1), ((1, 16, 40, 40), 5, 2), ((1, 8, 60, 60), 3, 1)])
 def test_chain_after_depthwise_conv(name: str, dt: type, shape: tuple, k: int, s: int) -> None:
