@@ -91,7 +91,11 @@ PARAM: dict[str, tuple[float, float | None, Callable[[np.ndarray, Any, Any], np.
 
 SHAPES = [(7,), (2, 3, 4), (1, 5, 2, 3), (300, 1001)]
 SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 1e-6, -1e-6, 0.5, -0.5, 3.0, -3.0, 10.0,
-                    -10.0, 20.0, -20.0, 50.0, -50.0, 88.0, -88.0, 100.0, -100.0, 1e30, -1e30], np.float32)
+                    -10.0, 20.0, -20.0, 50.0, -50.0, 88.0, -88.0, 100.0, -100.0, 1e30, -1e30,
+                    # where sigmoid's and silu's exp(-x) is held (x > 86.5: 1 + exp(-x) is 1) and
+                    # where exp's own argument is (|x| > 104)
+                    86.4, -86.4, 86.5, -86.5, 86.6, -86.6, 87.5, -87.5, 104.5, -104.5],
+                   np.float32)
 
 
 def torch_ref(f: Ref, x: np.ndarray) -> np.ndarray:

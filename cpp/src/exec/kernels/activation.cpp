@@ -31,6 +31,7 @@ using vmath::np_max;
 using vmath::np_min;
 using vmath::select;
 using vmath::vexp;
+using vmath::vexp_for_sum;
 using vmath::vexpm1;
 
 // ---- loops --------------------------------------------------------------------------------------
@@ -123,10 +124,10 @@ void gelu(KernelCtx& k) {
     // 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2 / pi) (x + 0.044715 x^3)
     unary(k, [](float x) {
       float u2 = 1.5957691216057308f * (x + 0.044715f * x * x * x);
-      return x / (1.0f + vexp(-u2));
+      return x / (1.0f + vexp_for_sum(-u2));
     });
   } else if (mode == "SIGMOID_APPROXIMATION") {
-    unary(k, [](float x) { return x / (1.0f + vexp(-1.702f * x)); });
+    unary(k, [](float x) { return x / (1.0f + vexp_for_sum(-1.702f * x)); });
   } else {
     k.fail("unrecognized mode \"" + mode + "\"");
   }
