@@ -228,8 +228,8 @@ CAST_DTYPES = {"fp16": np.float16, "fp32": np.float32, "int8": np.int8, "uint8":
 def cast_source(dtype: Any) -> np.ndarray:
     """Values of `dtype` that exercise a cast: extremes, fractions, NaN / inf, fp16 rounding."""
     dt = np.dtype(dtype)
-    if dt.kind == "b":
-        return np.array([True, False, True, True, False] * 3, bool)
+    if dt.kind == "b":  # long enough for the kernels' vector loops and their tails
+        return np.concatenate([np.array([True, False, True, True, False] * 3, bool), rand(1001, dtype=np.bool_, seed=9)])
     if dt.kind in "iu":
         info = np.iinfo(dt)
         edge = [info.min, info.max, 0, 1, info.max - 1, info.min + 1, 127, 128, 255, 256, 32767, 32768, 65504, 65519,

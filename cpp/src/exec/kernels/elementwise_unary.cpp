@@ -36,7 +36,12 @@ void map_unary(KernelCtx& k, const Tensor& x, F f) {
   const T* a = x.data<T>();
   R* o = out.mutable_data<R>();
   parallel_for(x.numel(), kGrain, [&](int64_t s, int64_t e) {
-    for (int64_t i = s; i < e; ++i) o[i] = f(a[i]);
+    // the pointers in locals: a store of a 1-byte R (bool, int8) may alias any object, so with
+    // them read through the closure the compiler reloads both after every element and does not
+    // vectorize (logical_not over 465K elements: 0.30 ms)
+    const T* src = a;
+    R* dst = o;
+    for (int64_t i = s; i < e; ++i) dst[i] = f(src[i]);
   });
 }
 
@@ -339,7 +344,15 @@ void cast_kernel(KernelCtx& k) {
       const S* a = x.data<S>();
       D* o = out.mutable_data<D>();
       parallel_for(n, kGrain, [&](int64_t s, int64_t e) {
-        for (int64_t i = s; i < e; ++i) o[i] = cast_elem<D>(a[i]);
+        D* dst = o;  // in a local, as map_unary's (1-byte stores alias anything)
+        if constexpr (std::is_same_v<S, bool>) {
+          // bytes read as bytes: GCC does not vectorize loads of bool (0 or 1 either way)
+          const uint8_t* src = reinterpret_cast<const uint8_t*>(a);
+          for (int64_t i = s; i < e; ++i) dst[i] = cast_elem<D>(static_cast<bool>(src[i] != 0));
+        } else {
+          const S* src = a;
+          for (int64_t i = s; i < e; ++i) dst[i] = cast_elem<D>(src[i]);
+        }
       });
     });
   });
