@@ -10,6 +10,7 @@
 // maximum / minimum in the formulas propagate NaN like numpy's.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "../dispatch.h"
@@ -181,33 +182,55 @@ void softplus_parametric(KernelCtx& k) {
 // ---- softmax ------------------------------------------------------------------------------------
 
 /// Softmax of one contiguous row of n elements (o apart from x): exp(x - max) / sum, over L lanes
-/// (the max and the sum in L partial lanes, the exps summed as they are written). A NaN anywhere
-/// makes the sum and so the whole row NaN (as numpy); a +inf makes it NaN too (inf - inf).
+/// (the max and the sum in L partial lanes, the exps summed as they are written; the last n % L
+/// elements through one vector padded with -inf for the max, their exps then added in order). A
+/// NaN anywhere makes the sum and so the whole row NaN (as numpy); a +inf makes it NaN too
+/// (inf - inf). The lanes are GCC vectors: written as arrays of L floats, GCC did not vectorize
+/// the max (a scalar maximum per element) and the tail took a scalar exp each; 12x197x197 on
+/// Zen 4, one thread: 0.89 -> 0.65 ns per element, the same bits.
 template <int L>
 __attribute__((always_inline)) inline void softmax_row_lanes(const float* __restrict x,
                                                              float* __restrict o, int64_t n) {
+  typedef typename vmath::Lanes<L>::f V;
+  typedef typename vmath::Lanes<L>::i I;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const int64_t full = n / L * L, r = n - full;
+  float t[L];
+  V mv = kNegInf - V{};
+  auto take_max = [&mv](const float* p) {  // mv = p where p > mv (NaN never is)
+    V xv;
+    std::memcpy(&xv, p, sizeof xv);
+    const I gt = xv > mv;
+    mv = (V)(((I)xv & gt) | ((I)mv & ~gt));
+  };
+  for (int64_t j = 0; j < full; j += L) take_max(x + j);
+  if (r > 0) {
+    for (int l = 0; l < L; ++l) t[l] = l < r ? x[full + l] : kNegInf;
+    take_max(t);
+  }
   float m[L];
-  for (float& v : m) v = -std::numeric_limits<float>::infinity();
-  int64_t j = 0;
-  for (; j + L <= n; j += L)
-    for (int l = 0; l < L; ++l) m[l] = x[j + l] > m[l] ? x[j + l] : m[l];
+  std::memcpy(m, &mv, sizeof m);
   float mx = m[0];
   for (int l = 1; l < L; ++l) mx = m[l] > mx ? m[l] : mx;
-  for (; j < n; ++j) mx = x[j] > mx ? x[j] : mx;
-  float s[L] = {};
-  j = 0;
-  for (; j + L <= n; j += L)
-    for (int l = 0; l < L; ++l) {
-      o[j + l] = vexp(x[j + l] - mx);
-      s[l] += o[j + l];
-    }
+  V sv = {};
+  for (int64_t j = 0; j < full; j += L) {
+    for (int l = 0; l < L; ++l) o[j + l] = vexp(x[j + l] - mx);
+    V ov;
+    std::memcpy(&ov, o + j, sizeof ov);
+    sv += ov;
+  }
+  float s[L];
+  std::memcpy(s, &sv, sizeof s);
   float sum = 0;
   for (int l = 0; l < L; ++l) sum += s[l];
-  for (; j < n; ++j) {
-    o[j] = vexp(x[j] - mx);
-    sum += o[j];
+  if (r > 0) {
+    for (int l = 0; l < L; ++l) t[l] = vexp((l < r ? x[full + l] : 0.0f) - mx);
+    for (int l = 0; l < r; ++l) {
+      o[full + l] = t[l];
+      sum += t[l];
+    }
   }
-  for (j = 0; j < n; ++j) o[j] = o[j] / sum;
+  for (int64_t j = 0; j < n; ++j) o[j] = o[j] / sum;
 }
 
 // 16 partial sums on every CPU: the same sums, so the same bits, with 4, 8 or 16 lanes
