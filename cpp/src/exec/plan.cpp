@@ -373,16 +373,20 @@ int64_t moved_slot(const Operation& op) {
                                        "expand_dims",   "slice_by_index",  "slice_by_size",
                                        "reverse",       "depth_to_space",  "space_to_depth",
                                        "pixel_shuffle", "pixel_unshuffle", "gather"};
-  if (op.outputs().size() != 1 || std::none_of(std::begin(kTypes), std::end(kTypes),
-                                               [&](const char* t) { return op.op_type() == t; }))
+  // split: every output a run of x's elements (its kernel copies bytes, whatever the dtype)
+  const bool split = op.op_type() == "split";
+  if ((op.outputs().size() != 1 && !split) ||
+      (!split && std::none_of(std::begin(kTypes), std::end(kTypes),
+                              [&](const char* t) { return op.op_type() == t; })))
     return -1;
   const int i = op.input_index("x");
   return i < 0 ? -1 : static_cast<int64_t>(op.starts()[i]);
 }
 
 /// Sets Step::wide: the fp16 outputs of fp32-computing steps that only fp32-computing steps of
-/// this block read (not block outputs, not nested blocks), directly or through element moves
-/// (reshape, transpose, ...) whose outputs then stay fp32 too.
+/// this block read (not block outputs, not nested blocks), directly, through casts to fp32 (which
+/// then give their input as it is: its values are fp16's), or through element moves (reshape,
+/// transpose, split, ...) whose outputs then stay fp32 too (all of a split's or none).
 void keep_wide(BlockPlan& bp) {
   std::unordered_map<const Operation*, const Step*> step_of;
   for (const Step& st : bp.steps)
@@ -390,6 +394,14 @@ void keep_wide(BlockPlan& bp) {
   const auto& outs = bp.block->outputs();
   // whether each output may stay fp32, from the last step back (readers follow writers)
   std::unordered_map<const Var*, bool> may;
+  auto all_may = [&may](const Operation& op) {
+    return std::all_of(op.outputs().begin(), op.outputs().end(),
+                       [&may](const Var* o) { return may[o]; });
+  };
+  auto to_fp32 = [](const Operation& op) {
+    return op.op_type() == "cast" && op.outputs().size() == 1 &&
+           op.output(0)->type()->is_tensor() && op.output(0)->type()->dtype() == DataType::Float32;
+  };
   for (auto it = bp.steps.rbegin(); it != bp.steps.rend(); ++it)
     for (const Var* v : it->last_op()->outputs()) {
       bool ok = v->type()->is_tensor() && v->type()->dtype() == DataType::Float16 &&
@@ -398,12 +410,12 @@ void keep_wide(BlockPlan& bp) {
       for (const Use& u : v->uses()) {
         auto s = step_of.find(u.op);
         ok = ok && s != step_of.end() &&
-             (s->second->kd->float_compute ||
-              (moved_slot(*u.op) == static_cast<int64_t>(u.slot) && may[u.op->output(0)]));
+             (s->second->kd->float_compute || (to_fp32(*u.op) && !s->second->fused) ||
+              (moved_slot(*u.op) == static_cast<int64_t>(u.slot) && all_may(*u.op)));
       }
       may[v] = ok;
     }
-  // fp32-computing writers hold them fp32; a move's output is fp32 when its input is
+  // fp32-computing writers hold them fp32; a move's outputs are fp32 when its input is
   std::unordered_set<const Var*> wide;
   for (Step& st : bp.steps) {
     const Operation* last = st.last_op();
@@ -411,7 +423,9 @@ void keep_wide(BlockPlan& bp) {
     for (size_t i = 0; i < st.outs.size(); ++i) {
       const Var* v = last->outputs()[i];
       const int64_t m = st.kd->float_compute ? -1 : moved_slot(*st.op);
-      if (!may[v] || (!st.kd->float_compute && (m < 0 || !wide.count(st.op->args()[m])))) continue;
+      if (!may[v] ||
+          (!st.kd->float_compute && (m < 0 || !wide.count(st.op->args()[m]) || !all_may(*st.op))))
+        continue;
       st.wide[i] = true;
       wide.insert(v);
       if (!st.kd->float_compute) st.out_dtypes[i] = DataType::Float32;

@@ -136,3 +136,63 @@ def test_gathered_values_are_not_converted_back_to_fp32() -> None:
     assert out.returncode == 0, out.stderr
     assert "gather" in out.stderr
     assert "args of matmul converted" not in out.stderr and "args of add converted" not in out.stderr
+
+
+TRI = np.triu(np.full((4, 4), -1e4, F32), k=1)  # a causal mask, kept fp32 (fp16 cannot hold -1e5)
+
+
+def _attention(a: object, b: object) -> tuple:
+    """An fp16 program's attention as GPT-2's converts: one product split into q, k and v for ops
+    computing in fp32, the mask added in fp32 between casts; q also returned cast to fp32."""
+    s = mb.mul(x=a, y=b)                                          # (4, 12)
+    q, k, v = mb.split(x=s, num_splits=3, axis=1)                 # (4, 4) each
+    qk = mb.matmul(x=q, y=k, transpose_y=True)
+    masked = mb.cast(x=mb.add(x=mb.cast(x=qk, dtype="fp32"), y=TRI), dtype="fp16")
+    return mb.matmul(x=mb.softmax(x=masked, axis=-1), y=v), mb.cast(x=q, dtype="fp32"), mb.cast(x=qk, dtype="fp32")
+
+
+ATTENTION_INPUTS = {"x": rand(4, 12, dtype=F16, lo=-2, hi=2, seed=9), "y": rand(4, 12, dtype=F16, lo=0.5, hi=2, seed=10)}
+
+
+def test_split_and_casts_between_fp32_ops_keep_fp16_values() -> None:
+    """split's parts and casts to fp32 between ops computing in fp32 (the interpreter keeps them as
+    fp32 tensors holding fp16 values): each result is the fp16 op by op, and a cast to fp32 gives
+    the fp16 values exactly. With one part also returned, the parts stay fp16: the same values."""
+    out, q32, qk32 = run_prog(_attention, ATTENTION_INPUTS)
+    x, y = ATTENTION_INPUTS.values()
+    s = op16(np.multiply, x, y)
+    q, k, v = (s[:, i * 4:(i + 1) * 4] for i in range(3))
+    qk = op16(lambda a, b: a @ b.T, q, k)
+    masked = (qk.astype(F32) + TRI).astype(F16)
+    e = np.exp(masked.astype(F32) - masked.astype(F32).max(-1, keepdims=True))
+    p = (e / e.sum(-1, keepdims=True)).astype(F16)
+    np.testing.assert_array_equal(q32, q.astype(F32))
+    assert q32.dtype == F32 and qk32.dtype == F32 and out.dtype == F16
+    np.testing.assert_allclose(qk32, qk.astype(F32), rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(out.astype(F32), op16(np.matmul, p, v).astype(F32), rtol=3e-3, atol=3e-3)
+
+    def part_returned(a: object, b: object) -> tuple:
+        q, k, _ = mb.split(x=mb.mul(x=a, y=b), num_splits=3, axis=1)
+        return q, mb.matmul(x=q, y=k, transpose_y=True)
+
+    q_kept, qk_kept = run_prog(part_returned, ATTENTION_INPUTS)
+    assert q_kept.dtype == F16
+    np.testing.assert_array_equal(q_kept, q)
+    np.testing.assert_array_equal(qk_kept, qk32.astype(F16))
+
+
+def test_split_parts_are_not_converted_back_to_fp32() -> None:
+    """The split and the casts pass the fp32 tensor holding fp16 values through: the products and
+    the add read it with no conversion by the frame (MILKIT_PROFILE lists conversions)."""
+    tests = str(Path(__file__).resolve().parents[1])
+    code = (
+        f"import sys; sys.path.insert(0, {tests!r})\n"
+        "from exec.test_fp16_programs import _attention, ATTENTION_INPUTS\n"
+        "from support.exec_util import run_prog\n"
+        "run_prog(_attention, ATTENTION_INPUTS)\n"
+    )
+    env = dict(os.environ, MILKIT_PROFILE="ops")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "split" in out.stderr
+    assert "args of matmul converted" not in out.stderr and "args of add converted" not in out.stderr
