@@ -374,10 +374,9 @@ int64_t moved_slot(const Operation& op) {
                                        "reverse",       "depth_to_space",  "space_to_depth",
                                        "pixel_shuffle", "pixel_unshuffle", "gather"};
   // split: every output a run of x's elements (its kernel copies bytes, whatever the dtype)
-  const bool split = op.op_type() == "split";
-  if ((op.outputs().size() != 1 && !split) ||
-      (!split && std::none_of(std::begin(kTypes), std::end(kTypes),
-                              [&](const char* t) { return op.op_type() == t; })))
+  if (op.op_type() != "split" &&
+      (op.outputs().size() != 1 || std::none_of(std::begin(kTypes), std::end(kTypes),
+                                                [&](const char* t) { return op.op_type() == t; })))
     return -1;
   const int i = op.input_index("x");
   return i < 0 ? -1 : static_cast<int64_t>(op.starts()[i]);
@@ -410,7 +409,7 @@ void keep_wide(BlockPlan& bp) {
       for (const Use& u : v->uses()) {
         auto s = step_of.find(u.op);
         ok = ok && s != step_of.end() &&
-             (s->second->kd->float_compute || (to_fp32(*u.op) && !s->second->fused) ||
+             (s->second->kd->float_compute || to_fp32(*u.op) ||
               (moved_slot(*u.op) == static_cast<int64_t>(u.slot) && all_may(*u.op)));
       }
       may[v] = ok;

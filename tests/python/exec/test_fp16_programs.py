@@ -121,21 +121,28 @@ def test_values_gathered_between_fp32_ops_keep_fp16_values() -> None:
     assert kept.dtype == F16 and div.dtype == F16
 
 
-def test_gathered_values_are_not_converted_back_to_fp32() -> None:
-    """The gathers pass the fp32 tensor holding fp16 values through: the products and the add read
-    it as it is, with no conversion by the frame (MILKIT_PROFILE lists conversions)."""
+def _profile_of(build: str, inputs: str) -> str:
+    """MILKIT_PROFILE=ops's report (stderr) of a child process that runs this module's program
+    `build` on its inputs `inputs`."""
     tests = str(Path(__file__).resolve().parents[1])
     code = (
         f"import sys; sys.path.insert(0, {tests!r})\n"
-        "from exec.test_fp16_programs import _gathers, GATHER_INPUTS\n"
+        f"from exec.test_fp16_programs import {build}, {inputs}\n"
         "from support.exec_util import run_prog\n"
-        "run_prog(_gathers, GATHER_INPUTS)\n"
+        f"run_prog({build}, {inputs})\n"
     )
     env = dict(os.environ, MILKIT_PROFILE="ops")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
-    assert "gather" in out.stderr
-    assert "args of matmul converted" not in out.stderr and "args of add converted" not in out.stderr
+    return out.stderr
+
+
+def test_gathered_values_are_not_converted_back_to_fp32() -> None:
+    """The gathers pass the fp32 tensor holding fp16 values through: the products and the add read
+    it as it is, with no conversion by the frame (MILKIT_PROFILE lists conversions)."""
+    profile = _profile_of("_gathers", "GATHER_INPUTS")
+    assert "gather" in profile
+    assert "args of matmul converted" not in profile and "args of add converted" not in profile
 
 
 TRI = np.triu(np.full((4, 4), -1e4, F32), k=1)  # a causal mask, kept fp32 (fp16 cannot hold -1e5)
@@ -184,15 +191,6 @@ def test_split_and_casts_between_fp32_ops_keep_fp16_values() -> None:
 def test_split_parts_are_not_converted_back_to_fp32() -> None:
     """The split and the casts pass the fp32 tensor holding fp16 values through: the products and
     the add read it with no conversion by the frame (MILKIT_PROFILE lists conversions)."""
-    tests = str(Path(__file__).resolve().parents[1])
-    code = (
-        f"import sys; sys.path.insert(0, {tests!r})\n"
-        "from exec.test_fp16_programs import _attention, ATTENTION_INPUTS\n"
-        "from support.exec_util import run_prog\n"
-        "run_prog(_attention, ATTENTION_INPUTS)\n"
-    )
-    env = dict(os.environ, MILKIT_PROFILE="ops")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert "split" in out.stderr
-    assert "args of matmul converted" not in out.stderr and "args of add converted" not in out.stderr
+    profile = _profile_of("_attention", "ATTENTION_INPUTS")
+    assert "split" in profile
+    assert "args of matmul converted" not in profile and "args of add converted" not in profile

@@ -348,7 +348,7 @@ void cast_kernel(KernelCtx& k) {
         if constexpr (std::is_same_v<S, bool>) {
           // bytes read as bytes: GCC does not vectorize loads of bool (0 or 1 either way)
           const uint8_t* src = reinterpret_cast<const uint8_t*>(a);
-          for (int64_t i = s; i < e; ++i) dst[i] = cast_elem<D>(static_cast<bool>(src[i] != 0));
+          for (int64_t i = s; i < e; ++i) dst[i] = cast_elem<D>(src[i] != 0);
         } else {
           const S* src = a;
           for (int64_t i = s; i < e; ++i) dst[i] = cast_elem<D>(src[i]);
