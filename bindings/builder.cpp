@@ -3,6 +3,8 @@
 #include "common.h"
 
 #include <frameobject.h>
+#include <structmember.h>
+#include <pybind11/detail/exception_translation.h>
 
 #include <string>
 #include <string_view>
@@ -102,7 +104,7 @@ bool is_var(py::handle o) {
   return PyObject_TypeCheck(o.ptr(), var_type);
 }
 
-// The Var a Python Var object holds (is_var(o) checked; as op_caller_tp_call reads its caller,
+// The Var a Python Var object holds (is_var(o) checked; as op_caller_vectorcall reads its caller,
 // without the type caster's second type lookup).
 Var* var_of(py::handle o) {
   auto* inst = reinterpret_cast<py::detail::instance*>(o.ptr());
@@ -121,20 +123,23 @@ class OpCaller {
   explicit OpCaller(std::string op_type) : op_type_(std::move(op_type)) {}
   const std::string& op_type() const { return op_type_; }
 
-  py::object call(py::args args, py::kwargs kwargs) const {
+  /// Calls the op with CPython's vectorcall arguments: `nargs` positional arguments, then one
+  /// value per name of `kwnames` (a tuple of str, or null).
+  py::object call(PyObject* const* args, size_t nargs, PyObject* kwnames) const {
     Scope& sc = current(op_type_);
     const OpSchema& s = sc.fn->opset_auto()
                             ? *OpRegistry::instance().versions(op_type_).front()
                             : schema_for(op_type_, sc.fn->opset(), "");
     std::vector<Arg> out;
-    out.reserve(args.size() + kwargs.size());
+    const size_t nkw = kwnames ? static_cast<size_t>(PyTuple_GET_SIZE(kwnames)) : 0;
+    out.reserve(nargs + nkw);
     std::string name;
     Operation* before_override = nullptr;
     bool has_before = false;
-    if (args.size() > s.inputs.size())
+    if (nargs > s.inputs.size())
       throw TypeError("mb." + op_type_ + " takes at most " + std::to_string(s.inputs.size()) +
                       " positional arguments (" + s.input_names() + "), got " +
-                      std::to_string(args.size()));
+                      std::to_string(nargs));
     auto add = [&](std::string_view key, py::handle v) {
       int idx = s.input_index(key);
       if (idx < 0)
@@ -161,8 +166,8 @@ class OpCaller {
       }
       out.push_back(std::move(a));
     };
-    for (size_t i = 0; i < args.size(); ++i) {
-      if (args[i].is_none()) continue;
+    for (size_t i = 0; i < nargs; ++i) {
+      if (args[i] == Py_None) continue;
       add(s.inputs[i].name, args[i]);
     }
     // control flow: the Python functions that build the blocks
@@ -171,37 +176,38 @@ class OpCaller {
       if (op_type_ == "cond") block_fns = {{"_true_fn", py::none()}, {"_false_fn", py::none()}};
       else block_fns = {{"_cond", py::none()}, {"_body", py::none()}};
     }
-    for (auto kv : kwargs) {
+    for (size_t k = 0; k < nkw; ++k) {
+      const py::handle kw_value(args[nargs + k]);
       // (the keyword's own UTF-8, no copy)
       Py_ssize_t key_len = 0;
-      const char* key_data = PyUnicode_AsUTF8AndSize(kv.first.ptr(), &key_len);
+      const char* key_data = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(kwnames, k), &key_len);
       if (!key_data) throw py::error_already_set();
       const std::string_view key(key_data, static_cast<size_t>(key_len));
       bool is_block_fn = false;
       for (auto& bf : block_fns)
         if (bf.first == key) {
-          if (!PyCallable_Check(kv.second.ptr()))
+          if (!PyCallable_Check(kw_value.ptr()))
             throw TypeError("mb." + op_type_ + ": '" + std::string(key) +
                             "' must be a function, got " +
-                            std::string(py::str(py::type::of(kv.second).attr("__name__"))));
-          bf.second = py::reinterpret_borrow<py::object>(kv.second);
+                            std::string(py::str(py::type::of(kw_value).attr("__name__"))));
+          bf.second = py::reinterpret_borrow<py::object>(kw_value);
           is_block_fn = true;
         }
       if (is_block_fn) continue;
       if (key == "_existing_blocks") continue;
       if (key == "name") {
-        if (!kv.second.is_none()) name = py::str(kv.second);
+        if (!kw_value.is_none()) name = py::str(kw_value);
         continue;
       }
       if (key == "before_op") {
-        if (!kv.second.is_none()) {
-          before_override = kv.second.cast<Operation*>();
+        if (!kw_value.is_none()) {
+          before_override = kw_value.cast<Operation*>();
           has_before = true;
         }
         continue;
       }
-      if (kv.second.is_none()) continue;
-      add(key, kv.second);
+      if (kw_value.is_none()) continue;
+      add(key, kw_value);
     }
     Builder& b = sc.builder;
     b.set_location(caller_location());
@@ -257,19 +263,21 @@ class OpCaller {
   std::string op_type_;
 };
 
-#if __has_include(<pybind11/detail/exception_translation.h>)
-#include <pybind11/detail/exception_translation.h>
-#define MILKIT_FAST_OP_CALL 1
-// mb.<op>(...) without pybind11's dispatcher (CPython calls the type's tp_call with the
-// positional tuple and keyword dict it builds; the dispatcher would look up __call__, bind it and
-// copy the keywords into a dict of its own). Errors are translated as the dispatcher does.
-PyObject* op_caller_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+// mb.<op>(...) as a vectorcall type: CPython passes the arguments as an array and the keyword
+// names as a tuple, with no keyword dict built per call (a pybind11 class only has tp_call, for
+// which CPython builds one, and its dispatcher would copy it into another). Errors are translated
+// as pybind11's dispatcher does.
+struct OpCallerObject {
+  PyObject_HEAD
+  vectorcallfunc vectorcall;  // at __vectorcalloffset__
+  OpCaller* caller;           // owned
+};
+
+PyObject* op_caller_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   try {
     py::detail::loader_life_support life_support;
-    auto* inst = reinterpret_cast<py::detail::instance*>(self);
-    const auto* caller = static_cast<const OpCaller*>(inst->get_value_and_holder().value_ptr());
-    py::kwargs kw = kwargs ? py::reinterpret_borrow<py::kwargs>(kwargs) : py::kwargs();
-    return caller->call(py::reinterpret_borrow<py::args>(args), std::move(kw)).release().ptr();
+    const OpCaller* caller = reinterpret_cast<OpCallerObject*>(self)->caller;
+    return caller->call(args, PyVectorcall_NARGS(nargsf), kwnames).release().ptr();
   } catch (py::error_already_set& e) {
     e.restore();
     return nullptr;
@@ -278,7 +286,61 @@ PyObject* op_caller_tp_call(PyObject* self, PyObject* args, PyObject* kwargs) {
     return nullptr;
   }
 }
-#endif
+
+void op_caller_dealloc(PyObject* self) {
+  auto* o = reinterpret_cast<OpCallerObject*>(self);
+  delete o->caller;
+  PyTypeObject* type = Py_TYPE(self);
+  type->tp_free(self);
+  Py_DECREF(type);  // a heap type's instances hold a reference to it
+}
+
+PyObject* op_caller_repr(PyObject* self) {
+  const std::string r = "<milkit op '" + reinterpret_cast<OpCallerObject*>(self)->caller->op_type() + "'>";
+  return PyUnicode_FromStringAndSize(r.data(), static_cast<Py_ssize_t>(r.size()));
+}
+
+PyObject* op_caller_get_op_type(PyObject* self, void*) {
+  const std::string& t = reinterpret_cast<OpCallerObject*>(self)->caller->op_type();
+  return PyUnicode_FromStringAndSize(t.data(), static_cast<Py_ssize_t>(t.size()));
+}
+
+// The OpCaller type (made once, at module init).
+PyTypeObject* op_caller_type = nullptr;
+
+PyTypeObject* make_op_caller_type() {
+  static PyMemberDef members[] = {
+      {"__vectorcalloffset__", T_PYSSIZET, static_cast<Py_ssize_t>(offsetof(OpCallerObject, vectorcall)),
+       READONLY, nullptr},
+      {nullptr, 0, 0, 0, nullptr}};
+  static PyGetSetDef getset[] = {
+      {"op_type", &op_caller_get_op_type, nullptr, "The op type this calls.", nullptr},
+      {nullptr, nullptr, nullptr, nullptr, nullptr}};
+  static PyType_Slot slots[] = {
+      {Py_tp_dealloc, reinterpret_cast<void*>(&op_caller_dealloc)},
+      {Py_tp_call, reinterpret_cast<void*>(&PyVectorcall_Call)},
+      {Py_tp_repr, reinterpret_cast<void*>(&op_caller_repr)},
+      {Py_tp_members, members},
+      {Py_tp_getset, getset},
+      {Py_tp_doc, const_cast<char*>("Calls an op of the registry on the current function.")},
+      {0, nullptr}};
+  static PyType_Spec spec = {"milkit._core.OpCaller", static_cast<int>(sizeof(OpCallerObject)), 0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL, slots};
+  PyObject* t = PyType_FromSpec(&spec);
+  if (!t) throw py::error_already_set();
+  return reinterpret_cast<PyTypeObject*>(t);
+}
+
+// A new OpCaller object for `op_type`.
+py::object new_op_caller(const std::string& op_type) {
+  auto caller = std::make_unique<OpCaller>(op_type);
+  PyObject* o = op_caller_type->tp_alloc(op_caller_type, 0);
+  if (!o) throw py::error_already_set();
+  auto* obj = reinterpret_cast<OpCallerObject*>(o);
+  obj->vectorcall = &op_caller_vectorcall;
+  obj->caller = caller.release();
+  return py::reinterpret_steal<py::object>(o);
+}
 
 py::list schema_info(const OpSchema& s) {
   // (the fixed defaults; defaults computed from other inputs are not listed)
@@ -310,17 +372,11 @@ py::list schema_info(const OpSchema& s) {
 }  // namespace
 
 void init_builder(py::module_& m) {
-  py::class_<OpCaller> op_caller(m, "OpCaller", "Calls an op of the registry on the current function.");
-  op_caller.def("__call__", &OpCaller::call)
-      .def_property_readonly("op_type", &OpCaller::op_type)
-      .def("__repr__", [](const OpCaller& c) { return "<milkit op '" + c.op_type() + "'>"; });
-#ifdef MILKIT_FAST_OP_CALL
-  reinterpret_cast<PyTypeObject*>(op_caller.ptr())->tp_call = &op_caller_tp_call;
-#endif
-
+  op_caller_type = make_op_caller_type();
+  m.attr("OpCaller") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(op_caller_type));
   m.def("op_caller", [](const std::string& name) {
     if (!OpRegistry::instance().exists(name)) throw TypeError("unknown op type '" + name + "'");
-    return OpCaller(name);
+    return new_op_caller(name);
   });
   m.def("op_names", [](int opset) { return OpRegistry::instance().names(static_cast<Target>(opset)); },
         py::arg("opset") = static_cast<int>(Target::iOS26));

@@ -224,6 +224,40 @@ def test_positional_arguments_follow_input_order():
             return mb.sub(x, x, x)
 
 
+def test_op_callers_take_every_call_form():
+    # mb.<op> is a vectorcall object: keywords come as names beside the values, or (through
+    # **kwargs, functools.partial, or a C caller) as a dict; all forms build the same op
+    import functools
+
+    assert isinstance(mb.add, milkit._core.OpCaller)
+    assert mb.add.op_type == "add" and repr(mb.add) == "<milkit op 'add'>"
+    with pytest.raises(AttributeError):
+        mb.add.op_type = "sub"
+
+    @mb.program(input_specs=[mb.TensorSpec((2,))])
+    def prog(x):
+        a = mb.add(x=x, y=1.0, name="kw")
+        b = mb.add(x, **{"y": 2.0, "name": "star"})
+        c = functools.partial(mb.add, y=3.0)(x=x, name="partial")
+        d = mb.add.__call__(x, 4.0, name="method")
+        e = mb.add(*(x, 5.0))
+        return mb.concat(values=[a, b, c, d, e], axis=0)
+
+    adds = prog.find_ops(op_type="add")
+    assert [op.name for op in adds] == ["kw", "star", "partial", "method", "add_0"]
+    assert [float(op.inputs["y"].val) for op in adds] == [1.0, 2.0, 3.0, 4.0, 5.0]
+    with pytest.raises(TypeError, match="argument 'x' given twice"):
+        @mb.program(input_specs=[mb.TensorSpec((2,))])
+        def twice(x):
+            return mb.add(x, x=x, y=1.0)
+    with pytest.raises(TypeError, match="Unknown input 'z'"):
+        @mb.program(input_specs=[mb.TensorSpec((2,))])
+        def unknown(x):
+            return mb.add(x=x, **{"z": 1.0})
+    with pytest.raises(ValueError, match="no function is being built"):
+        mb.add(x=1.0, y=2.0)
+
+
 def test_errors_name_op_input_and_user_line():
     with pytest.raises(TypeError) as e:
         @mb.program(input_specs=[mb.TensorSpec((2,))])
