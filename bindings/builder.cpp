@@ -3,8 +3,8 @@
 #include "common.h"
 
 #include <frameobject.h>
-#include <structmember.h>
 #include <pybind11/detail/exception_translation.h>
+#include <structmember.h>
 
 #include <string>
 #include <string_view>
@@ -268,12 +268,13 @@ class OpCaller {
 // which CPython builds one, and its dispatcher would copy it into another). Errors are translated
 // as pybind11's dispatcher does.
 struct OpCallerObject {
-  PyObject_HEAD
+  PyObject ob_base;           // (what PyObject_HEAD declares)
   vectorcallfunc vectorcall;  // at __vectorcalloffset__
   OpCaller* caller;           // owned
 };
 
-PyObject* op_caller_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+PyObject* op_caller_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf,
+                               PyObject* kwnames) {
   try {
     py::detail::loader_life_support life_support;
     const OpCaller* caller = reinterpret_cast<OpCallerObject*>(self)->caller;
@@ -296,7 +297,8 @@ void op_caller_dealloc(PyObject* self) {
 }
 
 PyObject* op_caller_repr(PyObject* self) {
-  const std::string r = "<milkit op '" + reinterpret_cast<OpCallerObject*>(self)->caller->op_type() + "'>";
+  const std::string r =
+      "<milkit op '" + reinterpret_cast<OpCallerObject*>(self)->caller->op_type() + "'>";
   return PyUnicode_FromStringAndSize(r.data(), static_cast<Py_ssize_t>(r.size()));
 }
 
@@ -310,8 +312,8 @@ PyTypeObject* op_caller_type = nullptr;
 
 PyTypeObject* make_op_caller_type() {
   static PyMemberDef members[] = {
-      {"__vectorcalloffset__", T_PYSSIZET, static_cast<Py_ssize_t>(offsetof(OpCallerObject, vectorcall)),
-       READONLY, nullptr},
+      {"__vectorcalloffset__", T_PYSSIZET,
+       static_cast<Py_ssize_t>(offsetof(OpCallerObject, vectorcall)), READONLY, nullptr},
       {nullptr, 0, 0, 0, nullptr}};
   static PyGetSetDef getset[] = {
       {"op_type", &op_caller_get_op_type, nullptr, "The op type this calls.", nullptr},
@@ -373,7 +375,8 @@ py::list schema_info(const OpSchema& s) {
 
 void init_builder(py::module_& m) {
   op_caller_type = make_op_caller_type();
-  m.attr("OpCaller") = py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(op_caller_type));
+  m.attr("OpCaller") =
+      py::reinterpret_borrow<py::object>(reinterpret_cast<PyObject*>(op_caller_type));
   m.def("op_caller", [](const std::string& name) {
     if (!OpRegistry::instance().exists(name)) throw TypeError("unknown op type '" + name + "'");
     return new_op_caller(name);
