@@ -19,7 +19,10 @@
 // casts of a non-constant fp16 var in the same block is read as that fp16 var: cast_optimization
 // would remove the cast back to fp16 step 1 makes (its input is the fp16 var's own dtype) and
 // dead_code_elimination the cast to fp32 it leaves unused, so the program comes out the same
-// without making either.
+// without making either. When every op reading such an output is in the op's block (and no block
+// returns it), step 3 waits: the old op stays until the block is done, the ops made fp16 read the
+// fp16 var, and the cast to fp32 is made (where step 3 would have put it) only if an op still
+// reads the fp32 output then.
 // First (milkit's own step, not coremltools'), each p-norm written as pow / reduce_sum / pow is
 // rescaled by the largest |x| so its powers stay within fp16's range (scale_power_sum).
 #include <algorithm>
@@ -230,12 +233,31 @@ class AddFp16Cast : public Pass {
   void apply_block(Block& blk) {
     static const std::vector<bool> unsupported = id_set(kUnsupported);
     Cache cache;
+    std::vector<Operation*> deferred;
     for (Operation* op : blk.ops()) {
       for (Block* nb : op->blocks()) apply_block(*nb);
       if (in_set(unsupported, op) || fp16_overflow(op) ||
           (!skip_.empty() && skip_.count(op->op_type())))
         continue;
-      transform(op, cache);
+      transform(op, cache, deferred);
+    }
+    // the old ops whose fp32 outputs were left in place, last first (an old op that reads one is
+    // gone by then): an output still read (by an op that reads it as fp32) gets its cast to fp32
+    // now, where step 3 would have made it
+    for (auto it = deferred.rbegin(); it != deferred.rend(); ++it) {
+      Operation* op = *it;
+      for (Var* old_out : op->outputs()) {
+        auto src = fp16_source_.find(old_out);
+        if (src == fp16_source_.end()) continue;
+        Var* fp16 = src->second;
+        fp16_source_.erase(src);  // (the var goes with its op; its memory is reused)
+        if (!old_out->used()) continue;
+        builder_->set_insertion_point(&blk, op);
+        builder_->set_location(op->location());
+        pass_util::replace_var(old_out,
+                               make_cast(fp16, DataType::Float32, fp16->name() + "_to_fp32"));
+      }
+      blk.erase(op);
     }
   }
 
@@ -287,7 +309,16 @@ class AddFp16Cast : public Pass {
     return builder_->create("cast", ca, std::move(name)).at(0);
   }
 
-  void transform(Operation* op, Cache& cache) {
+  // Whether step 3's cast of `out` can wait: every op reading it is in `blk` (where each one
+  // that is made fp16 reads the fp16 var instead, see fp16_source_), and no block returns it.
+  static bool only_read_in(const Var* out, const Block* blk) {
+    if (!out->block_uses().empty()) return false;
+    for (const Use& u : out->uses())
+      if (u.op->parent() != blk) return false;
+    return true;
+  }
+
+  void transform(Operation* op, Cache& cache, std::vector<Operation*>& deferred) {
     const OpSchema& s = op->schema();
     size_t n_args = 0;
     bool modified = false;
@@ -337,20 +368,31 @@ class AddFp16Cast : public Pass {
     args_.resize(n_args);
     builder_->set_insertion_point(op->parent(), op);
     std::vector<Var*> outs = builder_->create(op->op_type(), args_, op->name() + "_cast_fp16");
+    bool keep_old = false;
     for (size_t k = 0; k < op->outputs().size() && k < outs.size(); ++k) {
       Var* old_out = op->output(k);
       Var* nv = outs[k];
       if (is_fp32(old_out) && !is_fp32(nv)) {
+        const bool round_trip = skip_round_trips_ && !nv->has_value() && nv->type()->is_tensor() &&
+                                nv->type()->dtype() == DataType::Float16;
+        if (round_trip && only_read_in(old_out, op->parent())) {
+          // the fp32 cast is made at the block's end, if an op still reads the fp32 value then
+          // (the ops made fp16 read `nv`; cast_optimization would remove the casts otherwise)
+          fp16_source_[old_out] = nv;
+          keep_old = true;
+          continue;
+        }
         builder_->set_insertion_point(op->parent(), op);
         Var* fp16 = nv;
         nv = make_cast(nv, DataType::Float32, nv->name() + "_to_fp32");
-        if (skip_round_trips_ && !fp16->has_value() && fp16->type()->is_tensor() &&
-            fp16->type()->dtype() == DataType::Float16)
-          fp16_source_[nv] = fp16;
+        if (round_trip) fp16_source_[nv] = fp16;
       }
       pass_util::replace_var(old_out, nv);
     }
-    op->parent()->erase(op);
+    if (keep_old)
+      deferred.push_back(op);
+    else
+      op->parent()->erase(op);
   }
 
   std::vector<Arg> args_, cast16_args_, cast32_args_;

@@ -121,9 +121,13 @@ def _round_trips(mb, x, y):
     m = mb.mul(x=k, y=c)
     d = mb.cast(x=b, dtype="fp16")  # a cast is not rewritten: it keeps reading the fp32 cast
     pred = mb.greater(x=mb.reduce_sum(x=y), y=np.float32(0))
-    e = mb.cond(pred=pred, _true_fn=lambda: mb.sub(x=c, y=b), _false_fn=lambda: mb.add(x=c, y=m))
+    # (inside a branch: sub's fp32 value is read by relu alone, in the same block)
+    e = mb.cond(pred=pred, _true_fn=lambda: mb.relu(x=mb.sub(x=c, y=b)), _false_fn=lambda: mb.add(x=c, y=m))
     f = mb.softmax(x=mb.add(x=e, y=y), axis=-1)
-    return a, d, f
+    # a chain whose fp32 values only ops of this block read, ending in a cast, which reads fp32
+    g = mb.exp(x=mb.sqrt(x=mb.abs(x=mb.mul(x=f, y=y))))
+    h = mb.cast(x=g, dtype="fp16")
+    return a, d, f, h
 
 
 def _milkit_run(specs, opset, passes, options):
@@ -155,6 +159,26 @@ def test_without_fp32_round_trips_when_cast_optimization_follows(opset):
         return sum(o.op_type == "cast" for o in p.functions["main"].operations)
 
     assert casts(_milkit_run(specs, opset, [P], FOLLOWS)) < casts(_milkit_run(specs, opset, [P], None))
+
+
+def test_fp32_casts_are_made_only_where_an_op_reads_fp32():
+    # with the option, an output that only ops of its own block read gets its cast to fp32 only
+    # when one of them stays fp32 (here the cast op); the others read the fp16 value
+    import milkit as ct
+    from milkit import Builder as mb
+    from milkit.passes import apply_passes
+
+    @mb.program(input_specs=[mb.TensorSpec((2, 4))], opset_version=ct.target.iOS17)
+    def prog(x):
+        b = mb.sqrt(x=mb.abs(x=x, name="a"), name="b")
+        c = mb.exp(x=b, name="c")
+        return mb.cast(x=c, dtype="fp16", name="d"), mb.relu(x=b, name="e")
+
+    apply_passes(prog, [P], FOLLOWS, verify_each=True)
+    ops = [o for o in prog.functions["main"].operations if o.op_type != "const"]
+    assert [o.name for o in ops] == ["x_to_fp16", "a_cast_fp16", "b_cast_fp16", "c_cast_fp16",
+                                     "c_cast_fp16_to_fp32", "d", "e_cast_fp16", "e_cast_fp16_to_fp32"]
+    assert ops[5].inputs["x"].name == "c_cast_fp16_to_fp32" and ops[6].inputs["x"].name == "b_cast_fp16"
 
 
 def test_convert_says_when_cast_optimization_follows():
