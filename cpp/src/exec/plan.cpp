@@ -607,9 +607,18 @@ std::vector<std::pair<std::string, Tensor>> Plan::run(const std::map<std::string
     known.insert(v->name());
     auto it = inputs.find(v->name());
     if (it == inputs.end()) {
-      std::string names;
-      for (const auto& n : input_names()) names += (names.empty() ? "" : ", ") + n;
-      throw ValueError("missing input '" + v->name() + "' (the inputs are: " + names + ")");
+      const std::vector<std::string> all = input_names();
+      std::string names, unknown;
+      for (const auto& n : all) names += (names.empty() ? "" : ", ") + n;
+      // the names given that are no input (a misspelt or renamed one, most likely)
+      size_t n_unknown = 0;
+      for (const auto& kv : inputs)
+        if (std::find(all.begin(), all.end(), kv.first) == all.end())
+          unknown += (n_unknown++ ? ", '" : "'") + kv.first + "'";
+      throw ValueError("missing input '" + v->name() + "' (the inputs are: " + names + ")" +
+                       (n_unknown == 0   ? ""
+                        : n_unknown == 1 ? "; the feed has " + unknown + ", which is not an input"
+                                         : "; the feed has " + unknown + ", which are not inputs"));
     }
     const Tensor& x = it->second;
     if (x.dtype() != t->dtype())

@@ -78,8 +78,13 @@ def test_predict_converted_symbolic(tmp_path: Any, precision: str) -> None:
 def test_bad_inputs_name_the_input() -> None:
     model = ct.convert(_mlp_prog(), minimum_deployment_target=ct.target.iOS17)
     x = np.zeros((1, 5, 8), np.float32)
-    with pytest.raises(ValueError, match="missing input 'x'"):
+    with pytest.raises(ValueError, match=r"missing input 'x' \(the inputs are: x\)$"):
         model.predict({})
+    # a feed under another name says so
+    with pytest.raises(ValueError, match=r"missing input 'x' .*; the feed has 'input', which is not an input$"):
+        model.predict({"input": x})
+    with pytest.raises(ValueError, match=r"; the feed has 'a', 'b', which are not inputs$"):
+        model.predict({"a": x, "b": x})
     with pytest.raises(ValueError, match="unknown input 'y'"):
         model.predict({"x": x, "y": x})
     with pytest.raises(ValueError, match="rank 2"):
