@@ -14,12 +14,13 @@ Passes milkit does not implement yet are skipped and reported (``SkippedPassesWa
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 import warnings
 from typing import Any, Dict, List, Sequence
 
-from . import _core
+from . import _core, types
 from ._apply_types import _apply_input_types, _apply_output_types
 from ._classifier import ClassifierConfig, _add_classify_op
 from ._target import AvailableTarget
@@ -75,7 +76,9 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
             to the default function's inputs, by name or in order; ``ImageType`` s make inputs
             images (see :mod:`milkit.image_types`).
         outputs: names for the outputs (objects with a ``name``), in order; a ``TensorType`` with
-            a dtype casts the output, an ``ImageType`` makes it an image.
+            a dtype casts the output, an ``ImageType`` makes it an image. As in coremltools, a
+            torch program converted with FLOAT16 precision for iOS16 or later has fp16 outputs
+            where they would be fp32, unless given a dtype here.
         minimum_deployment_target: a ``milkit.target`` (default iOS15); sets the specification
             version and the opset written.
         convert_to: ``None`` or ``"mlprogram"``.
@@ -103,9 +106,11 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
 
     import_target = (int(AvailableTarget.iOS15) if minimum_deployment_target is None
                      else _target_value(minimum_deployment_target))
+    from_torch = False
     if source == "onnx" or (source == "auto" and _onnx.is_onnx_source(model)):
         model, _info = _onnx.import_model(model, import_target, input_dims=_importer_input_dims(model, inputs))
     elif source == "pytorch" or (source == "auto" and _torch.is_torch_source(model)):
+        from_torch = True
         if not _torch.is_torch_source(model):
             raise TypeError(f"source 'pytorch' takes a torch.export ExportedProgram or a .pt2 path, got "
                             f"{type(model).__name__} (trace the model with torch.export.export first)")
@@ -138,6 +143,9 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         raise ValueError(f"Invalid value of the argument 'compute_precision': {compute_precision}")
     main = model.functions[model.default_function_name]
     enumerated = _apply_input_types(main, inputs) if inputs else {}
+    if (from_torch and classifier_config is None and target >= int(AvailableTarget.iOS16)
+            and compute_precision == ComputePrecision.FLOAT16):
+        outputs = _default_fp16_outputs(main, outputs)
 
     if outputs and classifier_config is None:
         n_out = len(main.outputs)
@@ -167,6 +175,24 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
                       SkippedPassesWarning, stacklevel=2)
     return MLModel(path, is_temp_package=True, mil_program=model, skip_model_load=skip_model_load,
                    skipped_passes=uniq)
+
+
+def _default_fp16_outputs(fn: Any, outputs: Sequence[Any] | None) -> List[Any]:
+    """coremltools' default fp16 outputs for torch programs (``use_default_fp16_io``: target iOS16 or
+    later and FLOAT16 precision): each output the importer made fp32 becomes fp16 unless ``outputs``
+    gives it a dtype (or is not a TensorType). Copies: the caller's TensorTypes are left as they
+    are. (coremltools also makes the TensorTypes of ``inputs`` without a dtype fp16; milkit does
+    not yet.)"""
+    outs = list(fn.outputs)
+    if outputs is None:
+        return [TensorType(dtype=types.fp16 if v.dtype == types.fp32 else None) for v in outs]
+    res = []
+    for o, v in zip(outputs, outs):
+        if type(o) is TensorType and o.dtype is None and v.dtype == types.fp32:
+            o = copy.copy(o)
+            o.dtype = types.fp16
+        res.append(o)
+    return res + list(outputs[len(res):])
 
 
 class _Renamed:

@@ -5,6 +5,8 @@ as coremltools describes them; feeds of another dtype are cast as Core ML casts 
 
 from __future__ import annotations
 
+import warnings
+
 import milkit
 import numpy as np
 import pytest
@@ -166,3 +168,47 @@ def test_arg_reduction_of_a_retyped_input(op: str, dialect: str) -> None:
     i = ri(50, 3, 5)
     (got,) = mm.predict({_first_input(mm): i.numpy().astype(np.float32)}).values()
     np.testing.assert_array_equal(got, m(i).numpy())
+
+
+# coremltools 9.0 (its use_default_fp16_io), measured on relu(x) * 2, x.sum() and torchvision's
+# ResNet-18: with minimum_deployment_target iOS16 or later and FLOAT16 precision, a torch
+# program's fp32 outputs are fp16 (no cast back to fp32 at the end); with iOS15 they stay fp32.
+# The inputs stay fp32, other outputs keep their dtype, and an output given a dtype keeps it.
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("target", ["iOS15", "iOS16", "iOS17"])
+def test_fp32_outputs_are_fp16_from_ios16_in_fp16(target: str, dialect: str) -> None:
+    m = Fn(lambda x: (x.argmax(), torch.relu(x) * 2))
+    x = r(2, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mm = milkit.convert(export(m, (x,), dialect), minimum_deployment_target=getattr(milkit.target, target))
+    desc = mm.get_spec().description
+    fp = "FLOAT32" if target == "iOS15" else "FLOAT16"
+    got = [o.type.multiArrayType for o in desc.output]
+    assert [type(t).ArrayDataType.Name(t.dataType) for t in got] == ["INT32", fp]
+    t = desc.input[0].type.multiArrayType
+    assert type(t).ArrayDataType.Name(t.dataType) == "FLOAT32"
+    fn = mm.get_program().functions["main"]
+    assert fn.outputs[1].op.op_type == ("cast" if target == "iOS15" else "mul")
+    argmax, y = mm.predict({_first_input(mm): x.numpy()}).values()
+    assert y.dtype == (np.float32 if target == "iOS15" else np.float16)
+    np.testing.assert_allclose(y, (torch.relu(x) * 2).numpy(), rtol=1e-3)
+    assert argmax.reshape(()) == x.argmax().item()
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_fp16_outputs_yield_to_explicit_ones(dialect: str) -> None:
+    m = Fn(lambda x: (torch.relu(x), x * 2))
+    ep = export(m, (r(2, 3),), dialect)
+    given = [milkit.TensorType(name="a"), milkit.TensorType(name="b", dtype=np.float32)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mm = milkit.convert(ep, minimum_deployment_target=milkit.target.iOS17, outputs=given)
+        fp32 = milkit.convert(ep, minimum_deployment_target=milkit.target.iOS17,
+                              compute_precision=milkit.precision.FLOAT32)
+    got = {o.name: type(o.type.multiArrayType).ArrayDataType.Name(o.type.multiArrayType.dataType)
+           for o in mm.get_spec().description.output}
+    assert got == {"a": "FLOAT16", "b": "FLOAT32"}
+    assert given[0].dtype is None  # the caller's TensorType is left as it was
+    assert all(o.type.multiArrayType.dataType == o.type.multiArrayType.FLOAT32
+               for o in fp32.get_spec().description.output)
