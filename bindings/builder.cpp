@@ -326,8 +326,11 @@ PyTypeObject* make_op_caller_type() {
       {Py_tp_getset, getset},
       {Py_tp_doc, const_cast<char*>("Calls an op of the registry on the current function.")},
       {0, nullptr}};
-  static PyType_Spec spec = {"milkit._core.OpCaller", static_cast<int>(sizeof(OpCallerObject)), 0,
-                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL, slots};
+  static PyType_Spec spec = {
+      "milkit._core.OpCaller", static_cast<int>(sizeof(OpCallerObject)), 0,
+      // only op_caller() makes them (an object made by the type itself
+      // would hold no caller)
+      Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_DISALLOW_INSTANTIATION, slots};
   PyObject* t = PyType_FromSpec(&spec);
   if (!t) throw py::error_already_set();
   return reinterpret_cast<PyTypeObject*>(t);

@@ -592,6 +592,12 @@ std::shared_ptr<State> Plan::make_state() const {
 std::vector<std::pair<std::string, Tensor>> Plan::run(const std::map<std::string, Tensor>& inputs,
                                                       State* state) const {
   Frame fr(*this, state);
+  // "(the inputs are: a, b)", for the errors of a feed
+  auto inputs_are = [this] {
+    std::string names;
+    for (const auto& n : input_names()) names += (names.empty() ? "" : ", ") + n;
+    return "(the inputs are: " + names + ")";
+  };
   std::set<std::string> known;
   for (size_t i = 0; i < fn_->inputs().size(); ++i) {
     const Var* v = fn_->inputs()[i];
@@ -607,15 +613,14 @@ std::vector<std::pair<std::string, Tensor>> Plan::run(const std::map<std::string
     known.insert(v->name());
     auto it = inputs.find(v->name());
     if (it == inputs.end()) {
-      const std::vector<std::string> all = input_names();
-      std::string names, unknown;
-      for (const auto& n : all) names += (names.empty() ? "" : ", ") + n;
       // the names given that are no input (a misspelt or renamed one, most likely)
+      const std::vector<std::string> all = input_names();
+      std::string unknown;
       size_t n_unknown = 0;
       for (const auto& kv : inputs)
         if (std::find(all.begin(), all.end(), kv.first) == all.end())
           unknown += (n_unknown++ ? ", '" : "'") + kv.first + "'";
-      throw ValueError("missing input '" + v->name() + "' (the inputs are: " + names + ")" +
+      throw ValueError("missing input '" + v->name() + "' " + inputs_are() +
                        (n_unknown == 0   ? ""
                         : n_unknown == 1 ? "; the feed has " + unknown + ", which is not an input"
                                          : "; the feed has " + unknown + ", which are not inputs"));
@@ -642,11 +647,8 @@ std::vector<std::pair<std::string, Tensor>> Plan::run(const std::map<std::string
     fr.slots_[i] = x;
   }
   for (auto& kv : inputs)
-    if (!known.count(kv.first)) {
-      std::string names;
-      for (const auto& n : input_names()) names += (names.empty() ? "" : ", ") + n;
-      throw ValueError("unknown input '" + kv.first + "' (the inputs are: " + names + ")");
-    }
+    if (!known.count(kv.first))
+      throw ValueError("unknown input '" + kv.first + "' " + inputs_are());
   // inputs with derived dims (2*S): checked once every plain symbol is bound
   for (size_t i = 0; i < fn_->inputs().size(); ++i) {
     const Var* v = fn_->inputs()[i];

@@ -233,6 +233,8 @@ def test_op_callers_take_every_call_form():
     assert mb.add.op_type == "add" and repr(mb.add) == "<milkit op 'add'>"
     with pytest.raises(AttributeError):
         mb.add.op_type = "sub"
+    with pytest.raises(TypeError):  # only op_caller() makes them (one made empty would crash)
+        milkit._core.OpCaller()
 
     @mb.program(input_specs=[mb.TensorSpec((2,))])
     def prog(x):
