@@ -74,7 +74,9 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
         source: ``"auto"`` or ``"milinternal"``.
         inputs: ``TensorType`` s giving shapes (ints, ``RangeDim``, ``EnumeratedShapes``) and names
             to the default function's inputs, by name or in order; ``ImageType`` s make inputs
-            images (see :mod:`milkit.image_types`).
+            images (see :mod:`milkit.image_types`). As in coremltools, a torch program converted
+            with FLOAT16 precision for iOS16 or later takes fp16 for an fp32 input given a
+            ``TensorType`` without a dtype (integer inputs keep their dtype).
         outputs: names for the outputs (objects with a ``name``), in order; a ``TensorType`` with
             a dtype casts the output, an ``ImageType`` makes it an image. As in coremltools, a
             torch program converted with FLOAT16 precision for iOS16 or later has fp16 outputs
@@ -142,9 +144,12 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
     if compute_precision not in (ComputePrecision.FLOAT16, ComputePrecision.FLOAT32):
         raise ValueError(f"Invalid value of the argument 'compute_precision': {compute_precision}")
     main = model.functions[model.default_function_name]
+    fp16_io = (from_torch and target >= int(AvailableTarget.iOS16)
+               and compute_precision == ComputePrecision.FLOAT16)
+    if fp16_io and inputs:
+        inputs = _default_fp16_inputs(main, inputs)
     enumerated = _apply_input_types(main, inputs) if inputs else {}
-    if (from_torch and classifier_config is None and target >= int(AvailableTarget.iOS16)
-            and compute_precision == ComputePrecision.FLOAT16):
+    if fp16_io and classifier_config is None:
         outputs = _default_fp16_outputs(main, outputs)
 
     if outputs and classifier_config is None:
@@ -177,12 +182,33 @@ def convert(model: Any, source: str = "auto", inputs: Sequence[Any] | None = Non
                    skipped_passes=uniq)
 
 
+def _default_fp16_inputs(fn: Any, inputs: Sequence[Any]) -> List[Any]:
+    """coremltools' default fp16 inputs for torch programs (``use_default_fp16_io``: target iOS16 or
+    later and FLOAT16 precision): a TensorType in ``inputs`` without a dtype makes its fp32 input
+    fp16. Inputs given no TensorType stay fp32, as in coremltools. Integer inputs keep their
+    dtype: coremltools 9.0 makes them fp16 too (an int64 token input given ``TensorType(shape=...)``
+    becomes a FLOAT16 input cast to int32), which rounds every index above 2048 to a neighbour
+    (token 2049 reads row 2048), so milkit does not follow it there. Copies: the caller's
+    TensorTypes are left as they are. ``inputs`` are matched as ``_apply_input_types`` matches
+    them: by name, else by position."""
+    fin = fn.inputs
+    names = list(fin)
+    res = []
+    for i, t in enumerate(inputs):
+        if type(t) is TensorType and t.dtype is None:
+            name = t.name if t.name is not None else names[i] if i < len(names) else None
+            if name in fin and fin[name].dtype == types.fp32:
+                t = copy.copy(t)
+                t.dtype = types.fp16
+        res.append(t)
+    return res
+
+
 def _default_fp16_outputs(fn: Any, outputs: Sequence[Any] | None) -> List[Any]:
     """coremltools' default fp16 outputs for torch programs (``use_default_fp16_io``: target iOS16 or
     later and FLOAT16 precision): each output the importer made fp32 becomes fp16 unless ``outputs``
     gives it a dtype (or is not a TensorType). Copies: the caller's TensorTypes are left as they
-    are. (coremltools also makes the TensorTypes of ``inputs`` without a dtype fp16; milkit does
-    not yet.)"""
+    are."""
     outs = list(fn.outputs)
     if outputs is None:
         return [TensorType(dtype=types.fp16 if v.dtype == types.fp32 else None) for v in outs]

@@ -212,3 +212,73 @@ def test_fp16_outputs_yield_to_explicit_ones(dialect: str) -> None:
     assert given[0].dtype is None  # the caller's TensorType is left as it was
     assert all(o.type.multiArrayType.dataType == o.type.multiArrayType.FLOAT32
                for o in fp32.get_spec().description.output)
+
+
+# coremltools 9.0 (torch.export programs after run_decompositions, measured on relu(x) * 2 with
+# inputs=[TensorType(shape=(2, 3))]): with iOS16 or later and FLOAT16 precision, an fp32 input given
+# a TensorType without a dtype is a FLOAT16 input and the program has no cast (non-const ops
+# [relu, mul]); with a dtype of np.float32 it stays FLOAT32 ([cast, relu, mul]); with iOS15 or
+# FLOAT32 precision it stays FLOAT32. An input given a name only is made fp16 too.
+FP16_INPUT_CASES = {
+    # (target, precision, dtype given): (input dtype, non-const ops)
+    ("iOS17", "FLOAT16", None): ("FLOAT16", ["relu", "mul"]),
+    ("iOS16", "FLOAT16", None): ("FLOAT16", ["relu", "mul"]),
+    ("iOS17", "FLOAT16", np.float32): ("FLOAT32", ["cast", "relu", "mul"]),
+    ("iOS15", "FLOAT16", None): ("FLOAT32", ["cast", "relu", "mul", "cast"]),
+    ("iOS17", "FLOAT32", None): ("FLOAT32", ["relu", "mul"]),
+}
+
+
+def _dtype_name(feature: object) -> str:
+    t = feature.type.multiArrayType  # type: ignore[attr-defined]
+    return type(t).ArrayDataType.Name(t.dataType)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("case", sorted(FP16_INPUT_CASES, key=str))
+def test_tensortype_inputs_are_fp16_from_ios16_in_fp16(case: tuple, dialect: str) -> None:
+    target, precision, dtype = case
+    want_dtype, want_ops = FP16_INPUT_CASES[case]
+    x = r(2, 3)
+    given = [milkit.TensorType(shape=(2, 3), dtype=dtype)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mm = milkit.convert(export(Fn(lambda x: torch.relu(x) * 2), (x,), dialect), inputs=given,
+                            minimum_deployment_target=getattr(milkit.target, target),
+                            compute_precision=getattr(milkit.precision, precision))
+    desc = mm.get_spec().description
+    assert _dtype_name(desc.input[0]) == want_dtype
+    ops = [op.op_type for op in mm.get_program().functions["main"].operations if op.op_type != "const"]
+    assert ops == want_ops
+    assert given[0].dtype is dtype  # the caller's TensorType is left as it was
+    feed = x.numpy().astype(np.float16 if want_dtype == "FLOAT16" else np.float32)
+    (y,) = mm.predict({desc.input[0].name: feed}).values()
+    np.testing.assert_allclose(y.astype(np.float32), (torch.relu(x) * 2).numpy(), rtol=1e-3)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_fp16_inputs_by_name_and_integer_inputs_kept(dialect: str) -> None:
+    """A TensorType that renames its input (torch inputs are matched by position, as in
+    coremltools) makes it fp16 too; an input given no TensorType stays fp32. An int64 input given a TensorType without a dtype keeps its integer
+    dtype. Here milkit departs from coremltools on purpose: coremltools 9.0 makes it a FLOAT16 input
+    (measured: an embedding's index input given TensorType(shape=(1, 4)) with iOS17 is FLOAT16,
+    cast to int32 in the program), which cannot hold the integers above 2048: an index of 2049 would
+    read row 2048. The test feeds such an index."""
+    emb = torch.nn.Embedding(3000, 2)
+
+    def f(x: torch.Tensor, i: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        return x * 2 + emb(i).sum() + z
+
+    args = (r(2, 3), torch.tensor([[2049, 7]]), r(2, 3))
+    given = [milkit.TensorType(name="a", shape=(2, 3)), milkit.TensorType(name="i", shape=(1, 2))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mm = milkit.convert(export(Fn(f), args, dialect), inputs=given,
+                            minimum_deployment_target=milkit.target.iOS17)
+    kinds = {i.name: _dtype_name(i) for i in mm.get_spec().description.input}
+    assert kinds == {"a": "FLOAT16", "i": "INT32", "a_2": "FLOAT32"}
+    feed = {"a": args[0].numpy().astype(np.float16), "i": args[1].numpy().astype(np.int32), "a_2": args[2].numpy()}
+    (y,) = mm.predict(feed).values()
+    with torch.no_grad():
+        want = f(*args).numpy()
+    np.testing.assert_allclose(y.astype(np.float32), want, rtol=2e-3, atol=2e-3)
