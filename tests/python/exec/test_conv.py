@@ -374,6 +374,11 @@ def test_conv_bands_across_threads(threads: int, xs: tuple, ws: tuple, strides: 
     ((2, 24, 3, 3), (19, 24, 3, 3), [1, 1], 1, [0, 0, 0, 0]),  # one pixel
     ((1, 40, 16, 16), (33, 40, 5, 5), [1, 1], 1, [2, 2, 2, 2]),  # 256 pixels, the most so done
     ((1, 8, 9, 9), (27, 8, 3, 3), [2, 2], 1, [1, 1, 1, 1]),  # strided, 25 pixels
+    # narrow last panels as dot products along k (AVX-512): k in several blocks, 4 columns, and a
+    # panel of 4 columns alone
+    ((1, 256, 7, 7), (40, 256, 3, 3), [1, 1], 1, [1, 1, 1, 1]),
+    ((1, 48, 14, 14), (30, 48, 3, 3), [1, 1], 1, [1, 1, 1, 1]),
+    ((1, 20, 2, 2), (10, 20, 3, 3), [1, 1], 1, [1, 1, 1, 1]),
 ])
 def test_conv_few_pixels_rows_read_once(xs: tuple, ws: tuple, strides: list, groups: int, pad: list) -> None:
     """Convs of up to 256 output pixels over a dense weight multiply each block of weight rows once
@@ -729,6 +734,8 @@ POINTWISE_CASES = [
     ((1, 24, 90, 90), 40, 1),
     ((1, 160, 7, 7), 960, 1),
     ((1, 672, 14, 14), 112, 1),
+    ((1, 960, 7, 7), 160, 1),  # the narrow last panel over two blocks of k
+    ((1, 1100, 2, 2), 20, 1),  # 4 pixels: one narrow panel, three blocks of k
     ((1, 240, 1, 1), 960, 1),
     ((3, 40, 1, 1), 10, 1),
     ((4, 33, 1, 1), 70, 1),

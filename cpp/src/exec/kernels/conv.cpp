@@ -61,9 +61,9 @@ void valid_range(int64_t out, int64_t n, int64_t s, int64_t off, int64_t& lo, in
 
 /// Row-major C[M, N] (+)= op(A)[M, K] * B[K, N]: milkit's GEMM (B's rows packed into panels,
 /// A's weights read in place) unless A is transposed or it is off, else OpenBLAS; beta 0 or 1.
-/// Inside a parallel loop it runs on its caller's thread.
-void sgemm(bool ta, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-           float beta, float* C, int64_t ldc) {
+/// Inside a parallel loop it runs on its caller's thread. `narrow_dots`: see exec::GemmRhs.
+void sgemm(bool ta, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+           int64_t ldb, float beta, float* C, int64_t ldc, bool narrow_dots = true) {
   if (M == 0 || N == 0) return;
   if (K == 0) {
     if (beta == 0.0f)
@@ -75,6 +75,7 @@ void sgemm(bool ta, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda
     rhs.f32 = B;
     rhs.nk = false;
     rhs.ld = std::max<int64_t>(ldb, N);
+    rhs.narrow_dots = narrow_dots;
     exec::sgemm_panels(M, N, K, A, std::max<int64_t>(lda, K), rhs, nullptr, beta != 0.0f, C, ldc);
     return;
   }
@@ -387,8 +388,9 @@ bool conv_thread_bands(const Geom& g, const float* x, const ConvWeight& w, float
       im2col_rows(g, x + (n * g.Cin + gr * cin_g) * ip, r0, r1, 0, kc, col);
       for (int64_t c0 = 0; c0 < cout_g; c0 += ch) {
         const int64_t nc = std::min(ch, cout_g - c0);
+        // bands whose width depends on the thread count: every column summed in k order
         sgemm(false, nc, pc, kc, w.rows(gr * cout_g + c0, nc), kc, col, pc, beta,
-              y + (n * g.Cout + gr * cout_g + c0) * op + r0 * OW, op);
+              y + (n * g.Cout + gr * cout_g + c0) * op + r0 * OW, op, false);
       }
     }
   });
@@ -400,13 +402,15 @@ bool conv_thread_bands(const Geom& g, const float* x, const ConvWeight& w, float
 bool rows_outer_suits(int64_t pc) { return pc <= kRowsOuterPixels && exec::sgemm_panels_enabled(); }
 
 /// C[cout_g, pc] (+)= lhs * col[kc, pc] by exec::sgemm_rows_outer (C holds the bias when beta
-/// is 1).
+/// is 1). `dots`: see exec::GemmRhs::narrow_dots.
 void rows_outer_gemm(const exec::GemmLhs& lhs, int64_t cout_g, int64_t pc, int64_t kc,
-                     const float* col, int64_t ldcol, float beta, float* c, int64_t ldc) {
+                     const float* col, int64_t ldcol, float beta, float* c, int64_t ldc,
+                     bool dots) {
   exec::GemmRhs rhs;
   rhs.f32 = col;
   rhs.nk = false;
   rhs.ld = ldcol;
+  rhs.narrow_dots = dots;
   exec::sgemm_rows_outer(cout_g, pc, kc, lhs, rhs, beta != 0.0f, c, ldc);
 }
 
@@ -415,10 +419,11 @@ void rows_outer_gemm(const exec::GemmLhs& lhs, int64_t cout_g, int64_t pc, int64
 /// one by chunks of output channels across the threads, each decoded once into its thread's
 /// buffer and multiplied single-threaded (kc > 0 there: an empty weight is decoded whole).
 void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t pc,
-                       const float* col, int64_t ldcol, float beta, float* c, int64_t ldc) {
+                       const float* col, int64_t ldcol, float beta, float* c, int64_t ldc,
+                       bool dots) {
   const int64_t kc = w.kc;
   if (w.chunk(cout_g) == cout_g) {
-    sgemm(false, cout_g, pc, kc, w.rows(gr * cout_g, cout_g), kc, col, ldcol, beta, c, ldc);
+    sgemm(false, cout_g, pc, kc, w.rows(gr * cout_g, cout_g), kc, col, ldcol, beta, c, ldc, dots);
     return;
   }
   if (rows_outer_suits(pc)) {
@@ -428,7 +433,7 @@ void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t 
     exec::GemmLhs lhs;
     lhs.packed = &*w.packed_rows;
     lhs.row0 = gr * cout_g;
-    rows_outer_gemm(lhs, cout_g, pc, kc, col, ldcol, beta, c, ldc);
+    rows_outer_gemm(lhs, cout_g, pc, kc, col, ldcol, beta, c, ldc, dots);
     return;
   }
   const int t = num_threads();
@@ -439,25 +444,26 @@ void packed_group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t 
     for (int64_t q = b; q < e; ++q) {
       const int64_t c0 = q * ch, nc = std::min(ch, cout_g - c0);
       sgemm(false, nc, pc, kc, w.rows(gr * cout_g + c0, nc), kc, col, ldcol, beta, c + c0 * ldc,
-            ldc);
+            ldc, dots);
     }
   });
 }
 
 /// C[cout_g, pc] (+)= w[group gr] * col[kc, pc]: one parallel GEMM over a dense weight, chunks
-/// over a packed one.
+/// over a packed one. `dots`: see exec::GemmRhs::narrow_dots.
 void group_gemm(const ConvWeight& w, int64_t gr, int64_t cout_g, int64_t pc, const float* col,
-                int64_t ldcol, float beta, float* c, int64_t ldc) {
+                int64_t ldcol, float beta, float* c, int64_t ldc, bool dots = true) {
   if (w.packed) {
-    packed_group_gemm(w, gr, cout_g, pc, col, ldcol, beta, c, ldc);
+    packed_group_gemm(w, gr, cout_g, pc, col, ldcol, beta, c, ldc, dots);
   } else if (rows_outer_suits(pc)) {
     // few pixels: each block of 8 weight rows read from memory once for all the column panels
     exec::GemmLhs lhs;
     lhs.f32 = w.dense + gr * cout_g * w.kc;
     lhs.ld = w.kc;
-    rows_outer_gemm(lhs, cout_g, pc, w.kc, col, ldcol, beta, c, ldc);
+    rows_outer_gemm(lhs, cout_g, pc, w.kc, col, ldcol, beta, c, ldc, dots);
   } else {
-    sgemm(false, cout_g, pc, w.kc, w.dense + gr * cout_g * w.kc, w.kc, col, ldcol, beta, c, ldc);
+    sgemm(false, cout_g, pc, w.kc, w.dense + gr * cout_g * w.kc, w.kc, col, ldcol, beta, c, ldc,
+          dots);
   }
 }
 
@@ -624,6 +630,9 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
   }
   if (conv_thread_bands(g, x, w, beta, y)) return false;
   const int64_t rows = g.out[0] * g.out[1], OW = g.out[2];
+  // a shape that other thread counts take by bands (conv_thread_bands): no narrow panel as dot
+  // products here either, so that its columns are summed alike on any number of threads
+  const bool dots = !(kc > 0 && op >= cout_g && rows >= 4);
   const int64_t band = std::clamp<int64_t>(kColBudget / std::max<int64_t>(kc * OW, 1), 1, rows);
   float* col = exec::conv_scratch(0, kc * band * OW);
   for (int64_t n = 0; n < g.N; ++n)
@@ -632,7 +641,7 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
         const int64_t r1 = std::min(rows, r0 + band), pc = (r1 - r0) * OW;
         im2col(g, x + (n * g.Cin + gr * cin_g) * ip, cin_g, r0, r1, col);
         group_gemm(w, gr, cout_g, pc, col, pc, beta, y + (n * g.Cout + gr * cout_g) * op + r0 * OW,
-                   op);
+                   op, dots);
       }
   return false;
 }

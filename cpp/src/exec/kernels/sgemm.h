@@ -25,6 +25,11 @@ struct GemmRhs {
   const PackedWeight* packed = nullptr;  ///< else a packed weight
   bool nk = true;                        ///< stored [N, K] rather than [K, N]
   int64_t ld = 0;                        ///< row stride of the stored matrix
+  /// A last panel of at most 8 columns computed as dot products along k (AVX-512): each of its
+  /// outputs summed as 16 partial sums, not in k order. Off where the columns a product gets
+  /// depend on the thread count (a column would then be summed one way or the other, and the
+  /// bits would depend on the threads).
+  bool narrow_dots = true;
 };
 
 /// Whether sgemm_panels runs on this CPU (AVX2 and FMA) and is not turned off with
