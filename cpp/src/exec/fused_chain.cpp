@@ -25,14 +25,15 @@ using Kind = FusedChain::Kind;
 using Link = FusedChain::Link;
 
 /// The binary link of `l` over m values: q = f(q, other) (f(other, q) when swapped), `other` the
-/// head's values h or the scalar l.c.
+/// head's values h, the external tensor's values e or the scalar l.c.
 template <typename F>
-void binary(const Link& l, float* q, const float* h, int64_t m, F f) {
-  if (l.head) {
+void binary(const Link& l, float* q, const float* h, const float* e, int64_t m, F f) {
+  if (l.head || l.ext) {
+    const float* o = l.head ? h : e;
     if (l.swap)
-      vmath::map2(h, q, q, m, f);
+      vmath::map2(o, q, q, m, f);
     else
-      vmath::map2(q, h, q, m, f);
+      vmath::map2(q, o, q, m, f);
   } else {
     const float c = l.c;
     if (l.swap)
@@ -43,25 +44,25 @@ void binary(const Link& l, float* q, const float* h, int64_t m, F f) {
 }
 
 /// One link over m values in place; the lambdas are those of the ops' kernels.
-void run_link(const Link& l, float* q, const float* h, int64_t m) {
+void run_link(const Link& l, float* q, const float* h, const float* e, int64_t m) {
   switch (l.kind) {
     case Kind::Add:
-      binary(l, q, h, m, [](float a, float b) { return a + b; });
+      binary(l, q, h, e, m, [](float a, float b) { return a + b; });
       break;
     case Kind::Sub:
-      binary(l, q, h, m, [](float a, float b) { return a - b; });
+      binary(l, q, h, e, m, [](float a, float b) { return a - b; });
       break;
     case Kind::Mul:
-      binary(l, q, h, m, [](float a, float b) { return a * b; });
+      binary(l, q, h, e, m, [](float a, float b) { return a * b; });
       break;
     case Kind::Div:
-      binary(l, q, h, m, [](float a, float b) { return a / b; });
+      binary(l, q, h, e, m, [](float a, float b) { return a / b; });
       break;
     case Kind::Max:
-      binary(l, q, h, m, [](float a, float b) { return vmath::np_max(a, b); });
+      binary(l, q, h, e, m, [](float a, float b) { return vmath::np_max(a, b); });
       break;
     case Kind::Min:
-      binary(l, q, h, m, [](float a, float b) { return vmath::np_min(a, b); });
+      binary(l, q, h, e, m, [](float a, float b) { return vmath::np_min(a, b); });
       break;
     case Kind::Relu:
       vmath::map(q, q, m, [](float x) { return vmath::vrelu(x); });
@@ -84,8 +85,10 @@ void run_link(const Link& l, float* q, const float* h, int64_t m) {
 }
 
 /// Whether link `l` is one that `basic_run` computes in registers: IEEE operations and selects,
-/// whose results do not depend on how the compiler arranges them.
+/// whose results do not depend on how the compiler arranges them (an external operand is read by
+/// run_link).
 bool basic(const Link& l) {
+  if (l.ext) return false;
   switch (l.kind) {
     case Kind::Add:
     case Kind::Sub:
@@ -308,7 +311,7 @@ bool scalar_const(int32_t r, const std::vector<Tensor>& consts, float& out) {
 /// The link `st` (an op of the chain) makes reading the chain value `cur`, the head `head`
 /// besides; false when the op is not one a chain takes in this form.
 bool link_of(const Step& st, const Var* cur, const Var* head, const std::vector<Tensor>& consts,
-             bool half, Link& l) {
+             bool half, const Var*& ext, int32_t& ext_ref, Link& l) {
   static const std::pair<const char*, Kind> kUnary[] = {{"relu", Kind::Relu},
                                                         {"relu6", Kind::Relu6},
                                                         {"silu", Kind::Silu},
@@ -340,12 +343,19 @@ bool link_of(const Step& st, const Var* cur, const Var* head, const std::vector<
     const size_t other = l.swap ? 0 : 1;
     if (args[other] == head) {
       l.head = true;
-    } else if (!scalar_const(st.args[other], consts, l.c)) {
+    } else if (scalar_const(st.args[other], consts, l.c)) {
+    } else if ((!ext || ext == args[other]) && args[other]->type() == head->type() &&
+               st.args[other] != kAbsent) {
+      // a tensor of the head's shape and dtype (a residual branch), one per chain
+      l.ext = true;
+      ext = args[other];
+      ext_ref = st.args[other];
+    } else {
       return false;
     }
     // maximum / minimum of fp16 values give fp16 values
-    l.round =
-        !((l.kind == Kind::Max || l.kind == Kind::Min) && (l.head || !half || half_exact(l.c)));
+    l.round = !((l.kind == Kind::Max || l.kind == Kind::Min) &&
+                (l.head || l.ext || !half || half_exact(l.c)));
     return true;
   }
   return false;
@@ -370,7 +380,7 @@ bool closed(const Var* head, const std::vector<const Operation*>& ops, size_t le
 
 /// The chain of the steps after steps[i] (a conv), or null.
 std::unique_ptr<FusedChain> chain_after(const std::vector<Step>& steps, size_t i,
-                                        const std::vector<Tensor>& consts) {
+                                        const std::vector<Tensor>& consts, int32_t& ext_ref) {
   const Var* head = steps[i].op->output(0);
   if (!head->type()->is_tensor()) return nullptr;
   const DataType dt = head->type()->dtype();
@@ -378,9 +388,10 @@ std::unique_ptr<FusedChain> chain_after(const std::vector<Step>& steps, size_t i
   auto ch = std::make_unique<FusedChain>();
   ch->half = dt == DataType::Float16;
   const Var* cur = head;
+  const Var* ext = nullptr;
   for (size_t j = i + 1; j < steps.size(); ++j) {
     Link l;
-    if (!link_of(steps[j], cur, head, consts, ch->half, l)) break;
+    if (!link_of(steps[j], cur, head, consts, ch->half, ext, ext_ref, l)) break;
     ch->ops.push_back(steps[j].op);
     ch->links.push_back(l);
     cur = steps[j].op->output(0);
@@ -390,20 +401,24 @@ std::unique_ptr<FusedChain> chain_after(const std::vector<Step>& steps, size_t i
   if (len == 0) return nullptr;
   ch->ops.resize(len);
   ch->links.resize(len);
-  for (const Link& l : ch->links) ch->reads_head = ch->reads_head || l.head;
+  for (const Link& l : ch->links) {
+    ch->reads_head = ch->reads_head || l.head;
+    if (l.ext) ch->ext_var = ext;
+  }
   return ch;
 }
 
 }  // namespace
 
-void FusedChain::apply(float* p, int64_t n) const {
-  parallel_for(n, 8192, [&](int64_t b, int64_t e) { apply_here(p + b, e - b); });
+void FusedChain::apply(float* p, int64_t n, const float* e) const {
+  parallel_for(n, 8192,
+               [&](int64_t b, int64_t f) { apply_here(p + b, f - b, e ? e + b : nullptr); });
 }
 
-void FusedChain::apply_here(float* p, int64_t n) const {
+void FusedChain::apply_here(float* p, int64_t n, const float* e) const {
   // one link over fp32 values needs no blocks; else blocks that stay in L1 across the links
   if (links.size() == 1 && !half && !reads_head) {
-    run_link(links[0], p, nullptr, n);
+    run_link(links[0], p, nullptr, e, n);
     return;
   }
   if (links.size() == 2 && !half && links[0].kind == Kind::HardSigmoid &&
@@ -434,7 +449,7 @@ void FusedChain::apply_here(float* p, int64_t n) const {
         i = j - 1;
         continue;
       }
-      run_link(links[i], q, h, m);
+      run_link(links[i], q, h, e ? e + s : nullptr, m);
       if (half && links[i].round) round_to_half(q, m);
     }
   }
@@ -452,10 +467,15 @@ void fuse_chains(BlockPlan& bp, const std::vector<Tensor>& consts) {
   for (size_t i = 0; i < bp.steps.size(); ++i) {
     Step& st = bp.steps[i];
     std::unique_ptr<FusedChain> ch;
+    int32_t ext_ref = kAbsent;
     if (st.op->op_type() == "conv" && st.outs.size() == 1 && !st.fused)
-      ch = chain_after(bp.steps, i, consts);
+      ch = chain_after(bp.steps, i, consts, ext_ref);
     if (ch) {
       const size_t len = ch->ops.size();
+      if (ch->ext_var) {  // the conv's step reads the residual too
+        ch->ext_arg = st.args.size();
+        st.args.push_back(ext_ref);
+      }
       st.outs[0] = bp.steps[i + len].outs[0];
       st.fused = std::move(ch);
       i += len;

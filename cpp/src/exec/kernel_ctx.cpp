@@ -37,6 +37,12 @@ const FusedChain* KernelCtx::fused() const {
   return step_ ? static_cast<const Step*>(step_)->fused.get() : nullptr;
 }
 
+const Tensor* KernelCtx::fused_operand() const {
+  const FusedChain* ch = fused();
+  if (!ch || !ch->ext_var || !args_ || ch->ext_arg >= args_->size()) return nullptr;
+  return (*args_)[ch->ext_arg];
+}
+
 const PackedWeight* KernelCtx::packed(std::string_view name) const {
   int i = op_->input_index(name);
   if (i < 0 || !step_) return nullptr;

@@ -389,7 +389,11 @@ int64_t moved_slot(const Operation& op) {
 void keep_wide(BlockPlan& bp) {
   std::unordered_map<const Operation*, const Step*> step_of;
   for (const Step& st : bp.steps)
-    if (st.blocks.empty()) step_of[st.op] = &st;
+    if (st.blocks.empty()) {
+      step_of[st.op] = &st;
+      if (st.fused)  // a fused op's operands are read by the step it is fused into
+        for (const Operation* f : st.fused->ops) step_of[f] = &st;
+    }
   const auto& outs = bp.block->outputs();
   // whether each output may stay fp32, from the last step back (readers follow writers)
   std::unordered_map<const Var*, bool> may;
@@ -501,6 +505,7 @@ std::unique_ptr<BlockPlan> Planner::plan_block(const Block& b, bool is_function_
   for (size_t i = 0; i < bp->steps.size(); ++i) {
     std::unordered_set<const Var*> rd;
     reads(bp->steps[i].op, rd);
+    if (bp->steps[i].fused && bp->steps[i].fused->ext_var) rd.insert(bp->steps[i].fused->ext_var);
     for (const Var* v : rd) last[v] = i;
   }
   auto defined_here = [&](const Var* v) {

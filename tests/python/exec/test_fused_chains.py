@@ -175,8 +175,8 @@ def test_chain_stops_where_a_result_is_read_elsewhere(dt: type) -> None:
 
 @pytest.mark.parametrize("dt", [np.float32, np.float16])
 def test_broadcasting_and_runtime_operands_stay_apart(dt: type) -> None:
-    """A per-channel constant (broadcast), a constant that widens the shape, and a second input:
-    those ops are not scalar links; results still match op by op."""
+    """A per-channel constant (broadcast) and a constant that widens the shape are not links;
+    a second input of the conv output's shape is (a residual operand). Results match op by op."""
     x = rand(2, 3, 7, 9, dtype=dt, lo=-3, hi=3, seed=7)
     y = rand(2, 4, 7, 9, dtype=dt, lo=-1, hi=1, seed=8)
     w, b = rand(4, 3, 3, 3, dtype=dt, seed=9), rand(4, dtype=dt, seed=10)
@@ -291,3 +291,100 @@ def test_fp16_conv_output_rounded_in_the_kernel(xs: tuple, ws: tuple, kw: dict) 
         ref = F.conv2d(torch.tensor(x.astype(f)), torch.tensor(w.astype(f)), torch.tensor(b.astype(f)),
                        groups=kw.get("groups", 1), padding=kw.get("pad_type", "valid")).numpy()
         np.testing.assert_allclose(c.astype(np.float32), ref, rtol=3e-3, atol=3e-3)
+
+
+# chains reading a tensor of the conv output's shape besides ("r": the op's second operand,
+# ("rt",): its first), as a residual block's add does
+RESIDUAL_CHAINS = {
+    "add": [("add", "r")],
+    "add_relu": [("add", "r"), ("relu", None)],
+    "sub_first_max": [("sub", ("rt",)), ("maximum", "r"), ("mul", 0.5), ("minimum", "head")],
+    "hardswish_add": HARDSWISH + [("add", ("rt",))],
+}
+
+
+def build_residual(chain: list, dt: Any, c: Any, rv: Any) -> Any:
+    """build_chain, with links that read rv."""
+    cur = c
+    for op, arg in chain:
+        if arg == "r":
+            cur = getattr(mb, op)(x=cur, y=rv)
+        elif arg == ("rt",):
+            cur = getattr(mb, op)(x=rv, y=cur)
+        else:
+            cur = build_chain([(op, arg)], dt, cur) if arg != "head" else getattr(mb, op)(x=cur, y=c)
+    return cur
+
+
+def ref_residual(chain: list, dt: Any, c: np.ndarray, rv: np.ndarray) -> np.ndarray:
+    """ref_chain, with links that read rv."""
+    def r(v: Any) -> np.ndarray:
+        return np.asarray(v, np.float32).astype(dt).astype(np.float32)
+
+    head, cur, other = r(c), r(c), r(rv)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for op, arg in chain:
+            if arg == "r":
+                cur = r(NP[op](cur, other))
+            elif arg == ("rt",):
+                cur = r(NP[op](other, cur))
+            else:
+                cur = ref_link(op, arg, dt, cur, head, r)
+    return cur
+
+
+@pytest.mark.parametrize("name", sorted(RESIDUAL_CHAINS))
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+@pytest.mark.parametrize(("xs", "ws", "kw"), ROUNDED_CONVS)
+def test_residual_chain_in_conv(name: str, dt: type, xs: tuple, ws: tuple, kw: dict) -> None:
+    """A chain that reads another tensor of the conv output's shape (a residual block's add) runs
+    in the conv's step on every conv path, each tile reading the tensor at its own elements: the
+    bits of the ops apart (the conv's output also returned), on 1, 2 and 3 threads, and the values
+    of the ops in numpy."""
+    chain = RESIDUAL_CHAINS[name]
+    x = rand(*xs, dtype=dt, lo=-1, hi=1, seed=30)
+    w, b = rand(*ws, dtype=dt, lo=-0.3, hi=0.3, seed=31), rand(ws[0], dtype=dt, lo=-1, hi=1, seed=32)
+
+    def conv(v: Any) -> Any:
+        return mb.conv(x=v, weight=w, bias=b, **kw)
+
+    (c0,) = run_prog(conv, {"x": x})
+    rv = rand(*c0.shape, dtype=dt, lo=-2, hi=2, seed=33)
+    for threads in (1, 2, 3):
+        ct.set_num_threads(threads)
+        try:
+            (fused,) = run_prog(lambda v, u: build_residual(chain, dt, conv(v), u), {"x": x, "r": rv})
+            apart, c = run_prog(lambda v, u: (lambda cv: (build_residual(chain, dt, cv, u), cv))(conv(v)),
+                                {"x": x, "r": rv})
+        finally:
+            ct.set_num_threads(0)
+        assert fused.dtype == np.dtype(dt)
+        np.testing.assert_array_equal(fused, apart)
+    np.testing.assert_array_equal(fused.astype(np.float32), ref_residual(chain, dt, c.astype(np.float32), rv))
+
+
+def test_residual_chain_is_fused() -> None:
+    """The profile names the fused step conv+add+relu (no add step of its own), and an operand of
+    another shape (broadcast) leaves the add apart."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np\n"
+        "from milkit import Builder as mb\n"
+        "import milkit\n"
+        "x = np.ones((1, 8, 12, 12), np.float32); r = np.ones((1, 16, 12, 12), np.float32)\n"
+        "w = np.full((16, 8, 1, 1), 0.1, np.float32); r1 = np.ones((1, 16, 1, 12), np.float32)\n"
+        "@mb.program(input_specs=[mb.TensorSpec(shape=x.shape), mb.TensorSpec(shape=r.shape),\n"
+        "                         mb.TensorSpec(shape=r1.shape)])\n"
+        "def prog(a, b, d):\n"
+        "    y = mb.relu(x=mb.add(x=mb.conv(x=a, weight=w), y=b))\n"
+        "    return y, mb.add(x=mb.conv(x=a, weight=w), y=d)\n"
+        "milkit.runtime.run(prog, {'a': x, 'b': r, 'd': r1})\n")
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MILKIT_PROFILE="ops"),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [ln.split()[0] for ln in (out.stdout + out.stderr).splitlines() if ln.startswith("  ")]
+    assert "conv+add+relu" in rows, rows
+    assert "add" in rows and "conv" in rows, rows  # the broadcasting add stays apart

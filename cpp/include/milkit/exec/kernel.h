@@ -51,6 +51,9 @@ class KernelCtx {
   /// the kernel applies them to output 0, which stands for the last one's output (in an fp16
   /// program rounded to fp16 values). nullptr when there are none.
   const FusedChain* fused() const;
+  /// The tensor the fused chain reads besides output 0 (a residual added to it, in the frame's
+  /// compute dtype), or nullptr when it reads none.
+  const Tensor* fused_operand() const;
   /// All tensors of a tuple input.
   std::vector<const Tensor*> tuple(std::string_view name) const;
   /// The compile-time value of a named input, or nullptr (for string and const parameters).

@@ -476,12 +476,12 @@ constexpr int64_t kPointwiseRowPixels = 4096;
 
 /// The fused chain over a tile of `rows` rows of `cols` values, rows `ld` apart: one run when the
 /// rows are whole (a chain's per-call cost is worth more than a 7x7 plane's 49 values).
-void chain_tile(const FusedChain& ch, float* p, int64_t rows, int64_t cols, int64_t ld) {
+void chain_tile(const ChainCall& ch, float* p, int64_t rows, int64_t cols, int64_t ld) {
   if (cols == ld) {
-    ch.apply_here(p, rows * cols);
+    ch.here(p, rows * cols);
     return;
   }
-  for (int64_t r = 0; r < rows; ++r) ch.apply_here(p + r * ld, cols);
+  for (int64_t r = 0; r < rows; ++r) ch.here(p + r * ld, cols);
 }
 
 /// Whether a 1x1, stride-1, unpadded conv with `cin_g` input channels per group goes to
@@ -504,7 +504,7 @@ bool pointwise_small_k(int64_t cin_g) {
 /// the thread count, so neither do the bits. (With more input channels, BLAS over the whole output
 /// is faster: split into tiles, each GEMM packs its part of the input again.)
 void pointwise_conv(const Geom& g, const float* x, const float* w, const float* bias,
-                    const FusedChain* ch, float* y) {
+                    const ChainCall* ch, float* y) {
   const int64_t op = g.out_plane(), ip = g.in_plane(), cin_g = g.Cin / g.G, cout_g = g.Cout / g.G;
   const int64_t want = std::max<int64_t>(
       {1, (cout_g * op * cin_g + kPointwiseMacs - 1) / kPointwiseMacs,
@@ -538,7 +538,7 @@ void pointwise_conv(const Geom& g, const float* x, const float* w, const float* 
 /// Returns true when it applied the fused chain `ch` itself (tile by tile, while in cache); the
 /// caller applies it to the whole output otherwise.
 bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias, float* y,
-                  const FusedChain* ch = nullptr) {
+                  const ChainCall* ch = nullptr) {
   const int64_t op = g.out_plane(), ip = g.in_plane(), kp = g.kprod();
   const int64_t cin_g = g.Cin / g.G, cout_g = g.Cout / g.G, kc = cin_g * kp;
   if (g.N == 0 || g.Cout == 0 || op == 0) return false;
@@ -573,7 +573,7 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
     if (g.in[0] == 1 && g.k[0] == 1 && g.out[0] == 1 && g.pb[0] == 0) {
       // the fused chain runs on each block of planes as it is finished, while in cache
       std::function<void(float*, int64_t)> done;
-      if (ch) done = [ch](float* p, int64_t n) { ch->apply_here(p, n); };
+      if (ch) done = [ch](float* p, int64_t n) { ch->here(p, n); };
       exec::depthwise_conv2d(shape_2d(g), x, wp, bias, y, done);
       return ch != nullptr;
     }
@@ -609,7 +609,7 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
       rhs.nk = false;
       rhs.ld = ip;
       exec::RowsDone done;
-      if (ch) done = [&](int64_t m0, int64_t m1) { ch->apply_here(yn + m0 * op, (m1 - m0) * op); };
+      if (ch) done = [&](int64_t m0, int64_t m1) { ch->here(yn + m0 * op, (m1 - m0) * op); };
       taken = exec::sgemm_row_blocks(g.Cout, op, kc, w.dense, kc, rhs, any_bias ? bias : nullptr,
                                      yn, op, done);
     }
@@ -668,8 +668,22 @@ void run_conv(KernelCtx& k, const Tensor& x, const std::vector<int64_t>& ws, Con
     ch = &round_only;
     k.set_rounded();
   }
-  if (!conv_forward(g, x.data<float>(), w, bias, out.mutable_data<float>(), ch) && ch)
-    ch->apply(out.mutable_data<float>(), out.numel());
+  ChainCall call;
+  if (ch) {
+    call.ch = ch;
+    call.out = out.data<float>();
+    if (ch->ext_var) {
+      // a residual added to the output: read at each element's offset
+      const Tensor* e = k.fused_operand();
+      if (!e || e->dtype() != DataType::Float32 || e->shape() != out.shape())
+        k.fail("the tensor the fused " + ch->describe() + " reads (" + ch->ext_var->name() +
+               ") is " + (e ? e->describe() : std::string("missing")) + ", not " + out.describe());
+      call.ext = e->data<float>();
+    }
+  }
+  if (!conv_forward(g, x.data<float>(), w, bias, out.mutable_data<float>(), ch ? &call : nullptr) &&
+      ch)
+    call.all(out.mutable_data<float>(), out.numel());
 }
 
 /// The bias input as fp32 [C_out], or null when absent.
