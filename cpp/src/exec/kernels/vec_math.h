@@ -56,6 +56,12 @@ __attribute__((always_inline)) inline void even_lanes(const V& a, const V& b, V&
                                                       std::integer_sequence<int, J...>) {
   out = __builtin_shufflevector(a, b, (2 * J)...);
 }
+
+template <typename V, int... J>
+__attribute__((always_inline)) inline void odd_lanes(const V& a, const V& b, V& out,
+                                                     std::integer_sequence<int, J...>) {
+  out = __builtin_shufflevector(a, b, (2 * J + 1)...);
+}
 }  // namespace detail
 
 /// out = src[0], src[2], ..., src[2 L - 2] for a GCC vector type V of L floats (two loads and a
@@ -72,6 +78,27 @@ __attribute__((always_inline)) inline void load_even_lanes(const float* src, V& 
   typename Lanes<L>::i even;
   for (int j = 0; j < L; ++j) even[j] = 2 * j;
   out = __builtin_shuffle(a, b, even);
+#endif
+}
+
+/// The even lanes of the 2L floats at `src` into `even` and the odd ones into `odd` (two loads,
+/// two permutes: a row split into its two stride-2 phases in one pass).
+template <int L, typename V>
+__attribute__((always_inline)) inline void load_even_odd_lanes(const float* src, V& even, V& odd) {
+  V a, b;
+  std::memcpy(&a, src, sizeof a);
+  std::memcpy(&b, src + L, sizeof b);
+#if defined(__clang__)
+  detail::even_lanes(a, b, even, std::make_integer_sequence<int, L>{});
+  detail::odd_lanes(a, b, odd, std::make_integer_sequence<int, L>{});
+#else
+  typename Lanes<L>::i ev, od;
+  for (int j = 0; j < L; ++j) {
+    ev[j] = 2 * j;
+    od[j] = 2 * j + 1;
+  }
+  even = __builtin_shuffle(a, b, ev);
+  odd = __builtin_shuffle(a, b, od);
 #endif
 }
 
