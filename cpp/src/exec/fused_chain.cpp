@@ -391,7 +391,15 @@ std::unique_ptr<FusedChain> chain_after(const std::vector<Step>& steps, size_t i
   const Var* ext = nullptr;
   for (size_t j = i + 1; j < steps.size(); ++j) {
     Link l;
+    const Var* ext_was = ext;
+    const int32_t ref_was = ext_ref;
     if (!link_of(steps[j], cur, head, consts, ch->half, ext, ext_ref, l)) break;
+    // the other tensor must be one the frame holds: not a result of the chain, never stored
+    if (l.ext && std::find(ch->ops.begin(), ch->ops.end(), ext->op()) != ch->ops.end()) {
+      ext = ext_was;
+      ext_ref = ref_was;
+      break;
+    }
     ch->ops.push_back(steps[j].op);
     ch->links.push_back(l);
     cur = steps[j].op->output(0);

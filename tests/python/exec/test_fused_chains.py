@@ -363,6 +363,28 @@ def test_residual_chain_in_conv(name: str, dt: type, xs: tuple, ws: tuple, kw: d
     np.testing.assert_array_equal(fused.astype(np.float32), ref_residual(chain, dt, c.astype(np.float32), rv))
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float16])
+def test_chain_stops_before_reading_its_own_result(dt: type) -> None:
+    """A link whose other operand is an earlier result of the chain (never stored when fused) is
+    not a residual link: the chain stops before it, and the values are the ops'."""
+    x = rand(1, 4, 9, 9, dtype=dt, lo=-2, hi=2, seed=34)
+    w, b = rand(6, 4, 3, 3, dtype=dt, seed=35), rand(6, dtype=dt, seed=36)
+
+    def build(v: Any) -> Any:
+        c = conv_of(w, b)(v)
+        a = mb.relu(x=c)
+        return mb.add(x=mb.mul(x=a, y=dt(2)), y=a)
+
+    (got,) = run_prog(build, {"x": x})
+    (c,) = run_prog(conv_of(w, b), {"x": x})
+
+    def r(v: np.ndarray) -> np.ndarray:
+        return v.astype(dt).astype(np.float32)
+
+    a = np.maximum(c.astype(np.float32), 0)
+    np.testing.assert_array_equal(got.astype(np.float32), r(r(a * np.float32(2)) + a))
+
+
 def test_residual_chain_is_fused() -> None:
     """The profile names the fused step conv+add+relu (no add step of its own), and an operand of
     another shape (broadcast) leaves the add apart."""
