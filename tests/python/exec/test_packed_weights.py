@@ -255,13 +255,15 @@ def test_conv(name: str, dt: Any) -> None:
 @pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize(("name", "dt"), [("plain16", np.float16), ("cast16", np.float16), ("lut18_4bit_per_grouped_channel", np.float16),
                                           ("bss_int4_offset_block8", np.float32), ("sparse16", np.float16)])
-@pytest.mark.parametrize(("hw", "groups", "cout"), [(7, 1, 256), (9, 2, 256), (3, 1, 256), (7, 1, 200), (16, 1, 200)])
+@pytest.mark.parametrize(("hw", "groups", "cout"), [(7, 1, 256), (9, 2, 256), (3, 1, 256), (7, 1, 200), (16, 1, 200),
+                                                   (14, 1, 200), (14, 1, 256)])
 def test_conv_large_weight_small_image(name: str, dt: Any, hw: int, groups: int, cout: int, threads: int) -> None:
     """A weight larger than one decoding chunk (1 MiB of fp32; 256 output channels) over an image of
     few pixels (ResNet's 3x3 convs at 7x7): the GEMM decodes each block of 8 rows as it reads it,
     once per panel of 48 pixels (7x7: a panel of 48 and one of 1, k in blocks of 512 and a tail).
     A weight within one chunk (200 output channels) is decoded whole across the threads. The bits
-    of the weight decompressed at plan time, on 1, 2 and 3 threads."""
+    of the weight decompressed at plan time, on 1, 2 and 3 threads. (14x14: a narrow last panel of
+    4 columns, summed as dot products over the same blocks of k by every GEMM path.)"""
     opset, make = (IOS16, lambda shape, _, r: r.uniform(-1, 1, size=shape).astype(np.float16)) if name == "plain16" \
         else MAKERS[name]
     rng = np.random.default_rng(23)

@@ -1,7 +1,8 @@
 // sgemm_panels: C = A * B (+ bias) with B packed per call into 48-column panels (k-major, fp32),
 // one panel per thread at a time, and one register-blocked kernel, for AVX-512 and AVX2 alike,
 // that broadcasts A's elements from its rows where they lie: 8 rows x 48 columns (24
-// accumulators) or 4 rows x 24 columns (12), each output summed over k in order. See sgemm.h.
+// accumulators) or 4 rows x 24 columns (12), each output summed over k in order; with AVX-512 a
+// last panel of 1-8 columns as dot products along k (GemmRhs::narrow_dots). See sgemm.h.
 #include "sgemm.h"
 
 #include <algorithm>
@@ -184,6 +185,15 @@ struct Tile {
 /// Most columns of a last panel that the dot-product kernel takes (N = 49, 196, 197: 7x7 and
 /// 14x14 images, ViT's 197 tokens).
 constexpr int kTailCols = 8;
+
+/// Elements of k per block when a product of N columns goes by blocks of k whose panels together
+/// stay in L2 (sgemm_rows_outer), a multiple of 16; also the blocks of k over which every path
+/// sums a narrow last panel's dot products, so that their sums (each block's added to C in turn)
+/// are the same whichever path computes them.
+inline int64_t outer_block_k(int64_t N) {
+  const int64_t panels = (N + kNR - 1) / kNR;
+  return std::clamp<int64_t>((int64_t{1} << 16) / (panels * kNR) / 16 * 16, 16, kKC);
+}
 
 /// The first `cols` columns of the panel p (kc x 48) column by column into t (column j at
 /// t + j * kc): the form tail_rows reads.
@@ -423,15 +433,17 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
             c = accumulate ? c : bias_row[j];
             if (round_half) c = half_to_float(float_to_half(c));
           }
-      for (int64_t k0 = 0; k0 < K; k0 += kKC) {
-        const int64_t kc = std::min(kKC, K - k0);
+      const bool dots = wide && b.narrow_dots && cols <= kTailCols;
+      const int64_t kb = dots ? outer_block_k(N) : kKC;  // a narrow panel: the dots' blocks
+      for (int64_t k0 = 0; k0 < K; k0 += kb) {
+        const int64_t kc = std::min(kb, K - k0);
         pack_panel(b, rows_of_b ? &*rows_of_b : nullptr, n0, cols, k0, kc, p);
         Tile tile{nullptr, ldc, cols,
                   k0 > 0 || accumulate ? Init::Load
                   : bias               ? Init::Bias
                                        : Init::Zero,
                   bias_row};
-        if (wide && b.narrow_dots && cols <= kTailCols) {  // the last panel, narrow: as dots
+        if (dots) {  // the last panel, narrow: as dot products
           thread_local std::vector<float> tail;
           tail.resize(static_cast<size_t>(cols * kc));
           transpose_tail(p, kc, cols, tail.data());
@@ -476,7 +488,7 @@ void sgemm_rows_outer(int64_t M, int64_t N, int64_t K, const GemmLhs& a, const G
   const PanelRows rows_fn = wide ? &panel_rows_avx512 : &panel_rows_avx2;
   const int64_t panels = (N + kNR - 1) / kNR;
   // blocks of k whose panels together stay in L2 (256 KB), a multiple of 16
-  const int64_t kcb = std::clamp<int64_t>((int64_t{1} << 16) / (panels * kNR) / 16 * 16, 16, kKC);
+  const int64_t kcb = outer_block_k(N);
   const std::optional<PackedRows> rows_of_b = packed_rows(b);
   const int64_t blocks = (M + mr - 1) / mr;  // blocks of up to mr rows, as even as they go
   const float zeros[kNR] = {};
@@ -578,7 +590,9 @@ bool sgemm_row_blocks(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
       if (q + 1 < e) prefetch_rows(A + m1 * lda, lda, M * (q + 2) / blocks - m1, K);
       for (int64_t pq = 0; pq < panels; ++pq) {
         const int64_t n0 = pq * kNR;
-        for (int64_t k0 = 0; k0 < K; k0 += kKC) {
+        const bool dots = wide && tail_cols > 0 && pq == panels - 1;
+        const int64_t kb = dots ? outer_block_k(N) : kKC;  // a narrow panel: the dots' blocks
+        for (int64_t k0 = 0; k0 < K; k0 += kb) {
           Tile tile{C + m * ldc + n0,
                     ldc,
                     static_cast<int>(std::min<int64_t>(kNR, N - n0)),
@@ -587,11 +601,11 @@ bool sgemm_row_blocks(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
                                : Init::Zero,
                     zeros,
                     row_bias ? row_bias + m : nullptr};
-          if (wide && tail_cols > 0 && pq == panels - 1) {
+          if (dots) {
             tile.tcols = tail.data() + k0;
             tile.ldt = K;
           }
-          rows_fn(rows, std::min(kKC, K - k0), A + m * lda + k0, lda, pb + (pq * K + k0) * kNR,
+          rows_fn(rows, std::min(kb, K - k0), A + m * lda + k0, lda, pb + (pq * K + k0) * kNR,
                   tile);
         }
       }

@@ -1,7 +1,8 @@
 // The interpreter's own fp32 matrix product for products with a weight: C = A * B (+ bias), B
 // fp32 or fp16 (read in place, widened while packing), packed per call 48 columns at a time into
 // a per-thread panel that stays in cache while every row of A passes over it. A is read where it
-// lies (no packing), each output summed over k in order whatever the split across threads.
+// lies (no packing), each output summed over k in order whatever the split across threads (with
+// AVX-512, the columns of a last panel of 1-8 columns summed as 16 partial sums: narrow_dots).
 // Measured against OpenBLAS (docs/interpreter.md): 1.1-1.5x faster on the products of the
 // benchmark networks, most at few rows, where OpenBLAS packs A and B for little work. Private to
 // cpp/src/exec.
@@ -61,7 +62,8 @@ struct GemmLhs {
 /// (together within 256 KB), and reads each block of 8 rows of A once for all the panels: a
 /// packed A decoded once per call (no fp32 copy of the weight made), a dense one read from
 /// memory once per call instead of once per panel (sgemm_panels' order). The same sums as
-/// sgemm_panels (each output summed over k in order). Requires sgemm_panels_enabled().
+/// sgemm_panels (each output summed over k in order; a narrow last panel's dot products over the
+/// same blocks of k in every path). Requires sgemm_panels_enabled().
 void sgemm_rows_outer(int64_t M, int64_t N, int64_t K, const GemmLhs& a, const GemmRhs& b,
                       bool accumulate, float* C, int64_t ldc);
 
