@@ -16,6 +16,12 @@ from .input_types import EnumeratedShapes, RangeDim, TensorType
 __all__ = ['_apply_input_types', '_apply_output_types', '_update_output_dtypes']
 
 
+def _input_name(t: Any, i: int, names: Sequence[str]) -> str | None:
+    """The input that ``inputs[i]`` (`t`) gives a type to: the one it names, else the i-th of
+    `names` (the function's inputs in order), else None."""
+    return t.name if t.name is not None else names[i] if i < len(names) else None
+
+
 def _apply_input_types(fn: Any, inputs: Sequence[Any]) -> dict:
     """Applies ``inputs`` (TensorTypes and ImageTypes) to function `fn`: symbol ranges, and the
     image inputs recorded on the function (replacing those of the inputs named); returns the
@@ -29,7 +35,7 @@ def _apply_input_types(fn: Any, inputs: Sequence[Any]) -> dict:
     for i, t in enumerate(inputs):
         if not isinstance(t, (TensorType, ImageType)):
             raise TypeError(f"inputs[{i}] must be ct.TensorType or ct.ImageType, got {type(t).__name__}")
-        name = t.name if t.name is not None else names[i] if i < len(fin) else None
+        name = _input_name(t, i, names)
         if name not in fin:
             raise ValueError(f"inputs[{i}]: the program has no input named {t.name!r}; its inputs are {names}")
         if name in named:

@@ -21,7 +21,7 @@ import warnings
 from typing import Any, Dict, List, Sequence
 
 from . import _core, types
-from ._apply_types import _apply_input_types, _apply_output_types
+from ._apply_types import _apply_input_types, _apply_output_types, _input_name
 from ._classifier import ClassifierConfig, _add_classify_op
 from ._target import AvailableTarget
 from .input_types import EnumeratedShapes, RangeDim, Shape, TensorType
@@ -195,12 +195,8 @@ def _default_fp16_inputs(fn: Any, inputs: Sequence[Any]) -> List[Any]:
     names = list(fin)
     res = []
     for i, t in enumerate(inputs):
-        if type(t) is TensorType and t.dtype is None:
-            name = t.name if t.name is not None else names[i] if i < len(names) else None
-            if name in fin and fin[name].dtype == types.fp32:
-                t = copy.copy(t)
-                t.dtype = types.fp16
-        res.append(t)
+        name = _input_name(t, i, names) if type(t) is TensorType else None  # others: left as they are
+        res.append(_fp16_copy(t) if name in fin and fin[name].dtype == types.fp32 else t)
     return res
 
 
@@ -212,13 +208,18 @@ def _default_fp16_outputs(fn: Any, outputs: Sequence[Any] | None) -> List[Any]:
     outs = list(fn.outputs)
     if outputs is None:
         return [TensorType(dtype=types.fp16 if v.dtype == types.fp32 else None) for v in outs]
-    res = []
-    for o, v in zip(outputs, outs):
-        if type(o) is TensorType and o.dtype is None and v.dtype == types.fp32:
-            o = copy.copy(o)
-            o.dtype = types.fp16
-        res.append(o)
+    res = [_fp16_copy(o) if v.dtype == types.fp32 else o for o, v in zip(outputs, outs)]
     return res + list(outputs[len(res):])
+
+
+def _fp16_copy(t: Any) -> Any:
+    """A copy of TensorType `t` with dtype fp16 when it gives no dtype; else `t` itself (a dtype
+    given, or another kind of type)."""
+    if type(t) is not TensorType or t.dtype is not None:
+        return t
+    t = copy.copy(t)
+    t.dtype = types.fp16
+    return t
 
 
 class _Renamed:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from support.exec_util import assert_close, rand, run_op
+from support.exec_util import assert_close, rand, run_child, run_op
 
 Ref = Callable[[torch.Tensor], torch.Tensor]
 def exact(f: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
@@ -415,8 +415,6 @@ def test_avx512_and_avx2_same_bits() -> None:
     """The 16-lane kernels make the operations of the 8-lane ones (AVX-512 forced off in a child)."""
     import os
     import pickle
-    import subprocess
-    import sys
 
     code = (
         "import importlib.util, pickle, sys\n"
@@ -424,8 +422,7 @@ def test_avx512_and_avx2_same_bits() -> None:
         f"spec = importlib.util.spec_from_file_location('ta', {__file__!r})\n"
         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
         "sys.stdout.buffer.write(pickle.dumps(m._activation_bits()))\n")
-    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MILKIT_NO_AVX512="1"),
-                       capture_output=True, timeout=300)
+    r = run_child(code, {"MILKIT_NO_AVX512": "1"}, text=False)
     assert r.returncode == 0, r.stderr[-2000:]
     other = pickle.loads(r.stdout)
     for k, v in _activation_bits().items():

@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from milkit import Builder as mb
-from support.exec_util import assert_close, at_threads, rand, run_op, run_prog
+from support.exec_util import assert_close, at_threads, rand, run_child, run_op, run_prog
 
 F16 = {"rtol": 3e-3, "atol": 3e-3}
 CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
@@ -701,8 +701,6 @@ def test_conv_depthwise_channel_blocks_same_bits_as_planes(tmp_path: Any) -> Non
     """The channel blocks sum each output's taps in the order the per-plane bodies do: the bits
     of the AVX2 bodies (AVX-512 forced off in a child) on every case."""
     import os
-    import subprocess
-    import sys
 
     code = (
         "import importlib.util, sys\n"
@@ -712,8 +710,7 @@ def test_conv_depthwise_channel_blocks_same_bits_as_planes(tmp_path: Any) -> Non
         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
         "for i in range(len(m.DW_BLOCK_CASES)):\n"
         f"    np.save({str(tmp_path)!r} + f'/{{i}}.npy', m._dw_block_case(i, True))\n")
-    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MILKIT_NO_AVX512="1"),
-                       capture_output=True, text=True, timeout=300)
+    r = run_child(code, {"MILKIT_NO_AVX512": "1"})
     assert r.returncode == 0, r.stderr[-2000:]
     for i in range(len(DW_BLOCK_CASES)):
         planes = np.load(tmp_path / f"{i}.npy")

@@ -15,10 +15,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 from milkit import Builder as mb
-from support.exec_util import rand, run_prog
+from support.exec_util import rand, run_child, run_prog
 
 # a chain: (op, operand) pairs applied in order to the conv output; operand "head" is the conv output,
-# ("r", v) puts the scalar v first (sub(x=v, y=cur)), a float is a scalar second operand
+# ("r", v) puts the scalar v first (sub(x=v, y=cur)), a float is a scalar second operand; "r" is the
+# residual tensor given to build_chain (("rt",): the residual first)
 HARDSWISH = [("add", 3.0), ("maximum", 0.0), ("minimum", 6.0), ("mul", "head"), ("mul", 1 / 6)]
 HARDSIGMOID = [("maximum", 0.0), ("minimum", 6.0), ("mul", 1 / 6)]
 CHAINS = {
@@ -43,11 +44,15 @@ NP = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "real_div": np.true
       "minimum": np.minimum}
 
 
-def build_chain(chain: list, dt: Any, c: Any) -> Any:
-    """The chain's ops over conv output c."""
+def build_chain(chain: list, dt: Any, c: Any, rv: Any = None) -> Any:
+    """The chain's ops over conv output c (rv: the residual its "r" links read)."""
     cur = c
     for op, arg in chain:
-        if op in ("relu", "relu6", "silu", "sigmoid"):
+        if arg == "r":
+            cur = getattr(mb, op)(x=cur, y=rv)
+        elif arg == ("rt",):
+            cur = getattr(mb, op)(x=rv, y=cur)
+        elif op in ("relu", "relu6", "silu", "sigmoid"):
             cur = getattr(mb, op)(x=cur)
         elif op == "sigmoid_hard":
             cur = mb.sigmoid_hard(x=cur, alpha=dt(arg[0]), beta=dt(arg[1]))
@@ -64,8 +69,9 @@ def build_chain(chain: list, dt: Any, c: Any) -> Any:
     return cur
 
 
-def ref_chain(chain: list, dt: Any, c: np.ndarray) -> np.ndarray:
-    """The chain op by op in fp32 with each result rounded to dt (torch for the activations)."""
+def ref_chain(chain: list, dt: Any, c: np.ndarray, rv: np.ndarray | None = None) -> np.ndarray:
+    """The chain op by op in fp32 with each result rounded to dt (torch for the activations); rv:
+    the residual its "r" links read."""
     def r(v: Any) -> np.ndarray:
         return np.asarray(v, np.float32).astype(dt).astype(np.float32)
 
@@ -73,7 +79,12 @@ def ref_chain(chain: list, dt: Any, c: np.ndarray) -> np.ndarray:
     cur = head
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for op, arg in chain:
-            cur = ref_link(op, arg, dt, cur, head, r)
+            if arg == "r":
+                cur = r(NP[op](cur, r(rv)))
+            elif arg == ("rt",):
+                cur = r(NP[op](r(rv), cur))
+            else:
+                cur = ref_link(op, arg, dt, cur, head, r)
     return cur
 
 
@@ -106,24 +117,25 @@ def torch_conv(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def run_fused_and_apart(chain: list, x: np.ndarray, w: np.ndarray, b: np.ndarray,
-                        conv: Callable[[Any], Any] | None = None) -> tuple:
+                        conv: Callable[[Any], Any] | None = None, rv: np.ndarray | None = None) -> tuple:
     """The chain's result with the conv's output read only by it, and with it returned too (the
-    conv is conv_of(w, b) unless given)."""
+    conv is conv_of(w, b) unless given; rv: a residual input, read by the chain's "r" links)."""
     dt = x.dtype.type
     conv = conv or conv_of(w, b)
-    (fused,) = run_prog(lambda v: build_chain(chain, dt, conv(v)), {"x": x})
-    apart, c = run_prog(lambda v: (lambda cv: (build_chain(chain, dt, cv), cv))(conv(v)), {"x": x})
+    feed = {"x": x} if rv is None else {"x": x, "r": rv}
+    (fused,) = run_prog(lambda v, *u: build_chain(chain, dt, conv(v), *u), feed)
+    apart, c = run_prog(lambda v, *u: (lambda cv: (build_chain(chain, dt, cv, *u), cv))(conv(v)), feed)
     return fused, apart, c
 
 
 def fused_equals_apart(chain: list, x: np.ndarray, w: np.ndarray, b: np.ndarray,
-                       conv: Callable[[Any], Any] | None = None) -> tuple:
+                       conv: Callable[[Any], Any] | None = None, rv: np.ndarray | None = None) -> tuple:
     """run_fused_and_apart on 1, 2 and 3 threads: the fused result has x's dtype and the bits of
     the ops apart each time. Returns the last (fused, conv output)."""
     for threads in (1, 2, 3):
         ct.set_num_threads(threads)
         try:
-            fused, apart, c = run_fused_and_apart(chain, x, w, b, conv)
+            fused, apart, c = run_fused_and_apart(chain, x, w, b, conv, rv)
         finally:
             ct.set_num_threads(0)
         assert fused.dtype == x.dtype
@@ -303,36 +315,6 @@ RESIDUAL_CHAINS = {
 }
 
 
-def build_residual(chain: list, dt: Any, c: Any, rv: Any) -> Any:
-    """build_chain, with links that read rv."""
-    cur = c
-    for op, arg in chain:
-        if arg == "r":
-            cur = getattr(mb, op)(x=cur, y=rv)
-        elif arg == ("rt",):
-            cur = getattr(mb, op)(x=rv, y=cur)
-        else:
-            cur = build_chain([(op, arg)], dt, cur) if arg != "head" else getattr(mb, op)(x=cur, y=c)
-    return cur
-
-
-def ref_residual(chain: list, dt: Any, c: np.ndarray, rv: np.ndarray) -> np.ndarray:
-    """ref_chain, with links that read rv."""
-    def r(v: Any) -> np.ndarray:
-        return np.asarray(v, np.float32).astype(dt).astype(np.float32)
-
-    head, cur, other = r(c), r(c), r(rv)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        for op, arg in chain:
-            if arg == "r":
-                cur = r(NP[op](cur, other))
-            elif arg == ("rt",):
-                cur = r(NP[op](other, cur))
-            else:
-                cur = ref_link(op, arg, dt, cur, head, r)
-    return cur
-
-
 @pytest.mark.parametrize("name", sorted(RESIDUAL_CHAINS))
 @pytest.mark.parametrize("dt", [np.float32, np.float16])
 @pytest.mark.parametrize(("xs", "ws", "kw"), ROUNDED_CONVS)
@@ -350,17 +332,9 @@ def test_residual_chain_in_conv(name: str, dt: type, xs: tuple, ws: tuple, kw: d
 
     (c0,) = run_prog(conv, {"x": x})
     rv = rand(*c0.shape, dtype=dt, lo=-2, hi=2, seed=33)
-    for threads in (1, 2, 3):
-        ct.set_num_threads(threads)
-        try:
-            (fused,) = run_prog(lambda v, u: build_residual(chain, dt, conv(v), u), {"x": x, "r": rv})
-            apart, c = run_prog(lambda v, u: (lambda cv: (build_residual(chain, dt, cv, u), cv))(conv(v)),
-                                {"x": x, "r": rv})
-        finally:
-            ct.set_num_threads(0)
-        assert fused.dtype == np.dtype(dt)
-        np.testing.assert_array_equal(fused, apart)
-    np.testing.assert_array_equal(fused.astype(np.float32), ref_residual(chain, dt, c.astype(np.float32), rv))
+    fused, c = fused_equals_apart(chain, x, w, b, conv, rv)
+    assert fused.dtype == np.dtype(dt)
+    np.testing.assert_array_equal(fused.astype(np.float32), ref_chain(chain, dt, c.astype(np.float32), rv))
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.float16])
@@ -388,10 +362,6 @@ def test_chain_stops_before_reading_its_own_result(dt: type) -> None:
 def test_residual_chain_is_fused() -> None:
     """The profile names the fused step conv+add+relu (no add step of its own), and an operand of
     another shape (broadcast) leaves the add apart."""
-    import os
-    import subprocess
-    import sys
-
     code = (
         "import numpy as np\n"
         "from milkit import Builder as mb\n"
@@ -404,8 +374,7 @@ def test_residual_chain_is_fused() -> None:
         "    y = mb.relu(x=mb.add(x=mb.conv(x=a, weight=w), y=b))\n"
         "    return y, mb.add(x=mb.conv(x=a, weight=w), y=d)\n"
         "milkit.runtime.run(prog, {'a': x, 'b': r, 'd': r1})\n")
-    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MILKIT_PROFILE="ops"),
-                         capture_output=True, text=True, timeout=120)
+    out = run_child(code, {"MILKIT_PROFILE": "ops"}, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [ln.split()[0] for ln in (out.stdout + out.stderr).splitlines() if ln.startswith("  ")]
     assert "conv+add+relu" in rows, rows

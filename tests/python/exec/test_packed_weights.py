@@ -13,6 +13,7 @@ import pytest
 from coremltools.converters.mil.mil import types as ctypes
 from milkit import Builder as mb
 from milkit import _core, types
+from support.exec_util import run_child
 
 IOS16, IOS18 = ct.target.iOS16, ct.target.iOS18
 
@@ -635,13 +636,10 @@ def test_panel_row_forms(name: str, k: int, dt: Any) -> None:
 def test_fused_rows_avx2() -> None:
     """The AVX2 kernels (matrix-vector products and panels decoded from row forms) give the same
     bits where the machine has AVX-512 (forced off in a child)."""
-    import os
-    import subprocess
-    import sys
-
     code = (
         "import importlib.util, sys\n"
         "import numpy as np\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.dirname(__file__))!r})\n"
         f"spec = importlib.util.spec_from_file_location('tpw', {__file__!r})\n"
         "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
         "for name in m.FUSED:\n"
@@ -654,8 +652,7 @@ def test_fused_rows_avx2() -> None:
         "for name, k in m.PANEL_FORMS:\n"
         "    m._fused_rows_case(name, k, 9, np.float16)\n"
         "print('ok')\n")
-    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MILKIT_NO_AVX512="1"),
-                       capture_output=True, text=True, timeout=300)
+    r = run_child(code, {"MILKIT_NO_AVX512": "1"})
     assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-2000:]
 
 

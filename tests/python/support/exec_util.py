@@ -4,7 +4,10 @@ it with milkit.run, compare with a reference (numpy or torch.nn.functional)."""
 from __future__ import annotations
 
 import inspect
+import os
 import platform
+import subprocess
+import sys
 from typing import Any, Callable
 
 import milkit as ct
@@ -12,7 +15,7 @@ import numpy as np
 from milkit import Builder as mb
 from milkit import get_new_symbol, types
 
-__all__ = ["run_op", "run_prog", "assert_close", "astype_x86", "MIL_DTYPE", "rand", "at_threads"]
+__all__ = ["run_op", "run_prog", "assert_close", "astype_x86", "MIL_DTYPE", "rand", "at_threads", "run_child"]
 
 MIL_DTYPE = {
     np.dtype(np.float16): types.fp16,
@@ -24,6 +27,14 @@ MIL_DTYPE = {
     np.dtype(np.int16): types.int16,
     np.dtype(np.uint16): types.uint16,
 }
+
+
+def run_child(code: str, env: dict[str, str], text: bool = True,
+              timeout: int = 300) -> subprocess.CompletedProcess:
+    """Runs Python `code` in a child process with `env` added to this one's environment (the
+    extension reads MILKIT_NO_AVX512 and MILKIT_PROFILE once per process), its output captured."""
+    return subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env), capture_output=True,
+                          text=text, timeout=timeout)
 
 
 def at_threads(fn: Callable[[], Any], threads: tuple[int, ...] = (1, 2, 3)) -> list[Any]:

@@ -361,6 +361,13 @@ constexpr int64_t kColBudget = 3 << 18;
 /// Columns of at most this many floats per thread's band when each thread makes its own.
 constexpr int64_t kThreadCols = 1 << 18;
 
+/// Whether some thread count takes conv g by bands (conv_thread_bands): a condition on the shape
+/// alone, so that the other paths can sum its columns as the bands would (GemmRhs::narrow_dots).
+bool may_take_bands(const Geom& g) {
+  const int64_t kc = g.Cin / g.G * g.kprod(), rows = g.out[0] * g.out[1];
+  return kc > 0 && g.out_plane() >= g.Cout / g.G && rows >= 4;
+}
+
 /// The im2col convs whose output has at least as many columns per group as rows and at least two
 /// rows per thread: each thread takes whole bands of output rows, making their columns in its own
 /// buffer (still in cache) and multiplying them single-threaded; false for the others.
@@ -370,7 +377,7 @@ bool conv_thread_bands(const Geom& g, const float* x, const ConvWeight& w, float
   const int64_t op = g.out_plane(), ip = g.in_plane(), cin_g = g.Cin / g.G, cout_g = g.Cout / g.G;
   const int64_t kc = cin_g * g.kprod(), rows = g.out[0] * g.out[1], OW = g.out[2];
   const int t = num_threads();
-  if (t <= 1 || kc == 0 || op < cout_g || rows < 2 * t) return false;
+  if (t <= 1 || !may_take_bands(g) || rows < 2 * t) return false;
   // at least two bands per thread, a multiple of the threads, each within the budget
   int64_t nb = std::max<int64_t>(2 * t, (kc * op + kThreadCols - 1) / kThreadCols);
   nb = std::min(rows, (nb + t - 1) / t * t);
@@ -630,9 +637,9 @@ bool conv_forward(const Geom& g, const float* x, ConvWeight w, const float* bias
   }
   if (conv_thread_bands(g, x, w, beta, y)) return false;
   const int64_t rows = g.out[0] * g.out[1], OW = g.out[2];
-  // a shape that other thread counts take by bands (conv_thread_bands): no narrow panel as dot
-  // products here either, so that its columns are summed alike on any number of threads
-  const bool dots = !(kc > 0 && op >= cout_g && rows >= 4);
+  // a shape that other thread counts take by bands: no narrow panel as dot products here either,
+  // so that its columns are summed alike on any number of threads
+  const bool dots = !may_take_bands(g);
   const int64_t band = std::clamp<int64_t>(kColBudget / std::max<int64_t>(kc * OW, 1), 1, rows);
   float* col = exec::conv_scratch(0, kc * band * OW);
   for (int64_t n = 0; n < g.N; ++n)

@@ -195,6 +195,13 @@ inline int64_t outer_block_k(int64_t N) {
   return std::clamp<int64_t>((int64_t{1} << 16) / (panels * kNR) / 16 * 16, 16, kKC);
 }
 
+/// Columns of a product's last panel that go as dot products (tail_rows): N % 48 when that is
+/// 1-8, B allows it and the CPU has AVX-512 (`wide`); else 0.
+inline int narrow_cols(const GemmRhs& b, int64_t N, bool wide) {
+  const int64_t r = N % kNR;
+  return wide && b.narrow_dots && r <= kTailCols ? static_cast<int>(r) : 0;
+}
+
 /// The first `cols` columns of the panel p (kc x 48) column by column into t (column j at
 /// t + j * kc): the form tail_rows reads.
 inline void transpose_tail(const float* p, int64_t kc, int cols, float* t) {
@@ -231,7 +238,7 @@ inline __attribute__((always_inline)) void kernel(int64_t kc, const float* a, in
     }
   }
   // two k per iteration: the loop's own instructions halved (8 x 48: 7-15% faster in a
-  // microbenchmark of this loop on Sapphire Rapids, 145-155 -> 158-168 GFLOP/s)
+  // microbenchmark of this loop on a Xeon with AVX512-FP16, 145-155 -> 158-168 GFLOP/s)
 #pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
     V b[NV];
@@ -410,6 +417,7 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
   int64_t parts = 1;
   if (panels < 2 * t)
     parts = std::max<int64_t>(1, std::min<int64_t>((2 * t + panels - 1) / panels, M / 32));
+  const int tail_cols = narrow_cols(b, N, wide);
   parallel_for(panels * parts, 1, [&](int64_t s, int64_t e) {
     thread_local std::vector<float> buf;
     const size_t need = static_cast<size_t>(std::min(K, kKC) * kNR + kNR);
@@ -433,7 +441,7 @@ void sgemm_panels(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, 
             c = accumulate ? c : bias_row[j];
             if (round_half) c = half_to_float(float_to_half(c));
           }
-      const bool dots = wide && b.narrow_dots && cols <= kTailCols;
+      const bool dots = tail_cols > 0 && panel == panels - 1;
       const int64_t kb = dots ? outer_block_k(N) : kKC;  // a narrow panel: the dots' blocks
       for (int64_t k0 = 0; k0 < K; k0 += kb) {
         const int64_t kc = std::min(kb, K - k0);
@@ -492,7 +500,7 @@ void sgemm_rows_outer(int64_t M, int64_t N, int64_t K, const GemmLhs& a, const G
   const std::optional<PackedRows> rows_of_b = packed_rows(b);
   const int64_t blocks = (M + mr - 1) / mr;  // blocks of up to mr rows, as even as they go
   const float zeros[kNR] = {};
-  const int tail_cols = b.narrow_dots && N % kNR <= kTailCols ? static_cast<int>(N % kNR) : 0;
+  const int tail_cols = narrow_cols(b, N, wide);
   // one contiguous range of row blocks per thread: each packs B's panels once per block of k
   parallel_for(blocks, std::max<int64_t>(1, blocks / num_threads()), [&](int64_t s, int64_t e) {
     thread_local std::vector<float> pb, abuf;
@@ -501,13 +509,13 @@ void sgemm_rows_outer(int64_t M, int64_t N, int64_t K, const GemmLhs& a, const G
     if (a.packed && abuf.size() < static_cast<size_t>(mr * kcb))
       abuf.resize(static_cast<size_t>(mr * kcb));
     thread_local std::vector<float> tail;
-    if (wide && tail_cols > 0) tail.resize(static_cast<size_t>(tail_cols * kcb));
+    if (tail_cols > 0) tail.resize(static_cast<size_t>(tail_cols * kcb));
     for (int64_t k0 = 0; k0 < K; k0 += kcb) {
       const int64_t kc = std::min(kcb, K - k0);
       for (int64_t q = 0; q < panels; ++q)
         pack_panel(b, rows_of_b ? &*rows_of_b : nullptr, q * kNR,
                    std::min<int64_t>(kNR, N - q * kNR), k0, kc, pb.data() + q * kc * kNR);
-      if (wide && tail_cols > 0)  // the last panel, narrow: as dot products
+      if (tail_cols > 0)  // the last panel, narrow: as dot products
         transpose_tail(pb.data() + (panels - 1) * kc * kNR, kc, tail_cols, tail.data());
       for (int64_t u = s; u < e; ++u) {
         const int64_t m = M * u / blocks, rows = M * (u + 1) / blocks - m;
@@ -526,7 +534,7 @@ void sgemm_rows_outer(int64_t M, int64_t N, int64_t K, const GemmLhs& a, const G
           Tile tile{C + m * ldc + q * kNR, ldc,
                     static_cast<int>(std::min<int64_t>(kNR, N - q * kNR)),
                     k0 > 0 || accumulate ? Init::Load : Init::Zero, zeros};
-          if (wide && tail_cols > 0 && q == panels - 1) {
+          if (tail_cols > 0 && q == panels - 1) {
             tile.tcols = tail.data();
             tile.ldt = kc;
           }
@@ -558,7 +566,7 @@ bool sgemm_row_blocks(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
   const uint64_t call = calls.fetch_add(1, std::memory_order_relaxed) + 1;
   const int64_t blocks = (M + mr - 1) / mr;  // blocks of up to mr rows, as even as they go
   const float zeros[kNR] = {};
-  const int tail_cols = b.narrow_dots && N % kNR <= kTailCols ? static_cast<int>(N % kNR) : 0;
+  const int tail_cols = narrow_cols(b, N, wide);
   parallel_for(blocks, 1, [&](int64_t s, int64_t e) {
     thread_local std::vector<float> packed, tail;
     thread_local uint64_t packed_for = 0;
@@ -571,15 +579,9 @@ bool sgemm_row_blocks(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
           pack_panel(b, rows_of_b ? &*rows_of_b : nullptr, n0, std::min<int64_t>(kNR, N - n0), k0,
                      std::min(kKC, K - k0), packed.data() + (q * K + k0) * kNR);
         }
-      if (wide && tail_cols > 0) {  // the last panel, narrow: as dot products (column j at j * K)
+      if (tail_cols > 0) {  // the last panel (K x 48, k-major), narrow: as dot products
         tail.resize(static_cast<size_t>(tail_cols * K));
-        for (int64_t k0 = 0; k0 < K; k0 += kKC) {
-          const int64_t kc = std::min(kKC, K - k0);
-          const float* pq = packed.data() + ((panels - 1) * K + k0) * kNR;
-          for (int j = 0; j < tail_cols; ++j)
-            for (int64_t k = 0; k < kc; ++k)
-              tail[static_cast<size_t>(j * K + k0 + k)] = pq[k * kNR + j];
-        }
+        transpose_tail(packed.data() + (panels - 1) * K * kNR, K, tail_cols, tail.data());
       }
       packed_for = call;
     }
@@ -590,7 +592,7 @@ bool sgemm_row_blocks(int64_t M, int64_t N, int64_t K, const float* A, int64_t l
       if (q + 1 < e) prefetch_rows(A + m1 * lda, lda, M * (q + 2) / blocks - m1, K);
       for (int64_t pq = 0; pq < panels; ++pq) {
         const int64_t n0 = pq * kNR;
-        const bool dots = wide && tail_cols > 0 && pq == panels - 1;
+        const bool dots = tail_cols > 0 && pq == panels - 1;
         const int64_t kb = dots ? outer_block_k(N) : kKC;  // a narrow panel: the dots' blocks
         for (int64_t k0 = 0; k0 < K; k0 += kb) {
           Tile tile{C + m * ldc + n0,
